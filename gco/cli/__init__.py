@@ -1,0 +1,56 @@
+"""The `gco` command: endpoint records, the local stack, and (as they land) matrix and bench.
+
+Exit status: 0 on success, 2 on bad input (one line naming the field), 1 on runtime failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+import click
+
+from gco import __version__
+from gco.cli.inference import inference
+from gco.cli.local import local
+from gco.errors import GcoError
+
+
+@click.group()
+@click.version_option(__version__, prog_name="gco")
+@click.option("--verbose", "-v", is_flag=True, help="Log what gco does to stderr.")
+def cli(verbose: bool) -> None:
+    """gco: LLM inference endpoints on EKS GPU node groups across AWS Regions."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+cli.add_command(inference)
+cli.add_command(local)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; map errors to one line on stderr and the documented exit status."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="gco", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return int(done.exit_code or 0)
+    except click.exceptions.Abort:
+        click.echo("error: aborted", err=True)
+        return 1
+    except click.UsageError as error:
+        click.echo(f"error: {error.format_message()}", err=True)
+        return 2
+    except click.ClickException as error:
+        click.echo(f"error: {error.format_message()}", err=True)
+        return 1
+    except GcoError as error:
+        click.echo(f"error: {error}", err=True)
+        return error.exit_code
+    return 0
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

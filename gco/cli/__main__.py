@@ -1,0 +1,7 @@
+"""`python -m gco.cli` runs the `gco` command."""
+
+import sys
+
+from gco.cli import main
+
+sys.exit(main())

@@ -1,0 +1,260 @@
+"""`gco inference ...`: endpoint records from the command line (stable surface for scripts).
+
+Commands parse options, call `gco.endpoints`, and print the record as a table or JSON.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gco import aws
+from gco.cli.common import connection_options, emit_json, emit_table, load_spec_file, open_store, parse_pairs
+from gco.cli.wait import Progress, wait_for
+from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
+from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
+from gco.endpoints.spec import spec_json_schema
+
+SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
+    ("--framework", "framework", click.Choice(["vllm", "tgi", "sglang"]), "Serving framework."),
+    ("--port", "port", int, "Container port."),
+    ("--replicas", "replicas", int, "Replicas per Region."),
+    ("--gpu-count", "gpu_count", int, "GPUs per replica."),
+    ("--gpu-type", "gpu_type", str, "GPU instance family or type."),
+    ("--accelerator", "accelerator", click.Choice(["nvidia", "neuron"]), "Accelerator kind."),
+    ("--capacity-type", "capacity_type", click.Choice(["on-demand", "spot"]), "Node capacity type."),
+    ("--model-id", "model_id", str, "Model id served."),
+    ("--model-revision", "model_revision", str, "Model revision (commit)."),
+    ("--model-source", "model_source", str, "s3:// URI synced by an init container."),
+    ("--health-check-path", "health_check_path", str, "Health path probed."),
+)
+
+
+def spec_options(command: Any) -> Any:
+    """The spec flags shared by deploy and update; each overrides the same field of --spec FILE."""
+    for flag, dest, kind, help_text in reversed(SPEC_FLAGS):
+        command = click.option(flag, dest, type=kind, default=None, help=help_text)(command)
+    command = click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
+                           help="Container environment (repeatable).")(command)
+    return click.option("--spec", "spec_file", type=click.Path(path_type=Path, dir_okay=False),
+                        default=None, help="JSON or YAML file with the whole spec.")(command)
+
+
+def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
+    changes = {dest: options[dest] for _, dest, _, _ in SPEC_FLAGS if options.get(dest) is not None}
+    if options.get("env_pairs"):
+        changes["env"] = parse_pairs(options["env_pairs"], "--env")
+    return changes
+
+
+def show(record: EndpointRecord, output: str) -> None:
+    if output == "json":
+        emit_json(record.to_json())
+        return
+    spec = record.spec
+    click.echo(f"name:          {record.endpoint_name}")
+    click.echo(f"desired_state: {record.desired_state}")
+    click.echo(f"lifecycle_id:  {record.lifecycle_id}")
+    click.echo(f"image:         {spec.image} ({spec.framework}, {spec.replicas} x {spec.gpu_count} GPU)")
+    click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
+    click.echo(f"updated_at:    {record.updated_at}")
+    rows = []
+    for region in record.cleanup_regions:
+        status = record.region_status.get(region)
+        role = "target" if region in record.target_regions else "cleanup"
+        rows.append([region, role, status.state if status else "pending",
+                     f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
+                     (status.error or "") if status else ""])
+    emit_table(["REGION", "ROLE", "STATE", "READY", "ERROR"], rows)
+
+
+def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
+    record = operations.fresh(store, name)
+    states = {region: record.region_status.get(region) for region in record.target_regions}
+    done = [r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id]
+    failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
+    if failed:
+        raise click.ClickException("; ".join(failed))
+    pending = ", ".join(f"{r} {s.state if s else 'pending'}" for r, s in states.items() if r not in done)
+    return Progress(len(done), len(states), not pending, pending, record)
+
+
+def purge_progress(store: EndpointStore, name: str) -> Progress[None]:
+    record = store.get(name)
+    if record is None:
+        return Progress(1, 1, True, "purged", None)
+    pending = record.pending_deletion_regions()
+    total = len(record.deletion_regions or [])
+    return Progress(total - len(pending), total, False, "awaiting " + ", ".join(pending), None)
+
+
+@click.group()
+def inference() -> None:
+    """Endpoint records: deploy, inspect, change and delete inference endpoints."""
+
+
+@inference.command()
+@click.argument("name")
+@click.option("--region", "regions", multiple=True, help="Target Region (repeatable).")
+@click.option("--namespace", default="gco-inference", show_default=True)
+@click.option("--label", "label_pairs", multiple=True, metavar="KEY=VALUE", help="Record label (repeatable).")
+@click.option("--created-by", default=None, help="Who created it [default: the OS user].")
+@click.option("--wait/--no-wait", default=False, help="Wait until every Region runs it.")
+@click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
+@spec_options
+@connection_options
+def deploy(name: str, regions: tuple[str, ...], namespace: str, label_pairs: tuple[str, ...],
+           created_by: str | None, wait: bool, timeout: float, spec_file: Path | None,
+           endpoint_url: str | None, table_name: str | None, output: str, **options: Any) -> None:
+    """Create endpoint NAME in every --region."""
+    spec = load_spec_file(spec_file) if spec_file else {}
+    spec.update(spec_changes(options))
+    if "image" not in spec:
+        raise InvalidSpecError("--image", "is required (or give image in --spec)")
+    if not regions:
+        raise InvalidSpecError("--region", "name at least one Region")
+    store = open_store(endpoint_url, table_name)
+    record = store.create(name, spec, list(regions), namespace=namespace,
+                          labels=parse_pairs(label_pairs, "--label"),
+                          created_by=created_by or getpass.getuser())
+    if wait:
+        record = wait_for(lambda: ready_progress(store, name), what=f"{name} ready", timeout=timeout)
+    show(record, output)
+
+
+@inference.command(name="list")
+@click.option("--state", default=None, type=click.Choice(["deploying", "running", "stopped", "deleted"]))
+@click.option("--region", default=None, help="Only endpoints targeting this Region.")
+@connection_options
+def list_(state: str | None, region: str | None, endpoint_url: str | None, table_name: str | None,
+          output: str) -> None:
+    """List endpoints, newest first."""
+    records = open_store(endpoint_url, table_name).list(desired_state=state, target_region=region)
+    if output == "json":
+        emit_json([record.to_json() for record in records])
+        return
+    rows = []
+    for record in records:
+        ready = sum(s.replicas_ready for s in record.region_status.values() if s.lifecycle_id == record.lifecycle_id)
+        rows.append([record.endpoint_name, record.desired_state, ",".join(record.target_regions), ready,
+                     record.spec.image, record.created_at or "-"])
+    emit_table(["NAME", "STATE", "REGIONS", "READY", "IMAGE", "CREATED"], rows)
+
+
+@inference.command()
+@click.argument("name")
+@connection_options
+def status(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Show the record of NAME (strongly consistent read)."""
+    store = open_store(endpoint_url, table_name)
+    record = store.get(name, consistent_read=True)
+    if record is None:
+        raise EndpointNotFoundError(name)
+    show(record, output)
+
+
+@inference.command()
+@click.argument("name")
+@click.option("--replicas", required=True, type=int, help="Replicas per Region.")
+@connection_options
+def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Set the replicas of a live endpoint (not autoscaled, not mooncake)."""
+    show(operations.scale(open_store(endpoint_url, table_name), name, replicas), output)
+
+
+@inference.command()
+@click.argument("name")
+@connection_options
+def stop(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Scale NAME to zero in every Region, keeping its record."""
+    show(operations.stop(open_store(endpoint_url, table_name), name), output)
+
+
+@inference.command()
+@click.argument("name")
+@connection_options
+def start(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Start a stopped endpoint."""
+    show(operations.start(open_store(endpoint_url, table_name), name), output)
+
+
+@inference.command()
+@click.argument("name")
+@spec_options
+@connection_options
+def update(name: str, spec_file: Path | None, endpoint_url: str | None, table_name: str | None, output: str,
+           **options: Any) -> None:
+    """Change the spec: --spec FILE replaces it whole, flags change single fields."""
+    replace = load_spec_file(spec_file) if spec_file else None
+    changes = spec_changes(options)
+    if replace is None and not changes:
+        raise InvalidSpecError("--spec", "give --spec FILE or at least one field flag")
+    show(operations.update_spec(open_store(endpoint_url, table_name), name, changes, replace=replace), output)
+
+
+@inference.command()
+@click.argument("name")
+@click.option("--add", "add", multiple=True, help="Region to add (repeatable).")
+@click.option("--remove", "remove", multiple=True, help="Region to remove (repeatable).")
+@click.option("--set", "replace", multiple=True, help="The whole target list (repeatable).")
+@connection_options
+def regions(name: str, add: tuple[str, ...], remove: tuple[str, ...], replace: tuple[str, ...],
+            endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Show or change the target Regions; a removed Region is cleaned up by its reconciler."""
+    store = open_store(endpoint_url, table_name)
+    if add or remove or replace:
+        record = operations.change_regions(store, name, add=add, remove=remove, replace=replace or None)
+    else:
+        record = operations.fresh(store, name)
+    show(record, output)
+
+
+@inference.command()
+@click.argument("name")
+@click.option("--expected-lifecycle-id", default=None, help="Delete only this lifecycle (automation).")
+@click.option("--expected-owner-label", default=None, metavar="KEY=VALUE", help="Delete only if labelled so.")
+@click.option("--wait/--no-wait", default=False, help="Wait until every Region cleaned up and the record is purged.")
+@click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
+@connection_options
+def delete(name: str, expected_lifecycle_id: str | None, expected_owner_label: str | None, wait: bool,
+           timeout: float, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Delete NAME in every Region it was ever in; the record is purged after all acknowledge."""
+    label = None
+    if expected_owner_label is not None:
+        ((key, value),) = parse_pairs([expected_owner_label], "--expected-owner-label").items()
+        label = (key, value)
+    store = open_store(endpoint_url, table_name)
+    record = operations.delete(store, name, expected_lifecycle_id=expected_lifecycle_id, expected_owner_label=label)
+    if wait:
+        wait_for(lambda: purge_progress(store, name), what=f"{name} purge", timeout=timeout)
+        if output == "json":
+            emit_json({"endpoint_name": name, "purged": True, "lifecycle_id": record.lifecycle_id})
+        else:
+            click.echo(f"{name}: purged")
+        return
+    show(record, output)
+
+
+@inference.command()
+def schema() -> None:
+    """Print the JSON Schema of the endpoint spec."""
+    emit_json(spec_json_schema())
+
+
+@inference.command(name="init-table")
+@connection_options
+def init_table_command(endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Create the endpoint table with its stream if it does not exist (local endpoints; CDK owns it in AWS)."""
+    table = table_name or default_table_name()
+    created, description = init_table(aws.client("dynamodb", endpoint_url=endpoint_url), table)
+    stream = description.get("LatestStreamArn", "")
+    if output == "json":
+        emit_json({"table": table, "created": created, "stream_arn": stream, "region": aws.home_region(),
+                   "endpoint_url": endpoint_url or os.environ.get("AWS_ENDPOINT_URL")})
+    else:
+        click.echo(f"table {table}: {'created' if created else 'already exists'} (stream {stream})")

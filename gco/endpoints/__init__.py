@@ -1,0 +1,34 @@
+"""Endpoint records: the spec model, the fenced store and their errors."""
+
+from gco.endpoints.errors import (
+    EndpointError,
+    EndpointExistsError,
+    EndpointNotFoundError,
+    InvalidSpecError,
+    InvalidTransitionError,
+    LostRaceError,
+    StoreUnavailableError,
+)
+from gco.endpoints.record import EndpointRecord, RegionStatus
+from gco.endpoints.spec import EndpointSpec, parse_spec, spec_json_schema
+from gco.endpoints.store import DEFAULT_TABLE, EndpointStore, default_table_name
+from gco.endpoints.table import init_table
+
+__all__ = [
+    "DEFAULT_TABLE",
+    "EndpointError",
+    "EndpointExistsError",
+    "EndpointNotFoundError",
+    "EndpointRecord",
+    "EndpointSpec",
+    "EndpointStore",
+    "InvalidSpecError",
+    "InvalidTransitionError",
+    "LostRaceError",
+    "RegionStatus",
+    "StoreUnavailableError",
+    "default_table_name",
+    "init_table",
+    "parse_spec",
+    "spec_json_schema",
+]

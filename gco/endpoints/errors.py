@@ -1,0 +1,69 @@
+"""Errors of the endpoint store and models.
+
+    EndpointError                 (gco.errors.GcoError)
+    ├── EndpointNotFoundError     no record with that name
+    ├── EndpointExistsError       create refused: the name is taken
+    ├── InvalidSpecError          bad field value (also GcoInputError: exit 2)
+    ├── InvalidTransitionError    the record's current state forbids the operation
+    ├── LostRaceError             a fenced write lost to a concurrent writer
+    └── StoreUnavailableError     DynamoDB failed after retries
+
+botocore errors are converted at the store boundary with `raise ... from`.
+"""
+
+from __future__ import annotations
+
+from gco.errors import GcoError, GcoInputError
+
+
+class EndpointError(GcoError):
+    """Root of the endpoint package's errors."""
+
+
+class EndpointNotFoundError(EndpointError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"endpoint {name!r} not found")
+
+
+class EndpointExistsError(EndpointError):
+    def __init__(self, name: str, desired_state: str | None = None) -> None:
+        self.name = name
+        self.desired_state = desired_state
+        detail = f" (desired_state {desired_state}; wait for its purge)" if desired_state == "deleted" else ""
+        super().__init__(f"endpoint {name!r} already exists{detail}")
+
+
+class InvalidSpecError(EndpointError, GcoInputError):
+    """A field holds a bad value; `field` is its dotted path."""
+
+    exit_code = 2
+
+    def __init__(self, field: str, message: str) -> None:
+        GcoInputError.__init__(self, field, message)
+
+
+class InvalidTransitionError(EndpointError):
+    """The operation does not apply to the record's current state, which is named."""
+
+    def __init__(self, name: str, operation: str, current_state: str, hint: str = "") -> None:
+        self.name = name
+        self.operation = operation
+        self.current_state = current_state
+        message = f"cannot {operation} endpoint {name!r}: its desired_state is {current_state}"
+        super().__init__(f"{message}; {hint}" if hint else message)
+
+
+class LostRaceError(EndpointError):
+    """A concurrent writer changed the record between our read and our fenced write."""
+
+    def __init__(self, name: str, operation: str) -> None:
+        self.name = name
+        self.operation = operation
+        super().__init__(
+            f"{operation} of endpoint {name!r} lost a race with a concurrent change; re-read and retry"
+        )
+
+
+class StoreUnavailableError(EndpointError):
+    """DynamoDB could not be reached or kept failing after retries."""

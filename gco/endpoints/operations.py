@@ -1,0 +1,146 @@
+"""Operator actions over the fenced store: fresh read, back-fill, fenced write, bounded retry.
+
+What the CLI and automation call. When the caller pins a fence (an expected lifecycle id or
+owner label) a lost race is final; otherwise the action re-reads and tries again, a few times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from gco.endpoints import names
+from gco.endpoints.errors import EndpointNotFoundError, InvalidTransitionError, LostRaceError
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.spec import parse_spec
+from gco.endpoints.store import EndpointStore
+
+ATTEMPTS = 5
+
+
+def fresh(store: EndpointStore, name: str) -> EndpointRecord:
+    """A strongly consistent read, back-filling a legacy record first."""
+    for _ in range(ATTEMPTS):
+        record = store.get(name, consistent_read=True)
+        if record is None:
+            raise EndpointNotFoundError(name)
+        if not record.is_legacy:
+            return record
+        filled = store.ensure_lifecycle_metadata(record)
+        if filled is not None:
+            return filled
+    raise LostRaceError(name, "back-fill lifecycle metadata of")
+
+
+def _retry(
+    store: EndpointStore,
+    name: str,
+    operation: str,
+    write: Callable[[EndpointRecord], EndpointRecord | None],
+    *,
+    pinned: bool = False,
+) -> EndpointRecord:
+    for _ in range(1 if pinned else ATTEMPTS):
+        record = fresh(store, name)
+        result = write(record)
+        if result is not None:
+            return result
+    raise LostRaceError(name, operation)
+
+
+def stop(store: EndpointStore, name: str) -> EndpointRecord:
+    def write(record: EndpointRecord) -> EndpointRecord | None:
+        if record.is_deleted:
+            raise InvalidTransitionError(name, "stop", "deleted")
+        return store.update_desired_state(name, "stopped", expected_lifecycle_id=record.lifecycle_id)
+
+    return _retry(store, name, "stop", write)
+
+
+def start(store: EndpointStore, name: str) -> EndpointRecord:
+    return _retry(store, name, "start", lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id))
+
+
+def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:
+    return _retry(
+        store, name, "scale", lambda record: store.scale(name, replicas, expected_lifecycle_id=record.lifecycle_id or "")
+    )
+
+
+def update_spec(
+    store: EndpointStore,
+    name: str,
+    changes: Mapping[str, Any],
+    *,
+    replace: Mapping[str, Any] | None = None,
+) -> EndpointRecord:
+    """Apply `changes` over `replace` (a whole new spec) or over the current spec, then set deploying."""
+
+    def write(record: EndpointRecord) -> EndpointRecord | None:
+        base = dict(replace) if replace is not None else record.spec.model_dump(mode="json", exclude_none=True)
+        spec = parse_spec({**base, **changes})
+        if spec == record.spec:
+            return record  # nothing to change: no write, no new rollout
+        return store.update_spec(
+            name, spec, expected_lifecycle_id=record.lifecycle_id or "", expected_updated_at=record.updated_at
+        )
+
+    return _retry(store, name, "update", write)
+
+
+def change_regions(
+    store: EndpointStore,
+    name: str,
+    *,
+    add: Iterable[str] = (),
+    remove: Iterable[str] = (),
+    replace: Iterable[str] | None = None,
+) -> EndpointRecord:
+    """New target Regions: `replace` them, or `add` and `remove` some."""
+    additions = names.region_list(add, "--add", allow_empty=True)
+    removals = names.region_list(remove, "--remove", allow_empty=True)
+    replacement = None if replace is None else names.region_list(replace, "--set")
+
+    def write(record: EndpointRecord) -> EndpointRecord | None:
+        base = replacement if replacement is not None else record.target_regions
+        targets = [region for region in [*base, *additions] if region not in removals]
+        targets = names.region_list(targets, "target_regions")
+        if targets == record.target_regions:
+            return record
+        return store.update_target_regions(
+            name,
+            targets,
+            expected_lifecycle_id=record.lifecycle_id or "",
+            expected_updated_at=record.updated_at or "",
+        )
+
+    return _retry(store, name, "change the Regions of", write)
+
+
+def delete(
+    store: EndpointStore,
+    name: str,
+    *,
+    expected_lifecycle_id: str | None = None,
+    expected_owner_label: tuple[str, str] | None = None,
+) -> EndpointRecord:
+    """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record."""
+    pinned = expected_lifecycle_id is not None or expected_owner_label is not None
+
+    def write(record: EndpointRecord) -> EndpointRecord | None:
+        return store.update_desired_state(
+            name, "deleted", expected_lifecycle_id=expected_lifecycle_id, expected_label=expected_owner_label
+        )
+
+    try:
+        return _retry(store, name, "delete", write, pinned=pinned)
+    except LostRaceError:
+        current = store.get(name)
+        if current is not None and expected_lifecycle_id and current.lifecycle_id != expected_lifecycle_id:
+            raise LostRaceError(name, f"delete (lifecycle is {current.lifecycle_id}, not the expected one)") from None
+        if current is not None and expected_owner_label:
+            key, value = expected_owner_label
+            if current.labels.get(key) != value:
+                raise LostRaceError(name, f"delete (label {key} is {current.labels.get(key)!r}, not {value!r})") from None
+        raise
+

@@ -1,0 +1,320 @@
+"""The endpoint spec (SPEC section 3): a strict pydantic model, exportable as JSON Schema.
+
+Strict means a bool is not an int, a string is not a number, and unknown keys are refused;
+`parse_spec` turns any validation failure into one `InvalidSpecError` naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gco.endpoints import names
+from gco.endpoints.errors import InvalidSpecError
+
+IMAGE_REFERENCE = re.compile(
+    r"^(?P<name>[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
+    r"(@(?P<digest>sha256:[0-9a-f]{64}))?$"
+)
+QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+HTTP_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+Replicas = Annotated[int, Field(ge=0, le=1000)]
+NonEmpty = Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class FieldProblem(ValueError):
+    """A model-level check's failure, tied to the field it is about (relative to the model)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
+
+
+def _image(value: str) -> str:
+    if not IMAGE_REFERENCE.match(value):
+        raise ValueError(f"{value!r} is not a container image reference (name[:tag][@sha256:<64 hex>])")
+    return value
+
+
+def _quantity(value: str) -> str:
+    if not QUANTITY.match(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (for example 500m, 4Gi, 2)")
+    return value
+
+
+class ResourceRequirements(_Strict):
+    """Container requests and limits; GPU resources are added from gpu_count, not here."""
+
+    requests: dict[str, str] = Field(default_factory=dict)
+    limits: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _check(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, quantity in value.items():
+            if not RESOURCE_NAME.match(key):
+                raise ValueError(f"{key!r} is not a resource name")
+            _quantity(quantity)
+        return value
+
+
+class Toleration(_Strict):
+    key: str | None = None
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise FieldProblem("value", "must be empty when operator is Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise FieldProblem("toleration_seconds", "applies only to effect NoExecute")
+        return self
+
+
+MetricType = Literal["cpu", "memory", "gpu", "gpu_memory", "queue_depth"]
+PERCENT_METRICS = frozenset({"cpu", "memory", "gpu", "gpu_memory"})
+KEDA_METRICS = frozenset({"gpu", "gpu_memory", "queue_depth"})
+
+
+class AutoscalingMetric(_Strict):
+    """`target` is a utilization percent (1-100) or, for queue_depth, waiting requests per replica."""
+
+    type: MetricType
+    target: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="after")
+    def _check(self) -> AutoscalingMetric:
+        if self.type in PERCENT_METRICS and not 1 <= self.target <= 100:
+            raise FieldProblem("target", f"a {self.type} target is a percent from 1 to 100")
+        return self
+
+
+class Autoscaling(_Strict):
+    enabled: bool = False
+    min_replicas: Annotated[int, Field(ge=0, le=1000)] = 1
+    max_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    metrics: list[AutoscalingMetric] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Autoscaling:
+        if self.min_replicas > self.max_replicas:
+            raise FieldProblem("min_replicas", "must not exceed max_replicas")
+        kinds = [metric.type for metric in self.metrics]
+        if len(set(kinds)) != len(kinds):
+            raise FieldProblem("metrics", "each metric type may appear once")
+        if self.enabled and not self.metrics:
+            raise FieldProblem("metrics", "must name at least one metric when enabled")
+        # A HorizontalPodAutoscaler cannot scale to zero; only KEDA-driven metrics can.
+        if self.enabled and self.min_replicas == 0 and not set(kinds) <= KEDA_METRICS:
+            raise FieldProblem("min_replicas", "0 needs only gpu, gpu_memory or queue_depth metrics (KEDA)")
+        return self
+
+
+class Canary(_Strict):
+    image: str
+    weight: Annotated[int, Field(ge=0, le=100)] = 10
+    replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+
+    @field_validator("image")
+    @classmethod
+    def _check_image(cls, value: str) -> str:
+        return _image(value)
+
+
+class MooncakeRoleAutoscaling(_Strict):
+    prefill: Autoscaling | None = None
+    decode: Autoscaling | None = None
+
+
+class Mooncake(_Strict):
+    """Mooncake disaggregated serving: prefill/decode roles and/or the distributed KV store."""
+
+    mode: Literal["disaggregated", "store", "both"] = "disaggregated"
+    prefill_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    decode_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    transfer_protocol: Literal["rdma", "tcp"] = "tcp"
+    store_global_segment_size: str = "4Gi"
+    store_local_buffer_size: str = "1Gi"
+    proxy_image: str | None = None
+    autoscaling: MooncakeRoleAutoscaling | None = None
+
+    @field_validator("store_global_segment_size", "store_local_buffer_size")
+    @classmethod
+    def _size(cls, value: str) -> str:
+        return _quantity(value)
+
+    @field_validator("proxy_image")
+    @classmethod
+    def _proxy_image(cls, value: str | None) -> str | None:
+        return None if value is None else _image(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> Mooncake:
+        if self.mode in ("disaggregated", "both") and self.proxy_image is None:
+            raise FieldProblem("proxy_image", "is required for disaggregated serving")
+        return self
+
+
+class EndpointSpec(_Strict):
+    """What to run for one endpoint; identical in every target Region."""
+
+    image: str
+    require_digest: bool = False
+    framework: Literal["vllm", "tgi", "sglang"] = "vllm"
+    port: Port = 8000
+    replicas: Replicas = 1
+    gpu_count: Annotated[int, Field(ge=0, le=64)] = 1
+    gpu_type: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")] | None = None
+    accelerator: Literal["nvidia", "neuron"] = "nvidia"
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    model_id: NonEmpty | None = None
+    model_revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")] | None = None
+    model_source: str | None = None
+    health_check_path: str = "/health"
+    env: dict[str, str] = Field(default_factory=dict)
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+    command: list[str] | None = None
+    args: list[str] | None = None
+    extra_args: list[str] = Field(default_factory=list)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    canary: Canary | None = None
+    mooncake: Mooncake | None = None
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        return _image(value)
+
+    @field_validator("model_id")
+    @classmethod
+    def _trimmed(cls, value: str | None) -> str | None:
+        if value is not None and value != value.strip():
+            raise ValueError("must not start or end with whitespace")
+        return value
+
+    @field_validator("model_source")
+    @classmethod
+    def _model_source(cls, value: str | None) -> str | None:
+        if value is not None and not S3_URI.match(value):
+            raise ValueError(f"{value!r} is not an s3://bucket/prefix URI")
+        return value
+
+    @field_validator("health_check_path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not HTTP_PATH.match(value):
+            raise ValueError(f"{value!r} is not an absolute HTTP path")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not ENV_NAME.match(key):
+                raise ValueError(f"{key!r} is not an environment variable name")
+        return value
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            try:
+                names.label_key(key)
+                names.label_value(label)
+            except InvalidSpecError as error:
+                raise ValueError(error.message) from None
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> EndpointSpec:
+        if self.mooncake is not None and self.canary is not None:
+            raise FieldProblem("canary", "cannot be used together with mooncake")
+        if self.require_digest:
+            for field, image in self.images().items():
+                if "@sha256:" not in image:
+                    raise FieldProblem(field, "must be pinned by digest (@sha256:...) when require_digest is set")
+        if self.accelerator == "neuron" and self.gpu_type is not None:
+            raise FieldProblem("gpu_type", "applies only to accelerator nvidia")
+        return self
+
+    def images(self) -> dict[str, str]:
+        """Every image the spec runs, by field path."""
+        found = {"image": self.image}
+        if self.canary is not None:
+            found["canary.image"] = self.canary.image
+        if self.mooncake is not None and self.mooncake.proxy_image is not None:
+            found["mooncake.proxy_image"] = self.mooncake.proxy_image
+        return found
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.autoscaling.enabled
+
+
+def field_path(location: tuple[int | str, ...], prefix: str) -> str:
+    """`('autoscaling', 'metrics', 0, 'target')` -> `spec.autoscaling.metrics[0].target`."""
+    path = prefix
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part:
+            path = f"{path}.{part}" if path else str(part)
+    return path or "spec"
+
+
+def invalid_spec_from(error: ValidationError, prefix: str = "spec") -> InvalidSpecError:
+    """The first validation problem as one error naming its field; a count of the rest."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    location = tuple(part for part in first["loc"] if not str(part).startswith("function-"))
+    message = str(first["msg"]).removeprefix("Value error, ")
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, FieldProblem):
+        location = (*location, *cause.field.split("."))
+        message = str(cause)
+    if first["type"] == "extra_forbidden":
+        message = "unknown field"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    return InvalidSpecError(field_path(location, prefix), message)
+
+
+def parse_spec(data: Any, prefix: str = "spec") -> EndpointSpec:
+    """Validate a mapping as an `EndpointSpec`.
+
+    Raises:
+        InvalidSpecError: naming the first bad field, e.g. `spec.port`.
+    """
+    if isinstance(data, EndpointSpec):
+        return data
+    if not isinstance(data, dict):
+        raise InvalidSpecError(prefix, "must be a mapping")
+    try:
+        return EndpointSpec.model_validate(data)
+    except ValidationError as error:
+        raise invalid_spec_from(error, prefix) from None
+
+
+def spec_json_schema() -> dict[str, Any]:
+    """The JSON Schema of `EndpointSpec`, as `gco inference schema` prints it."""
+    schema = EndpointSpec.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://gco.dev/schemas/endpoint-spec.json"
+    return schema

@@ -1,0 +1,76 @@
+"""Runs a real `moto_server` process on a free loopback port, for tests and the local stack.
+
+moto stands in for the AWS APIs gco calls (DynamoDB and its streams, S3, Step Functions) when no
+AWS account is at hand; it is reached over HTTP exactly as AWS would be.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from types import TracebackType
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class MotoServer:
+    """A moto server subprocess bound to 127.0.0.1; use as a context manager or start()/stop()."""
+
+    def __init__(self, port: int | None = None, startup_timeout: float = 30.0) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> MotoServer:
+        env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"moto_server exited with status {self._process.returncode}")
+            try:
+                httpx.get(f"{self.url}/moto-api/", timeout=1.0)
+                return self
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"moto_server did not answer on {self.url} within {self.startup_timeout} s")
+
+    def reset(self) -> None:
+        """Forget every resource (between tests)."""
+        httpx.post(f"{self.url}/moto-api/reset", timeout=10.0).raise_for_status()
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=10)
+        self._process = None
+
+    def __enter__(self) -> MotoServer:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()

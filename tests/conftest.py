@@ -1,0 +1,48 @@
+"""Test harness: one real moto_server process per session on a free loopback port, reset per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gco import aws
+from gco.endpoints import EndpointStore, init_table
+from gco.local.motoserver import MotoServer
+
+TABLE = "gco-test-endpoints"
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture
+def moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+    """A clean moto server; AWS_* variables point every boto3 client at it, with fake credentials."""
+    moto_server.reset()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("DYNAMODB_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    yield moto_server
+
+
+@pytest.fixture
+def dynamodb(moto: MotoServer) -> Any:
+    return aws.client("dynamodb", endpoint_url=moto.url)
+
+
+@pytest.fixture
+def store(dynamodb: Any) -> EndpointStore:
+    init_table(dynamodb, TABLE)
+    return EndpointStore(dynamodb, TABLE)
+
+
+def soak_enabled() -> bool:
+    return os.environ.get("GCO_SOAK") == "1"
