@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 
 DEFAULT_REGION = "us-east-1"
-LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}  # noqa: S105
+LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}
 CLIENT_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 8},
     connect_timeout=5,

@@ -22,7 +22,7 @@ def moto_server() -> Iterator[MotoServer]:
 
 
 @pytest.fixture
-def moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoServer]:
+def moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> MotoServer:
     """A clean moto server; AWS_* variables point every boto3 client at it, with fake credentials."""
     moto_server.reset()
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.url)
@@ -30,7 +30,7 @@ def moto(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("DYNAMODB_REGION", "us-east-1")
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    yield moto_server
+    return moto_server
 
 
 @pytest.fixture

@@ -22,15 +22,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 def connection_options(command: F) -> F:
     """Add --endpoint-url, --table and --output to a command."""
     command = click.option(
-        "--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True,
+        "--output",
+        "-o",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
         help="table for people, json for scripts.",
     )(command)
     command = click.option(
-        "--table", "table_name", envvar="INFERENCE_ENDPOINTS_TABLE_NAME", default=None,
+        "--table",
+        "table_name",
+        envvar="INFERENCE_ENDPOINTS_TABLE_NAME",
+        default=None,
         help="Endpoint table name [env INFERENCE_ENDPOINTS_TABLE_NAME; default gco-inference-endpoints].",
     )(command)
     return click.option(
-        "--endpoint-url", envvar="AWS_ENDPOINT_URL", default=None,
+        "--endpoint-url",
+        envvar="AWS_ENDPOINT_URL",
+        default=None,
         help="AWS endpoint URL, e.g. a local moto server [env AWS_ENDPOINT_URL].",
     )(command)
 

@@ -39,10 +39,16 @@ def spec_options(command: Any) -> Any:
     """The spec flags shared by deploy and update; each overrides the same field of --spec FILE."""
     for flag, dest, kind, help_text in reversed(SPEC_FLAGS):
         command = click.option(flag, dest, type=kind, default=None, help=help_text)(command)
-    command = click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
-                           help="Container environment (repeatable).")(command)
-    return click.option("--spec", "spec_file", type=click.Path(path_type=Path, dir_okay=False),
-                        default=None, help="JSON or YAML file with the whole spec.")(command)
+    command = click.option(
+        "--env", "env_pairs", multiple=True, metavar="KEY=VALUE", help="Container environment (repeatable)."
+    )(command)
+    return click.option(
+        "--spec",
+        "spec_file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default=None,
+        help="JSON or YAML file with the whole spec.",
+    )(command)
 
 
 def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
@@ -67,16 +73,24 @@ def show(record: EndpointRecord, output: str) -> None:
     for region in record.cleanup_regions:
         status = record.region_status.get(region)
         role = "target" if region in record.target_regions else "cleanup"
-        rows.append([region, role, status.state if status else "pending",
-                     f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
-                     (status.error or "") if status else ""])
+        rows.append(
+            [
+                region,
+                role,
+                status.state if status else "pending",
+                f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
+                (status.error or "") if status else "",
+            ]
+        )
     emit_table(["REGION", "ROLE", "STATE", "READY", "ERROR"], rows)
 
 
 def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
     record = operations.fresh(store, name)
     states = {region: record.region_status.get(region) for region in record.target_regions}
-    done = [r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id]
+    done = [
+        r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id
+    ]
     failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
     if failed:
         raise click.ClickException("; ".join(failed))
@@ -108,9 +122,20 @@ def inference() -> None:
 @click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
 @spec_options
 @connection_options
-def deploy(name: str, regions: tuple[str, ...], namespace: str, label_pairs: tuple[str, ...],
-           created_by: str | None, wait: bool, timeout: float, spec_file: Path | None,
-           endpoint_url: str | None, table_name: str | None, output: str, **options: Any) -> None:
+def deploy(
+    name: str,
+    regions: tuple[str, ...],
+    namespace: str,
+    label_pairs: tuple[str, ...],
+    created_by: str | None,
+    wait: bool,
+    timeout: float,
+    spec_file: Path | None,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+    **options: Any,
+) -> None:
     """Create endpoint NAME in every --region."""
     spec = load_spec_file(spec_file) if spec_file else {}
     spec.update(spec_changes(options))
@@ -119,9 +144,14 @@ def deploy(name: str, regions: tuple[str, ...], namespace: str, label_pairs: tup
     if not regions:
         raise InvalidSpecError("--region", "name at least one Region")
     store = open_store(endpoint_url, table_name)
-    record = store.create(name, spec, list(regions), namespace=namespace,
-                          labels=parse_pairs(label_pairs, "--label"),
-                          created_by=created_by or getpass.getuser())
+    record = store.create(
+        name,
+        spec,
+        list(regions),
+        namespace=namespace,
+        labels=parse_pairs(label_pairs, "--label"),
+        created_by=created_by or getpass.getuser(),
+    )
     if wait:
         record = wait_for(lambda: ready_progress(store, name), what=f"{name} ready", timeout=timeout)
     show(record, output)
@@ -131,8 +161,9 @@ def deploy(name: str, regions: tuple[str, ...], namespace: str, label_pairs: tup
 @click.option("--state", default=None, type=click.Choice(["deploying", "running", "stopped", "deleted"]))
 @click.option("--region", default=None, help="Only endpoints targeting this Region.")
 @connection_options
-def list_(state: str | None, region: str | None, endpoint_url: str | None, table_name: str | None,
-          output: str) -> None:
+def list_(
+    state: str | None, region: str | None, endpoint_url: str | None, table_name: str | None, output: str
+) -> None:
     """List endpoints, newest first."""
     records = open_store(endpoint_url, table_name).list(desired_state=state, target_region=region)
     if output == "json":
@@ -140,9 +171,19 @@ def list_(state: str | None, region: str | None, endpoint_url: str | None, table
         return
     rows = []
     for record in records:
-        ready = sum(s.replicas_ready for s in record.region_status.values() if s.lifecycle_id == record.lifecycle_id)
-        rows.append([record.endpoint_name, record.desired_state, ",".join(record.target_regions), ready,
-                     record.spec.image, record.created_at or "-"])
+        ready = sum(
+            s.replicas_ready for s in record.region_status.values() if s.lifecycle_id == record.lifecycle_id
+        )
+        rows.append(
+            [
+                record.endpoint_name,
+                record.desired_state,
+                ",".join(record.target_regions),
+                ready,
+                record.spec.image,
+                record.created_at or "-",
+            ]
+        )
     emit_table(["NAME", "STATE", "REGIONS", "READY", "IMAGE", "CREATED"], rows)
 
 
@@ -187,8 +228,14 @@ def start(name: str, endpoint_url: str | None, table_name: str | None, output: s
 @click.argument("name")
 @spec_options
 @connection_options
-def update(name: str, spec_file: Path | None, endpoint_url: str | None, table_name: str | None, output: str,
-           **options: Any) -> None:
+def update(
+    name: str,
+    spec_file: Path | None,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+    **options: Any,
+) -> None:
     """Change the spec: --spec FILE replaces it whole, flags change single fields."""
     replace = load_spec_file(spec_file) if spec_file else None
     changes = spec_changes(options)
@@ -203,8 +250,15 @@ def update(name: str, spec_file: Path | None, endpoint_url: str | None, table_na
 @click.option("--remove", "remove", multiple=True, help="Region to remove (repeatable).")
 @click.option("--set", "replace", multiple=True, help="The whole target list (repeatable).")
 @connection_options
-def regions(name: str, add: tuple[str, ...], remove: tuple[str, ...], replace: tuple[str, ...],
-            endpoint_url: str | None, table_name: str | None, output: str) -> None:
+def regions(
+    name: str,
+    add: tuple[str, ...],
+    remove: tuple[str, ...],
+    replace: tuple[str, ...],
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+) -> None:
     """Show or change the target Regions; a removed Region is cleaned up by its reconciler."""
     store = open_store(endpoint_url, table_name)
     if add or remove or replace:
@@ -218,18 +272,30 @@ def regions(name: str, add: tuple[str, ...], remove: tuple[str, ...], replace: t
 @click.argument("name")
 @click.option("--expected-lifecycle-id", default=None, help="Delete only this lifecycle (automation).")
 @click.option("--expected-owner-label", default=None, metavar="KEY=VALUE", help="Delete only if labelled so.")
-@click.option("--wait/--no-wait", default=False, help="Wait until every Region cleaned up and the record is purged.")
+@click.option(
+    "--wait/--no-wait", default=False, help="Wait until every Region cleaned up and the record is purged."
+)
 @click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
 @connection_options
-def delete(name: str, expected_lifecycle_id: str | None, expected_owner_label: str | None, wait: bool,
-           timeout: float, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+def delete(
+    name: str,
+    expected_lifecycle_id: str | None,
+    expected_owner_label: str | None,
+    wait: bool,
+    timeout: float,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+) -> None:
     """Delete NAME in every Region it was ever in; the record is purged after all acknowledge."""
     label = None
     if expected_owner_label is not None:
         ((key, value),) = parse_pairs([expected_owner_label], "--expected-owner-label").items()
         label = (key, value)
     store = open_store(endpoint_url, table_name)
-    record = operations.delete(store, name, expected_lifecycle_id=expected_lifecycle_id, expected_owner_label=label)
+    record = operations.delete(
+        store, name, expected_lifecycle_id=expected_lifecycle_id, expected_owner_label=label
+    )
     if wait:
         wait_for(lambda: purge_progress(store, name), what=f"{name} purge", timeout=timeout)
         if output == "json":
@@ -249,12 +315,19 @@ def schema() -> None:
 @inference.command(name="init-table")
 @connection_options
 def init_table_command(endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Create the endpoint table with its stream if it does not exist (local endpoints; CDK owns it in AWS)."""
+    """Create the endpoint table with its stream where it does not exist (CDK owns it in AWS)."""
     table = table_name or default_table_name()
     created, description = init_table(aws.client("dynamodb", endpoint_url=endpoint_url), table)
     stream = description.get("LatestStreamArn", "")
     if output == "json":
-        emit_json({"table": table, "created": created, "stream_arn": stream, "region": aws.home_region(),
-                   "endpoint_url": endpoint_url or os.environ.get("AWS_ENDPOINT_URL")})
+        emit_json(
+            {
+                "table": table,
+                "created": created,
+                "stream_arn": stream,
+                "region": aws.home_region(),
+                "endpoint_url": endpoint_url or os.environ.get("AWS_ENDPOINT_URL"),
+            }
+        )
     else:
         click.echo(f"table {table}: {'created' if created else 'already exists'} (stream {stream})")

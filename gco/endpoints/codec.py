@@ -64,7 +64,8 @@ def _restore(value: Any) -> Any:
 
 def to_attribute(value: Any, field: str = "value") -> dict[str, Any]:
     """One Python value as a DynamoDB AttributeValue."""
-    return _serializer.serialize(_prepare(value, field))  # type: ignore[no-any-return]
+    attribute: dict[str, Any] = dict(_serializer.serialize(_prepare(value, field)))
+    return attribute
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:

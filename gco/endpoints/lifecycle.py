@@ -63,9 +63,7 @@ def plan_target_regions(
     )
 
 
-def plan_backfill(
-    snapshot: EndpointRecord, new_token: Callable[[], str], now: str
-) -> dict[str, object]:
+def plan_backfill(snapshot: EndpointRecord, new_token: Callable[[], str], now: str) -> dict[str, object]:
     """Fields that turn a legacy record into a fenced one; existing tokens are kept.
 
     The cleanup set is the union of cleanup, targets and every Region that reported status,

@@ -49,7 +49,9 @@ def region(value: str, field: str = "region") -> str:
     return value
 
 
-def region_list(values: Iterable[str], field: str = "target_regions", *, allow_empty: bool = False) -> list[str]:
+def region_list(
+    values: Iterable[str], field: str = "target_regions", *, allow_empty: bool = False
+) -> list[str]:
     """Validate Regions and keep first-seen order without duplicates."""
     if isinstance(values, str):
         raise InvalidSpecError(field, "must be a list of Region names, not a string")

@@ -58,12 +58,17 @@ def stop(store: EndpointStore, name: str) -> EndpointRecord:
 
 
 def start(store: EndpointStore, name: str) -> EndpointRecord:
-    return _retry(store, name, "start", lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id))
+    return _retry(
+        store, name, "start", lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id)
+    )
 
 
 def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:
     return _retry(
-        store, name, "scale", lambda record: store.scale(name, replicas, expected_lifecycle_id=record.lifecycle_id or "")
+        store,
+        name,
+        "scale",
+        lambda record: store.scale(name, replicas, expected_lifecycle_id=record.lifecycle_id or ""),
     )
 
 
@@ -77,7 +82,9 @@ def update_spec(
     """Apply `changes` over `replace` (a whole new spec) or over the current spec, then set deploying."""
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
-        base = dict(replace) if replace is not None else record.spec.model_dump(mode="json", exclude_none=True)
+        base = (
+            dict(replace) if replace is not None else record.spec.model_dump(mode="json", exclude_none=True)
+        )
         spec = parse_spec({**base, **changes})
         if spec == record.spec:
             return record  # nothing to change: no write, no new rollout
@@ -137,10 +144,13 @@ def delete(
     except LostRaceError:
         current = store.get(name)
         if current is not None and expected_lifecycle_id and current.lifecycle_id != expected_lifecycle_id:
-            raise LostRaceError(name, f"delete (lifecycle is {current.lifecycle_id}, not the expected one)") from None
+            raise LostRaceError(
+                name, f"delete (lifecycle is {current.lifecycle_id}, not the expected one)"
+            ) from None
         if current is not None and expected_owner_label:
             key, value = expected_owner_label
             if current.labels.get(key) != value:
-                raise LostRaceError(name, f"delete (label {key} is {current.labels.get(key)!r}, not {value!r})") from None
+                raise LostRaceError(
+                    name, f"delete (label {key} is {current.labels.get(key)!r}, not {value!r})"
+                ) from None
         raise
-

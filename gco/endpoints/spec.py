@@ -19,7 +19,9 @@ IMAGE_REFERENCE = re.compile(
     r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
     r"(@(?P<digest>sha256:[0-9a-f]{64}))?$"
 )
-QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+QUANTITY = re.compile(
+    r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+)
 RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
@@ -30,7 +32,7 @@ Replicas = Annotated[int, Field(ge=0, le=1000)]
 NonEmpty = Annotated[str, Field(min_length=1, max_length=1024)]
 
 
-class FieldProblem(ValueError):
+class FieldValueError(ValueError):
     """A model-level check's failure, tied to the field it is about (relative to the model)."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -80,9 +82,9 @@ class Toleration(_Strict):
     @model_validator(mode="after")
     def _check(self) -> Toleration:
         if self.operator == "Exists" and self.value:
-            raise FieldProblem("value", "must be empty when operator is Exists")
+            raise FieldValueError("value", "must be empty when operator is Exists")
         if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise FieldProblem("toleration_seconds", "applies only to effect NoExecute")
+            raise FieldValueError("toleration_seconds", "applies only to effect NoExecute")
         return self
 
 
@@ -100,7 +102,7 @@ class AutoscalingMetric(_Strict):
     @model_validator(mode="after")
     def _check(self) -> AutoscalingMetric:
         if self.type in PERCENT_METRICS and not 1 <= self.target <= 100:
-            raise FieldProblem("target", f"a {self.type} target is a percent from 1 to 100")
+            raise FieldValueError("target", f"a {self.type} target is a percent from 1 to 100")
         return self
 
 
@@ -113,15 +115,17 @@ class Autoscaling(_Strict):
     @model_validator(mode="after")
     def _check(self) -> Autoscaling:
         if self.min_replicas > self.max_replicas:
-            raise FieldProblem("min_replicas", "must not exceed max_replicas")
+            raise FieldValueError("min_replicas", "must not exceed max_replicas")
         kinds = [metric.type for metric in self.metrics]
         if len(set(kinds)) != len(kinds):
-            raise FieldProblem("metrics", "each metric type may appear once")
+            raise FieldValueError("metrics", "each metric type may appear once")
         if self.enabled and not self.metrics:
-            raise FieldProblem("metrics", "must name at least one metric when enabled")
+            raise FieldValueError("metrics", "must name at least one metric when enabled")
         # A HorizontalPodAutoscaler cannot scale to zero; only KEDA-driven metrics can.
         if self.enabled and self.min_replicas == 0 and not set(kinds) <= KEDA_METRICS:
-            raise FieldProblem("min_replicas", "0 needs only gpu, gpu_memory or queue_depth metrics (KEDA)")
+            raise FieldValueError(
+                "min_replicas", "0 needs only gpu, gpu_memory or queue_depth metrics (KEDA)"
+            )
         return self
 
 
@@ -166,7 +170,7 @@ class Mooncake(_Strict):
     @model_validator(mode="after")
     def _check(self) -> Mooncake:
         if self.mode in ("disaggregated", "both") and self.proxy_image is None:
-            raise FieldProblem("proxy_image", "is required for disaggregated serving")
+            raise FieldValueError("proxy_image", "is required for disaggregated serving")
         return self
 
 
@@ -245,13 +249,15 @@ class EndpointSpec(_Strict):
     @model_validator(mode="after")
     def _check(self) -> EndpointSpec:
         if self.mooncake is not None and self.canary is not None:
-            raise FieldProblem("canary", "cannot be used together with mooncake")
+            raise FieldValueError("canary", "cannot be used together with mooncake")
         if self.require_digest:
             for field, image in self.images().items():
                 if "@sha256:" not in image:
-                    raise FieldProblem(field, "must be pinned by digest (@sha256:...) when require_digest is set")
+                    raise FieldValueError(
+                        field, "must be pinned by digest (@sha256:...) when require_digest is set"
+                    )
         if self.accelerator == "neuron" and self.gpu_type is not None:
-            raise FieldProblem("gpu_type", "applies only to accelerator nvidia")
+            raise FieldValueError("gpu_type", "applies only to accelerator nvidia")
         return self
 
     def images(self) -> dict[str, str]:
@@ -286,7 +292,7 @@ def invalid_spec_from(error: ValidationError, prefix: str = "spec") -> InvalidSp
     location = tuple(part for part in first["loc"] if not str(part).startswith("function-"))
     message = str(first["msg"]).removeprefix("Value error, ")
     cause = first.get("ctx", {}).get("error")
-    if isinstance(cause, FieldProblem):
+    if isinstance(cause, FieldValueError):
         location = (*location, *cause.field.split("."))
         message = str(cause)
     if first["type"] == "extra_forbidden":

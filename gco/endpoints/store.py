@@ -99,7 +99,9 @@ class EndpointStore:
             expression.equals(check_desired_state(desired_state), "desired_state")
         if target_region is not None:
             names.region(target_region, "target_region")
-            expression.require(f"contains({expression.path('target_regions')}, {expression.value(target_region)})")
+            expression.require(
+                f"contains({expression.path('target_regions')}, {expression.value(target_region)})"
+            )
         arguments: dict[str, Any] = {"ConsistentRead": consistent_read}
         request = expression.request()
         if "ConditionExpression" in request:
@@ -204,7 +206,9 @@ class EndpointStore:
         elif state != "deleted":
             raise InvalidSpecError("expected_lifecycle_id", f"is required to set desired_state {state}")
         if expected_desired_state is not None:
-            expression.equals(check_desired_state(expected_desired_state, "expected_desired_state"), "desired_state")
+            expression.equals(
+                check_desired_state(expected_desired_state, "expected_desired_state"), "desired_state"
+            )
         if expected_label is not None:
             key, value = expected_label
             names.label_key(key, "expected_label")
@@ -223,15 +227,24 @@ class EndpointStore:
             old = self._present(name, lost.old)
             if old.is_legacy:
                 raise InvalidTransitionError(
-                    name, f"set desired_state {state} on", old.desired_state,
+                    name,
+                    f"set desired_state {state} on",
+                    old.desired_state,
                     "legacy record without lifecycle metadata: back-fill it first",
                 ) from None
-            if old.is_deleted and state == "deleted" and self._fences_hold(old, expected_lifecycle_id,
-                                                                            expected_desired_state, expected_label):
+            if (
+                old.is_deleted
+                and state == "deleted"
+                and self._fences_hold(old, expected_lifecycle_id, expected_desired_state, expected_label)
+            ):
                 return old  # delete is idempotent: the generation stays
             if old.is_deleted and state != "deleted":
-                raise InvalidTransitionError(name, f"set desired_state {state} on", "deleted",
-                                             "a deleted endpoint never comes back; redeploy it") from None
+                raise InvalidTransitionError(
+                    name,
+                    f"set desired_state {state} on",
+                    "deleted",
+                    "a deleted endpoint never comes back; redeploy it",
+                ) from None
             log.info("stale desired_state write lost: endpoint=%s state=%s", name, state)
             return None
 
@@ -249,10 +262,13 @@ class EndpointStore:
         except ConditionLost as lost:
             old = self._present(name, lost.old)
             if old.is_deleted:
-                raise InvalidTransitionError(name, "start", "deleted", "redeploy it under a new lifecycle") from None
+                raise InvalidTransitionError(
+                    name, "start", "deleted", "redeploy it under a new lifecycle"
+                ) from None
             if old.desired_state != "stopped":
-                raise InvalidTransitionError(name, "start", old.desired_state,
-                                             "only a stopped endpoint can be started") from None
+                raise InvalidTransitionError(
+                    name, "start", old.desired_state, "only a stopped endpoint can be started"
+                ) from None
             log.info("stale start lost: endpoint=%s", name)
             return None
 
@@ -320,14 +336,20 @@ class EndpointStore:
         except ConditionLost as lost:
             old = self._present(name, lost.old)
             if old.desired_state not in LIVE_STATES:
-                raise InvalidTransitionError(name, "scale", old.desired_state,
-                                             "only a deploying or running endpoint can be scaled") from None
+                raise InvalidTransitionError(
+                    name, "scale", old.desired_state, "only a deploying or running endpoint can be scaled"
+                ) from None
             if old.spec.mooncake is not None:
-                raise InvalidTransitionError(name, "scale", old.desired_state,
-                                             "mooncake endpoints scale per role in spec.mooncake") from None
+                raise InvalidTransitionError(
+                    name, "scale", old.desired_state, "mooncake endpoints scale per role in spec.mooncake"
+                ) from None
             if old.spec.autoscaled:
-                raise InvalidTransitionError(name, "scale", old.desired_state,
-                                             "autoscaling is enabled; change spec.autoscaling instead") from None
+                raise InvalidTransitionError(
+                    name,
+                    "scale",
+                    old.desired_state,
+                    "autoscaling is enabled; change spec.autoscaling instead",
+                ) from None
             log.info("stale scale lost: endpoint=%s", name)
             return None
 
@@ -362,8 +384,12 @@ class EndpointStore:
             "replicas_desired": replicas_desired,
             "last_sync": self.clock.now(),
         }
-        for key, value in (("lifecycle_id", expected_lifecycle_id), ("region_generation", expected_region_generation),
-                           ("deletion_generation", expected_deletion_generation), ("error", error)):
+        for key, value in (
+            ("lifecycle_id", expected_lifecycle_id),
+            ("region_generation", expected_region_generation),
+            ("deletion_generation", expected_deletion_generation),
+            ("error", error),
+        ):
             if value is not None:
                 status[key] = value
         expression = Expression()
@@ -460,7 +486,10 @@ class EndpointStore:
 
     @staticmethod
     def _fences_hold(
-        old: EndpointRecord, lifecycle_id: str | None, desired_state: str | None, label: tuple[str, str] | None
+        old: EndpointRecord,
+        lifecycle_id: str | None,
+        desired_state: str | None,
+        label: tuple[str, str] | None,
     ) -> bool:
         return (
             (lifecycle_id is None or old.lifecycle_id == lifecycle_id)
@@ -478,7 +507,9 @@ class EndpointStore:
         return {"endpoint_name": {"S": name}}
 
     def _update(self, name: str, expression: Expression) -> EndpointRecord:
-        response = self._write("update_item", Key=self._key(name), ReturnValues="ALL_NEW", **expression.request())
+        response = self._write(
+            "update_item", Key=self._key(name), ReturnValues="ALL_NEW", **expression.request()
+        )
         return parse_record(from_item(response["Attributes"]))
 
     def _write(self, operation: str, **arguments: Any) -> dict[str, Any]:
@@ -487,7 +518,7 @@ class EndpointStore:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise StoreUnavailableError(f"DynamoDB {operation} failed: {error}") from error
-            item = error.response.get("Item")
+            item: Any = error.response.get("Item")
             raise ConditionLost(parse_record(from_item(item)) if item else None) from None
 
     def _call(self, operation: str, **arguments: Any) -> dict[str, Any]:
@@ -498,7 +529,11 @@ class EndpointStore:
                 error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
             ):
                 raise
-            raise StoreUnavailableError(f"DynamoDB {operation} on {self.table_name} failed: {error}") from error
+            raise StoreUnavailableError(
+                f"DynamoDB {operation} on {self.table_name} failed: {error}"
+            ) from error
         except BotoCoreError as error:
-            raise StoreUnavailableError(f"DynamoDB {operation} on {self.table_name} failed: {error}") from error
+            raise StoreUnavailableError(
+                f"DynamoDB {operation} on {self.table_name} failed: {error}"
+            ) from error
         return response

@@ -30,7 +30,9 @@ def check_shape(table: dict[str, Any]) -> None:
     """Raise `TableMismatchError` unless the key is endpoint_name and the stream has both images."""
     keys = [(key["AttributeName"], key["KeyType"]) for key in table.get("KeySchema", [])]
     if keys != [("endpoint_name", "HASH")]:
-        raise TableMismatchError(f"table {table['TableName']} key schema is {keys}, expected endpoint_name HASH")
+        raise TableMismatchError(
+            f"table {table['TableName']} key schema is {keys}, expected endpoint_name HASH"
+        )
     stream = table.get("StreamSpecification") or {}
     if not stream.get("StreamEnabled") or stream.get("StreamViewType") != "NEW_AND_OLD_IMAGES":
         raise TableMismatchError(f"table {table['TableName']} has no NEW_AND_OLD_IMAGES stream")
@@ -56,7 +58,9 @@ def init_table(client: Any, table_name: str) -> tuple[bool, dict[str, Any]]:
             SSESpecification={"Enabled": True},
             DeletionProtectionEnabled=True,
         )
-        client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+        client.get_waiter("table_exists").wait(
+            TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+        )
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") == "ResourceInUseException":
             return init_table(client, table_name)  # a concurrent creator won: use its table

@@ -6,6 +6,7 @@ the same value twice, and a write that knows the previous value always moves pas
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import threading
@@ -54,10 +55,9 @@ class MonotonicClock:
             moment = self._wall().astimezone(UTC)
             floor = self._last
             if previous is not None:
-                try:
+                # a legacy value we cannot parse orders nothing
+                with contextlib.suppress(ValueError):
                     floor = max(floor, parse_timestamp(previous))
-                except ValueError:
-                    pass  # a legacy value we cannot parse orders nothing
             if moment <= floor:
                 moment = floor + _ONE_MICROSECOND
             self._last = moment
