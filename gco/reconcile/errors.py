@@ -1,0 +1,43 @@
+"""Errors of the reconciler and its cluster clients.
+
+    ReconcileError                 (gco.errors.GcoError)
+    ├── ClusterError               a Kubernetes API call failed
+    │   ├── ClusterUnavailableError  429/5xx/timeouts/conflicts after every retry (retry later)
+    │   ├── ClusterAuthError         credentials refused even after a fresh token
+    │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
+    └── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
+
+httpx and botocore errors are converted at the client boundary with `raise ... from`.
+"""
+
+from __future__ import annotations
+
+from gco.errors import GcoError
+
+
+class ReconcileError(GcoError):
+    """Root of the reconcile package's errors."""
+
+
+class ClusterError(ReconcileError):
+    """A Kubernetes API call failed; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class ClusterUnavailableError(ClusterError):
+    """Throttled, failing or unreachable after bounded retries: the work is retried later."""
+
+
+class ClusterAuthError(ClusterError):
+    """401/403 even with a freshly minted token."""
+
+
+class ClusterRejectedError(ClusterError):
+    """The API server refused the request as invalid; retrying the same object cannot help."""
+
+
+class ClusterConfigError(ReconcileError):
+    """The Region's cluster could not be described (name, endpoint or certificate)."""

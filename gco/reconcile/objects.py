@@ -1,0 +1,126 @@
+"""Identity of the Kubernetes objects gco manages: kinds, deterministic names, fencing labels.
+
+Label values are at most 63 characters, so the 64-hex lifecycle id and Region generation are
+carried whole in annotations and as a 32-hex prefix in labels (for selectors and humans).
+Decisions (adopt or remove) always compare the full annotation value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "gco"
+ENDPOINT_LABEL = "gco.dev/endpoint"
+LIFECYCLE_LABEL = "gco.dev/lifecycle"
+GENERATION_LABEL = "gco.dev/region-generation"
+REGION_LABEL = "gco.dev/region"
+ROLE_LABEL = "gco.dev/role"
+LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
+GENERATION_ANNOTATION = "gco.dev/region-generation"
+HASH_ANNOTATION = "gco.dev/applied-hash"
+SYSTEM_NAMESPACE = "gco-system"
+PROXY_SERVICE = "inference-proxy"
+FIELD_MANAGER = "gco-reconciler"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A resource kind gco applies, with where its REST collection lives."""
+
+    api_version: str
+    kind: str
+    plural: str
+
+    @property
+    def prefix(self) -> str:
+        """`/api/v1` for the core group, `/apis/<group>/<version>` otherwise."""
+        return f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
+
+    def collection(self, namespace: str | None = None) -> str:
+        if namespace is None:
+            return f"{self.prefix}/{self.plural}"
+        return f"{self.prefix}/namespaces/{namespace}/{self.plural}"
+
+    def path(self, namespace: str, name: str) -> str:
+        return f"{self.collection(namespace)}/{name}"
+
+
+DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments")
+SERVICE = Kind("v1", "Service", "services")
+HPA = Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
+SCALED_OBJECT = Kind("keda.sh/v1alpha1", "ScaledObject", "scaledobjects")
+PDB = Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
+INGRESS = Kind("networking.k8s.io/v1", "Ingress", "ingresses")
+KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS)
+_BY_KEY = {(kind.api_version, kind.kind): kind for kind in KINDS}
+
+
+def kind_of(obj: Mapping[str, Any]) -> Kind:
+    """The managed kind of an object.
+
+    Raises:
+        KeyError: the object is not of a kind gco manages.
+    """
+    return _BY_KEY[(str(obj.get("apiVersion")), str(obj.get("kind")))]
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """One object's key; `uid` (when known) makes a delete hit only the object that was observed."""
+
+    kind: str
+    namespace: str
+    name: str
+    api_version: str = ""
+    uid: str | None = None
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        meta = obj.get("metadata") or {}
+        return cls(
+            kind=str(obj.get("kind")),
+            namespace=str(meta.get("namespace", "")),
+            name=str(meta.get("name", "")),
+            api_version=str(obj.get("apiVersion")),
+            uid=meta.get("uid"),
+        )
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.kind, self.namespace, self.name)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def short(token: str | None) -> str:
+    """The label form of a 64-hex token: its first 32 characters."""
+    return (token or "")[:32]
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def lifecycle_of(obj: Mapping[str, Any]) -> str | None:
+    return annotations_of(obj).get(LIFECYCLE_ANNOTATION)
+
+
+def content_hash(obj: Mapping[str, Any]) -> str:
+    """A digest of everything gco sets on an object, so an unchanged object is never re-applied."""
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def selector(labels: Mapping[str, str]) -> str:
+    """A Kubernetes equality label selector, `a=b,c=d`, in sorted order."""
+    return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))

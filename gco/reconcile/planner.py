@@ -1,0 +1,226 @@
+"""The pure half of the reconciler: (record, Region, observed objects) -> what to do.
+
+`plan` never performs I/O. The reconciler executes a plan, observes again and re-plans until a
+plan has nothing left to do; so every decision is taken on a fresh observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
+from gco.reconcile.objects import HASH_ANNOTATION, ObjectRef, annotations_of, lifecycle_of
+from gco.reconcile.render import render
+from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
+
+
+@dataclass(frozen=True)
+class StatusWrite:
+    """One fenced region_status write; `deletion_generation` set makes it a deletion acknowledgement."""
+
+    state: RegionState
+    replicas_ready: int = 0
+    replicas_desired: int = 0
+    lifecycle_id: str | None = None
+    region_generation: str | None = None
+    deletion_generation: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The actions of one pass: deletes first, then applies, then (with nothing else) a status write."""
+
+    delete: tuple[ObjectRef, ...] = ()
+    apply: tuple[dict[str, Any], ...] = ()
+    status: StatusWrite | None = None
+    purge: bool = False
+    converged: bool = True
+    reason: str = ""
+    desired: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def acts_on_cluster(self) -> bool:
+        return bool(self.delete or self.apply)
+
+    @property
+    def is_noop(self) -> bool:
+        return not (self.delete or self.apply or self.status or self.purge)
+
+
+def _terminating(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _deletions(observed: Sequence[dict[str, Any]]) -> tuple[ObjectRef, ...]:
+    return tuple(sorted(ObjectRef.of(obj) for obj in observed if not _terminating(obj)))
+
+
+def _changed(current: RegionStatus | None, wanted: StatusWrite) -> bool:
+    if current is None:
+        return True
+    return (
+        current.state != wanted.state
+        or current.replicas_ready != wanted.replicas_ready
+        or current.replicas_desired != wanted.replicas_desired
+        or current.lifecycle_id != wanted.lifecycle_id
+        or current.region_generation != wanted.region_generation
+        or (
+            wanted.deletion_generation is not None
+            and current.deletion_generation != wanted.deletion_generation
+        )
+        or current.error != wanted.error
+    )
+
+
+def _status_if_changed(record: EndpointRecord, region: str, wanted: StatusWrite) -> StatusWrite | None:
+    return wanted if _changed(record.region_status.get(region), wanted) else None
+
+
+def plan(
+    name: str,
+    record: EndpointRecord | None,
+    region: str,
+    observed: Sequence[dict[str, Any]],
+    settings: RenderSettings = DEFAULT_SETTINGS,
+) -> Plan:
+    """What the Region's reconciler should do next for endpoint `name`.
+
+    Parameters:
+        record: a strongly consistent read of the record (None: it does not exist, or was purged).
+        observed: every object in the Region's cluster labelled with the endpoint's name.
+    """
+    if record is None:
+        return Plan(delete=_deletions(observed), converged=not observed, reason="no record: remove leftovers")
+    if record.is_deleted:
+        return _plan_deleted(record, region, observed)
+    if region not in record.target_regions:
+        return _plan_removed(record, region, observed)
+    return _plan_live(record, region, observed, settings)
+
+
+def _plan_deleted(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
+    if observed:
+        return Plan(delete=_deletions(observed), converged=False, reason="deleted: removing objects")
+    pending = record.pending_deletion_regions()
+    if region in pending:
+        ack = StatusWrite(
+            state="deleted",
+            lifecycle_id=record.lifecycle_id,
+            deletion_generation=record.deletion_generation,
+        )
+        return Plan(status=ack, converged=True, reason="deleted: objects gone, acknowledging")
+    if not pending:
+        return Plan(purge=True, converged=True, reason="deleted: every Region acknowledged, purging")
+    return Plan(converged=True, reason=f"deleted: waiting for {', '.join(pending)}")
+
+
+def _plan_removed(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
+    if observed:
+        status = None
+        if region in record.cleanup_regions:
+            deleting = StatusWrite(
+                state="deleting",
+                lifecycle_id=record.lifecycle_id,
+                region_generation=record.region_generations.get(region),
+            )
+            status = _status_if_changed(record, region, deleting)
+        return Plan(
+            delete=_deletions(observed), status=status, converged=False, reason="Region removed: deleting"
+        )
+    if region not in record.cleanup_regions:
+        return Plan(reason="not a member of this lifecycle")
+    ack = StatusWrite(
+        state="deleted",
+        lifecycle_id=record.lifecycle_id,
+        region_generation=record.region_generations.get(region),
+    )
+    return Plan(status=_status_if_changed(record, region, ack), reason="Region removed: acknowledged")
+
+
+def _observed_replicas(obj: dict[str, Any]) -> tuple[int, int, bool]:
+    """(ready, desired, rolled out) of an observed Deployment."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    desired = int(spec.get("replicas", 1))
+    ready = int(status.get("readyReplicas", 0))
+    generation = int((obj.get("metadata") or {}).get("generation", 0))
+    rolled = int(status.get("observedGeneration", 0)) >= generation and int(
+        status.get("updatedReplicas", 0)
+    ) >= min(desired, int(status.get("replicas", desired)))
+    return ready, desired, rolled
+
+
+def _plan_live(
+    record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]], settings: RenderSettings
+) -> Plan:
+    desired = render(record, region, settings)
+    wanted = {ObjectRef.of(obj).key: obj for obj in desired}
+    current: dict[tuple[str, str, str], dict[str, Any]] = {}
+    delete: list[ObjectRef] = []
+    blocked: set[tuple[str, str, str]] = set()
+    for obj in observed:
+        key = ObjectRef.of(obj).key
+        if _terminating(obj):
+            blocked.add(key)
+        elif lifecycle_of(obj) != record.lifecycle_id or key not in wanted:
+            delete.append(ObjectRef.of(obj))  # another lifecycle's, or no longer rendered: never adopted
+            blocked.add(key)
+        else:
+            current[key] = obj
+    apply = []
+    for key, obj in wanted.items():
+        if key in blocked:
+            continue
+        existing = current.get(key)
+        if existing is None or annotations_of(existing).get(HASH_ANNOTATION) != annotations_of(obj).get(
+            HASH_ANNOTATION
+        ):
+            apply.append(obj)
+        elif (
+            "replicas" in obj["spec"]
+            and (existing.get("spec") or {}).get("replicas") != obj["spec"]["replicas"]
+        ):
+            apply.append(obj)  # drift: someone scaled what gco owns
+    if delete or apply or blocked:
+        return Plan(
+            delete=tuple(sorted(delete)),
+            apply=tuple(apply),
+            converged=False,
+            reason="applying desired objects",
+            desired=tuple(desired),
+        )
+    ready = total = 0
+    rolled = True
+    for key, obj in wanted.items():
+        if obj["kind"] == "Deployment":
+            count_ready, count_desired, count_rolled = _observed_replicas(current[key])
+            ready += min(count_ready, count_desired)
+            total += count_desired
+            rolled = rolled and count_rolled and count_ready >= count_desired
+    previous = record.region_status.get(region)
+    state: RegionState
+    if record.desired_state == "stopped":
+        state = "stopped" if ready == 0 else "stopping"
+        done = ready == 0
+    elif rolled:
+        state, done = "running", True
+    else:
+        same = previous is not None and previous.lifecycle_id == record.lifecycle_id
+        state = "updating" if same and previous and previous.state in ("running", "updating") else "creating"
+        done = False
+    write = StatusWrite(
+        state=state,
+        replicas_ready=ready,
+        replicas_desired=total,
+        lifecycle_id=record.lifecycle_id,
+        region_generation=record.region_generations.get(region),
+    )
+    return Plan(
+        status=_status_if_changed(record, region, write),
+        converged=done,
+        reason=f"observed {state} {ready}/{total}",
+        desired=tuple(desired),
+    )

@@ -1,0 +1,28 @@
+"""The cluster port: the few Kubernetes operations the reconciler needs, as a `typing.Protocol`.
+
+`gco.reconcile.kubeapi.KubeCluster` implements it over the Kubernetes REST API (EKS in AWS,
+the stand-in API server locally); tests may pass any object with these methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from gco.reconcile.objects import ObjectRef
+
+
+class Cluster(Protocol):
+    """One Region's Kubernetes cluster, as the reconciler sees it."""
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply `obj` with gco's field manager; returns the object as stored."""
+        ...
+
+    def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+        """Every managed object (all managed kinds, all namespaces) whose labels match."""
+        ...
+
+    def delete(self, refs: Sequence[ObjectRef]) -> None:
+        """Delete the objects; one already gone (or replaced: another uid) counts as deleted."""
+        ...

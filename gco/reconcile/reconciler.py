@@ -1,0 +1,198 @@
+"""The Regional reconciler (SPEC section 4): key in, fresh strong read, plan, act, observe, write.
+
+Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), it
+reads the record with a strongly consistent read of the home table and the endpoint's objects
+from the Region's cluster, and acts on those alone. Outcomes, as in controller-runtime:
+
+- `done`: the Region is as desired (nothing is left to wait for);
+- `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
+- `terminal`: the API server rejected an object; logged and recorded as status `error`, not
+  retried until the record changes;
+- an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`): retry
+  with backoff (the stream redelivers the record; the sweep picks it up in any case).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.store import EndpointStore
+from gco.reconcile.errors import ClusterRejectedError
+from gco.reconcile.objects import ENDPOINT_LABEL
+from gco.reconcile.planner import Plan, StatusWrite, plan
+from gco.reconcile.port import Cluster
+from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
+
+log = logging.getLogger(__name__)
+OutcomeKind = Literal["done", "requeue", "terminal"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    after: float = 0.0
+    detail: str = ""
+    applied: int = 0
+    deleted: int = 0
+    status_writes: int = 0
+    purged: bool = False
+
+
+@dataclass
+class _Tally:
+    applied: int = 0
+    deleted: int = 0
+    writes: int = 0
+    purged: bool = False
+
+    def outcome(self, kind: OutcomeKind, detail: str, after: float = 0.0) -> Outcome:
+        return Outcome(kind, after, detail, self.applied, self.deleted, self.writes, self.purged)
+
+
+class Reconciler:
+    """Reconciles endpoints into one Region's cluster.
+
+    Parameters:
+        store: the home Region's table (all reads strongly consistent, all writes fenced).
+        cluster: the Region's cluster (the `Cluster` port).
+        region: the Region this reconciler serves.
+        wait: seconds one call may wait for readiness/termination before answering `requeue`.
+        poll: seconds between observations while waiting.
+        max_passes: bound on plan/act/observe passes in one call.
+        clock, sleep: injectable time.
+    """
+
+    def __init__(
+        self,
+        store: EndpointStore,
+        cluster: Cluster,
+        region: str,
+        *,
+        settings: RenderSettings = DEFAULT_SETTINGS,
+        wait: float = 0.0,
+        poll: float = 0.5,
+        max_passes: int = 50,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.cluster = cluster
+        self.region = region
+        self.settings = settings
+        self.wait = wait
+        self.poll = poll
+        self.max_passes = max_passes
+        self._clock = clock
+        self._sleep = sleep
+
+    def reconcile(self, name: str, *, wait: float | None = None) -> Outcome:
+        """Bring endpoint `name` to its desired state in this Region, from fresh reads only."""
+        deadline = self._clock() + (self.wait if wait is None else wait)
+        tally = _Tally()
+        last = "no pass ran"
+        for _ in range(self.max_passes):
+            record = self._read(name)
+            observed = self.cluster.list({ENDPOINT_LABEL: name})
+            step = plan(name, record, self.region, observed, self.settings)
+            last = step.reason
+            if step.acts_on_cluster:
+                rejected = self._act(name, record, step, tally)
+                if rejected is not None:
+                    return tally.outcome("terminal", rejected)
+                if step.status is not None:
+                    self._write_status(name, record, step.status, tally)
+                continue  # observe the result before deciding anything else
+            if step.status is not None and self._write_status(name, record, step.status, tally) is None:
+                continue  # lost a race with another writer: read again
+            if step.purge:
+                self._purge(name, record, tally)
+            if step.converged:
+                return tally.outcome("done", last)
+            if self._clock() >= deadline:
+                return tally.outcome("requeue", last, self.poll)
+            self._sleep(self.poll)
+        return tally.outcome("requeue", f"pass limit reached: {last}", self.poll)
+
+    def reconcile_snapshot(self, record: EndpointRecord, observed: Sequence[dict[str, Any]]) -> Outcome:
+        """The sweep's fast path: no I/O when a consistent snapshot shows nothing to do.
+
+        Anything to do is done by `reconcile`, which reads both sides afresh first.
+        """
+        step = plan(record.endpoint_name, record, self.region, observed, self.settings)
+        if step.is_noop and step.converged:
+            return Outcome("done", detail=step.reason)
+        return self.reconcile(record.endpoint_name, wait=0.0)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _read(self, name: str) -> EndpointRecord | None:
+        record = self.store.get(name, consistent_read=True)
+        for _ in range(3):
+            if record is None or not record.is_legacy:
+                return record
+            record = self.store.ensure_lifecycle_metadata(record) or self.store.get(
+                name, consistent_read=True
+            )
+        return record
+
+    def _act(self, name: str, record: EndpointRecord | None, step: Plan, tally: _Tally) -> str | None:
+        if step.delete:
+            self.cluster.delete(step.delete)
+            tally.deleted += len(step.delete)
+            log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
+        for obj in step.apply:
+            try:
+                self.cluster.apply(obj)
+            except ClusterRejectedError as error:
+                log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
+                if record is not None and not record.is_deleted:
+                    failed = StatusWrite(
+                        state="error",
+                        lifecycle_id=record.lifecycle_id,
+                        region_generation=record.region_generations.get(self.region),
+                        error=str(error)[:500],
+                    )
+                    current = record.region_status.get(self.region)
+                    if current is None or current.state != "error" or current.error != failed.error:
+                        self._write_status(name, record, failed, tally)
+                return str(error)
+            tally.applied += 1
+        return None
+
+    def _write_status(
+        self, name: str, record: EndpointRecord | None, status: StatusWrite, tally: _Tally
+    ) -> EndpointRecord | None:
+        written = self.store.update_region_status(
+            name,
+            self.region,
+            status.state,
+            replicas_ready=status.replicas_ready,
+            replicas_desired=status.replicas_desired,
+            error=status.error,
+            expected_lifecycle_id=status.lifecycle_id,
+            expected_region_generation=status.region_generation,
+            expected_deletion_generation=status.deletion_generation,
+        )
+        if written is None:
+            return None
+        tally.writes += 1
+        log.info("status: endpoint=%s region=%s state=%s", name, self.region, status.state)
+        if status.deletion_generation is not None and not written.pending_deletion_regions():
+            self._purge(name, written, tally)  # the last acknowledgement purges
+        return written
+
+    def _purge(self, name: str, record: EndpointRecord | None, tally: _Tally) -> None:
+        if record is None or tally.purged:
+            return
+        tally.purged = self.store.purge(
+            name,
+            expected_lifecycle_id=record.lifecycle_id,
+            expected_deletion_generation=record.deletion_generation,
+        )
+        if tally.purged:
+            log.info("purged: endpoint=%s (every Region acknowledged)", name)

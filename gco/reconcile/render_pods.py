@@ -1,0 +1,203 @@
+"""Pure rendering of the serving pods: containers, probes, GPU resources, tolerations, roles.
+
+Every function is a pure function of its arguments and returns plain JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gco.endpoints.spec import EndpointSpec, Mooncake
+from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
+from gco.reconcile.settings import RenderSettings
+
+GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+def selector_labels(name: str, role: str) -> dict[str, str]:
+    """The immutable Deployment selector: endpoint and role only (never a token)."""
+    return {ENDPOINT_LABEL: name, ROLE_LABEL: role}
+
+
+def framework_args(spec: EndpointSpec, model: str | None) -> list[str]:
+    """Default server arguments of the framework when the spec gives no `args`."""
+    port = str(spec.port)
+    if spec.framework == "vllm":
+        args = ["--port", port]
+        if model:
+            args = ["--model", model, *args]
+        if spec.model_revision and not spec.model_source:
+            args += ["--revision", spec.model_revision]
+        if spec.gpu_count > 1:
+            args += ["--tensor-parallel-size", str(spec.gpu_count)]
+        return args
+    if spec.framework == "sglang":
+        args = ["--host", "0.0.0.0", "--port", port]  # noqa: S104 - the pod's own interface
+        if model:
+            args = ["--model-path", model, *args]
+        if spec.gpu_count > 1:
+            args += ["--tp", str(spec.gpu_count)]
+        return args
+    return []  # TGI is configured through its environment
+
+
+def framework_env(spec: EndpointSpec, model: str | None) -> dict[str, str]:
+    env: dict[str, str] = {}
+    if spec.framework == "tgi":
+        env["PORT"] = str(spec.port)
+        if model:
+            env["MODEL_ID"] = model
+        if spec.model_revision and not spec.model_source:
+            env["REVISION"] = spec.model_revision
+        if spec.gpu_count > 1:
+            env["NUM_SHARD"] = str(spec.gpu_count)
+    return env
+
+
+def resources(spec: EndpointSpec, gpus: int, *, efa: bool = False) -> dict[str, Any]:
+    requests = dict(spec.resources.requests)
+    limits = dict(spec.resources.limits)
+    if gpus > 0:
+        resource = GPU_RESOURCE[spec.accelerator]
+        requests[resource] = limits[resource] = str(gpus)
+    if efa:
+        requests[EFA_RESOURCE] = limits[EFA_RESOURCE] = "1"
+    out: dict[str, Any] = {}
+    if requests:
+        out["requests"] = requests
+    if limits:
+        out["limits"] = limits
+    return out
+
+
+def probes(spec: EndpointSpec) -> dict[str, Any]:
+    """Startup (model loading may take many minutes), readiness and liveness on the health path."""
+    action = {"httpGet": {"path": spec.health_check_path, "port": "http"}}
+    return {
+        "startupProbe": {**action, "periodSeconds": 10, "failureThreshold": 180, "timeoutSeconds": 5},
+        "readinessProbe": {**action, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
+        "livenessProbe": {**action, "periodSeconds": 20, "failureThreshold": 6, "timeoutSeconds": 10},
+    }
+
+
+def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if gpus > 0:
+        key = settings.gpu_taint_key if spec.accelerator == "nvidia" else settings.neuron_taint_key
+        out.append({"key": key, "operator": "Exists", "effect": "NoSchedule"})
+    for item in spec.tolerations:
+        toleration: dict[str, Any] = {"operator": item.operator}
+        if item.key is not None:
+            toleration["key"] = item.key
+        if item.value:
+            toleration["value"] = item.value
+        if item.effect is not None:
+            toleration["effect"] = item.effect
+        if item.toleration_seconds is not None:
+            toleration["tolerationSeconds"] = item.toleration_seconds
+        if toleration not in out:
+            out.append(toleration)
+    return out
+
+
+def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
+    selected = {CAPACITY_LABEL: "SPOT" if spec.capacity_type == "spot" else "ON_DEMAND"}
+    if gpus > 0 and spec.gpu_type is not None:
+        selected[ACCELERATOR_LABEL] = spec.gpu_type
+    selected.update(spec.node_selector)
+    return selected
+
+
+def env_list(values: dict[str, str]) -> list[dict[str, str]]:
+    return [{"name": key, "value": value} for key, value in sorted(values.items())]
+
+
+def mooncake_role(mooncake: Mooncake, role: str) -> tuple[list[str], dict[str, str]]:
+    """Extra vLLM arguments and environment of a prefill (KV producer) or decode (KV consumer) pod."""
+    transfer = {
+        "kv_connector": "MooncakeConnectorV1",
+        "kv_role": "kv_producer" if role == "prefill" else "kv_consumer",
+    }
+    env = {
+        "MOONCAKE_PROTOCOL": mooncake.transfer_protocol,
+        "MOONCAKE_ROLE": role,
+        "MOONCAKE_GLOBAL_SEGMENT_SIZE": mooncake.store_global_segment_size,
+        "MOONCAKE_LOCAL_BUFFER_SIZE": mooncake.store_local_buffer_size,
+    }
+    return ["--kv-transfer-config", json.dumps(transfer, sort_keys=True)], env
+
+
+def pod_template(
+    name: str,
+    spec: EndpointSpec,
+    settings: RenderSettings,
+    *,
+    role: str,
+    labels: dict[str, str],
+    image: str,
+    gpus: int,
+    extra_args: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    serving: bool = True,
+    efa: bool = False,
+    port: int | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """The pod template of one role; `serving` pods run the model, others (proxy, store) do not."""
+    container: dict[str, Any] = {
+        "name": "server" if serving else role,
+        "image": image,
+        "ports": [{"name": "http", "containerPort": port or spec.port, "protocol": "TCP"}],
+    }
+    volumes: list[dict[str, Any]] = []
+    init_containers: list[dict[str, Any]] = []
+    if serving:
+        model = settings.model_dir if spec.model_source else spec.model_id
+        env = {**framework_env(spec, model), **spec.env, **(extra_env or {})}
+        args = list(spec.args) if spec.args is not None else framework_args(spec, model)
+        args += [*spec.extra_args, *(extra_args or [])]
+        if spec.command is not None:
+            container["command"] = list(spec.command)
+        if args:
+            container["args"] = args
+        container.update(probes(spec))
+        container["resources"] = resources(spec, gpus, efa=efa)
+        mounts = [{"name": "shm", "mountPath": "/dev/shm"}]  # noqa: S108 - the pod's shared memory
+        volumes.append({"name": "shm", "emptyDir": {"medium": "Memory"}})
+        if spec.model_source:
+            mounts.append({"name": "model", "mountPath": settings.model_dir})
+            volumes.append({"name": "model", "emptyDir": {}})
+            init_containers.append(
+                {
+                    "name": "model-sync",
+                    "image": settings.model_sync_image,
+                    "args": ["s3", "sync", "--no-progress", spec.model_source, settings.model_dir],
+                    "volumeMounts": [{"name": "model", "mountPath": settings.model_dir}],
+                }
+            )
+        container["volumeMounts"] = mounts
+    else:
+        env = dict(extra_env or {})
+        if command is not None:
+            container["command"] = command
+        if extra_args:
+            container["args"] = list(extra_args)
+        container["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 5}
+    if env:
+        container["env"] = env_list(env)
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "terminationGracePeriodSeconds": settings.termination_grace_seconds,
+        "nodeSelector": node_selector(spec, gpus),
+    }
+    if tols := tolerations(spec, settings, gpus):
+        pod_spec["tolerations"] = tols
+    if init_containers:
+        pod_spec["initContainers"] = init_containers
+    if volumes:
+        pod_spec["volumes"] = volumes
+    return {"metadata": {"labels": {**labels, **selector_labels(name, role)}}, "spec": pod_spec}

@@ -1,0 +1,478 @@
+"""A stand-in for the Kubernetes API server, over HTTP on loopback, for tests and the local stack.
+
+There is no kube-apiserver on these machines; this serves the REST subset `KubeCluster` uses, so
+the adapter's real wire code is what runs against it:
+
+- `GET` of one object and label-selector lists (one namespace or all), paged with limit/continue;
+- server-side apply (`PATCH`, `application/apply-patch+yaml` with a JSON body) merged per field
+  manager: each manager's last applied configuration is kept, and the object is their deep merge
+  (maps merge, lists and scalars are replaced whole), so a manager that stops setting a field
+  drops it unless another manager sets it; a non-forced apply that changes a value another
+  manager set answers 409;
+- `DELETE` with `preconditions.uid` (409 on mismatch), immediate or after a termination delay;
+- resourceVersions (one counter), metadata.generation bumped on spec changes, uids,
+  creationTimestamp, managedFields (manager and time only);
+- Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
+  (on the injectable clock) after the last spec change;
+- bearer-token checks, and injected faults (any status such as 429/500/409, and timeouts that
+  drop the request before or after it takes effect).
+
+It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
+HPA/KEDA controllers (a Deployment without replicas has 1), garbage collection of dependants,
+namespaces as objects, finalizers beyond the fixed termination delay, strategic merge keys
+(lists are atomic), or YAML bodies (only JSON, which is valid YAML).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from gco.reconcile.objects import KINDS, Kind
+
+PATH = re.compile(
+    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+)
+SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "deletionTimestamp",
+)
+
+
+@dataclass
+class Fault:
+    """One injected fault: `status` answered without effect, or a timeout (`drop` before/after)."""
+
+    status: int | None = None
+    timeout: str | None = None  # "before": no effect; "after": the change is made, the answer lost
+    method: str | None = None
+    times: int = 1
+
+
+@dataclass
+class _Stored:
+    kind: Kind
+    applied: dict[str, dict[str, Any]]
+    uid: str
+    created: str
+    resource_version: int
+    generation: int
+    changed_at: float
+    deleting_since: float | None = None
+    managed: dict[str, str] = field(default_factory=dict)
+
+
+def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            yield from _leaves(value, (*prefix, str(key)))
+    else:
+        yield prefix, obj
+
+
+def _matches(labels: Mapping[str, str], query: str) -> bool:
+    for term in filter(None, query.split(",")):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        else:
+            key, _, value = term.replace("==", "=").partition("=")
+            if labels.get(key) != value:
+                return False
+    return True
+
+
+class StandInKubeAPI:
+    """The stand-in API server; use as a context manager or `start()`/`stop()`.
+
+    Parameters:
+        token: the bearer token it accepts (None: any bearer token).
+        ready_delay: seconds from a Deployment's spec change to all replicas ready.
+        deletion_delay: seconds a deleted object stays (terminating) before it is gone.
+        crds: the custom-resource kinds installed (default: KEDA's ScaledObject).
+        clock: monotonic seconds, injectable for tests.
+        fault_sleep: how long a timeout fault holds the connection (longer than the client's timeout).
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        ready_delay: float = 0.0,
+        deletion_delay: float = 0.0,
+        crds: frozenset[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        fault_sleep: float = 1.0,
+    ) -> None:
+        self.token = token
+        self.ready_delay = ready_delay
+        self.deletion_delay = deletion_delay
+        self.clock = clock
+        self.fault_sleep = fault_sleep
+        custom = {"ScaledObject"} if crds is None else crds
+        installed = [
+            kind for kind in KINDS if "." not in kind.api_version.split("/")[0] or kind.kind in custom
+        ]
+        installed += [kind for kind in KINDS if kind.api_version.endswith("k8s.io/v1")]
+        self._kinds = {(kind.prefix.lstrip("/"), kind.plural): kind for kind in installed}
+        self._objects: dict[tuple[str, str, str], _Stored] = {}
+        self._faults: list[Fault] = []
+        self._lock = threading.RLock()
+        self._version = 0
+        self.requests: Counter[str] = Counter()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> StandInKubeAPI:
+        api = self
+
+        class Handler(_Handler):
+            server_api = api
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="standin-kube-api", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StandInKubeAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- test controls -------------------------------------------------------------------------
+
+    def inject(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def objects(self) -> list[dict[str, Any]]:
+        """Every stored object as the API would return it (terminating ones included)."""
+        with self._lock:
+            self._expire()
+            return [self._render(stored, key) for key, stored in sorted(self._objects.items())]
+
+    def writes(self) -> int:
+        return self.requests["PATCH"] + self.requests["DELETE"]
+
+    def apply_as(
+        self, manager: str, obj: Mapping[str, Any], *, force: bool = True
+    ) -> tuple[int, dict[str, Any]]:
+        """Server-side apply as another field manager (an operator, an autoscaler) without HTTP."""
+        meta = obj.get("metadata") or {}
+        kind = next(
+            k
+            for k in self._kinds.values()
+            if k.kind == obj.get("kind") and k.api_version == obj.get("apiVersion")
+        )
+        return self._apply(kind, str(meta.get("namespace")), str(meta.get("name")), dict(obj), manager, force)
+
+    # -- the API -------------------------------------------------------------------------------
+
+    def take_fault(self, method: str) -> Fault | None:
+        with self._lock:
+            for fault in self._faults:
+                if fault.method in (None, method):
+                    fault.times -= 1
+                    if fault.times <= 0:
+                        self._faults.remove(fault)
+                    return fault
+        return None
+
+    def kind_for(self, prefix: str, plural: str) -> Kind | None:
+        return self._kinds.get((prefix, plural))
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            self._expire()
+            stored = self._objects.get((kind.plural, namespace, name))
+            return (
+                None
+                if stored is None or stored.kind != kind
+                else self._render(stored, (kind.plural, namespace, name))
+            )
+
+    def list(
+        self, kind: Kind, namespace: str | None, label_selector: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        with self._lock:
+            self._expire()
+            items = []
+            for key, stored in sorted(self._objects.items()):
+                if stored.kind != kind or (namespace is not None and key[1] != namespace):
+                    continue
+                rendered = self._render(stored, key)
+                if _matches(rendered["metadata"].get("labels") or {}, label_selector):
+                    items.append(rendered)
+            return items, str(self._version)
+
+    def _apply(
+        self, kind: Kind, namespace: str, name: str, body: dict[str, Any], manager: str, force: bool
+    ) -> tuple[int, dict[str, Any]]:
+        meta = body.get("metadata") or {}
+        if body.get("apiVersion") != kind.api_version or body.get("kind") != kind.kind:
+            return 400, _status(
+                400, f"body is {body.get('apiVersion')}/{body.get('kind')}, path is {kind.kind}"
+            )
+        if meta.get("name") != name or meta.get("namespace", namespace) != namespace:
+            return 400, _status(400, "metadata.name/namespace do not match the path")
+        config = copy.deepcopy(body)
+        config.pop("status", None)
+        for server_field in SERVER_METADATA:
+            config["metadata"].pop(server_field, None)
+        config["metadata"]["namespace"] = namespace
+        key = (kind.plural, namespace, name)
+        with self._lock:
+            self._expire()
+            stored = self._objects.get(key)
+            if stored is not None and stored.deleting_since is not None:
+                return 409, _status(409, f"{kind.kind} {name} is being deleted")
+            if stored is not None and not force:
+                mine = dict(_leaves(config))
+                for other, applied in stored.applied.items():
+                    if other != manager:
+                        for path, value in _leaves(applied):
+                            if path in mine and mine[path] != value and path[0] != "metadata":
+                                return 409, _status(
+                                    409, f"conflict with field manager {other} on {'.'.join(path)}"
+                                )
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if stored is None:
+                self._version += 1
+                stored = _Stored(
+                    kind, {manager: config}, str(uuid.uuid4()), now, self._version, 1, self.clock()
+                )
+                stored.managed[manager] = now
+                self._objects[key] = stored
+                return 201, self._render(stored, key)
+            before = self._merged(stored)
+            stored.applied[manager] = config
+            after = self._merged(stored)
+            if after != before:
+                self._version += 1
+                stored.resource_version = self._version
+                stored.managed[manager] = now
+                if {k: v for k, v in after.items() if k != "metadata"} != {
+                    k: v for k, v in before.items() if k != "metadata"
+                }:
+                    stored.generation += 1
+                    stored.changed_at = self.clock()
+            return 200, self._render(stored, key)
+
+    def _delete(
+        self, kind: Kind, namespace: str, name: str, options: Mapping[str, Any]
+    ) -> tuple[int, dict[str, Any]]:
+        key = (kind.plural, namespace, name)
+        with self._lock:
+            self._expire()
+            stored = self._objects.get(key)
+            if stored is None or stored.kind != kind:
+                return 404, _status(404, f"{kind.kind} {name} not found")
+            uid = (options.get("preconditions") or {}).get("uid")
+            if uid and uid != stored.uid:
+                return 409, _status(409, f"precondition failed: uid {uid} is not {stored.uid}")
+            rendered = self._render(stored, key)
+            self._version += 1
+            if self.deletion_delay > 0:
+                if stored.deleting_since is None:
+                    stored.deleting_since = self.clock()
+                    stored.resource_version = self._version
+            else:
+                del self._objects[key]
+            return 200, rendered
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for key, stored in list(self._objects.items()):
+            if stored.deleting_since is not None and now - stored.deleting_since >= self.deletion_delay:
+                del self._objects[key]
+
+    @staticmethod
+    def _merged(stored: _Stored) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for config in stored.applied.values():
+            _merge(merged, config)
+        return merged
+
+    def _render(self, stored: _Stored, key: tuple[str, str, str]) -> dict[str, Any]:
+        obj = self._merged(stored)
+        meta = obj.setdefault("metadata", {})
+        meta.update(
+            name=key[2],
+            namespace=key[1],
+            uid=stored.uid,
+            resourceVersion=str(stored.resource_version),
+            generation=stored.generation,
+            creationTimestamp=stored.created,
+            managedFields=[
+                {
+                    "manager": manager,
+                    "operation": "Apply",
+                    "apiVersion": stored.kind.api_version,
+                    "time": when,
+                }
+                for manager, when in stored.managed.items()
+            ],
+        )
+        if stored.deleting_since is not None:
+            meta["deletionTimestamp"] = stored.created
+        if stored.kind.kind == "Deployment":
+            replicas = int(obj.get("spec", {}).get("replicas", 1))
+            ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
+            status: dict[str, Any] = {"observedGeneration": stored.generation, "replicas": replicas}
+            if ready:
+                status.update(readyReplicas=ready, availableReplicas=ready, updatedReplicas=ready)
+            obj["status"] = status
+        return obj
+
+
+def _status(code: int, message: str) -> dict[str, Any]:
+    reasons = {
+        400: "BadRequest",
+        401: "Unauthorized",
+        404: "NotFound",
+        409: "Conflict",
+        415: "UnsupportedMediaType",
+    }
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": message,
+        "reason": reasons.get(code, "InternalError" if code >= 500 else "TooManyRequests"),
+        "code": code,
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_api: StandInKubeAPI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def _serve(self, method: str) -> None:
+        api = self.server_api
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        api.requests[method] += 1
+        expected = f"Bearer {api.token}" if api.token else None
+        header = self.headers.get("Authorization") or ""
+        if not header.startswith("Bearer ") or (expected is not None and header != expected):
+            self._send(401, _status(401, "Unauthorized"))
+            return
+        fault = api.take_fault(method)
+        if fault is not None and fault.timeout == "before":
+            time.sleep(api.fault_sleep)
+            self.close_connection = True
+            return
+        if fault is not None and fault.status is not None:
+            self._send(fault.status, _status(fault.status, "injected fault"), {"Retry-After": "0"})
+            return
+        code, body = self._dispatch(method, raw)
+        if fault is not None and fault.timeout == "after":
+            time.sleep(api.fault_sleep)
+            self.close_connection = True
+            return
+        self._send(code, body)
+
+    def _dispatch(self, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        api = self.server_api
+        url = urlparse(self.path)
+        query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        match = PATH.match(url.path)
+        kind = match and api.kind_for(match["prefix"], match["plural"])
+        if not match or not kind:
+            return 404, _status(404, f"no resource at {url.path}")
+        namespace, name = match["ns"], match["name"]
+        if method == "GET" and name is None:
+            items, version = api.list(kind, namespace, query.get("labelSelector", ""))
+            start = int(query.get("continue") or 0)
+            limit = int(query.get("limit") or 0) or len(items) or 1
+            meta: dict[str, Any] = {"resourceVersion": version}
+            if start + limit < len(items):
+                meta["continue"] = str(start + limit)
+            page = items[start : start + limit]
+            return 200, {
+                "kind": f"{kind.kind}List",
+                "apiVersion": kind.api_version,
+                "metadata": meta,
+                "items": page,
+            }
+        if namespace is None or name is None:
+            return 405, _status(405, f"{method} needs a namespaced object path")
+        if method == "GET":
+            found = api.get(kind, namespace, name)
+            return (200, found) if found is not None else (404, _status(404, f"{kind.kind} {name} not found"))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, _status(400, "body is not JSON")
+        if method == "DELETE":
+            return api._delete(kind, namespace, name, body)
+        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+            return 415, _status(415, "only server-side apply (application/apply-patch+yaml) is served")
+        if not query.get("fieldManager"):
+            return 400, _status(400, "fieldManager is required for apply")
+        return api._apply(kind, namespace, name, body, query["fieldManager"], query.get("force") == "true")
+
+    def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (an injected timeout)
+            self.close_connection = True

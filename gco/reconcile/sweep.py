@@ -1,0 +1,82 @@
+"""The scheduled sweep: re-read every record and reconcile it (drift, missed events, retries).
+
+One consistent scan of the table and one label-selector list per managed kind give a snapshot;
+an endpoint whose snapshot shows nothing to do costs no further call, so a sweep over endpoints
+already as desired makes no DynamoDB write and no Kubernetes write. Anything to do is done by
+`Reconciler.reconcile` from fresh reads. Objects labelled for an endpoint that has no record are
+reconciled too (a fresh read confirms the record is gone before they are removed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from gco.errors import GcoError
+from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER, labels_of
+from gco.reconcile.reconciler import Reconciler
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    endpoints: int = 0
+    done: int = 0
+    requeued: int = 0
+    terminal: int = 0
+    orphans: int = 0
+    failed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "endpoints": self.endpoints,
+            "done": self.done,
+            "requeued": self.requeued,
+            "terminal": self.terminal,
+            "orphans": self.orphans,
+            "failed": list(self.failed),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def sweep(reconciler: Reconciler) -> SweepReport:
+    """Reconcile every endpoint (and every orphaned object) in the reconciler's Region.
+
+    A failure on one endpoint is logged and named in the report; the sweep goes on.
+    """
+    started = time.monotonic()
+    report = SweepReport()
+    records = reconciler.store.list(consistent_read=True)
+    observed: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for obj in reconciler.cluster.list({MANAGED_BY: MANAGER}):
+        name = labels_of(obj).get(ENDPOINT_LABEL)
+        if name:
+            observed[name].append(obj)
+    report.endpoints = len(records)
+    work = [(record.endpoint_name, record) for record in records]
+    known = {name for name, _ in work}
+    orphans = sorted(name for name in observed if name not in known)
+    report.orphans = len(orphans)
+    for name, record in [*work, *((name, None) for name in orphans)]:
+        try:
+            if record is None:
+                outcome = reconciler.reconcile(name, wait=0.0)
+            else:
+                outcome = reconciler.reconcile_snapshot(record, observed.get(name, []))
+        except GcoError as error:
+            log.warning("sweep: endpoint=%s region=%s failed: %s", name, reconciler.region, error)
+            report.failed.append(name)
+            continue
+        if outcome.kind == "done":
+            report.done += 1
+        elif outcome.kind == "requeue":
+            report.requeued += 1
+        else:
+            report.terminal += 1
+    report.seconds = time.monotonic() - started
+    return report
