@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import click
 
 from gco import __version__
+from gco.cli.bench import bench
 from gco.cli.inference import inference
 from gco.cli.local import local
 from gco.errors import GcoError
@@ -28,6 +29,7 @@ def cli(verbose: bool) -> None:
 
 cli.add_command(inference)
 cli.add_command(local)
+cli.add_command(bench)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

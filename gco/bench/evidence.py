@@ -1,0 +1,187 @@
+"""Build evidence records for `bench serve` and `bench rounds`, write them with their reports.
+
+Identity carries redacted argv/env, the prompt-set digest and a digest (never the text) of --serve-cmd.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gco.bench.manifest import Engine, Workload
+from gco.bench.records import UNITS, ServeResult
+from gco.bench.summary import Summary
+from gco.evidence.record import Artifact, EvidenceRecord, LimitationEntry, Metric, file_sha256, now_iso
+from gco.evidence.redact import redact_argv, redact_env
+from gco.evidence.report import render_html, render_markdown
+from gco.evidence.store import EvidenceStore, LocalEvidenceStore
+
+
+def engine_identity(engine: Engine) -> dict[str, Any]:
+    """An engine as the evidence names it, with secret-looking values redacted."""
+    return {
+        "label": engine.label,
+        "argv": redact_argv(engine.argv),
+        "env": redact_env(engine.env),
+        "port": engine.port,
+        "model": engine.model.model_dump(),
+    }
+
+
+def artifacts(paths: Sequence[tuple[Path, str]], root: Path) -> list[Artifact]:
+    """Artifacts for the files that exist, paths relative to the run directory."""
+    out = []
+    for path, role in paths:
+        if path.is_file():
+            out.append(
+                Artifact(
+                    path=str(path.relative_to(root)) if path.is_relative_to(root) else str(path),
+                    sha256=file_sha256(path),
+                    role=role,
+                )
+            )
+    return out
+
+
+def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[Artifact]) -> EvidenceRecord:
+    """The evidence of one `bench serve` call: per-bucket medians over requests (observed) or N* (derived)."""
+    metrics = [
+        Metric(
+            name=m,
+            value=v,
+            unit=UNITS.get(m, ""),
+            statistic="median_over_requests",
+            n=int(values.get("requests", 0)),
+            subject=bucket,
+        )
+        for bucket, values in result.buckets.items()
+        for m, v in values.items()
+        if m in UNITS
+    ]
+    metrics += [
+        Metric(name=m, value=v, unit=UNITS.get(m, ""), statistic="at_n_star", n=1, subject="all")
+        for m, v in result.at_n_star.items()
+    ]
+    limitations = []
+    if result.failed:
+        limitations.append(LimitationEntry(code="failed_requests", text=f"{result.failed} request(s) failed"))
+    if result.client.lagged:
+        limitations.append(
+            LimitationEntry(
+                code="client_lagged", text=f"client schedule delay p99 {result.client.lag_p99_ms:.1f} ms"
+            )
+        )
+    if settings.get("extra_body"):
+        limitations.append(LimitationEntry(code="extra_request_body", text="an extra request body was sent"))
+    if result.mode == "load" and result.n_star is None:
+        limitations.append(LimitationEntry(code="no_capacity", text="no load level was sustained"))
+    line = (
+        f"bench serve {result.mode} on {result.base_url}: {result.requests} requests, {result.failed} failed"
+    )
+    if result.mode == "single" and "all" in result.buckets and "decode_tps" in result.buckets["all"]:
+        line += f", median decode {result.buckets['all']['decode_tps']:.1f} tok/s"
+    if result.n_star is not None:
+        line += f", N* {result.n_star}"
+    return EvidenceRecord(
+        kind="bench.serve",
+        claim_class="observed" if result.mode == "single" else "derived",
+        summary=line,
+        created_at=now_iso(),
+        identity={"settings": settings, "prompt_set_digest": result.prompt_digest},
+        metrics=metrics,
+        artifacts=files,
+        limitations=limitations,
+        data={"client": result.client.model_dump(), "levels": [lv.model_dump() for lv in result.levels]},
+    ).sealed()
+
+
+def rounds_record(
+    summary: Summary,
+    *,
+    engines: Sequence[Engine],
+    workload: Workload,
+    prompt_digest: str,
+    gpu: str | None,
+    serve_cmd: str | None,
+    files: list[Artifact],
+    missing: list[str],
+    cells: list[dict[str, Any]],
+) -> EvidenceRecord:
+    """The evidence of a rounds run: medians over rounds and paired ratios to the best engine."""
+    metrics: list[Metric] = []
+    series = []
+    for m in summary.metrics:
+        subject = f"{m.label}/{m.bucket}"
+        metrics.append(
+            Metric(
+                name=m.metric,
+                value=m.median,
+                unit=m.unit,
+                statistic="median_over_rounds",
+                n=m.n,
+                ci95=m.ci95,
+                subject=subject,
+            )
+        )
+        if m.ratio_to_best is not None:
+            metrics.append(
+                Metric(
+                    name=m.metric,
+                    value=m.ratio_to_best,
+                    unit="ratio",
+                    statistic="ratio_to_best",
+                    n=m.n,
+                    ci95=m.ratio_ci95,
+                    subject=f"{subject} / {m.best_label}",
+                )
+            )
+        series.append(
+            {"subject": f"{subject} {m.metric}", "per_round": {str(k): v for k, v in m.per_round.items()}}
+        )
+    identity = {
+        "gpu": gpu or "not checked",
+        "engines": [engine_identity(e) for e in engines],
+        "workload": workload.model_dump(mode="json"),
+        "prompt_set_digest": prompt_digest,
+        "mode": summary.mode,
+        "serve_cmd_sha256": hashlib.sha256(serve_cmd.encode()).hexdigest() if serve_cmd else None,
+    }
+    return EvidenceRecord(
+        kind="bench.rounds",
+        claim_class="derived",
+        summary=summary.line,
+        created_at=now_iso(),
+        identity=identity,
+        metrics=metrics,
+        artifacts=files,
+        missing=missing,
+        limitations=[LimitationEntry(code=item.code, text=item.text) for item in summary.limitations],
+        data={
+            "series": series,
+            "claim_classes": {"single medians": "observed", "load values and ratios": "derived"},
+            "cells": cells,
+            "adaptive": summary.adaptive.model_dump() if summary.adaptive else None,
+        },
+    ).sealed()
+
+
+def write_record(record: EvidenceRecord, run_dir: Path, extra: Sequence[EvidenceStore] = ()) -> Path:
+    """Write `<run_dir>/evidence/<id>.json` with its .md and .html beside it, then to every extra store."""
+    store = LocalEvidenceStore(run_dir / "evidence")
+    path = Path(store.put(record))
+    path.with_suffix(".md").write_text(render_markdown(record), encoding="utf-8")
+    path.with_suffix(".html").write_text(render_html(record), encoding="utf-8")
+    for other in extra:
+        other.put(record)
+    return path
+
+
+def dump_json(path: Path, data: Any) -> None:
+    """Write JSON atomically (temp file then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".partial")
+    partial.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    partial.replace(path)

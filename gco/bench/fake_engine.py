@@ -1,0 +1,342 @@
+"""A fake OpenAI-compatible engine for tests and the local stack: SSE completions, /health, /metrics.
+
+Configurable speed, noise, drift and failures; logs start-up lines in vLLM, TGI or SGLang style.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BLOCK_CHARS = 16
+MAX_REQUEST_BYTES = 1 << 22
+
+
+@dataclass
+class Counters:
+    """vLLM-style counters exposed on /metrics."""
+
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    success: int = 0
+    failed: int = 0
+    cache_queries: int = 0
+    cache_hits: int = 0
+    running: int = 0
+    seen_blocks: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Behaviour:
+    """How the fake engine behaves; built from its command line."""
+
+    port: int
+    style: str
+    ttft_s: float
+    itl_s: float
+    speed: float
+    noise: float
+    drift: float
+    fail_rate: float
+    crash_after: int
+    crash_once_file: str
+    never_ready: bool
+    seed: int
+    tokens: int
+
+
+def startup_lines(style: str, settings: dict[str, str], extra: Sequence[str]) -> list[str]:
+    """Log lines announcing the resolved configuration, in the engine family's own format."""
+    if style == "tgi":
+        args = ", ".join(f"{key}: {value}" for key, value in settings.items())
+        lines = [
+            f"INFO text_generation_launcher: Args {{ {args} }}",
+            "INFO text_generation_launcher: Using Attention = flashinfer",
+        ]
+    elif style == "sglang":
+        args = ", ".join(f"{key}={value}" for key, value in settings.items())
+        lines = [f"[2026-01-01 00:00:00] server_args=ServerArgs({args})"]
+    else:
+        args = ", ".join(f"{key}={value}" for key, value in settings.items())
+        lines = [
+            f"INFO 01-01 00:00:00 [core.py:69] Initializing a V1 LLM engine (v0.9.0) with config: {args}",
+            "INFO 01-01 00:00:00 [cuda.py:217] Using Flash Attention backend on V1 engine.",
+        ]
+    return [*lines, *extra]
+
+
+DEFAULT_SETTINGS = {
+    "vllm": {
+        "model": "'fake/model'",
+        "dtype": "torch.bfloat16",
+        "enforce_eager": "False",
+        "cpu_offload_gb": "0",
+    },
+    "tgi": {"model_id": '"fake/model"', "dtype": "Some(BFloat16)", "cuda_graphs": "None"},
+    "sglang": {
+        "model_path": "'fake/model'",
+        "dtype": "'bfloat16'",
+        "disable_cuda_graph": "False",
+        "attention_backend": "'flashinfer'",
+        "cpu_offload_gb": "0",
+    },
+}
+
+
+class FakeEngine:
+    """The HTTP server: one coroutine per connection, keep-alive, HTTP/1.1 chunked SSE."""
+
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.counters = Counters()
+        self.requests = 0
+        self.rng = random.Random(behaviour.seed)
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {
+                    k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)
+                }
+                length = min(int(headers.get("content-length", "0")), MAX_REQUEST_BYTES)
+                body = await reader.readexactly(length) if length else b""
+                await self.route(method, path, body, writer)
+        except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> None:
+        if path == "/health":
+            status = 503 if self.behaviour.never_ready else 200
+            await self.respond(writer, status, b"{}" if status == 200 else b'{"status":"loading"}')
+        elif path == "/metrics":
+            await self.respond(writer, 200, self.metrics().encode(), "text/plain; version=0.0.4")
+        elif path == "/v1/models":
+            await self.respond(
+                writer, 200, b'{"object":"list","data":[{"id":"fake/model","object":"model"}]}'
+            )
+        elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
+            await self.generate(path, body, writer)
+        else:
+            await self.respond(writer, 404, b'{"error":"not found"}')
+
+    async def respond(
+        self, writer: asyncio.StreamWriter, status: int, body: bytes, ctype: str = "application/json"
+    ) -> None:
+        writer.write(
+            f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+
+    def prefix_cache(self, prompt: str) -> None:
+        blocks = [prompt[: (i + 1) * BLOCK_CHARS] for i in range(len(prompt) // BLOCK_CHARS)]
+        self.counters.cache_queries += len(blocks)
+        for block in blocks:
+            if block not in self.counters.seen_blocks:
+                break
+            self.counters.cache_hits += 1
+        self.counters.seen_blocks.update(blocks)
+
+    def maybe_crash(self) -> None:
+        b = self.behaviour
+        if b.crash_after and self.requests > b.crash_after:
+            marker = Path(b.crash_once_file) if b.crash_once_file else None
+            if marker is None or not marker.exists():
+                if marker is not None:
+                    marker.write_text("crashed\n", encoding="utf-8")
+                print("ERROR fake engine crashing on purpose", flush=True)
+                os._exit(3)
+
+    async def generate(self, path: str, body: bytes, writer: asyncio.StreamWriter) -> None:
+        b = self.behaviour
+        self.requests += 1
+        self.maybe_crash()
+        try:
+            request = json.loads(body)
+        except ValueError:
+            await self.respond(writer, 400, b'{"error":"bad json"}')
+            return
+        chat = path.endswith("chat/completions")
+        prompt = (
+            " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+            if chat
+            else str(request.get("prompt", ""))
+        )
+        if self.rng.random() < b.fail_rate:
+            self.counters.failed += 1
+            await self.respond(writer, 500, b'{"error":"injected failure"}')
+            return
+        self.prefix_cache(prompt)
+        prompt_tokens = max(1, len(prompt.split()))
+        tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or b.tokens)
+        factor = (
+            (1.0 + b.drift * self.requests)
+            / b.speed
+            * (self.rng.lognormvariate(0.0, b.noise) if b.noise else 1.0)
+        )
+        self.counters.running += 1
+        try:
+            if request.get("stream"):
+                await self.stream(
+                    writer, chat, tokens, prompt_tokens, factor, bool(request.get("stream_options"))
+                )
+            else:
+                await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
+                text = " tok" * tokens
+                choice = (
+                    {"index": 0, "message": {"role": "assistant", "content": text}}
+                    if chat
+                    else {"index": 0, "text": text}
+                )
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}
+                await self.respond(writer, 200, json.dumps({"choices": [choice], "usage": usage}).encode())
+        finally:
+            self.counters.running -= 1
+        self.counters.prompt_tokens += prompt_tokens
+        self.counters.generation_tokens += tokens
+        self.counters.success += 1
+
+    async def stream(
+        self,
+        writer: asyncio.StreamWriter,
+        chat: bool,
+        tokens: int,
+        prompt_tokens: int,
+        factor: float,
+        usage: bool,
+    ) -> None:
+        b = self.behaviour
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        start = time.perf_counter()
+        for i in range(tokens):
+            due = start + b.ttft_s * factor + b.itl_s * factor * i
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
+            self.chunk(writer, {"choices": [choice]})
+            await writer.drain()
+        if usage:
+            self.chunk(
+                writer,
+                {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}},
+            )
+        data = b"data: [DONE]\n\n"
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+        await writer.drain()
+
+    @staticmethod
+    def chunk(writer: asyncio.StreamWriter, payload: object) -> None:
+        data = b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def metrics(self) -> str:
+        c = self.counters
+        rows = [
+            ("vllm:prompt_tokens", "counter", c.prompt_tokens),
+            ("vllm:generation_tokens", "counter", c.generation_tokens),
+            ("vllm:request_success", "counter", c.success),
+            ("vllm:request_failure", "counter", c.failed),
+            ("vllm:prefix_cache_queries", "counter", c.cache_queries),
+            ("vllm:prefix_cache_hits", "counter", c.cache_hits),
+        ]
+        out = []
+        for name, kind, value in rows:
+            out += [
+                f"# HELP {name} fake counter",
+                f"# TYPE {name} {kind}",
+                f'{name}_total{{model_name="fake/model"}} {value}',
+            ]
+        out += [
+            "# HELP vllm:num_requests_running running",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{model_name="fake/model"}} {c.running}',
+        ]
+        return "\n".join(out) + "\n"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
+    add = parser.add_argument
+    add("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    add("--style", choices=["vllm", "tgi", "sglang"], default="vllm")
+    add("--ttft-ms", type=float, default=5.0)
+    add("--itl-ms", type=float, default=1.0)
+    add("--speed", type=float, default=1.0, help="Multiplies the token rate.")
+    add("--noise", type=float, default=0.0, help="Log-normal sigma of a per-request slowdown.")
+    add("--drift", type=float, default=0.0, help="Slowdown added per request served.")
+    add("--tokens", type=int, default=16, help="Output tokens when a request names none.")
+    add("--fail-rate", type=float, default=0.0)
+    add("--crash-after", type=int, default=0, help="Exit abruptly after this many requests.")
+    add("--crash-once-file", default="", help="Crash only if this file is absent, then create it.")
+    add("--never-ready", action="store_true")
+    add("--startup-delay", type=float, default=0.0)
+    add("--ignore-sigterm", action="store_true")
+    add("--leave-child", action="store_true", help="Spawn a child in its own session that outlives us.")
+    add("--setting", action="append", default=[], help="key=value overriding a logged config setting.")
+    add("--log-line", action="append", default=[], help="An extra start-up log line.")
+    add("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the fake engine until SIGTERM (or forever, with --ignore-sigterm, until SIGKILL)."""
+    args = parse_args(argv)
+    settings = dict(DEFAULT_SETTINGS[args.style])
+    settings.update(dict(item.split("=", 1) for item in args.setting))
+    for line in startup_lines(args.style, settings, args.log_line):
+        print(line, flush=True)
+    if args.leave_child:
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(args.startup_delay)
+    behaviour = Behaviour(
+        port=args.port,
+        style=args.style,
+        ttft_s=args.ttft_ms / 1000,
+        itl_s=args.itl_ms / 1000,
+        speed=args.speed,
+        noise=args.noise,
+        drift=args.drift,
+        fail_rate=args.fail_rate,
+        crash_after=args.crash_after,
+        crash_once_file=args.crash_once_file,
+        never_ready=args.never_ready,
+        seed=args.seed,
+        tokens=args.tokens,
+    )
+    asyncio.run(serve(FakeEngine(behaviour)))
+    return 0
+
+
+async def serve(engine: FakeEngine) -> None:
+    server = await asyncio.start_server(engine.handle, "127.0.0.1", engine.behaviour.port)
+    print(f"INFO Uvicorn running on http://127.0.0.1:{engine.behaviour.port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    async with server:
+        await stop.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""`bench serve`: an async streaming client timing TTFT, ITL, e2e and decode tok/s, single or load mode.
+
+The client measures its own schedule delay (send time minus planned time) and says when it lagged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from gco.bench.arrivals import Arrival, rate_for_concurrency, schedule
+from gco.bench.prompts import Prompt, prompt_digest, salted
+from gco.bench.records import ClientHealth, LevelResult, RequestRecord, ServeResult
+from gco.bench.transport import Client, HttpError
+
+LAG_LIMIT_MS = 5.0
+SUSTAIN_FRACTION = 0.9
+E2E_SLO_FACTOR = 3.0
+
+
+class ServeSettings(BaseModel):
+    """One `bench serve` call's settings (the identity of what every engine is asked)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str
+    mode: Literal["single", "load"] = "single"
+    api: Literal["completions", "chat"] = "completions"
+    model: str = "default"
+    max_tokens: int = 128
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    warmup: int = 2
+    timeout_s: float = 600.0
+    levels: list[int] = Field(default_factory=lambda: [1, 2, 4, 8])
+    arrival: Arrival = "poisson"
+    burstiness: float = 1.0
+    requests_per_level: int | None = None
+    reference_e2e_s: float | None = None
+    seed: int = 0
+
+
+def payload(settings: ServeSettings, text: str) -> tuple[str, dict[str, Any]]:
+    """The path and body of one streaming request; extra body keys go to every engine alike."""
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "max_tokens": settings.max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if settings.api == "chat":
+        body["messages"] = [{"role": "user", "content": text}]
+        if settings.chat_template_kwargs:
+            body["chat_template_kwargs"] = settings.chat_template_kwargs
+        path = "/v1/chat/completions"
+    else:
+        body["prompt"] = text
+        path = "/v1/completions"
+    body.update(settings.extra_body)
+    return path, body
+
+
+def _content(event: dict[str, Any]) -> str:
+    choices = event.get("choices") or []
+    if not choices:
+        return ""
+    choice = choices[0]
+    if "text" in choice:
+        return str(choice.get("text") or "")
+    delta = choice.get("delta") or choice.get("message") or {}
+    return str(delta.get("content") or "") + str(delta.get("reasoning_content") or "")
+
+
+async def timed_request(
+    client: Client,
+    settings: ServeSettings,
+    prompt: Prompt,
+    text: str,
+    scheduled: float,
+    origin: float,
+    level: int | None = None,
+) -> RequestRecord:
+    """Send one request and time it; failures become a record with ok=False, never an exception."""
+    sent = time.perf_counter()
+    arrivals: list[float] = []
+    usage_tokens: int | None = None
+    path, body = payload(settings, text)
+    base = {
+        "index": prompt.index,
+        "bucket": prompt.bucket,
+        "level": level,
+        "scheduled_s": scheduled,
+        "sent_s": sent - origin,
+        "schedule_lag_s": max(0.0, sent - origin - scheduled),
+    }
+    try:
+        async with asyncio.timeout(settings.timeout_s):
+            async for data in client.stream(path, body):
+                now = time.perf_counter()
+                event = json.loads(data)
+                if _content(event):
+                    arrivals.append(now)
+                usage = event.get("usage") or {}
+                if usage.get("completion_tokens") is not None:
+                    usage_tokens = int(usage["completion_tokens"])
+    except (HttpError, ValueError, TimeoutError) as error:
+        return RequestRecord(**base, ok=False, error=f"{type(error).__name__}: {error}"[:300])
+    end = time.perf_counter()
+    if not arrivals:
+        return RequestRecord(**base, ok=False, error="no output tokens")
+    tokens = usage_tokens if usage_tokens is not None else len(arrivals)
+    gaps = np.diff(arrivals) if len(arrivals) > 1 else np.zeros(0)
+    decode_s = end - arrivals[0]
+    return RequestRecord(
+        **base,
+        ok=True,
+        ttft_s=arrivals[0] - sent,
+        e2e_s=end - sent,
+        itl_mean_s=float(gaps.mean()) if gaps.size else None,
+        itl_p99_s=float(np.percentile(gaps, 99)) if gaps.size else None,
+        output_tokens=tokens,
+        tokens_from="usage" if usage_tokens is not None else "chunks",
+        decode_tps=(tokens - 1) / decode_s if tokens > 1 and decode_s > 0 else None,
+    )
+
+
+async def warm_up(client: Client, settings: ServeSettings, prompts: Sequence[Prompt]) -> list[RequestRecord]:
+    """Salted warm-up requests, one at a time: they never seed the prefix cache for real prompts."""
+    origin = time.perf_counter()
+    records = []
+    for i in range(settings.warmup):
+        prompt = prompts[i % len(prompts)]
+        records.append(await timed_request(client, settings, prompt, salted(prompt.text), 0.0, origin))
+    return records
+
+
+async def run_single(
+    client: Client, settings: ServeSettings, prompts: Sequence[Prompt]
+) -> list[RequestRecord]:
+    """Each prompt once, one at a time."""
+    origin = time.perf_counter()
+    records = []
+    for prompt in prompts:
+        scheduled = time.perf_counter() - origin
+        records.append(await timed_request(client, settings, prompt, prompt.text, scheduled, origin))
+    return records
+
+
+async def run_level(
+    client: Client, settings: ServeSettings, prompts: Sequence[Prompt], concurrency: int, rate: float
+) -> list[RequestRecord]:
+    """Open-loop arrivals at `rate` per second; each request starts at its planned offset."""
+    count = settings.requests_per_level or len(prompts)
+    offsets = schedule(
+        settings.arrival, rate, count, burstiness=settings.burstiness, seed=settings.seed + concurrency
+    )
+    origin = time.perf_counter()
+    tasks = []
+    for i, offset in enumerate(offsets):
+        delay = origin + offset - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        prompt = prompts[i % len(prompts)]
+        tasks.append(
+            asyncio.create_task(
+                timed_request(client, settings, prompt, prompt.text, offset, origin, concurrency)
+            )
+        )
+    return list(await asyncio.gather(*tasks))
+
+
+def _median_ms(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.median(present)) * 1000 if present else None
+
+
+def bucket_stats(records: Sequence[RequestRecord]) -> tuple[dict[str, dict[str, float]], dict[str, int]]:
+    """Per bucket (and `all`): median TTFT, ITL, e2e (ms) and decode tok/s of successful requests."""
+    groups: dict[str, list[RequestRecord]] = {"all": list(records)}
+    for record in records:
+        groups.setdefault(record.bucket, []).append(record)
+    stats: dict[str, dict[str, float]] = {}
+    failed: dict[str, int] = {}
+    for name, group in groups.items():
+        ok = [r for r in group if r.ok]
+        failed[name] = len(group) - len(ok)
+        values = {
+            "ttft_ms": _median_ms([r.ttft_s for r in ok]),
+            "itl_ms": _median_ms([r.itl_mean_s for r in ok]),
+            "e2e_ms": _median_ms([r.e2e_s for r in ok]),
+        }
+        tps = [r.decode_tps for r in ok if r.decode_tps is not None]
+        values["decode_tps"] = float(np.median(tps)) if tps else None
+        stats[name] = {k: v for k, v in values.items() if v is not None}
+        stats[name]["requests"] = float(len(ok))
+    return stats, failed
+
+
+def level_result(
+    concurrency: int, rate: float, records: Sequence[RequestRecord], reference_e2e_s: float
+) -> LevelResult:
+    """What one load level achieved; sustained when nothing failed, the rate held and e2e stayed in SLO."""
+    ok = [r for r in records if r.ok]
+    span = max((r.sent_s + (r.e2e_s or 0.0) for r in ok), default=0.0) - min(
+        (r.sent_s for r in records), default=0.0
+    )
+    achieved = len(ok) / span if span > 0 else 0.0
+    e2e_ms = _median_ms([r.e2e_s for r in ok])
+    offered_span = max((r.scheduled_s for r in records), default=0.0) + reference_e2e_s
+    offered = len(records) / offered_span if offered_span > 0 else rate
+    sustained = (
+        len(ok) == len(records)
+        and achieved >= SUSTAIN_FRACTION * offered
+        and e2e_ms is not None
+        and e2e_ms <= E2E_SLO_FACTOR * reference_e2e_s * 1000
+    )
+    tokens = sum(r.output_tokens for r in ok)
+    return LevelResult(
+        concurrency=concurrency,
+        offered_rate=rate,
+        achieved_rate=achieved,
+        completed=len(ok),
+        failed=len(records) - len(ok),
+        output_tps=tokens / span if span > 0 else 0.0,
+        ttft_ms=_median_ms([r.ttft_s for r in ok]),
+        e2e_ms=e2e_ms,
+        sustained=sustained,
+    )
+
+
+def capacity(levels: Sequence[LevelResult]) -> LevelResult | None:
+    """N*: the highest level sustained with every lower level sustained too."""
+    best = None
+    for level in sorted(levels, key=lambda item: item.concurrency):
+        if not level.sustained:
+            break
+        best = level
+    return best
+
+
+def client_health(records: Sequence[RequestRecord]) -> ClientHealth:
+    """Schedule delay percentiles; lagged when the p99 delay exceeds LAG_LIMIT_MS."""
+    lags = np.asarray([r.schedule_lag_s for r in records] or [0.0]) * 1000
+    p99 = float(np.percentile(lags, 99))
+    return ClientHealth(
+        lag_p50_ms=float(np.median(lags)),
+        lag_p99_ms=p99,
+        lag_max_ms=float(lags.max()),
+        lagged=p99 > LAG_LIMIT_MS,
+    )
+
+
+def schedule_digest(settings: ServeSettings, reference_e2e_s: float | None) -> str:
+    """Identity of a load schedule: levels, arrival, burstiness, seed, count and reference e2e."""
+    plan = {
+        "levels": settings.levels,
+        "arrival": settings.arrival,
+        "burstiness": settings.burstiness,
+        "seed": settings.seed,
+        "count": settings.requests_per_level,
+        "reference_e2e_s": round(reference_e2e_s, 6) if reference_e2e_s else None,
+    }
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+
+
+async def run_serve(
+    settings: ServeSettings, prompts: Sequence[Prompt]
+) -> tuple[ServeResult, list[RequestRecord]]:
+    """Warm up, then run single or load mode; returns the result and every request record."""
+    client = Client(settings.base_url)
+    try:
+        warm = await warm_up(client, settings, prompts)
+        warm_e2e = [r.e2e_s for r in warm if r.ok and r.e2e_s is not None]
+        if settings.mode == "single":
+            records = await run_single(client, settings, prompts)
+            levels: list[LevelResult] = []
+            reference = None
+        else:
+            reference = settings.reference_e2e_s or (float(np.median(warm_e2e)) if warm_e2e else None)
+            if reference is None:
+                probe = await run_single(client, settings, prompts[:1])
+                reference = probe[0].e2e_s if probe[0].ok and probe[0].e2e_s else settings.timeout_s
+            records, levels = [], []
+            for concurrency in settings.levels:
+                rate = rate_for_concurrency(concurrency, reference)
+                level_records = await run_level(client, settings, prompts, concurrency, rate)
+                records += level_records
+                levels.append(level_result(concurrency, rate, level_records, reference))
+    finally:
+        client.close()
+    buckets, failed = bucket_stats(records)
+    star = capacity(levels)
+    at_star = (
+        {
+            "n_star": float(star.concurrency),
+            "output_tps": star.output_tps,
+            **({"ttft_ms": star.ttft_ms} if star.ttft_ms is not None else {}),
+            **({"e2e_ms": star.e2e_ms} if star.e2e_ms is not None else {}),
+        }
+        if star
+        else {}
+    )
+    result = ServeResult(
+        mode=settings.mode,
+        api=settings.api,
+        base_url=settings.base_url,
+        model=settings.model,
+        prompt_digest=prompt_digest(prompts),
+        requests=len(records),
+        failed=sum(not r.ok for r in records),
+        buckets=buckets,
+        failed_by_bucket=failed,
+        levels=levels,
+        n_star=star.concurrency if star else None,
+        at_n_star=at_star,
+        reference_e2e_s=reference,
+        schedule_digest=schedule_digest(settings, reference) if settings.mode == "load" else None,
+        warmup_e2e_s=warm_e2e,
+        client=client_health(records),
+    )
+    return result, records

@@ -1,0 +1,104 @@
+"""Round statistics: medians with bootstrap 95% CIs, paired ratio CIs, and the adaptive stop rule.
+
+Vectorized numpy percentile bootstrap with a seeded generator; rounds are the resampling unit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict
+
+RESAMPLES = 4000
+SEED = 20240611
+
+
+class Estimate(BaseModel):
+    """A point value with its 95% interval; `lo`/`hi` are None when n < 2."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    lo: float | None
+    hi: float | None
+    n: int
+
+    @property
+    def half_width(self) -> float | None:
+        """Relative half-width of the interval (half its width over the value)."""
+        if self.lo is None or self.hi is None or self.value == 0:
+            return None
+        return (self.hi - self.lo) / 2 / abs(self.value)
+
+
+def _resample_index(n: int, resamples: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def _smoothed_medians(
+    values: NDArray[np.float64], idx: NDArray[np.int64], rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """Medians of resamples, smoothed with a small Gaussian kernel so small n is not degenerate."""
+    n = values.shape[0]
+    sample = values[idx]
+    spread = float(np.std(values, ddof=1)) if n > 1 else 0.0
+    if spread > 0:
+        sample = sample + rng.normal(0.0, spread / np.sqrt(n), size=sample.shape)
+    return np.asarray(np.median(sample, axis=1), dtype=np.float64)
+
+
+def _interval(center: float, medians: NDArray[np.float64], n: int) -> tuple[float, float]:
+    """Percentile interval, widened by sqrt(n/(n-1)) around the center (small-sample correction)."""
+    lo, hi = np.percentile(medians, [2.5, 97.5])
+    factor = float(np.sqrt(n / (n - 1)))
+    return center - (center - float(lo)) * factor, center + (float(hi) - center) * factor
+
+
+def median_ci(values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
+    """Median over rounds with a smoothed percentile bootstrap 95% CI (rounds resampled)."""
+    data = np.asarray(values, dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("no values")
+    value = float(np.median(data))
+    if data.size < 2:
+        return Estimate(value=value, lo=None, hi=None, n=int(data.size))
+    rng = np.random.default_rng(seed)
+    medians = _smoothed_medians(data, _resample_index(data.size, resamples, rng), rng)
+    lo, hi = _interval(value, medians, int(data.size))
+    return Estimate(value=value, lo=min(lo, value), hi=max(hi, value), n=int(data.size))
+
+
+def paired_ratio_ci(
+    numerator: Sequence[float], denominator: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED
+) -> Estimate:
+    """Ratio of medians, paired by round: rounds are resampled jointly for both engines.
+
+    The interval is a smoothed bootstrap of the median per-round log ratio, exponentiated; the
+    point value is the ratio of the two medians.
+    """
+    num = np.asarray(numerator, dtype=np.float64)
+    den = np.asarray(denominator, dtype=np.float64)
+    if num.size != den.size or num.size == 0:
+        raise ValueError("paired samples must be non-empty and of equal length")
+    if np.any(num <= 0) or np.any(den <= 0):
+        raise ValueError("ratios need positive values")
+    value = float(np.median(num) / np.median(den))
+    if num.size < 2:
+        return Estimate(value=value, lo=None, hi=None, n=int(num.size))
+    logs = np.log(num) - np.log(den)
+    if np.allclose(logs, logs[0]):
+        return Estimate(value=value, lo=float(np.exp(logs[0])), hi=float(np.exp(logs[0])), n=int(num.size))
+    rng = np.random.default_rng(seed)
+    medians = _smoothed_medians(logs, _resample_index(logs.size, resamples, rng), rng)
+    log_lo, log_hi = _interval(float(np.median(logs)), medians, int(logs.size))
+    lo, hi = float(np.exp(log_lo)), float(np.exp(log_hi))
+    return Estimate(value=value, lo=float(min(lo, value)), hi=float(max(hi, value)), n=int(num.size))
+
+
+def adaptive_done(ratio_half_widths: Mapping[str, float | None], target: float) -> bool:
+    """True when every engine's decode tok/s ratio CI relative half-width is within `target`."""
+    if not ratio_half_widths:
+        return False
+    return all(width is not None and width <= target for width in ratio_half_widths.values())

@@ -1,0 +1,224 @@
+"""`gco bench serve|rounds|report`: timed OpenAI-API load, Williams benchmark rounds, and their reports.
+
+Bad input exits 2 naming the field; each command writes its files under --run-dir and prints a summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gco.bench.errors import BenchInputError
+from gco.bench.evidence import artifacts, dump_json, serve_record, write_record
+from gco.bench.gpu import NvmlProbe
+from gco.bench.lock import GpuLock
+from gco.bench.manifest import load_manifest
+from gco.bench.prompts import DEFAULT_EDGES, load_prompts
+from gco.bench.rounds import RoundsOptions, run_rounds
+from gco.bench.serve import ServeSettings, run_serve
+from gco.evidence.record import validate
+from gco.evidence.report import render_html, render_markdown
+from gco.evidence.store import EvidenceStore, S3EvidenceStore
+
+
+def _json_option(value: str | None, field: str) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as error:
+        raise BenchInputError(field, f"not valid JSON: {error.msg}") from None
+    if not isinstance(parsed, dict):
+        raise BenchInputError(field, "must be a JSON object")
+    return parsed
+
+
+def _ints(value: str, field: str) -> list[int]:
+    try:
+        numbers = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise BenchInputError(field, f"expected comma-separated integers, got {value!r}") from None
+    if not numbers or any(n < 1 for n in numbers):
+        raise BenchInputError(field, "expected positive integers")
+    return numbers
+
+
+def _default_run_dir() -> Path:
+    return Path("gco-bench") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _emit(output: str, data: dict[str, Any], line: str) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True) if output == "json" else line)
+
+
+@click.group()
+def bench() -> None:
+    """Benchmark OpenAI-API engines: one server (serve) or several in Williams rounds (rounds)."""
+
+
+@bench.command()
+@click.option("--base-url", required=True, help="Engine base URL, e.g. http://127.0.0.1:8000")
+@click.option("--prompts", "prompts_path", required=True, type=click.Path(path_type=Path))
+@click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
+@click.option("--api", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
+@click.option("--model", default="default", show_default=True)
+@click.option("--max-tokens", type=click.IntRange(1, 65536), default=128, show_default=True)
+@click.option("--warmup", type=click.IntRange(0, 1000), default=2, show_default=True)
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
+)
+@click.option("--levels", default="1,2,4,8", show_default=True, help="Load mode concurrency levels.")
+@click.option(
+    "--arrival", type=click.Choice(["constant", "poisson", "gamma"]), default="poisson", show_default=True
+)
+@click.option("--burstiness", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
+@click.option("--requests-per-level", type=click.IntRange(1, 100000), default=None)
+@click.option("--reference-e2e", "reference_e2e_s", type=click.FloatRange(min=0, min_open=True), default=None)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--extra-body", default=None, help="JSON object merged into every request body.")
+@click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
+@click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def serve(
+    prompts_path: Path,
+    bucket_edges: str,
+    levels: str,
+    extra_body: str | None,
+    chat_template_kwargs: str | None,
+    run_dir: Path | None,
+    output: str,
+    **values: Any,
+) -> None:
+    """Time one server: TTFT, ITL, e2e and decode tok/s per request and prompt-length bucket."""
+    prompts = load_prompts(prompts_path, _ints(bucket_edges, "--bucket-edges"))
+    settings = ServeSettings(
+        levels=_ints(levels, "--levels"),
+        extra_body=_json_option(extra_body, "--extra-body"),
+        chat_template_kwargs=_json_option(chat_template_kwargs, "--chat-template-kwargs"),
+        **values,
+    )
+    directory = run_dir or _default_run_dir()
+    result, records = asyncio.run(run_serve(settings, prompts))
+    dump_json(directory / "serve" / "result.json", result.model_dump(mode="json"))
+    requests_path = directory / "serve" / "requests.jsonl"
+    requests_path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    files = artifacts(
+        [(directory / "serve" / "result.json", "result"), (requests_path, "requests")], directory
+    )
+    record = serve_record(result, settings=settings.model_dump(mode="json"), files=files)
+    path = write_record(record, directory)
+    _emit(
+        output,
+        {"evidence": str(path), "result": result.model_dump(mode="json")},
+        f"{record.summary}\nevidence: {path}",
+    )
+
+
+@bench.command()
+@click.option("--manifest", "manifest_path", required=True, type=click.Path(path_type=Path))
+@click.option("--prompts", "prompts_path", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--rounds", type=click.IntRange(1, 1000), default=None, help="Default: by engine count (SPEC 7)."
+)
+@click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
+@click.option(
+    "--ci-target",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Adaptive stop: ratio CI relative half-width; --rounds becomes the maximum.",
+)
+@click.option("--min-rounds", type=click.IntRange(1, 1000), default=None)
+@click.option(
+    "--serve-cmd",
+    default=None,
+    help="Replaces bench serve; placeholders {base_url} {prompts} {mode} "
+    "{label} {round} {run_dir} {model}. Kept only as a digest.",
+)
+@click.option("--extra-body", default=None, help="JSON object sent to every engine alike.")
+@click.option("--chat-template-kwargs", default=None, help="JSON object sent to every engine alike.")
+@click.option(
+    "--evidence-bucket", envvar="GCO_EVIDENCE_BUCKET", default=None, help="Also write the evidence to S3."
+)
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def rounds(
+    manifest_path: Path,
+    prompts_path: Path,
+    rounds: int | None,
+    mode: str,
+    run_dir: Path | None,
+    engines: str | None,
+    ci_target: float | None,
+    min_rounds: int | None,
+    serve_cmd: str | None,
+    extra_body: str | None,
+    chat_template_kwargs: str | None,
+    evidence_bucket: str | None,
+    output: str,
+) -> None:
+    """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best."""
+    manifest = load_manifest(manifest_path)
+    workload = manifest.workload
+    overrides = {
+        "extra_body": {**workload.extra_body, **_json_option(extra_body, "--extra-body")},
+        "chat_template_kwargs": {
+            **workload.chat_template_kwargs,
+            **_json_option(chat_template_kwargs, "--chat-template-kwargs"),
+        },
+    }
+    manifest = manifest.model_copy(update={"workload": workload.model_copy(update=overrides)})
+    prompts = load_prompts(prompts_path, workload.bucket_edges)
+    options = RoundsOptions(
+        prompts_path=prompts_path.resolve(),
+        run_dir=(run_dir or _default_run_dir()).resolve(),
+        mode=mode,
+        rounds=rounds,
+        engines=[e.strip() for e in engines.split(",") if e.strip()] if engines else None,
+        ci_target=ci_target,
+        min_rounds=min_rounds,
+        serve_cmd=serve_cmd,
+    )
+    stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
+    outcome = run_rounds(manifest, prompts, options, probe=NvmlProbe(), lock=GpuLock(), stores=stores)
+    line = f"{outcome.summary.line}\nevidence: {outcome.evidence_path}"
+    if outcome.summary.limitations:
+        line += "\nlimitations: " + ", ".join(sorted({item.code for item in outcome.summary.limitations}))
+    _emit(
+        output,
+        {
+            "evidence_id": outcome.evidence_id,
+            "evidence": str(outcome.evidence_path),
+            "summary": outcome.summary.model_dump(mode="json"),
+        },
+        line,
+    )
+
+
+@bench.command()
+@click.argument("evidence", type=click.Path(path_type=Path))
+@click.option(
+    "--html", "html_path", type=click.Path(path_type=Path), default=None, help="Also write an HTML page."
+)
+def report(evidence: Path, html_path: Path | None) -> None:
+    """Print an evidence record (a .json file, or a run directory's only record) as markdown."""
+    if evidence.is_dir():
+        found = sorted((evidence / "evidence").glob("*.json")) or sorted(evidence.glob("*.json"))
+        if len(found) != 1:
+            raise BenchInputError(
+                "EVIDENCE", f"{evidence} holds {len(found)} evidence records; name one file"
+            )
+        evidence = found[0]
+    try:
+        record = validate(json.loads(evidence.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as error:
+        raise BenchInputError("EVIDENCE", f"cannot read {evidence}: {error}") from None
+    if html_path is not None:
+        html_path.write_text(render_html(record), encoding="utf-8")
+    click.echo(render_markdown(record), nl=False)
