@@ -89,12 +89,13 @@ def describe_cluster(cluster_name: str, eks_client: Any) -> tuple[str, str]:
     authority = (cluster.get("certificateAuthority") or {}).get("data")
     if not endpoint or not authority:
         raise ClusterConfigError(f"EKS cluster {cluster_name} has no endpoint or certificate authority yet")
+    problem = f"EKS cluster {cluster_name}: certificate authority is not base64 PEM"
     try:
-        pem = base64.b64decode(authority).decode()
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ClusterConfigError(
-            f"EKS cluster {cluster_name}: certificate authority is not base64 PEM"
-        ) from error
+        pem = base64.b64decode(authority, validate=True).decode()
+    except ValueError as error:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        raise ClusterConfigError(problem) from error
+    if "BEGIN CERTIFICATE" not in pem:
+        raise ClusterConfigError(problem)
     return str(endpoint), pem
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -156,11 +157,12 @@ class StandInKubeAPI:
         class Handler(_Handler):
             server_api = api
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._server = server
+        self.url = f"http://127.0.0.1:{server.server_address[1]}"
         self._thread = threading.Thread(
-            target=self._server.serve_forever, name="standin-kube-api", daemon=True
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="standin-kube-api", daemon=True
         )
         self._thread.start()
         return self
@@ -386,6 +388,10 @@ def _status(code: int, message: str) -> dict[str, Any]:
 class _Handler(BaseHTTPRequestHandler):
     server_api: StandInKubeAPI
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay per reply
 
     def log_message(self, format: str, *args: Any) -> None:
         return

@@ -1,0 +1,54 @@
+"""Building the Regional reconciler from the Lambda's environment (the only place env is read).
+
+EKS_CLUSTER_NAME                  the Region's EKS cluster (required)
+RECONCILER_REGION | AWS_REGION    the Region this reconciler serves (required)
+INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endpoints)
+DYNAMODB_REGION                   the table's home Region, where every read and write goes
+RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (default 10)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from gco.endpoints.errors import InvalidSpecError
+from gco.reconcile.reconciler import Reconciler
+
+
+def _required(env: Mapping[str, str], *names: str) -> str:
+    for name in names:
+        if env.get(name):
+            return env[name]
+    raise InvalidSpecError(names[0], "is not set in the environment")
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InvalidSpecError(name, f"{raw!r} is not a number of seconds") from None
+    if not 0 <= value <= 600:
+        raise InvalidSpecError(name, "must be from 0 to 600 seconds")
+    return value
+
+
+def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
+    """The Region's reconciler: home-table store and IAM-authenticated EKS client.
+
+    Raises:
+        InvalidSpecError: a required variable is missing or a value is malformed (names it).
+        ClusterConfigError: the EKS cluster cannot be described.
+    """
+    from gco.endpoints.store import EndpointStore
+    from gco.reconcile.eks import connect_eks
+
+    source = os.environ if env is None else env
+    cluster_name = _required(source, "EKS_CLUSTER_NAME")
+    region = _required(source, "RECONCILER_REGION", "AWS_REGION")
+    wait = _seconds(source, "RECONCILE_WAIT_SECONDS", 10.0)
+    store = EndpointStore.connect(table_name=source.get("INFERENCE_ENDPOINTS_TABLE_NAME") or None)
+    return Reconciler(store, connect_eks(cluster_name, region), region, wait=wait)

@@ -1,0 +1,39 @@
+"""Lambda: the Region's copy of the endpoint table's stream -> the Regional reconciler.
+
+Reports partial batch failures (ReportBatchItemFailures); a record that keeps failing goes to
+the dead-letter queue after the mapping's bounded retries. The reconciler is built once per
+execution environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from gco.reconcile.handler import handle_stream_event
+from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.runtime import reconciler_from_env
+
+logger = Logger(service="gco-reconciler")
+tracer = Tracer(service="gco-reconciler")
+metrics = Metrics(namespace="gco", service="gco-reconciler")
+_state: dict[str, Reconciler] = {}
+
+
+def reconciler() -> Reconciler:
+    if "reconciler" not in _state:
+        _state["reconciler"] = reconciler_from_env()
+    return _state["reconciler"]
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    response = handle_stream_event(event, reconciler(), context)
+    records, failed = len(event.get("Records") or []), len(response["batchItemFailures"])
+    metrics.add_metric(name="RecordsReconciled", unit=MetricUnit.Count, value=records - failed)
+    metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failed)
+    return response

@@ -1,0 +1,228 @@
+"""The REST adapter against the stand-in API server over loopback HTTP: apply, list, delete,
+paging, retries on injected faults, token refresh, and the stand-in's apply semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError, ClusterUnavailableError
+from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
+from gco.reconcile.render import render
+from gco.reconcile.standin import Fault, StandInKubeAPI
+from tests.unit.reconcile.records import EAST, make_record
+
+TOKEN = "test-token"
+FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def api(clock: Clock) -> Iterator[StandInKubeAPI]:
+    with StandInKubeAPI(token=TOKEN, ready_delay=5.0, clock=clock, fault_sleep=0.3) as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(api: StandInKubeAPI) -> Iterator[KubeCluster]:
+    client = KubeCluster(api.url, static_token(TOKEN), timeout=0.1, retry=FAST, sleep=lambda _: None)
+    yield client
+    client.close()
+
+
+def objects() -> list[dict[str, Any]]:
+    return render(make_record({"canary": {"image": "vllm/vllm-openai:v0.6.4"}}), EAST)
+
+
+def test_apply_list_delete_round_trip(api: StandInKubeAPI, cluster: KubeCluster, clock: Clock) -> None:
+    for obj in objects():
+        stored = cluster.apply(obj)
+        assert stored["metadata"]["uid"]
+    listed = cluster.list({ENDPOINT_LABEL: "llama"})
+    assert sorted(ObjectRef.of(obj).key for obj in listed) == sorted(
+        ObjectRef.of(obj).key for obj in objects()
+    )
+    deployment = next(obj for obj in listed if obj["metadata"]["name"] == "llama")
+    assert deployment["status"].get("readyReplicas", 0) == 0
+    clock.now = 5.0
+    deployment = next(obj for obj in cluster.list({ENDPOINT_LABEL: "llama"}) if obj["kind"] == "Deployment")
+    assert deployment["status"]["readyReplicas"] == 1
+    cluster.delete([ObjectRef.of(obj) for obj in listed])
+    cluster.delete([ObjectRef.of(obj) for obj in listed])  # already gone: still a success
+    assert cluster.list({ENDPOINT_LABEL: "llama"}) == []
+
+
+def test_reapplying_the_same_object_changes_nothing(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    first = cluster.apply(objects()[0])
+    second = cluster.apply(objects()[0])
+    assert first["metadata"]["resourceVersion"] == second["metadata"]["resourceVersion"]
+    assert second["metadata"]["generation"] == 1
+    changed = objects()[0]
+    changed["spec"]["replicas"] = 4
+    third = cluster.apply(changed)
+    assert third["metadata"]["generation"] == 2
+    assert int(third["metadata"]["resourceVersion"]) > int(first["metadata"]["resourceVersion"])
+
+
+def test_field_managers_merge_and_conflict(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    deployment = objects()[0]
+    cluster.apply(deployment)
+    code, merged = api.apply_as("kubectl", {**deployment, "spec": {"paused": True}})
+    assert code == 200
+    assert merged["spec"]["paused"] is True
+    assert merged["spec"]["replicas"] == 1
+    conflict = {**deployment, "spec": {"replicas": 9}}
+    code, body = api.apply_as("kubectl", conflict, force=False)
+    assert code == 409
+    assert "gco-reconciler" in body["message"]
+    trimmed = {key: value for key, value in deployment.items() if key != "spec"}
+    trimmed["spec"] = {**deployment["spec"]}
+    del trimmed["spec"]["revisionHistoryLimit"]
+    after = cluster.apply(trimmed)
+    assert "revisionHistoryLimit" not in after["spec"]  # a field gco stopped setting is dropped
+    assert after["spec"]["paused"] is True  # the other manager's field stays
+
+
+def test_delete_with_a_stale_uid_leaves_the_new_object(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    stored = cluster.apply(objects()[0])
+    old = ObjectRef.of(stored)
+    cluster.delete([old])
+    cluster.apply(objects()[0])
+    cluster.delete([old])  # names the deleted object's uid: the replacement survives
+    assert len(cluster.list({ENDPOINT_LABEL: "llama"})) == 1
+
+
+def test_paging(api: StandInKubeAPI, cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    for index in range(7):
+        obj = objects()[0]
+        obj["metadata"]["name"] = f"llama-{index}"
+        cluster.apply(obj)
+    original = cluster._request
+
+    def small_pages(method: str, path: str, **kwargs: Any) -> Any:
+        if method == "GET":
+            kwargs["params"] = {**kwargs["params"], "limit": "3"}
+        return original(method, path, **kwargs)
+
+    monkeypatch.setattr(cluster, "_request", small_pages)
+    assert len(cluster.list({ENDPOINT_LABEL: "llama"})) == 7
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault(status=429, times=2), Fault(status=500), Fault(status=503), Fault(status=409, method="PATCH")],
+    ids=["429", "500", "503", "409"],
+)
+def test_transient_faults_are_retried(api: StandInKubeAPI, cluster: KubeCluster, fault: Fault) -> None:
+    api.inject(fault)
+    cluster.apply(objects()[0])
+    assert len(cluster.list({ENDPOINT_LABEL: "llama"})) == 1
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_timeouts_are_retried_and_apply_stays_idempotent(
+    api: StandInKubeAPI, cluster: KubeCluster, when: str
+) -> None:
+    api.inject(Fault(timeout=when, method="PATCH"))
+    cluster.apply(objects()[0])
+    listed = cluster.list({ENDPOINT_LABEL: "llama"})
+    assert len(listed) == 1
+    assert listed[0]["metadata"]["generation"] == 1
+
+
+def test_persistent_faults_give_up_with_unavailable(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    api.inject(Fault(status=500, times=10))
+    with pytest.raises(ClusterUnavailableError, match="HTTP 500"):
+        cluster.apply(objects()[0])
+
+
+def test_rejections_are_terminal(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    bad = objects()[0]
+    bad["metadata"]["name"] = "other"
+    api.inject(Fault(status=422, method="PATCH"))
+    with pytest.raises(ClusterRejectedError, match="422"):
+        cluster.apply(bad)
+    api.inject(Fault(status=400, method="DELETE"))
+    with pytest.raises(ClusterRejectedError):
+        cluster.delete([ObjectRef.of(bad)])
+    api.inject(Fault(status=400, method="GET"))
+    with pytest.raises(ClusterRejectedError):
+        cluster.list({ENDPOINT_LABEL: "llama"})
+
+
+def test_token_is_refreshed_once_on_401(api: StandInKubeAPI) -> None:
+    minted: list[bool] = []
+
+    def token(refresh: bool) -> str:
+        minted.append(refresh)
+        return TOKEN if refresh else "expired"
+
+    client = KubeCluster(api.url, token, retry=FAST, sleep=lambda _: None)
+    client.apply(objects()[0])
+    assert minted == [False, True]
+    bad = KubeCluster(api.url, static_token("wrong"), retry=FAST, sleep=lambda _: None)
+    with pytest.raises(ClusterAuthError):
+        bad.list({ENDPOINT_LABEL: "llama"})
+    client.close()
+    bad.close()
+
+
+def test_missing_crd_lists_as_empty() -> None:
+    with StandInKubeAPI(crds=frozenset()) as server:
+        client = KubeCluster(server.url, static_token("any"), retry=FAST)
+        assert client.list({ENDPOINT_LABEL: "llama"}) == []
+        client.close()
+
+
+def test_terminating_objects_linger_for_the_deletion_delay(clock: Clock) -> None:
+    with StandInKubeAPI(deletion_delay=2.0, clock=clock) as server:
+        client = KubeCluster(server.url, static_token("any"), retry=FAST, sleep=lambda _: None)
+        stored = client.apply(objects()[0])
+        client.delete([ObjectRef.of(stored)])
+        listed = client.list({ENDPOINT_LABEL: "llama"})
+        assert listed[0]["metadata"]["deletionTimestamp"]
+        with pytest.raises(ClusterUnavailableError):  # applying to a terminating object conflicts
+            client.apply(objects()[0])
+        clock.now = 2.0
+        assert client.list({ENDPOINT_LABEL: "llama"}) == []
+        client.close()
+
+
+def test_stand_in_answers_unknown_paths_and_bad_requests(api: StandInKubeAPI) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=api.url, headers=headers) as http:
+        assert http.get("/apis/nope/v1/things").status_code == 404
+        assert http.get("/apis/apps/v1/namespaces/x/deployments/missing").status_code == 404
+        path = "/apis/apps/v1/namespaces/gco-inference/deployments/llama"
+        assert (
+            http.patch(path, content=b"{}", headers={"Content-Type": "application/json"}).status_code == 415
+        )
+        apply = {"Content-Type": "application/apply-patch+yaml"}
+        assert http.patch(path, content=b"{", headers=apply).status_code == 400
+        assert http.patch(path, content=b"{}", headers=apply).status_code == 400
+        assert http.delete("/apis/apps/v1/deployments").status_code == 405
+        body = objects()[0]
+        created = http.patch(path, params={"fieldManager": "m"}, json=body, headers=apply)
+        assert created.status_code == 201
+        assert http.get(path).json()["metadata"]["name"] == "llama"
+        mismatch = {**body, "kind": "Service"}
+        assert http.patch(path, params={"fieldManager": "m"}, json=mismatch, headers=apply).status_code == 400
+    assert api.writes() >= 1
+    assert len(api.objects()) == 1
