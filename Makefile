@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/gco local demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check gco tests benchmarks
+	$(BIN)/ruff check gco tests benchmarks lambdas
 	$(BIN)/ruff format --check gco
 
 types: $(STAMP)

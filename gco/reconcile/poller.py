@@ -81,13 +81,13 @@ class StreamPoller:
         self._lock = threading.Lock()
 
     def poll_once(self) -> int:
-        """One GetRecords per shard and one invocation per non-empty batch; returns records handled."""
+        """One GetRecords per shard and one invocation per non-empty batch; returns records delivered."""
         with self._lock:
             shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
             return sum(self._poll_shard(shard["ShardId"]) for shard in shards[:MAX_SHARDS])
 
     def drain(self, max_rounds: int = 50) -> int:
-        """Poll until a round finds nothing new (bounded); returns records handled."""
+        """Poll until a round delivers nothing (bounded); returns records delivered."""
         total = 0
         for _ in range(max_rounds):
             handled = self.poll_once()
@@ -127,4 +127,4 @@ class StreamPoller:
             first += 1
         if first > 0:
             self.checkpoints[shard_id] = sequences[first - 1]
-        return first
+        return len(records)

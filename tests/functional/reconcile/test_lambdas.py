@@ -1,0 +1,106 @@
+"""The Lambda entry points (stream and sweep) and the environment they are built from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gco.endpoints import EndpointStore, InvalidSpecError
+from gco.local.motoserver import MotoServer
+from gco.reconcile.errors import ClusterConfigError
+from gco.reconcile.local import LocalReconcilers
+from gco.reconcile.runtime import reconciler_from_env
+from tests.unit.reconcile.records import EAST, IMAGE
+
+EVENTS = Path(__file__).parents[2] / "events"
+
+
+@dataclass
+class Context:
+    function_name: str = "gco-reconciler"
+    function_version: str = "$LATEST"
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:gco-reconciler"
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = "00000000-0000-0000-0000-000000000000"
+    log_group_name: str = "/aws/lambda/gco-reconciler"
+    log_stream_name: str = "stream"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+@pytest.fixture(autouse=True)
+def powertools_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "gco-test")
+
+
+def test_stream_lambda_reports_partial_batch_failures(
+    store: EndpointStore, local: LocalReconcilers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lambdas import reconciler as entry
+
+    monkeypatch.setitem(entry._state, "reconciler", local.regions[EAST].reconciler)
+    store.create("llama", {"image": IMAGE}, [EAST])
+    event = json.loads((EVENTS / "dynamodb_stream_batch.json").read_text())
+    response = entry.handler(event, Context())
+    assert response == {"batchItemFailures": [{"itemIdentifier": "222"}]}
+    record = store.get("llama")
+    assert record is not None
+    assert record.region_status[EAST].state == "running"
+
+
+def test_sweep_lambda_reports(
+    store: EndpointStore, local: LocalReconcilers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lambdas import sweep as entry
+
+    monkeypatch.setitem(entry._state, "reconciler", local.regions[EAST].reconciler)
+    store.create("llama", {"image": IMAGE}, [EAST])
+    event = json.loads((EVENTS / "scheduled_sweep.json").read_text())
+    report = entry.handler(event, Context(function_name="gco-sweep"))
+    assert (report["endpoints"], report["done"], report["failed"]) == (1, 1, [])
+
+
+def test_entry_points_build_their_reconciler_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lambdas import reconciler as stream_entry
+    from lambdas import sweep as sweep_entry
+
+    built: list[int] = []
+    for entry in (stream_entry, sweep_entry):
+        monkeypatch.setattr(entry, "_state", {})
+        monkeypatch.setattr(entry, "reconciler_from_env", lambda: built.append(1) or "reconciler")
+        assert entry.reconciler() == entry.reconciler() == "reconciler"
+    assert built == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("env", "field"),
+    [
+        ({}, "EKS_CLUSTER_NAME"),
+        ({"EKS_CLUSTER_NAME": "gco"}, "RECONCILER_REGION"),
+        (
+            {"EKS_CLUSTER_NAME": "gco", "AWS_REGION": "us-east-1", "RECONCILE_WAIT_SECONDS": "soon"},
+            "RECONCILE_WAIT_SECONDS",
+        ),
+        (
+            {"EKS_CLUSTER_NAME": "gco", "AWS_REGION": "us-east-1", "RECONCILE_WAIT_SECONDS": "900"},
+            "RECONCILE_WAIT_SECONDS",
+        ),
+    ],
+)
+def test_bad_environment_names_the_variable(env: dict[str, str], field: str) -> None:
+    with pytest.raises(InvalidSpecError) as caught:
+        reconciler_from_env(env)
+    assert caught.value.field == field
+
+
+def test_environment_reaches_eks(moto: MotoServer, dynamodb: Any) -> None:
+    with pytest.raises(ClusterConfigError, match="DescribeCluster gco"):
+        reconciler_from_env(
+            {"EKS_CLUSTER_NAME": "gco", "RECONCILER_REGION": "us-east-1", "RECONCILE_WAIT_SECONDS": ""}
+        )
