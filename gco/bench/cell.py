@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -256,6 +257,8 @@ def _measure(
     warm = asyncio.run(_warm(settings, prompts))
     result.warmup_e2e_s = [r.e2e_s for r in warm if r.ok and r.e2e_s is not None]
     before = scrape(settings.base_url)
+    if options.mode == "load" and options.reference_e2e_s is None and result.warmup_e2e_s:
+        options = options.model_copy(update={"reference_e2e_s": statistics.median(result.warmup_e2e_s)})
     serve, error = run_serve_subprocess(
         serve_argv(engine, manifest, options, cell_dir, round_no), cell_dir, manifest.serve_timeout_s
     )

@@ -327,13 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-async def serve(engine: FakeEngine) -> None:
+async def serve(engine: FakeEngine, stop: asyncio.Event | None = None) -> None:
+    """Listen on 127.0.0.1 until `stop` is set (by default: on SIGTERM, unless SIGTERM is ignored)."""
     server = await asyncio.start_server(engine.handle, "127.0.0.1", engine.behaviour.port)
     print(f"INFO Uvicorn running on http://127.0.0.1:{engine.behaviour.port}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
         await stop.wait()
 

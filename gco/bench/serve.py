@@ -154,10 +154,23 @@ async def run_single(
     return records
 
 
+def repeat_text(text: str, cycle: int) -> str:
+    """A prompt's text on its `cycle`-th reuse: prefixed so that a repeat never hits the prefix cache."""
+    return text if cycle == 0 else f"[repeat {cycle}] {text}"
+
+
 async def run_level(
-    client: Client, settings: ServeSettings, prompts: Sequence[Prompt], concurrency: int, rate: float
+    client: Client,
+    settings: ServeSettings,
+    prompts: Sequence[Prompt],
+    concurrency: int,
+    rate: float,
+    first: int = 0,
 ) -> list[RequestRecord]:
-    """Open-loop arrivals at `rate` per second; each request starts at its planned offset."""
+    """Open-loop arrivals at `rate` per second; each request starts at its planned offset.
+
+    Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`).
+    """
     count = settings.requests_per_level or len(prompts)
     offsets = schedule(
         settings.arrival, rate, count, burstiness=settings.burstiness, seed=settings.seed + concurrency
@@ -168,11 +181,10 @@ async def run_level(
         delay = origin + offset - time.perf_counter()
         if delay > 0:
             await asyncio.sleep(delay)
-        prompt = prompts[i % len(prompts)]
+        prompt = prompts[(first + i) % len(prompts)]
+        text = repeat_text(prompt.text, (first + i) // len(prompts))
         tasks.append(
-            asyncio.create_task(
-                timed_request(client, settings, prompt, prompt.text, offset, origin, concurrency)
-            )
+            asyncio.create_task(timed_request(client, settings, prompt, text, offset, origin, concurrency))
         )
     return list(await asyncio.gather(*tasks))
 
@@ -291,7 +303,7 @@ async def run_serve(
             records, levels = [], []
             for concurrency in settings.levels:
                 rate = rate_for_concurrency(concurrency, reference)
-                level_records = await run_level(client, settings, prompts, concurrency, rate)
+                level_records = await run_level(client, settings, prompts, concurrency, rate, len(records))
                 records += level_records
                 levels.append(level_result(concurrency, rate, level_records, reference))
     finally:

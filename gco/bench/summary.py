@@ -102,9 +102,13 @@ def _cell_values(cell: CellResult, mode: str) -> dict[tuple[str, str], float]:
 
 
 def _unranked(cells: Sequence[CellResult], mode: str) -> set[tuple[str, str]]:
-    if mode == "load":
-        return set()
-    return {(c.label, b) for c in cells if c.serve for b, n in c.serve.failed_by_bucket.items() if n > 0}
+    """(label, bucket) pairs not ranked: failed requests there (single mode), or any hard-gate violation."""
+    gated = {c.label for c in cells if c.config.gate_violations}
+    buckets = {b for c in cells if c.serve for b in c.serve.buckets} | {"all"}
+    out = {(label, b) for label in gated for b in buckets}
+    if mode == "single":
+        out |= {(c.label, b) for c in cells if c.serve for b, n in c.serve.failed_by_bucket.items() if n > 0}
+    return out
 
 
 def metric_summaries(cells: Sequence[CellResult], labels: Sequence[str], mode: str) -> list[MetricSummary]:
@@ -314,7 +318,7 @@ def _config_limitations(cells: Sequence[CellResult], add: Callable[[Limitation],
         if cfg.status == "SELF_REPORTED":
             once("self_reported_config", c.label, "configuration only self-reported")
         for gate in cfg.gate_violations:
-            once("hard_gate_violation", c.label, gate)
+            once("hard_gate_violation", c.label, f"{gate}; not ranked")
         if cfg.unknown_settings:
             once("unknown_settings", c.label, ", ".join(sorted(set(cfg.unknown_settings))))
         if cfg.warnings:

@@ -21,6 +21,7 @@ from gco.bench.manifest import load_manifest
 from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.rounds import RoundsOptions, run_rounds
 from gco.bench.serve import ServeSettings, run_serve
+from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import validate
 from gco.evidence.report import render_html, render_markdown
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
@@ -217,7 +218,7 @@ def report(evidence: Path, html_path: Path | None) -> None:
         evidence = found[0]
     try:
         record = validate(json.loads(evidence.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, InvalidEvidenceError) as error:
         raise BenchInputError("EVIDENCE", f"cannot read {evidence}: {error}") from None
     if html_path is not None:
         html_path.write_text(render_html(record), encoding="utf-8")

@@ -37,7 +37,7 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             hide_next = False
             continue
         flag, eq, _ = word.partition("=")
-        if word.startswith("-") and SECRET_NAME.search(flag):
+        if word.startswith("-") and SECRET_NAME.search(flag.replace("-", "_")):
             if eq:
                 out.append(f"{flag}={REDACTED}")
             else:

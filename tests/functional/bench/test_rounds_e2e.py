@@ -1,0 +1,213 @@
+"""End to end: `gco bench rounds` over fake engines as real processes, healthy and with every failure path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gco.bench.process import alive
+from gco.cli import main
+from gco.evidence import validate
+from tests.functional.bench.conftest import fake_argv, free_port
+
+
+def _engine(label: str, *flags: str, timeout: float = 20, **extra: Any) -> dict[str, Any]:
+    port = free_port()
+    return {
+        "label": label,
+        "argv": fake_argv(port, *flags),
+        "port": port,
+        "model": {"id": "fake/model"},
+        "ready_check": {"timeout_s": timeout, "interval_s": 0.05},
+        **extra,
+    }
+
+
+def _write(tmp_path: Path, engines: list[dict[str, Any]], **workload: Any) -> tuple[Path, Path]:
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "engines": engines,
+                "stop_timeout_s": 1,
+                "workload": {"max_tokens": 12, "warmup_requests": 1, **workload},
+            }
+        )
+    )
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(
+        "".join(json.dumps({"prompt": f"question {i}: " + "word " * (4 + i)}) + "\n" for i in range(4))
+    )
+    return manifest, prompts
+
+
+def _run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, manifest: Path, prompts: Path, *args: str
+) -> dict[str, Any]:
+    monkeypatch.setenv("GCO_GPU_LOCK", str(tmp_path / "gpu.lock"))
+    run = tmp_path / "run"
+    assert (
+        main(
+            [
+                "bench",
+                "rounds",
+                "--manifest",
+                str(manifest),
+                "--prompts",
+                str(prompts),
+                "--run-dir",
+                str(run),
+                "--output",
+                "json",
+                *args,
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((run / "rounds" / "summary.json").read_text())
+    plan = json.loads((run / "rounds" / "plan.json").read_text())
+    files = list((run / "evidence").glob("*.json"))
+    assert len(files) == 1
+    evidence = validate(json.loads(files[0].read_text()))
+    assert files[0].name == f"{evidence.id}.json"
+    assert (run / "rounds" / "summary.md").is_file()
+    return {
+        "summary": summary,
+        "plan": plan,
+        "evidence": evidence,
+        "run": run,
+        "codes": {item["code"] for item in summary["limitations"]},
+    }
+
+
+def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    speeds = {"fast": 2.0, "mid": 1.5, "slow": 1.0}
+    styles = {"fast": "vllm", "mid": "sglang", "slow": "tgi"}
+    engines = [
+        _engine(
+            label,
+            "--itl-ms",
+            "6",
+            "--ttft-ms",
+            "3",
+            "--speed",
+            str(speed),
+            "--noise",
+            "0.02",
+            "--style",
+            styles[label],
+        )
+        for label, speed in speeds.items()
+    ]
+    out = _run(tmp_path, monkeypatch, *_write(tmp_path, engines))
+    summary = out["summary"]
+    assert summary["rounds_run"] == 6
+    assert summary["balanced"]
+    assert summary["cells_ok"] == 18
+    assert out["codes"] <= {"gpu_memory_not_checked", "other_gpu_processes"}
+    assert len(out["plan"]["plan"]["rounds"]) == 6
+    heads = {
+        m["label"]: m for m in summary["metrics"] if m["bucket"] == "all" and m["metric"] == "decode_tps"
+    }
+    assert summary["best_engine"] == "fast"
+    for label, speed in speeds.items():
+        lo, hi = heads[label]["ratio_ci95"]
+        assert lo <= speed / 2.0 <= hi, (label, heads[label])
+    cells = [json.loads(line) for line in (out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()]
+    assert all(c["prefix_cache"]["hit_rate"] == 0.0 for c in cells)
+    assert all(c["stop"]["signal"] == "SIGTERM" and c["stop"]["group_gone"] for c in cells)
+    assert {c["config"]["status"] for c in cells} == {"RESOLVED"}
+    assert out["evidence"].claim_class == "derived"
+    assert out["evidence"].summary == summary["line"]
+
+
+def test_every_failure_path_is_named_and_the_run_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "hf_" + "s" * 30
+    engines = [
+        _engine("crashy", "--crash-after", "3", "--crash-once-file", str(tmp_path / "crashed")),
+        _engine("never", "--never-ready", timeout=0.5),
+        _engine("stubborn", "--ignore-sigterm", "--leave-child"),
+        _engine("flaky", "--fail-rate", "0.5", "--seed", "3"),
+        _engine(
+            "odd",
+            "--setting",
+            "enforce_eager=True",
+            "--log-line",
+            "WARNING 01-01 [envs.py:1] Unknown vLLM environment variable detected: VLLM_FOO",
+            env={"HF_TOKEN": secret, "GCO_TEST_SURELY_UNSET": None, "PYTHONPATH": None},
+        ),
+    ]
+    manifest, prompts = _write(tmp_path, engines, max_tokens=4)
+    out = _run(
+        tmp_path, monkeypatch, manifest, prompts, "--rounds", "1", "--extra-body", '{"ignore_eos": true}'
+    )
+    assert out["codes"] >= {
+        "unbalanced_order",
+        "few_rounds",
+        "failed_cells",
+        "no_successful_round",
+        "failed_requests",
+        "sigkill",
+        "sigkill_survivors",
+        "hard_gate_violation",
+        "unknown_settings",
+        "engine_warnings",
+        "secret_env_values",
+        "inherited_env_missing",
+        "extra_request_body",
+        "gpu_memory_not_checked",
+    }
+    statuses = {c["label"]: c["status"] for c in out["evidence"].data["cells"]}
+    assert statuses["crashy"] == "crashed"
+    assert statuses["never"] == "not_ready"
+    stubborn = next(c for c in out["evidence"].data["cells"] if c["label"] == "stubborn")
+    assert stubborn["stop"]["survivors"]
+    assert not any(alive(pid) for pid in stubborn["stop"]["survivors"])
+    ranked = {m["label"] for m in out["summary"]["metrics"] if m["ranked"] and m["bucket"] == "all"}
+    assert ranked == {"stubborn"}
+    for path in out["run"].rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".md", ".html", ".jsonl"):
+            assert secret not in path.read_text(), path
+
+
+def test_load_mode_shares_the_reference_and_stops_adaptively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engines = [_engine("a", "--itl-ms", "5", "--speed", "2"), _engine("b", "--itl-ms", "5")]
+    manifest, prompts = _write(
+        tmp_path,
+        engines,
+        max_tokens=6,
+        load={"levels": [1, 2], "requests_per_level": 4, "arrival": "constant"},
+    )
+    out = _run(
+        tmp_path, monkeypatch, manifest, prompts, "--mode", "load", "--ci-target", "10", "--rounds", "6"
+    )
+    summary = out["summary"]
+    assert summary["adaptive"]["outcome"] == "target met"
+    assert summary["rounds_run"] == 4
+    assert "optional_stopping" in out["codes"]
+    assert "differing_load_schedules" not in out["codes"]
+    cells = [json.loads(line) for line in (out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()]
+    references = {c["serve"]["reference_e2e_s"] for c in cells}
+    assert len(references) == 1
+    assert {m["metric"] for m in summary["metrics"]} >= {"n_star", "output_tps"}
+    assert all(m["claim_class"] == "derived" for m in summary["metrics"])
+
+
+def test_serve_cmd_is_kept_as_a_digest_and_its_failure_is_a_cell_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest, prompts = _write(tmp_path, [_engine("a")])
+    command = "false --token=sekrit {base_url} {label} {round}"
+    out = _run(tmp_path, monkeypatch, manifest, prompts, "--rounds", "1", "--serve-cmd", command)
+    identity = out["evidence"].identity
+    assert len(identity["serve_cmd_sha256"]) == 64
+    assert "sekrit" not in json.dumps(out["evidence"].model_dump(mode="json"))
+    assert out["evidence"].data["cells"][0]["status"] == "serve_failed"
+    assert "failed_cells" in out["codes"]
