@@ -44,13 +44,35 @@ def endpoint_name_of(record: DynamoDBRecord) -> str:
     return name
 
 
+def _own_view(image: dict[str, Any], region: str) -> dict[str, Any]:
+    """A stored image without updated_at and without the status of Regions other than `region`."""
+    view = {key: value for key, value in image.items() if key not in ("updated_at", "region_status")}
+    view["region_status"] = ((image.get("region_status") or {}).get("M") or {}).get(region)
+    return view
+
+
+def only_other_regions_changed(record: DynamoDBRecord, region: str) -> bool:
+    """True for a MODIFY whose only change is another Region's status (and updated_at).
+
+    Such a change cannot alter what this Region must do: each Region acts on the record's
+    desired fields and on its own status, and the last deletion acknowledgement purges by
+    itself (the sweep retries a purge that failed). Skipping it halves the stream's work.
+    """
+    raw = record.raw_event
+    images = raw.get("dynamodb") or {}
+    old, new = images.get("OldImage"), images.get("NewImage")
+    if raw.get("eventName") != "MODIFY" or not old or not new:
+        return False
+    return _own_view(old, region) == _own_view(new, region)
+
+
 def stream_record_handler(reconciler: Reconciler) -> Callable[[DynamoDBRecord], Outcome | None]:
     """A per-batch record handler that reconciles each endpoint once per batch."""
     seen: set[str] = set()
 
     def handle(record: DynamoDBRecord) -> Outcome | None:
         name = endpoint_name_of(record)
-        if name in seen:
+        if name in seen or only_other_regions_changed(record, reconciler.region):
             return None
         outcome = reconciler.reconcile(name)
         seen.add(name)

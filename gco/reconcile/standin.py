@@ -29,6 +29,7 @@ import copy
 import json
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -76,6 +77,7 @@ class _Stored:
     changed_at: float
     deleting_since: float | None = None
     managed: dict[str, str] = field(default_factory=dict)
+    merged: dict[str, Any] = field(default_factory=dict)  # the managers' configurations, merged
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
@@ -145,6 +147,7 @@ class StandInKubeAPI:
         self._lock = threading.RLock()
         self._version = 0
         self.requests: Counter[str] = Counter()
+        self.created_at: dict[tuple[str, str, str], float] = {}  # (plural, ns, name) -> clock at creation
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
@@ -157,7 +160,7 @@ class StandInKubeAPI:
         class Handler(_Handler):
             server_api = api
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = _QuietServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -236,14 +239,14 @@ class StandInKubeAPI:
     ) -> tuple[list[dict[str, Any]], str]:
         with self._lock:
             self._expire()
-            items = []
-            for key, stored in sorted(self._objects.items()):
-                if stored.kind != kind or (namespace is not None and key[1] != namespace):
-                    continue
-                rendered = self._render(stored, key)
-                if _matches(rendered["metadata"].get("labels") or {}, label_selector):
-                    items.append(rendered)
-            return items, str(self._version)
+            matched = [
+                (key, stored)
+                for key, stored in self._objects.items()
+                if stored.kind == kind
+                and (namespace is None or key[1] == namespace)
+                and _matches(stored.merged.get("metadata", {}).get("labels") or {}, label_selector)
+            ]
+            return [self._render(stored, key) for key, stored in sorted(matched)], str(self._version)
 
     def _apply(
         self, kind: Kind, namespace: str, name: str, body: dict[str, Any], manager: str, force: bool
@@ -282,11 +285,13 @@ class StandInKubeAPI:
                     kind, {manager: config}, str(uuid.uuid4()), now, self._version, 1, self.clock()
                 )
                 stored.managed[manager] = now
+                stored.merged = self._merged(stored)
                 self._objects[key] = stored
+                self.created_at[key] = stored.changed_at
                 return 201, self._render(stored, key)
-            before = self._merged(stored)
+            before = stored.merged
             stored.applied[manager] = config
-            after = self._merged(stored)
+            after = stored.merged = self._merged(stored)
             if after != before:
                 self._version += 1
                 stored.resource_version = self._version
@@ -323,6 +328,8 @@ class StandInKubeAPI:
     # -- internals -----------------------------------------------------------------------------
 
     def _expire(self) -> None:
+        if self.deletion_delay <= 0:
+            return  # deletions are immediate: nothing ever terminates
         now = self.clock()
         for key, stored in list(self._objects.items()):
             if stored.deleting_since is not None and now - stored.deleting_since >= self.deletion_delay:
@@ -336,7 +343,7 @@ class StandInKubeAPI:
         return merged
 
     def _render(self, stored: _Stored, key: tuple[str, str, str]) -> dict[str, Any]:
-        obj = self._merged(stored)
+        obj = copy.deepcopy(stored.merged)
         meta = obj.setdefault("metadata", {})
         meta.update(
             name=key[2],
@@ -383,6 +390,16 @@ def _status(code: int, message: str) -> dict[str, Any]:
         "reason": reasons.get(code, "InternalError" if code >= 500 else "TooManyRequests"),
         "code": code,
     }
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (an injected timeout, a closed pool) is not an error here."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,276 @@
+"""Reconciler latency and cost on the embedded stack (moto server + stand-in API servers).
+
+Prints, for one run:
+1. write-to-applied p50/p99 of the stream-triggered path against the same reconciler driven only
+   by a 15-second polling sweep (the design of the best-known peer), same workload, and the ratio;
+2. the stream handler's cold import time (`python -X importtime`, target < 300 ms);
+3. the sweep time for 1,000 endpoints x 3 Regions (target < 10 s), with the DynamoDB and
+   Kubernetes writes of a sweep over unchanged endpoints (target 0);
+4. delete-to-purge time for one endpoint in 2 Regions over the stream (target < 5 s locally).
+
+    .venv/bin/python benchmarks/reconcile_latency.py            # 40 endpoints x 2 Regions
+    .venv/bin/python benchmarks/reconcile_latency.py --full     # 200 endpoints x 2 Regions
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gco import aws  # noqa: E402
+from gco.endpoints import EndpointStore, init_table  # noqa: E402
+from gco.local.motoserver import MotoServer  # noqa: E402
+from gco.reconcile.local import LocalReconcilers  # noqa: E402
+from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
+from gco.reconcile.render import render  # noqa: E402
+from gco.reconcile.sweep import sweep  # noqa: E402
+
+SPEC: dict[str, Any] = {"image": "vllm/vllm-openai:v0.6.3", "model_id": "meta-llama/Llama-3.1-8B-Instruct"}
+REGIONS = ["us-east-1", "eu-west-1", "ap-northeast-1"]
+LAMBDA_POLL = 0.25  # an event source mapping polls each shard about four times a second
+
+
+class CountingClient:
+    """A boto3 DynamoDB client that counts write calls."""
+
+    WRITES = frozenset({"put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.writes = 0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if name not in self.WRITES:
+            return method
+
+        def counted(**kwargs: Any) -> Any:
+            self.writes += 1
+            return method(**kwargs)
+
+        return counted
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def fresh_store(moto: MotoServer, table: str) -> EndpointStore:
+    client = aws.client("dynamodb", endpoint_url=moto.url)
+    init_table(client, table)
+    return EndpointStore(client, table)
+
+
+def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str) -> list[float]:
+    """Latency from each create() to its Deployment existing in every Region's cluster."""
+    store = fresh_store(moto, f"latency-{mode}")
+    regions = REGIONS[:2]
+    with LocalReconcilers(store, regions, endpoint_url=moto.url, wait=0.0) as stack:
+        if mode == "stream":
+            stack.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
+        else:
+            stop = threading.Event()
+
+            def ticker(region: str) -> None:
+                while not stop.is_set():
+                    sweep(stack.regions[region].reconciler)
+                    stop.wait(15.0)
+
+            threads = [threading.Thread(target=ticker, args=(region,), daemon=True) for region in regions]
+            for thread in threads:
+                thread.start()
+        written: dict[str, float] = {}
+        gap = window / endpoints
+        start = time.monotonic()
+        for index in range(endpoints):
+            name = f"ep-{index:04d}"
+            delay = start + index * gap - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            written[name] = time.monotonic()
+            store.create(name, SPEC, regions)
+        deadline = time.monotonic() + window + 120
+        while time.monotonic() < deadline:
+            applied = [stack.regions[r].api.created_at for r in regions]
+            if all(("deployments", "gco-inference", name) in seen for seen in applied for name in written):
+                break
+            time.sleep(0.05)
+        if mode != "stream":
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=300)
+        latencies = []
+        for name, at in written.items():
+            times = [
+                stack.regions[r].api.created_at.get(("deployments", "gco-inference", name)) for r in regions
+            ]
+            if all(value is not None for value in times):
+                latencies.append(max(value for value in times if value is not None) - at)
+        stack.stop()
+    return latencies
+
+
+BASELINE = (
+    "import boto3, httpx, pydantic\n"
+    "from aws_lambda_powertools import Logger, Metrics, Tracer\n"
+    "from aws_lambda_powertools.utilities.batch import BatchProcessor\n"
+    "Tracer(service='x')"
+)
+
+
+def cold_import_ms(code: str = "import reconciler", runs: int = 5) -> dict[str, float]:
+    """Minimum over runs of the cumulative import time of each top-level module `code` imports."""
+    best: dict[str, float] = {}
+    env = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "1", "PYTHONPATH": str(ROOT)}
+    for _ in range(runs):
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", code],
+            cwd=ROOT / "lambdas",
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        total: dict[str, float] = {}
+        started = False  # the interpreter's own start-up imports end with `site`
+        for line in result.stderr.splitlines():
+            match = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\S+)$", line)  # top level: no indent
+            if match and started:
+                total[match.group(2)] = int(match.group(1)) / 1000
+            started = started or bool(match and match.group(2) == "site")
+        whole = sum(total.values())
+        if whole < sum(best.values()) or not best:
+            best = total
+    return best
+
+
+def settled_sweep(moto: MotoServer, endpoints: int, regions: list[str]) -> tuple[float, int, int]:
+    """Seed `endpoints` settled endpoints in every Region, then time one sweep per Region."""
+    store = fresh_store(moto, "sweep")
+    with LocalReconcilers(store, regions, endpoint_url=moto.url, wait=0.0) as stack:
+        with ThreadPoolExecutor(8) as pool:
+            records = list(pool.map(lambda i: store.create(f"ep-{i:04d}", SPEC, regions), range(endpoints)))
+
+            def settle(record: Any) -> None:
+                for region in regions:
+                    for obj in render(record, region):
+                        stack.regions[region].api.apply_as(FIELD_MANAGER, obj)
+                    store.update_region_status(
+                        record.endpoint_name,
+                        region,
+                        "running",
+                        replicas_ready=1,
+                        replicas_desired=1,
+                        expected_lifecycle_id=record.lifecycle_id,
+                        expected_region_generation=record.region_generations[region],
+                    )
+
+            list(pool.map(settle, records))
+        counting = CountingClient(store.client)
+        store.client = counting
+        kube_before = sum(stack.regions[r].api.writes() for r in regions)
+        times = []
+        for region in regions:  # one reconciler per Region; in AWS they run in parallel
+            started = time.monotonic()
+            report = sweep(stack.regions[region].reconciler)
+            times.append(time.monotonic() - started)
+            assert report.done == endpoints, report.as_dict()
+        kube_writes = sum(stack.regions[r].api.writes() for r in regions) - kube_before
+        stack.stop()
+    return max(times), counting.writes, kube_writes
+
+
+def delete_to_purge(moto: MotoServer, repeats: int) -> list[float]:
+    store = fresh_store(moto, "purge")
+    regions = REGIONS[:2]
+    results = []
+    with LocalReconcilers(store, regions, endpoint_url=moto.url, wait=2.0, poll=0.02) as stack:
+        stack.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
+        for index in range(repeats):
+            name = f"purge-{index}"
+            record = store.create(name, SPEC, regions)
+            for _ in range(600):
+                current = store.get(name)
+                if (
+                    current
+                    and all(s.state == "running" for s in current.region_status.values())
+                    and len(current.region_status) == len(regions)
+                ):
+                    break
+                time.sleep(0.02)
+            started = time.monotonic()
+            store.update_desired_state(name, "deleted", expected_lifecycle_id=record.lifecycle_id)
+            for _ in range(3000):
+                if store.get(name) is None:
+                    break
+                time.sleep(0.01)
+            results.append(time.monotonic() - started)
+        stack.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--full", action="store_true", help="200 endpoints x 2 Regions (default 40)")
+    parser.add_argument("--endpoints", type=int, help="endpoints of the latency workload")
+    parser.add_argument("--window", type=float, default=15.0, help="seconds over which the writes are spread")
+    parser.add_argument(
+        "--sweep-endpoints", type=int, default=1000, help="endpoints of the sweep measurement"
+    )
+    parser.add_argument("--purges", type=int, default=5)
+    args = parser.parse_args()
+    endpoints = args.endpoints or (200 if args.full else 40)
+    with MotoServer() as moto:
+        os.environ.update(AWS_ENDPOINT_URL=moto.url, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
+        os.environ.setdefault("DYNAMODB_REGION", "us-east-1")
+        print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
+        stream = write_to_applied(moto, endpoints, args.window, "stream")
+        polled = write_to_applied(moto, endpoints, args.window, "sweep")
+        for label, values in (("stream-triggered", stream), ("15 s polling sweep", polled)):
+            print(
+                f"  write-to-applied {label:>19}: p50 {percentile(values, 50):7.3f} s"
+                f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)})"
+            )
+        print(
+            f"  ratio sweep/stream: p50 {percentile(polled, 50) / percentile(stream, 50):6.1f}x"
+            f"  p99 {percentile(polled, 99) / percentile(stream, 99):6.1f}x"
+        )
+        handler = sum(cold_import_ms().values())
+        baseline = sum(cold_import_ms(BASELINE).values())
+        endpoints_models = sum(cold_import_ms("import gco.endpoints.record").values())
+        print(f"cold import of lambdas/reconciler.py: {handler:.0f} ms (min of 5; target < 300 ms)")
+        print(
+            f"  boto3+httpx+pydantic+Powertools (Logger, Metrics, Tracer, batch) alone: {baseline:.0f} ms;"
+            f" gco.endpoints alone: {endpoints_models:.0f} ms"
+        )
+        seconds, ddb_writes, kube_writes = settled_sweep(moto, args.sweep_endpoints, REGIONS)
+        print(
+            f"sweep of {args.sweep_endpoints} settled endpoints x 3 Regions: {seconds:.2f} s per Region"
+            " (slowest; target < 10 s)"
+        )
+        print(f"  writes during that sweep: DynamoDB {ddb_writes}, Kubernetes {kube_writes} (target 0)")
+        purges = delete_to_purge(moto, args.purges)
+        print(
+            f"delete-to-purge, 1 endpoint x 2 Regions: median {statistics.median(purges):.2f} s,"
+            f" max {max(purges):.2f} s over {len(purges)} (target < 5 s; the peer's 2-3 ticks: 30-45 s)"
+        )
+
+
+if __name__ == "__main__":
+    main()
