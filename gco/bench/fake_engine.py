@@ -20,6 +20,18 @@ from pathlib import Path
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
+MAX_TRACE = 1_000_000
+
+
+def _sse(payload: object) -> bytes:
+    data = b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+TOKEN_CHUNK = {
+    True: _sse({"choices": [{"index": 0, "delta": {"content": " tok"}}]}),
+    False: _sse({"choices": [{"index": 0, "text": " tok"}]}),
+}
 
 
 @dataclass
@@ -53,6 +65,7 @@ class Behaviour:
     never_ready: bool
     seed: int
     tokens: int
+    trace: bool = False
 
 
 def startup_lines(style: str, settings: dict[str, str], extra: Sequence[str]) -> list[str]:
@@ -101,11 +114,13 @@ class FakeEngine:
         self.counters = Counters()
         self.requests = 0
         self.rng = random.Random(behaviour.seed)
+        self.trace: list[tuple[float, float, float]] | None = [] if behaviour.trace else None
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                arrived = time.perf_counter()
                 lines = head.decode("latin-1").split("\r\n")
                 method, path, _ = lines[0].split(" ", 2)
                 headers = {
@@ -113,24 +128,30 @@ class FakeEngine:
                 }
                 length = min(int(headers.get("content-length", "0")), MAX_REQUEST_BYTES)
                 body = await reader.readexactly(length) if length else b""
-                await self.route(method, path, body, writer)
+                await self.route(method, path, body, writer, arrived)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
             writer.close()
 
-    async def route(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> None:
+    async def route(
+        self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter, arrived: float = 0.0
+    ) -> None:
         if path == "/health":
             status = 503 if self.behaviour.never_ready else 200
             await self.respond(writer, status, b"{}" if status == 200 else b'{"status":"loading"}')
         elif path == "/metrics":
             await self.respond(writer, 200, self.metrics().encode(), "text/plain; version=0.0.4")
+        elif path == "/debug/trace" and self.trace is not None:
+            trace, self.trace = self.trace, []
+            rows = [{"arrived": a, "ttft_s": t, "itl_s": i} for a, t, i in trace]
+            await self.respond(writer, 200, json.dumps(rows).encode())
         elif path == "/v1/models":
             await self.respond(
                 writer, 200, b'{"object":"list","data":[{"id":"fake/model","object":"model"}]}'
             )
         elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
-            await self.generate(path, body, writer)
+            await self.generate(path, body, writer, arrived or time.perf_counter())
         else:
             await self.respond(writer, 404, b'{"error":"not found"}')
 
@@ -162,7 +183,7 @@ class FakeEngine:
                 print("ERROR fake engine crashing on purpose", flush=True)
                 os._exit(3)
 
-    async def generate(self, path: str, body: bytes, writer: asyncio.StreamWriter) -> None:
+    async def generate(self, path: str, body: bytes, writer: asyncio.StreamWriter, arrived: float) -> None:
         b = self.behaviour
         self.requests += 1
         self.maybe_crash()
@@ -193,7 +214,7 @@ class FakeEngine:
         try:
             if request.get("stream"):
                 await self.stream(
-                    writer, chat, tokens, prompt_tokens, factor, bool(request.get("stream_options"))
+                    writer, chat, tokens, prompt_tokens, factor, bool(request.get("stream_options")), arrived
                 )
             else:
                 await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
@@ -219,8 +240,11 @@ class FakeEngine:
         prompt_tokens: int,
         factor: float,
         usage: bool,
+        arrived: float,
     ) -> None:
         b = self.behaviour
+        token = TOKEN_CHUNK[chat]
+        first = last = 0.0
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
         )
@@ -230,8 +254,9 @@ class FakeEngine:
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            choice = {"index": 0, "delta": {"content": " tok"}} if chat else {"index": 0, "text": " tok"}
-            self.chunk(writer, {"choices": [choice]})
+            writer.write(token)
+            last = time.perf_counter()
+            first = first or last
             await writer.drain()
         if usage:
             self.chunk(
@@ -241,11 +266,13 @@ class FakeEngine:
         data = b"data: [DONE]\n\n"
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
         await writer.drain()
+        if self.trace is not None and len(self.trace) < MAX_TRACE:
+            itl = (last - first) / (tokens - 1) if tokens > 1 else 0.0
+            self.trace.append((arrived, first - arrived, itl))
 
     @staticmethod
     def chunk(writer: asyncio.StreamWriter, payload: object) -> None:
-        data = b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
-        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+        writer.write(_sse(payload))
 
     def metrics(self) -> str:
         c = self.counters
@@ -293,6 +320,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--setting", action="append", default=[], help="key=value overriding a logged config setting.")
     add("--log-line", action="append", default=[], help="An extra start-up log line.")
     add("--seed", type=int, default=0)
+    add("--trace", action="store_true", help="Record arrivals and own TTFT/ITL; GET /debug/trace reads them.")
     return parser.parse_args(argv)
 
 
@@ -320,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         crash_after=args.crash_after,
         crash_once_file=args.crash_once_file,
         never_ready=args.never_ready,
+        trace=args.trace,
         seed=args.seed,
         tokens=args.tokens,
     )

@@ -89,10 +89,11 @@ async def timed_request(
     level: int | None = None,
 ) -> RequestRecord:
     """Send one request and time it; failures become a record with ok=False, never an exception."""
-    sent = time.perf_counter()
+    path, body = payload(settings, text)
+    encoded = json.dumps(body).encode()
     arrivals: list[float] = []
     usage_tokens: int | None = None
-    path, body = payload(settings, text)
+    sent = time.perf_counter()
     base = {
         "index": prompt.index,
         "bucket": prompt.bucket,
@@ -103,7 +104,7 @@ async def timed_request(
     }
     try:
         async with asyncio.timeout(settings.timeout_s):
-            async for data in client.stream(path, body):
+            async for data in client.stream(path, encoded):
                 now = time.perf_counter()
                 event = json.loads(data)
                 if _content(event):

@@ -133,8 +133,10 @@ class Client:
         finally:
             self.pool.release(connection, reusable)
 
-    async def stream(self, path: str, payload: dict[str, object]) -> AsyncIterator[bytes]:
-        """POST `payload`; yield each SSE data payload (bytes, `[DONE]` excluded) as it arrives.
+    async def stream(self, path: str, payload: dict[str, object] | bytes) -> AsyncIterator[bytes]:
+        """POST `payload` (a dict, or JSON already encoded); yield each SSE data payload as it arrives.
+
+        `[DONE]` is not yielded.
 
         A non-streaming JSON response is yielded once, whole.
 
@@ -145,7 +147,8 @@ class Client:
         reader, writer = connection
         reusable = False
         try:
-            writer.write(_request_bytes(self.target, "POST", path, json.dumps(payload).encode()))
+            body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            writer.write(_request_bytes(self.target, "POST", path, body))
             status, headers = await _read_head(reader)
             pieces = _body_pieces(reader, headers)
             if status >= 300:

@@ -50,6 +50,27 @@ def test_routes_metrics_and_plain_answers() -> None:
     asyncio.run(scenario())
 
 
+def test_trace_records_arrivals_and_own_timings() -> None:
+    async def scenario() -> None:
+        async with engine_server(trace=True, ttft_s=0.003, itl_s=0.001) as (url, _):
+            client = Client(url)
+            [
+                p
+                async for p in client.stream(
+                    "/v1/completions", {"prompt": "x", "max_tokens": 4, "stream": True}
+                )
+            ]
+            _, body = await client.get("/debug/trace")
+            rows = json.loads(body)
+            assert len(rows) == 1
+            assert rows[0]["ttft_s"] >= 0.003
+            assert rows[0]["itl_s"] >= 0.001
+            assert json.loads((await client.get("/debug/trace"))[1]) == []
+            client.close()
+
+    asyncio.run(scenario())
+
+
 def test_prefix_cache_counts_hits_only_for_shared_prefixes() -> None:
     engine = fake_engine.FakeEngine(behaviour())
     engine.prefix_cache("a" * 64)

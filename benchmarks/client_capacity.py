@@ -1,0 +1,376 @@
+"""Load-client capacity: the highest constant rate a client generates faithfully, and its timing error.
+
+One run, one fast local fake server (gco.bench.fake_engine with --trace) pinned to one core, the client
+to the other; streaming /v1/completions, 128 output tokens, 20 ms TTFT, 2 ms ITL. A rate is faithful when
+the arrivals the server saw are within 5% of the requested rate, the client's mean TTFT is within 5 ms of
+the server's own, and nothing failed. Also: TTFT/ITL error (client minus server; mean and p99) at
+concurrency 1. Clients: `gco bench serve`; a baseline measured in the same run (an httpx streaming client
+with the same schedule, the usual way to write one in Python); AIPerf and GuideLLM when a separate venv
+holding them is given with --peers-venv (they need a tokenizer; see --tokenizer), otherwise said so.
+
+    .venv/bin/python benchmarks/client_capacity.py                 # gco and the baseline
+    .venv/bin/python benchmarks/client_capacity.py --peers-venv /tmp/peers --tokenizer /tmp/tok
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+TOKENS = 128
+RATE_TOLERANCE = 0.05
+TTFT_TOLERANCE_S = 0.005
+SECONDS_PER_RATE = 4.0
+MIN_REQUESTS = 40
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def pinned(core: int | None, argv: list[str]) -> list[str]:
+    return ["taskset", "-c", str(core), *argv] if core is not None and shutil.which("taskset") else argv
+
+
+class Server:
+    """The fake engine as a real process, recording arrivals and its own TTFT/ITL."""
+
+    def __init__(self, core: int | None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        argv = [
+            PY,
+            "-m",
+            "gco.bench.fake_engine",
+            "--port",
+            str(self.port),
+            "--ttft-ms",
+            "20",
+            "--itl-ms",
+            "2",
+            "--tokens",
+            str(TOKENS),
+            "--trace",
+        ]
+        self.process = subprocess.Popen(
+            pinned(core, argv), stdout=subprocess.DEVNULL, start_new_session=True, cwd=ROOT
+        )
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1):  # noqa: S310 - loopback
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("fake server did not start")
+
+    def trace(self) -> list[dict[str, float]]:
+        with urllib.request.urlopen(self.url + "/debug/trace", timeout=30) as response:  # noqa: S310 - loopback
+            return list(json.loads(response.read()))
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def write_prompts(directory: Path, count: int) -> Path:
+    path = directory / "prompts.jsonl"
+    path.write_text(
+        "".join(json.dumps({"prompt": f"request {i}: tell me about item {i}"}) + "\n" for i in range(count))
+    )
+    return path
+
+
+def gco_client(server: Server, rate: int, count: int, core: int | None, work: Path) -> list[dict[str, Any]]:
+    """`gco bench serve` load mode at a constant `rate` (levels=rate, reference e2e 1 s)."""
+    run = work / f"gco-{rate}-{time.monotonic_ns()}"
+    argv = [
+        PY,
+        "-m",
+        "gco.cli",
+        "bench",
+        "serve",
+        "--base-url",
+        server.url,
+        "--prompts",
+        str(write_prompts(work, count)),
+        "--mode",
+        "load",
+        "--arrival",
+        "constant",
+        "--levels",
+        str(rate),
+        "--reference-e2e",
+        "1",
+        "--requests-per-level",
+        str(count),
+        "--warmup",
+        "0",
+        "--max-tokens",
+        str(TOKENS),
+        "--run-dir",
+        str(run),
+    ]
+    subprocess.run(pinned(core, argv), check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    rows = [json.loads(line) for line in (run / "serve" / "requests.jsonl").read_text().splitlines()]
+    return [{"ok": r["ok"], "ttft_s": r["ttft_s"], "itl_s": r["itl_mean_s"]} for r in rows]
+
+
+def gco_single(server: Server, count: int, core: int | None, work: Path) -> list[dict[str, Any]]:
+    run = work / f"gco-single-{time.monotonic_ns()}"
+    argv = [
+        PY,
+        "-m",
+        "gco.cli",
+        "bench",
+        "serve",
+        "--base-url",
+        server.url,
+        "--prompts",
+        str(write_prompts(work, count)),
+        "--mode",
+        "single",
+        "--warmup",
+        "2",
+        "--max-tokens",
+        str(TOKENS),
+        "--run-dir",
+        str(run),
+    ]
+    server.trace()
+    subprocess.run(pinned(core, argv), check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    rows = [json.loads(line) for line in (run / "serve" / "requests.jsonl").read_text().splitlines()]
+    return [{"ok": r["ok"], "ttft_s": r["ttft_s"], "itl_s": r["itl_mean_s"]} for r in rows]
+
+
+async def _baseline(url: str, rate: float, count: int) -> list[dict[str, Any]]:
+    import httpx
+
+    body = {"model": "m", "prompt": "tell me about it", "max_tokens": TOKENS, "stream": True}
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
+
+    async def one(client: httpx.AsyncClient) -> dict[str, Any]:
+        sent = time.perf_counter()
+        arrivals: list[float] = []
+        try:
+            async with client.stream("POST", url + "/v1/completions", json=body) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        event = json.loads(line[6:])
+                        if event.get("choices") and event["choices"][0].get("text"):
+                            arrivals.append(time.perf_counter())
+        except httpx.HTTPError:
+            return {"ok": False, "ttft_s": None, "itl_s": None}
+        gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+        return {
+            "ok": bool(arrivals),
+            "ttft_s": arrivals[0] - sent if arrivals else None,
+            "itl_s": statistics.fmean(gaps) if gaps else None,
+        }
+
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        origin = time.perf_counter()
+        tasks = []
+        for i in range(count):
+            delay = origin + i / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(one(client)))
+        return list(await asyncio.gather(*tasks))
+
+
+def baseline_client(
+    server: Server, rate: float, count: int, core: int | None, work: Path
+) -> list[dict[str, Any]]:
+    """The same constant schedule from an httpx streaming client, in its own pinned process."""
+    out = work / f"baseline-{time.monotonic_ns()}.json"
+    argv = [
+        PY,
+        str(Path(__file__).resolve()),
+        "--baseline-worker",
+        server.url,
+        str(rate),
+        str(count),
+        str(out),
+    ]
+    subprocess.run(pinned(core, argv), check=True, cwd=ROOT)
+    return list(json.loads(out.read_text()))
+
+
+Client = Callable[[Server, int, int, "int | None", Path], list[dict[str, Any]]]
+
+
+def judge(rate: float, client_rows: list[dict[str, Any]], trace: list[dict[str, float]]) -> dict[str, Any]:
+    arrived = sorted(row["arrived"] for row in trace)
+    span = arrived[-1] - arrived[0] if len(arrived) > 1 else 0.0
+    seen_rate = (len(arrived) - 1) / span if span > 0 else 0.0
+    ok = [r for r in client_rows if r["ok"]]
+    client_ttft = statistics.fmean(r["ttft_s"] for r in ok) if ok else float("inf")
+    server_ttft = statistics.fmean(row["ttft_s"] for row in trace) if trace else float("inf")
+    errors = len(client_rows) - len(ok)
+    faithful = (
+        errors == 0
+        and abs(seen_rate - rate) <= RATE_TOLERANCE * rate
+        and abs(client_ttft - server_ttft) <= TTFT_TOLERANCE_S
+    )
+    return {
+        "rate": rate,
+        "seen_rate": seen_rate,
+        "ttft_gap_ms": (client_ttft - server_ttft) * 1000,
+        "errors": errors,
+        "faithful": faithful,
+    }
+
+
+def max_faithful_rate(
+    name: str, client: Client, server: Server, core: int | None, work: Path, start: int, ceiling: int
+) -> int:
+    """Double the rate until a rate is not faithful, then bisect between the last good and the first bad."""
+    good, bad, rate = 0, None, start
+    for _ in range(30):
+        if bad is not None and bad - good <= max(2, good // 10):
+            break
+        count = max(MIN_REQUESTS, int(rate * SECONDS_PER_RATE))
+        server.trace()
+        rows = client(server, rate, count, core, work)
+        verdict = judge(rate, rows, server.trace())
+        print(
+            f"  {name:9s} rate {rate:5d}/s: server saw {verdict['seen_rate']:7.1f}/s, "
+            f"TTFT gap {verdict['ttft_gap_ms']:+7.2f} ms, errors {verdict['errors']}: "
+            f"{'faithful' if verdict['faithful'] else 'NOT faithful'}",
+            flush=True,
+        )
+        if verdict["faithful"]:
+            good = rate
+            if rate >= ceiling:
+                break
+            rate = min(ceiling, rate * 2) if bad is None else (good + bad) // 2
+        else:
+            bad = rate
+            rate = (good + bad) // 2
+            if rate <= good:
+                break
+    return good
+
+
+def concurrency_one_error(
+    client_rows: list[dict[str, Any]], trace: list[dict[str, float]]
+) -> dict[str, float]:
+    """Client minus server TTFT and ITL per request (in order), mean and p99 in ms."""
+    pairs = list(
+        zip([r for r in client_rows if r["ok"]], sorted(trace, key=lambda t: t["arrived"]), strict=False)
+    )
+    ttft = sorted((c["ttft_s"] - s["ttft_s"]) * 1000 for c, s in pairs)
+    itl = sorted((c["itl_s"] - s["itl_s"]) * 1000 for c, s in pairs if c["itl_s"] is not None)
+
+    def p99(values: list[float]) -> float:
+        return values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
+
+    return {
+        "ttft_mean_ms": statistics.fmean(ttft),
+        "ttft_p99_ms": p99(ttft),
+        "itl_mean_ms": statistics.fmean(itl),
+        "itl_p99_ms": p99(itl),
+        "n": len(pairs),
+    }
+
+
+def peers_note(venv: Path | None) -> str:
+    """Why AIPerf and GuideLLM were not measured in this run (they are never project dependencies)."""
+    if venv is None:
+        return (
+            "AIPerf and GuideLLM: not measured in this run (give --peers-venv with both installed "
+            "and --tokenizer with a local tokenizer directory; gco needs neither)"
+        )
+    found = [tool for tool in ("aiperf", "guidellm") if (venv / "bin" / tool).exists()]
+    missing = sorted({"aiperf", "guidellm"} - set(found))
+    return (
+        f"AIPerf and GuideLLM: installed here: {found or 'none'}; missing: {missing or 'none'}; "
+        "driving them needs a local tokenizer and their own output parsing, not done by this script yet"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--baseline-worker", nargs=4, metavar=("URL", "RATE", "COUNT", "OUT"), help=argparse.SUPPRESS
+    )
+    parser.add_argument("--peers-venv", type=Path, default=None)
+    parser.add_argument("--tokenizer", type=Path, default=None)
+    parser.add_argument("--ceiling", type=int, default=1024, help="Highest rate tried (req/s).")
+    parser.add_argument("--single", type=int, default=200, help="Requests at concurrency 1.")
+    args = parser.parse_args()
+    if args.baseline_worker:
+        url, rate, count, out = args.baseline_worker
+        rows = asyncio.run(_baseline(url, float(rate), int(count)))
+        Path(out).write_text(json.dumps(rows))
+        return 0
+    cores = os.cpu_count() or 1
+    server_core, client_core = (0, 1) if cores >= 2 else (None, None)
+    print(
+        f"client capacity: fake server on core {server_core}, client on core {client_core}; streaming "
+        f"/v1/completions, {TOKENS} tokens, 20 ms TTFT, 2 ms ITL",
+        flush=True,
+    )
+    server = Server(server_core)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            print("highest faithful constant rate:", flush=True)
+            gco_rate = max_faithful_rate("gco", gco_client, server, client_core, work, 16, args.ceiling)
+            base_rate = max_faithful_rate(
+                "baseline", baseline_client, server, client_core, work, 16, args.ceiling
+            )
+            server.trace()
+            gco_rows = gco_single(server, args.single, client_core, work)
+            single = concurrency_one_error(gco_rows, sorted(server.trace(), key=lambda t: t["arrived"])[2:])
+            base_single = concurrency_one_error(
+                baseline_client(server, 3.0, 30, client_core, work), server.trace()
+            )
+    finally:
+        server.close()
+    print()
+    print(f"gco bench serve      faithful rate {gco_rate:5d} req/s")
+    print(f"baseline (httpx)     faithful rate {base_rate:5d} req/s")
+    print(f"ratio gco/baseline   {gco_rate / base_rate if base_rate else float('inf'):.2f}x")
+    print(
+        f"gco TTFT error at concurrency 1: mean {single['ttft_mean_ms']:+.3f} ms, "
+        f"p99 {single['ttft_p99_ms']:+.3f} ms (target <= 0.5 / 3); ITL error mean "
+        f"{single['itl_mean_ms']:+.3f} ms, p99 {single['itl_p99_ms']:+.3f} ms (n={single['n']})"
+    )
+    print(
+        f"baseline TTFT error at concurrency 1 (3 req/s): mean {base_single['ttft_mean_ms']:+.3f} ms, "
+        f"p99 {base_single['ttft_p99_ms']:+.3f} ms; ITL error mean {base_single['itl_mean_ms']:+.3f} ms"
+    )
+    print(peers_note(args.peers_venv))
+    print(
+        "reference (issue, same workload): AIPerf 0.13 ~30 req/s, GuideLLM 0.8 < 5 req/s, both ~+2.1 ms mean "
+        "/ +9 ms p99 TTFT error;\n"
+        "target: >= 3x the best peer (>= 90 req/s), TTFT error <= 0.5 ms mean, 3 ms p99"
+    )
+    best_peer = 30
+    print(f"ratio gco / best peer (reference value): {gco_rate / best_peer:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
