@@ -23,7 +23,7 @@ from typing import Any, Literal
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.errors import ClusterRejectedError
-from gco.reconcile.objects import ENDPOINT_LABEL
+from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
@@ -52,6 +52,13 @@ class _Tally:
 
     def outcome(self, kind: OutcomeKind, detail: str, after: float = 0.0) -> Outcome:
         return Outcome(kind, after, detail, self.applied, self.deleted, self.writes, self.purged)
+
+
+def _replace(observed: Sequence[dict[str, Any]], answers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`observed` with each object the API server answered for replaced by its answer."""
+    fresh = {ObjectRef.of(obj).key: obj for obj in answers}
+    kept = [obj for obj in observed if ObjectRef.of(obj).key not in fresh]
+    return kept + list(fresh.values())
 
 
 class Reconciler:
@@ -95,17 +102,27 @@ class Reconciler:
         deadline = self._clock() + (self.wait if wait is None else wait)
         tally = _Tally()
         last = "no pass ran"
+        carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
         for _ in range(self.max_passes):
-            record = self._read(name)
-            observed = self.cluster.list({ENDPOINT_LABEL: name})
+            if carried is None:
+                record = self._read(name)
+                observed = self.cluster.list({ENDPOINT_LABEL: name})
+            else:
+                record, observed = carried
+                carried = None
             step = plan(name, record, self.region, observed, self.settings)
             last = step.reason
             if step.acts_on_cluster:
-                rejected = self._act(name, record, step, tally)
+                answers: list[dict[str, Any]] = []
+                rejected = self._act(name, record, step, tally, answers)
                 if rejected is not None:
                     return tally.outcome("terminal", rejected)
                 if step.status is not None:
                     self._write_status(name, record, step.status, tally)
+                elif not step.delete:
+                    # Only applies: the API server's answers are the new observation, and this
+                    # read of the record still fences the status write that follows.
+                    carried = (record, _replace(observed, answers))
                 continue  # observe the result before deciding anything else
             if step.status is not None and self._write_status(name, record, step.status, tally) is None:
                 continue  # lost a race with another writer: read again
@@ -140,14 +157,21 @@ class Reconciler:
             )
         return record
 
-    def _act(self, name: str, record: EndpointRecord | None, step: Plan, tally: _Tally) -> str | None:
+    def _act(
+        self,
+        name: str,
+        record: EndpointRecord | None,
+        step: Plan,
+        tally: _Tally,
+        answers: list[dict[str, Any]],
+    ) -> str | None:
         if step.delete:
             self.cluster.delete(step.delete)
             tally.deleted += len(step.delete)
             log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
         for obj in step.apply:
             try:
-                self.cluster.apply(obj)
+                answers.append(self.cluster.apply(obj))
             except ClusterRejectedError as error:
                 log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
                 if record is not None and not record.is_deleted:
