@@ -292,19 +292,139 @@ def concurrency_one_error(
     }
 
 
-def peers_note(venv: Path | None) -> str:
-    """Why AIPerf and GuideLLM were not measured in this run (they are never project dependencies)."""
+class Peer:
+    """AIPerf or GuideLLM from a separate venv, driven on the same schedule and read from its own output."""
+
+    def __init__(self, name: str, venv: Path, tokenizer: Path) -> None:
+        self.name = name
+        self.binary = venv / "bin" / name
+        self.tokenizer = tokenizer
+
+    def argv(self, url: str, rate: float | None, count: int, out: Path) -> list[str]:
+        if self.name == "aiperf":
+            load = (
+                ["--request-rate", str(rate), "--arrival-pattern", "constant"]
+                if rate
+                else ["--concurrency", "1"]
+            )
+            return [
+                str(self.binary),
+                "profile",
+                "--model",
+                "m",
+                "--url",
+                url,
+                "--endpoint-type",
+                "completions",
+                "--streaming",
+                "--tokenizer",
+                str(self.tokenizer),
+                *load,
+                "--request-count",
+                str(count),
+                "--extra-inputs",
+                f"max_tokens:{TOKENS}",
+                "--output-artifact-dir",
+                str(out),
+                "--ui-type",
+                "none",
+            ]
+        profile = f"kind=constant,rate={rate}" if rate else "kind=synchronous"
+        return [
+            str(self.binary),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={url},model=m",
+            "--profile",
+            profile,
+            "--constraint",
+            f"kind=max_requests,count={count}",
+            "--tokenizer",
+            f"kind=hf_auto,model={self.tokenizer}",
+            "--data",
+            f"kind=synthetic_text,prompt_tokens=32,output_tokens={TOKENS}",
+            "--output",
+            f"kind=json,path={out / 'out.json'}",
+            "--disable-console",
+        ]
+
+    def rows(self, out: Path) -> list[dict[str, Any]]:
+        rows: list[tuple[float, dict[str, Any]]] = []
+        if self.name == "aiperf":
+            for line in (out / "profile_export.jsonl").read_text().splitlines():
+                record = json.loads(line)
+                metrics = record.get("metrics", {})
+                ttft = metrics.get("time_to_first_token", {}).get("value")
+                chunks = metrics.get("inter_chunk_latency", {}).get("value") or []
+                ok = not record.get("error") and ttft is not None
+                rows.append(
+                    (
+                        record["metadata"]["request_start_ns"] / 1e9,
+                        {
+                            "ok": ok,
+                            "ttft_s": ttft / 1000 if ok else None,
+                            "itl_s": statistics.fmean(chunks) / 1000 if chunks else None,
+                        },
+                    )
+                )
+        else:
+            requests = json.loads((out / "out.json").read_text())["benchmarks"][0]["requests"]
+            for item in requests["successful"]:
+                rows.append(
+                    (
+                        item["request_start_time"],
+                        {
+                            "ok": True,
+                            "ttft_s": item["time_to_first_token_ms"] / 1000,
+                            "itl_s": item["inter_token_latency_ms"] / 1000,
+                        },
+                    )
+                )
+            for item in requests["errored"] + requests["incomplete"]:
+                rows.append(
+                    (item.get("request_start_time") or 0.0, {"ok": False, "ttft_s": None, "itl_s": None})
+                )
+        return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
+
+    def run(
+        self, server: Server, rate: float | None, count: int, core: int | None, work: Path
+    ) -> list[dict[str, Any]]:
+        out = work / f"{self.name}-{time.monotonic_ns()}"
+        out.mkdir()
+        done = subprocess.run(
+            pinned(core, self.argv(server.url, rate, count, out)),
+            cwd=work,
+            capture_output=True,
+            check=False,
+            timeout=900,
+        )
+        try:
+            return self.rows(out)
+        except (OSError, KeyError, IndexError, ValueError) as error:
+            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+            raise RuntimeError(
+                f"{self.name} produced no readable output ({error}); {tail[0][:200]}"
+            ) from error
+
+    def client(self) -> Client:
+        return self.run
+
+
+def find_peers(venv: Path | None, tokenizer: Path | None) -> tuple[list[Peer], str]:
+    """The peers that can run here, and a note saying which cannot and why (never project dependencies)."""
     if venv is None:
         return (
-            "AIPerf and GuideLLM: not measured in this run (give --peers-venv with both installed "
-            "and --tokenizer with a local tokenizer directory; gco needs neither)"
+            [],
+            "AIPerf and GuideLLM: not measured (give --peers-venv with both installed, and --tokenizer)",
         )
-    found = [tool for tool in ("aiperf", "guidellm") if (venv / "bin" / tool).exists()]
-    missing = sorted({"aiperf", "guidellm"} - set(found))
-    return (
-        f"AIPerf and GuideLLM: installed here: {found or 'none'}; missing: {missing or 'none'}; "
-        "driving them needs a local tokenizer and their own output parsing, not done by this script yet"
-    )
+    if tokenizer is None or not (tokenizer / "tokenizer.json").exists():
+        return (
+            [],
+            "AIPerf and GuideLLM: not measured (they need a local tokenizer, --tokenizer DIR; gco does not)",
+        )
+    peers = [Peer(name, venv, tokenizer) for name in ("aiperf", "guidellm") if (venv / "bin" / name).exists()]
+    missing = sorted({"aiperf", "guidellm"} - {peer.name for peer in peers})
+    return peers, f"peers not installed in {venv}: {', '.join(missing)}" if missing else ""
 
 
 def main() -> int:
@@ -315,7 +435,8 @@ def main() -> int:
         "--baseline-worker", nargs=4, metavar=("URL", "RATE", "COUNT", "OUT"), help=argparse.SUPPRESS
     )
     parser.add_argument("--peers-venv", type=Path, default=None)
-    parser.add_argument("--tokenizer", type=Path, default=None)
+    parser.add_argument("--tokenizer", type=Path, default=None, help="Local tokenizer dir for the peers.")
+    parser.add_argument("--peer-start", type=int, default=8, help="First rate tried for the peers.")
     parser.add_argument("--ceiling", type=int, default=1024, help="Highest rate tried (req/s).")
     parser.add_argument("--single", type=int, default=200, help="Requests at concurrency 1.")
     args = parser.parse_args()
@@ -331,45 +452,79 @@ def main() -> int:
         f"/v1/completions, {TOKENS} tokens, 20 ms TTFT, 2 ms ITL",
         flush=True,
     )
+    peers, note = find_peers(args.peers_venv, args.tokenizer)
+    rates: dict[str, int] = {}
+    errors: dict[str, dict[str, float]] = {}
+    failed: dict[str, str] = {}
     server = Server(server_core)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             print("highest faithful constant rate:", flush=True)
-            gco_rate = max_faithful_rate("gco", gco_client, server, client_core, work, 16, args.ceiling)
-            base_rate = max_faithful_rate(
+            rates["gco bench serve"] = max_faithful_rate(
+                "gco", gco_client, server, client_core, work, 16, args.ceiling
+            )
+            rates["baseline (httpx)"] = max_faithful_rate(
                 "baseline", baseline_client, server, client_core, work, 16, args.ceiling
             )
-            server.trace()
             gco_rows = gco_single(server, args.single, client_core, work)
-            single = concurrency_one_error(gco_rows, sorted(server.trace(), key=lambda t: t["arrived"])[2:])
-            base_single = concurrency_one_error(
-                baseline_client(server, 3.0, 30, client_core, work), server.trace()
+            errors["gco bench serve"] = concurrency_one_error(
+                gco_rows, sorted(server.trace(), key=lambda t: t["arrived"])[2:]
             )
+            server.trace()
+            errors["baseline (httpx)"] = concurrency_one_error(
+                baseline_client(server, 3, 30, client_core, work), server.trace()
+            )
+            for peer in peers:
+                try:
+                    rates[peer.name] = max_faithful_rate(
+                        peer.name, peer.client(), server, client_core, work, args.peer_start, args.ceiling
+                    )
+                    server.trace()
+                    rows = peer.run(server, None, 60, client_core, work)
+                    errors[peer.name] = concurrency_one_error(rows, server.trace())
+                except (RuntimeError, subprocess.SubprocessError) as error:
+                    failed[peer.name] = str(error)
     finally:
         server.close()
-    print()
-    print(f"gco bench serve      faithful rate {gco_rate:5d} req/s")
-    print(f"baseline (httpx)     faithful rate {base_rate:5d} req/s")
-    print(f"ratio gco/baseline   {gco_rate / base_rate if base_rate else float('inf'):.2f}x")
-    print(
-        f"gco TTFT error at concurrency 1: mean {single['ttft_mean_ms']:+.3f} ms, "
-        f"p99 {single['ttft_p99_ms']:+.3f} ms (target <= 0.5 / 3); ITL error mean "
-        f"{single['itl_mean_ms']:+.3f} ms, p99 {single['itl_p99_ms']:+.3f} ms (n={single['n']})"
-    )
-    print(
-        f"baseline TTFT error at concurrency 1 (3 req/s): mean {base_single['ttft_mean_ms']:+.3f} ms, "
-        f"p99 {base_single['ttft_p99_ms']:+.3f} ms; ITL error mean {base_single['itl_mean_ms']:+.3f} ms"
-    )
-    print(peers_note(args.peers_venv))
-    print(
-        "reference (issue, same workload): AIPerf 0.13 ~30 req/s, GuideLLM 0.8 < 5 req/s, both ~+2.1 ms mean "
-        "/ +9 ms p99 TTFT error;\n"
-        "target: >= 3x the best peer (>= 90 req/s), TTFT error <= 0.5 ms mean, 3 ms p99"
-    )
-    best_peer = 30
-    print(f"ratio gco / best peer (reference value): {gco_rate / best_peer:.1f}x")
+    report(rates, errors, failed, note, [peer.name for peer in peers])
     return 0
+
+
+def report(
+    rates: dict[str, int],
+    errors: dict[str, dict[str, float]],
+    failed: dict[str, str],
+    note: str,
+    peer_names: list[str],
+) -> None:
+    """Print every client's faithful rate, its timing error at concurrency 1, and the ratios."""
+    print()
+    for name, rate in rates.items():
+        print(f"{name:18s} faithful rate {rate:5d} req/s")
+    for name, reason in failed.items():
+        print(f"{name:18s} could not be measured: {reason}")
+    if note:
+        print(note)
+    for name, err in errors.items():
+        print(
+            f"{name:18s} concurrency 1: TTFT error mean {err['ttft_mean_ms']:+.3f} ms, "
+            f"p99 {err['ttft_p99_ms']:+.3f} ms; "
+            f"ITL error mean {err['itl_mean_ms']:+.3f} ms, p99 {err['itl_p99_ms']:+.3f} ms (n={err['n']:.0f})"
+        )
+    gco = rates["gco bench serve"]
+    others = {name: rate for name, rate in rates.items() if name != "gco bench serve"}
+    for name, rate in others.items():
+        print(f"ratio gco / {name}: {gco / rate if rate else float('inf'):.2f}x")
+    peer_rates = [rates[name] for name in peer_names if name in rates]
+    if peer_rates:
+        print(
+            f"target >= 3x the best peer: {gco / max(peer_rates) if max(peer_rates) else float('inf'):.2f}x "
+            f"(best peer {max(peer_rates)} req/s)"
+        )
+    print(
+        "targets: TTFT error at concurrency 1 <= 0.5 ms mean and <= 3 ms p99 (client minus the server's own)"
+    )
 
 
 if __name__ == "__main__":

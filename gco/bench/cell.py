@@ -33,6 +33,7 @@ from gco.bench.transport import Client
 
 CellStatus = Literal["ok", "launch_failed", "not_ready", "exited_before_ready", "crashed", "serve_failed"]
 SCRAPE_TIMEOUT_S = 5.0
+SERVE_OWNS_SCHEDULE = {"--rates", "--reference-e2e", "--closed-loop"}
 
 
 class CellOptions(BaseModel):
@@ -142,7 +143,7 @@ def serve_argv(
         if load.requests_per_level:
             argv += ["--requests-per-level", str(load.requests_per_level)]
         reference = load.reference_e2e_s or options.reference_e2e_s
-        if reference:
+        if reference and not SERVE_OWNS_SCHEDULE & {arg.split("=", 1)[0] for arg in options.serve_args}:
             argv += ["--reference-e2e", repr(reference)]
     return argv + list(options.serve_args)
 

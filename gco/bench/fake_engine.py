@@ -28,10 +28,18 @@ def _sse(payload: object) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-TOKEN_CHUNK = {
-    True: _sse({"choices": [{"index": 0, "delta": {"content": " tok"}}]}),
-    False: _sse({"choices": [{"index": 0, "text": " tok"}]}),
-}
+def _token_chunk(chat: bool) -> bytes:
+    """One OpenAI streaming chunk carrying one token, in the completions or chat shape."""
+    if chat:
+        choice: dict[str, object] = {"index": 0, "delta": {"content": " tok"}, "finish_reason": None}
+        kind = "chat.completion.chunk"
+    else:
+        choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": None}
+        kind = "text_completion"
+    return _sse({"id": "cmpl-fake", "object": kind, "created": 0, "model": "fake/model", "choices": [choice]})
+
+
+TOKEN_CHUNK = {True: _token_chunk(True), False: _token_chunk(False)}
 
 
 @dataclass

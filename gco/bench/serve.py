@@ -40,6 +40,8 @@ class ServeSettings(BaseModel):
     warmup: int = 2
     timeout_s: float = 600.0
     levels: list[int] = Field(default_factory=lambda: [1, 2, 4, 8])
+    rates: list[float] | None = None
+    closed_loop: bool = False
     arrival: Arrival = "poisson"
     burstiness: float = 1.0
     requests_per_level: int | None = None
@@ -190,6 +192,49 @@ async def run_level(
     return list(await asyncio.gather(*tasks))
 
 
+async def run_closed(
+    client: Client, settings: ServeSettings, prompts: Sequence[Prompt], concurrency: int, first: int = 0
+) -> list[RequestRecord]:
+    """Closed loop: `concurrency` workers, each sending its next request as soon as the last one ends."""
+    count = settings.requests_per_level or len(prompts)
+    origin = time.perf_counter()
+    indices = iter(range(count))
+    records: list[RequestRecord] = []
+
+    async def worker() -> None:
+        for i in indices:
+            prompt = prompts[(first + i) % len(prompts)]
+            text = repeat_text(prompt.text, (first + i) // len(prompts))
+            now = time.perf_counter() - origin
+            records.append(await timed_request(client, settings, prompt, text, now, origin, concurrency))
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return sorted(records, key=lambda record: record.sent_s)
+
+
+async def run_sweep(
+    client: Client, settings: ServeSettings, prompts: Sequence[Prompt], reference: float
+) -> tuple[list[RequestRecord], list[LevelResult]]:
+    """Every load level: open loop at the rate of each concurrency (or each given rate), or closed loop."""
+    records: list[RequestRecord] = []
+    levels: list[LevelResult] = []
+    plan = (
+        [(max(1, round(rate * reference)), rate) for rate in settings.rates]
+        if settings.rates
+        else [(c, rate_for_concurrency(c, reference)) for c in settings.levels]
+    )
+    for concurrency, rate in plan:
+        if settings.closed_loop:
+            level_records = await run_closed(client, settings, prompts, concurrency, len(records))
+        else:
+            level_records = await run_level(client, settings, prompts, concurrency, rate, len(records))
+        records += level_records
+        levels.append(
+            level_result(concurrency, rate, level_records, reference, closed_loop=settings.closed_loop)
+        )
+    return records, levels
+
+
 def _median_ms(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return float(np.median(present)) * 1000 if present else None
@@ -218,9 +263,17 @@ def bucket_stats(records: Sequence[RequestRecord]) -> tuple[dict[str, dict[str, 
 
 
 def level_result(
-    concurrency: int, rate: float, records: Sequence[RequestRecord], reference_e2e_s: float
+    concurrency: int,
+    rate: float,
+    records: Sequence[RequestRecord],
+    reference_e2e_s: float,
+    *,
+    closed_loop: bool = False,
 ) -> LevelResult:
-    """What one load level achieved; sustained when nothing failed, the rate held and e2e stayed in SLO."""
+    """What one load level achieved; sustained when nothing failed, the rate held and e2e stayed in SLO.
+
+    In closed loop there is no offered rate to hold: only failures and the e2e SLO count.
+    """
     ok = [r for r in records if r.ok]
     span = max((r.sent_s + (r.e2e_s or 0.0) for r in ok), default=0.0) - min(
         (r.sent_s for r in records), default=0.0
@@ -231,7 +284,7 @@ def level_result(
     offered = len(records) / offered_span if offered_span > 0 else rate
     sustained = (
         len(ok) == len(records)
-        and achieved >= SUSTAIN_FRACTION * offered
+        and (closed_loop or achieved >= SUSTAIN_FRACTION * offered)
         and e2e_ms is not None
         and e2e_ms <= E2E_SLO_FACTOR * reference_e2e_s * 1000
     )
@@ -275,6 +328,8 @@ def schedule_digest(settings: ServeSettings, reference_e2e_s: float | None) -> s
     """Identity of a load schedule: levels, arrival, burstiness, seed, count and reference e2e."""
     plan = {
         "levels": settings.levels,
+        "rates": settings.rates,
+        "closed_loop": settings.closed_loop,
         "arrival": settings.arrival,
         "burstiness": settings.burstiness,
         "seed": settings.seed,
@@ -301,12 +356,7 @@ async def run_serve(
             if reference is None:
                 probe = await run_single(client, settings, prompts[:1])
                 reference = probe[0].e2e_s if probe[0].ok and probe[0].e2e_s else settings.timeout_s
-            records, levels = [], []
-            for concurrency in settings.levels:
-                rate = rate_for_concurrency(concurrency, reference)
-                level_records = await run_level(client, settings, prompts, concurrency, rate, len(records))
-                records += level_records
-                levels.append(level_result(concurrency, rate, level_records, reference))
+            records, levels = await run_sweep(client, settings, prompts, reference)
     finally:
         client.close()
     buckets, failed = bucket_stats(records)

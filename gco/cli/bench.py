@@ -50,6 +50,16 @@ def _ints(value: str, field: str) -> list[int]:
     return numbers
 
 
+def _floats(value: str, field: str) -> list[float]:
+    try:
+        numbers = [float(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise BenchInputError(field, f"expected comma-separated numbers, got {value!r}") from None
+    if not numbers or any(n <= 0 for n in numbers):
+        raise BenchInputError(field, "expected positive numbers")
+    return numbers
+
+
 def _default_run_dir() -> Path:
     return Path("gco-bench") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
@@ -75,6 +85,10 @@ def bench() -> None:
     "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
 )
 @click.option("--levels", default="1,2,4,8", show_default=True, help="Load mode concurrency levels.")
+@click.option("--rates", default=None, help="Load mode: explicit arrival rates (req/s) instead of --levels.")
+@click.option(
+    "--closed-loop", is_flag=True, help="Load mode: each level runs that many back-to-back workers."
+)
 @click.option(
     "--arrival", type=click.Choice(["constant", "poisson", "gamma"]), default="poisson", show_default=True
 )
@@ -89,6 +103,7 @@ def bench() -> None:
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def serve(
     prompts_path: Path,
+    rates: str | None,
     bucket_edges: str,
     levels: str,
     extra_body: str | None,
@@ -101,6 +116,7 @@ def serve(
     prompts = load_prompts(prompts_path, _ints(bucket_edges, "--bucket-edges"))
     settings = ServeSettings(
         levels=_ints(levels, "--levels"),
+        rates=_floats(rates, "--rates") if rates else None,
         extra_body=_json_option(extra_body, "--extra-body"),
         chat_template_kwargs=_json_option(chat_template_kwargs, "--chat-template-kwargs"),
         **values,
@@ -146,6 +162,7 @@ def serve(
     help="Replaces bench serve; placeholders {base_url} {prompts} {mode} "
     "{label} {round} {run_dir} {model}. Kept only as a digest.",
 )
+@click.option("--serve-arg", "serve_args", multiple=True, help="Extra argument for every bench serve call.")
 @click.option("--extra-body", default=None, help="JSON object sent to every engine alike.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent to every engine alike.")
 @click.option(
@@ -162,6 +179,7 @@ def rounds(
     ci_target: float | None,
     min_rounds: int | None,
     serve_cmd: str | None,
+    serve_args: tuple[str, ...],
     extra_body: str | None,
     chat_template_kwargs: str | None,
     evidence_bucket: str | None,
@@ -188,6 +206,7 @@ def rounds(
         ci_target=ci_target,
         min_rounds=min_rounds,
         serve_cmd=serve_cmd,
+        serve_args=list(serve_args),
     )
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
     outcome = run_rounds(manifest, prompts, options, probe=NvmlProbe(), lock=GpuLock(), stores=stores)

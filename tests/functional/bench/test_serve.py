@@ -161,3 +161,29 @@ def test_transport_non_streaming_get_and_bad_urls() -> None:
     asyncio.run(scenario())
     with pytest.raises(BenchInputError, match="http://"):
         Client("https://example.com")
+
+
+def test_explicit_rates_and_closed_loop() -> None:
+    async def scenario() -> None:
+        async with engine_server() as (url, _):
+            base = ServeSettings(
+                base_url=url,
+                mode="load",
+                max_tokens=3,
+                warmup=0,
+                requests_per_level=4,
+                reference_e2e_s=0.05,
+                arrival="constant",
+            )
+            by_rate, _ = await run_serve(base.model_copy(update={"rates": [20.0, 40.0]}), PROMPTS)
+            assert [lv.offered_rate for lv in by_rate.levels] == [20.0, 40.0]
+            assert [lv.concurrency for lv in by_rate.levels] == [1, 2]
+            closed, records = await run_serve(
+                base.model_copy(update={"closed_loop": True, "levels": [2]}), PROMPTS
+            )
+            assert closed.levels[0].completed == 4
+            assert all(r.schedule_lag_s < 0.005 for r in records)
+            assert closed.n_star == 2
+            assert closed.schedule_digest != by_rate.schedule_digest
+
+    asyncio.run(scenario())
