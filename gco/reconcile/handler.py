@@ -11,7 +11,7 @@ Lambda retries from it and, after the configured attempts, sends it to the dead-
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -44,51 +44,83 @@ def endpoint_name_of(record: DynamoDBRecord) -> str:
     return name
 
 
-def _own_view(image: dict[str, Any], region: str) -> dict[str, Any]:
-    """A stored image without updated_at and without the status of Regions other than `region`."""
-    view = {key: value for key, value in image.items() if key not in ("updated_at", "region_status")}
-    view["region_status"] = ((image.get("region_status") or {}).get("M") or {}).get(region)
-    return view
+SETTLED = frozenset({"running", "stopped", "deleted", "error"})
 
 
-def only_other_regions_changed(record: DynamoDBRecord, region: str) -> bool:
-    """True for a MODIFY whose only change is another Region's status (and updated_at).
+def _desired_view(image: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in image.items() if key not in ("updated_at", "region_status")}
+
+
+def _own_state(image: dict[str, Any], region: str) -> Any:
+    return ((image.get("region_status") or {}).get("M") or {}).get(region)
+
+
+def is_status_echo(record: DynamoDBRecord, region: str) -> bool:
+    """True for a MODIFY that changed only Region status (and updated_at), not this Region's work.
 
     Such a change cannot alter what this Region must do: each Region acts on the record's
     desired fields and on its own status, and the last deletion acknowledgement purges by
-    itself (the sweep retries a purge that failed). Skipping it halves the stream's work.
+    itself (the sweep retries a purge that failed). When this Region's own status moved to a
+    progressing state (creating, updating, stopping, deleting) the record is reconciled anyway:
+    that echo is what re-checks readiness. Skipping the rest avoids a read per status write.
     """
     raw = record.raw_event
     images = raw.get("dynamodb") or {}
     old, new = images.get("OldImage"), images.get("NewImage")
-    if raw.get("eventName") != "MODIFY" or not old or not new:
+    if raw.get("eventName") != "MODIFY" or not old or not new or _desired_view(old) != _desired_view(new):
         return False
-    return _own_view(old, region) == _own_view(new, region)
+    own = _own_state(new, region)
+    if own == _own_state(old, region):
+        return True
+    state = ((own or {}).get("M") or {}).get("state", {}).get("S")
+    return state in SETTLED
 
 
-def stream_record_handler(reconciler: Reconciler) -> Callable[[DynamoDBRecord], Outcome | None]:
-    """A per-batch record handler that reconciles each endpoint once per batch."""
-    seen: set[str] = set()
+def _targets(records: list[DynamoDBRecord], region: str) -> list[str]:
+    """The distinct endpoints of a batch that need a reconcile, in first-seen order."""
+    names: list[str] = []
+    for record in records:
+        try:
+            name = endpoint_name_of(record)
+        except PoisonRecordError:
+            continue  # reported by the batch processor
+        if name not in names and not is_status_echo(record, region):
+            names.append(name)
+    return names
 
-    def handle(record: DynamoDBRecord) -> Outcome | None:
+
+def handle_stream_event(
+    event: dict[str, Any], reconciler: Reconciler, context: Any = None, *, concurrency: int = 8
+) -> dict[str, Any]:
+    """Process one Lambda DynamoDB-stream event; returns `{"batchItemFailures": [...]}`.
+
+    Each endpoint of the batch is reconciled once (every record of the batch was written
+    before the batch was delivered, so one fresh read covers them all), up to `concurrency`
+    endpoints at a time; a record whose endpoint failed is reported as a batch item failure.
+    """
+    records = [DynamoDBRecord(raw) for raw in event.get("Records") or []]
+    names = _targets(records, reconciler.region)
+    results: dict[str, Outcome | Exception] = {}
+    if names:
+        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(names)))) as pool:
+            futures = {name: pool.submit(reconciler.reconcile, name) for name in names}
+            for name, future in futures.items():
+                try:
+                    results[name] = future.result()
+                except Exception as error:  # reported per record below
+                    results[name] = error
+
+    def record_handler(record: DynamoDBRecord) -> Outcome | None:
         name = endpoint_name_of(record)
-        if name in seen or only_other_regions_changed(record, reconciler.region):
-            return None
-        outcome = reconciler.reconcile(name)
-        seen.add(name)
-        log.info("reconciled endpoint=%s region=%s outcome=%s", name, reconciler.region, outcome.kind)
-        return outcome
+        result = results.get(name)
+        if isinstance(result, Exception):
+            raise result
+        if result is not None:
+            log.info("reconciled endpoint=%s region=%s outcome=%s", name, reconciler.region, result.kind)
+        return result
 
-    return handle
-
-
-def handle_stream_event(event: dict[str, Any], reconciler: Reconciler, context: Any = None) -> dict[str, Any]:
-    """Process one Lambda DynamoDB-stream event; returns `{"batchItemFailures": [...]}`."""
     processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
     response = process_partial_response(
-        event=event,
-        record_handler=stream_record_handler(reconciler),
-        processor=processor,
-        context=context,
+        event=event, record_handler=record_handler, processor=processor, context=context
     )
     return dict(response)

@@ -77,7 +77,7 @@ def test_persistent_kubernetes_failure_is_retried_by_the_stream_then_the_sweep(
 
 
 def test_rejected_objects_are_terminal_and_reported(store: EndpointStore, local: LocalReconcilers) -> None:
-    local.regions[EAST].api.inject(Fault(status=422, method="PATCH", times=2))
+    local.regions[EAST].api.inject(Fault(status=422, method="PATCH"))
     store.create("llama", SPEC, [EAST])
     local.pump()
     record = store.get("llama")

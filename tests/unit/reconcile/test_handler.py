@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, only_other_regions_changed
+from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, is_status_echo
 from gco.reconcile.poller import lambda_event
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -36,16 +36,18 @@ def record(old: dict[str, Any] | None, new: dict[str, Any] | None, event: str = 
     return DynamoDBRecord({"eventID": "1", "eventName": event, "dynamodb": images})
 
 
-def test_other_regions_status_change_is_skippable() -> None:
-    change = record(image("running", "creating"), image("running", "running", updated="t2"))
-    assert only_other_regions_changed(change, "us-east-1")
-    assert not only_other_regions_changed(change, "eu-west-1")
+def test_status_only_changes_are_echoes_unless_progressing() -> None:
+    settled = record(image("running", "creating"), image("running", "running", updated="t2"))
+    assert is_status_echo(settled, "us-east-1")  # another Region's status
+    assert is_status_echo(settled, "eu-west-1")  # its own status, now settled
+    progressing = record(image("running", "pending"), image("running", "creating", updated="t2"))
+    assert not is_status_echo(progressing, "eu-west-1")  # the echo re-checks readiness
 
 
 def test_desired_changes_are_never_skipped() -> None:
-    assert not only_other_regions_changed(record(image("a", "b"), image("a", "b", replicas="2")), "us-east-1")
-    assert not only_other_regions_changed(record(None, image("a", "b"), "INSERT"), "us-east-1")
-    assert not only_other_regions_changed(record(image("a", "b"), None, "REMOVE"), "us-east-1")
+    assert not is_status_echo(record(image("a", "b"), image("a", "b", replicas="2")), "us-east-1")
+    assert not is_status_echo(record(None, image("a", "b"), "INSERT"), "us-east-1")
+    assert not is_status_echo(record(image("a", "b"), None, "REMOVE"), "us-east-1")
 
 
 def test_endpoint_names_and_poison_records() -> None:
