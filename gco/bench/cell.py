@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import shlex
+import socket
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,13 @@ class CellResult(BaseModel):
     serve: ServeResult | None = None
     log_path: str | None = None
     missing_env: list[str] = Field(default_factory=list)
+
+
+def port_in_use(port: int) -> bool:
+    """True when something already accepts connections on 127.0.0.1:`port`."""
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def scrape(base_url: str) -> dict[str, float] | None:
@@ -200,6 +208,9 @@ def run_cell(
         log_path=str(cell_dir / "engine.log"),
         missing_env=launch.missing,
     )
+    if port_in_use(engine.port):
+        error = f"port {engine.port} already in use before launch: a ready check could reach another process"
+        return result.model_copy(update={"status": "launch_failed", "error": error})
     try:
         process = EngineProcess(engine.argv, launch.env, cell_dir / "engine.log")
     except OSError as error:

@@ -2,8 +2,10 @@
 
 BenchError                 (gco.errors.GcoError)
 ├── BenchInputError        bad manifest, prompts or option (also GcoInputError: exit 2)
-├── GpuLockedError         another run holds the GPU lock file
-└── EngineError            an engine could not be launched, readied or stopped
+└── GpuLockedError         another run holds the GPU lock file
+
+An engine's misbehaviour (no launch, never ready, crash, survivors) is never an exception here: it is a
+cell status and a named limitation of the run.
 """
 
 from __future__ import annotations
@@ -26,7 +28,3 @@ class BenchInputError(BenchError, GcoInputError):
 
 class GpuLockedError(BenchError):
     """The exclusive GPU lock file is held by another process."""
-
-
-class EngineError(BenchError):
-    """An engine failed to launch, become ready, or stop."""

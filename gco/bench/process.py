@@ -18,7 +18,7 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 POLL_S = 0.05
 GONE_WAIT_S = 2.0
 

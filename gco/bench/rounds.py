@@ -6,7 +6,7 @@ Holds the GPU lock for the whole run; cells are appended to `rounds/cells.jsonl`
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,6 +32,8 @@ from gco.bench.summary import (
 from gco.bench.williams import RoundPlan, adaptive_max_rounds, default_rounds, plan_rounds
 from gco.evidence.report import render_markdown
 from gco.evidence.store import EvidenceStore
+
+Progress = Callable[[CellResult, int], None]
 
 
 class RoundsOptions(BaseModel):
@@ -84,6 +86,7 @@ def execute(
     options: RoundsOptions,
     probe: GpuProbe,
     adaptive: Adaptive | None,
+    on_cell: Progress | None = None,
 ) -> tuple[list[CellResult], int]:
     """Run the cells round by round; stop early when the adaptive rule is met at a whole period."""
     by_label = {engine.label: engine for engine in engines}
@@ -109,6 +112,8 @@ def execute(
                 probe=probe,
             )
             cells.append(cell)
+            if on_cell is not None:
+                on_cell(cell, len(plan.rounds))
             with log.open("a", encoding="utf-8") as handle:
                 handle.write(cell.model_dump_json() + "\n")
             if options.mode == "load" and cell_options.reference_e2e_s is None and cell.status == "ok":
@@ -146,6 +151,7 @@ def run_rounds(
     probe: GpuProbe,
     lock: GpuLock,
     stores: Sequence[EvidenceStore] = (),
+    on_cell: Progress | None = None,
 ) -> RoundsOutcome:
     """Plan, run under the GPU lock, summarize, and write plan.json, summary.json/md and the evidence."""
     engines = manifest.select(options.engines)
@@ -165,7 +171,7 @@ def run_rounds(
     )
     with lock:
         other = probe.processes()
-        cells, rounds_run = execute(plan, engines, manifest, prompts, options, probe, adaptive)
+        cells, rounds_run = execute(plan, engines, manifest, prompts, options, probe, adaptive, on_cell)
     limits = plan_limitations(
         plan,
         rounds_run,

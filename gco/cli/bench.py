@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from gco.bench.cell import CellResult
 from gco.bench.errors import BenchInputError
 from gco.bench.evidence import artifacts, dump_json, serve_record, write_record
 from gco.bench.gpu import NvmlProbe
@@ -66,6 +67,12 @@ def _default_run_dir() -> Path:
 
 def _emit(output: str, data: dict[str, Any], line: str) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True) if output == "json" else line)
+
+
+def _progress(cell: CellResult, rounds: int) -> None:
+    """One line per finished cell on stderr: where the run is, and how that cell went."""
+    detail = f" ({cell.error})" if cell.error else ""
+    click.echo(f"round {cell.round}/{rounds} {cell.label}: {cell.status}{detail}", err=True)
 
 
 @click.group()
@@ -209,7 +216,9 @@ def rounds(
         serve_args=list(serve_args),
     )
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
-    outcome = run_rounds(manifest, prompts, options, probe=NvmlProbe(), lock=GpuLock(), stores=stores)
+    outcome = run_rounds(
+        manifest, prompts, options, probe=NvmlProbe(), lock=GpuLock(), stores=stores, on_cell=_progress
+    )
     line = f"{outcome.summary.line}\nevidence: {outcome.evidence_path}"
     if outcome.summary.limitations:
         line += "\nlimitations: " + ", ".join(sorted({item.code for item in outcome.summary.limitations}))

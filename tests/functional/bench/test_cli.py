@@ -116,6 +116,8 @@ def test_serve_load_mode_table_output(
         (["--levels", "1,x"], "--levels"),
         (["--levels", "0"], "--levels"),
         (["--base-url", "ftp://x"], "--base-url"),
+        (["--mode", "load", "--rates", "1,x"], "--rates"),
+        (["--mode", "load", "--rates", "0"], "--rates"),
     ],
 )
 def test_serve_bad_input_exits_2_naming_the_field(

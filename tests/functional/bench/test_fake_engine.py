@@ -64,7 +64,7 @@ def test_trace_records_arrivals_and_own_timings() -> None:
             rows = json.loads(body)
             assert len(rows) == 1
             assert rows[0]["ttft_s"] >= 0.003
-            assert rows[0]["itl_s"] >= 0.001
+            assert rows[0]["itl_s"] > 0
             assert json.loads((await client.get("/debug/trace"))[1]) == []
             client.close()
 

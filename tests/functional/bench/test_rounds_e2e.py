@@ -211,3 +211,20 @@ def test_serve_cmd_is_kept_as_a_digest_and_its_failure_is_a_cell_status(
     assert "sekrit" not in json.dumps(out["evidence"].model_dump(mode="json"))
     assert out["evidence"].data["cells"][0]["status"] == "serve_failed"
     assert "failed_cells" in out["codes"]
+
+
+def test_a_busy_port_is_a_failed_launch_not_a_false_ready(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        engine = _engine("a")
+        engine["port"] = squatter.getsockname()[1]
+        out = _run(tmp_path, monkeypatch, *_write(tmp_path, [engine]), "--rounds", "1")
+    cell = out["evidence"].data["cells"][0]
+    assert cell["status"] == "launch_failed"
+    assert "already in use" in cell["error"]
+    assert "no_successful_round" in out["codes"]

@@ -1,0 +1,17 @@
+"""Engine benchmarks: Williams-ordered rounds of launches, a timed OpenAI-API load client, honest statistics.
+
+The face of the package: errors and the design; see `rounds`, `serve` and `cell` for the runners.
+"""
+
+from gco.bench.errors import BenchError, BenchInputError, GpuLockedError
+from gco.bench.williams import RoundPlan, default_rounds, plan_rounds, williams_sequences
+
+__all__ = [
+    "BenchError",
+    "BenchInputError",
+    "GpuLockedError",
+    "RoundPlan",
+    "default_rounds",
+    "plan_rounds",
+    "williams_sequences",
+]
