@@ -307,8 +307,9 @@ def delete(
 
 
 @inference.command()
-def schema() -> None:
-    """Print the JSON Schema of the endpoint spec."""
+@connection_options
+def schema(endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Print the JSON Schema of the endpoint spec (the options are accepted for uniformity)."""
     emit_json(spec_json_schema())
 
 

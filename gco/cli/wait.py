@@ -34,10 +34,12 @@ def wait_for(
     what: str,
     timeout: float,
     interval: float = 1.0,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> T:
     """Poll until `finished`, showing done/total; raise `WaitTimeoutError` naming what is pending."""
+    sleep = sleep or time.sleep
+    clock = clock or time.monotonic
     deadline = clock() + timeout
     last_line = ""
     interactive = sys.stderr.isatty()

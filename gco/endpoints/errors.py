@@ -57,12 +57,16 @@ class InvalidTransitionError(EndpointError):
 class LostRaceError(EndpointError):
     """A concurrent writer changed the record between our read and our fenced write."""
 
-    def __init__(self, name: str, operation: str) -> None:
+    def __init__(self, name: str, operation: str, fence: str | None = None) -> None:
         self.name = name
         self.operation = operation
-        super().__init__(
-            f"{operation} of endpoint {name!r} lost a race with a concurrent change; re-read and retry"
-        )
+        self.fence = fence
+        if fence:
+            super().__init__(f"{operation} of endpoint {name!r} refused: {fence}")
+        else:
+            super().__init__(
+                f"{operation} of endpoint {name!r} lost a race with a concurrent change; re-read and retry"
+            )
 
 
 class StoreUnavailableError(EndpointError):

@@ -145,12 +145,12 @@ def delete(
         current = store.get(name)
         if current is not None and expected_lifecycle_id and current.lifecycle_id != expected_lifecycle_id:
             raise LostRaceError(
-                name, f"delete (lifecycle is {current.lifecycle_id}, not the expected one)"
+                name, "delete", f"its lifecycle is {current.lifecycle_id}, not the expected one"
             ) from None
         if current is not None and expected_owner_label:
             key, value = expected_owner_label
             if current.labels.get(key) != value:
                 raise LostRaceError(
-                    name, f"delete (label {key} is {current.labels.get(key)!r}, not {value!r})"
+                    name, "delete", f"its label {key} is {current.labels.get(key)!r}, not {value!r}"
                 ) from None
         raise
