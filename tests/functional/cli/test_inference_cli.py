@@ -234,7 +234,18 @@ def test_deploy_wait_reports_ready_and_errors(
         store.update_region_status("bad", "us-east-1", "error", error="ImagePullBackOff")
 
     monkeypatch.setattr("gco.cli.wait.time.sleep", fail)
-    args = ("inference", "deploy", "bad", "--image", IMAGE, "--region", "us-east-1", "--wait", "--timeout", "30")
+    args = (
+        "inference",
+        "deploy",
+        "bad",
+        "--image",
+        IMAGE,
+        "--region",
+        "us-east-1",
+        "--wait",
+        "--timeout",
+        "30",
+    )
     _, err = cli(*args, code=1)
     assert err.strip().splitlines()[-1] == "error: us-east-1: ImagePullBackOff"
 
