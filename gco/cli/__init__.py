@@ -23,8 +23,11 @@ from gco.errors import GcoError
 @click.option("--verbose", "-v", is_flag=True, help="Log what gco does to stderr.")
 def cli(verbose: bool) -> None:
     """gco: LLM inference endpoints on EKS GPU node groups across AWS Regions."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
 
 
 cli.add_command(inference)

@@ -280,6 +280,8 @@ def field_path(location: tuple[int | str, ...], prefix: str) -> str:
     for part in location:
         if isinstance(part, int):
             path += f"[{part}]"
+        elif part and (not part.isprintable() or "." in part or "[" in part):
+            path += f"[{part!r}]"  # keep one line, and unambiguous, whatever the key holds
         elif part:
             path = f"{path}.{part}" if path else str(part)
     return path or "spec"
