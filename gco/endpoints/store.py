@@ -12,17 +12,15 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from gco import aws
 from gco.endpoints import names
 from gco.endpoints.codec import from_item, to_item
+from gco.endpoints.dynamo import ConditionLost, RecordTable
 from gco.endpoints.errors import (
     EndpointExistsError,
     EndpointNotFoundError,
     InvalidSpecError,
     InvalidTransitionError,
-    StoreUnavailableError,
 )
 from gco.endpoints.expressions import Expression
 from gco.endpoints.lifecycle import plan_backfill, plan_target_regions
@@ -47,18 +45,13 @@ def default_table_name() -> str:
     return os.environ.get(TABLE_ENV) or DEFAULT_TABLE
 
 
-class ConditionLost(Exception):  # noqa: N818 - internal signal, never leaves this module
-    def __init__(self, old: EndpointRecord | None) -> None:
-        self.old = old
-
-
 def _require_token(value: str | None, field: str) -> str:
     if not is_token(value):
         raise InvalidSpecError(field, "must be a 64-character lowercase hex token")
     return value  # type: ignore[return-value]
 
 
-class EndpointStore:
+class EndpointStore(RecordTable):
     """Conditional reads and writes of endpoint records in the home Region's table."""
 
     def __init__(
@@ -69,8 +62,7 @@ class EndpointStore:
         clock: MonotonicClock | None = None,
         token: Callable[[], str] = new_token,
     ) -> None:
-        self.client = client
-        self.table_name = table_name
+        super().__init__(client, table_name)
         self.clock = clock or MonotonicClock()
         self.token = token
 
@@ -80,11 +72,6 @@ class EndpointStore:
         return cls(aws.client("dynamodb", endpoint_url=endpoint_url), table_name or default_table_name())
 
     # -- reads ---------------------------------------------------------------------------------
-
-    def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
-        response = self._call("get_item", Key=self._key(name), ConsistentRead=consistent_read)
-        item = response.get("Item")
-        return parse_record(from_item(item)) if item else None
 
     def list(
         self,
@@ -502,38 +489,3 @@ class EndpointStore:
         if record is None:
             raise EndpointNotFoundError(name)
         return record
-
-    def _key(self, name: str) -> dict[str, Any]:
-        return {"endpoint_name": {"S": name}}
-
-    def _update(self, name: str, expression: Expression) -> EndpointRecord:
-        response = self._write(
-            "update_item", Key=self._key(name), ReturnValues="ALL_NEW", **expression.request()
-        )
-        return parse_record(from_item(response["Attributes"]))
-
-    def _write(self, operation: str, **arguments: Any) -> dict[str, Any]:
-        try:
-            return self._call(operation, ReturnValuesOnConditionCheckFailure="ALL_OLD", **arguments)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise StoreUnavailableError(f"DynamoDB {operation} failed: {error}") from error
-            item: Any = error.response.get("Item")
-            raise ConditionLost(parse_record(from_item(item)) if item else None) from None
-
-    def _call(self, operation: str, **arguments: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self.client, operation)(TableName=self.table_name, **arguments)
-        except ClientError as error:
-            if operation in ("put_item", "update_item", "delete_item") and (
-                error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
-            ):
-                raise
-            raise StoreUnavailableError(
-                f"DynamoDB {operation} on {self.table_name} failed: {error}"
-            ) from error
-        except BotoCoreError as error:
-            raise StoreUnavailableError(
-                f"DynamoDB {operation} on {self.table_name} failed: {error}"
-            ) from error
-        return response
