@@ -23,6 +23,8 @@ def describe(client: Any, table_name: str) -> dict[str, Any] | None:
         if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return None
         raise StoreUnavailableError(f"DescribeTable {table_name} failed: {error}") from error
+    except BotoCoreError as error:
+        raise StoreUnavailableError(f"DescribeTable {table_name} failed: {error}") from error
     return table
 
 
