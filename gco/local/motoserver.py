@@ -1,7 +1,7 @@
-"""Runs a real `moto_server` process on a free loopback port, for tests and the local stack.
+"""Runs a real moto server process on a free loopback port, for tests and the local stack.
 
 moto stands in for the AWS APIs gco calls (DynamoDB and its streams, S3, Step Functions) when no
-AWS account is at hand; it is reached over HTTP exactly as AWS would be.
+AWS account is at hand; it is reached over HTTP exactly as AWS would be (see `moto_app`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class MotoServer:
     def start(self) -> MotoServer:
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

@@ -502,26 +502,36 @@ def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
 
 
 def test_two_writers_with_the_same_snapshot_one_wins(store: EndpointStore) -> None:
-    record = create(store)
-    lid = record.lifecycle_id or ""
-    results: list[Any] = []
-    barrier = threading.Barrier(2)
+    """Real threads race through the server many times; every time exactly one writer lands."""
+    create(store)
+    for attempt in range(20):
+        snapshot = store.get("chat")
+        assert snapshot is not None
+        lid = snapshot.lifecycle_id or ""
+        results: list[Any] = []
+        barrier = threading.Barrier(4)
 
-    def writer(image: str) -> None:
-        barrier.wait()
-        spec = {**SPEC, "image": image}
-        results.append(
-            store.update_spec("chat", spec, expected_lifecycle_id=lid, expected_updated_at=record.updated_at)
-        )
+        def writer(
+            image: str,
+            snapshot: EndpointRecord = snapshot,
+            lid: str = lid,
+            results: list[Any] = results,
+            barrier: threading.Barrier = barrier,
+        ) -> None:
+            barrier.wait()
+            spec = {**SPEC, "image": image}
+            results.append(store.update_spec("chat", spec, lid, expected_updated_at=snapshot.updated_at))
 
-    threads = [threading.Thread(target=writer, args=(f"vllm/vllm-openai:v{n}",)) for n in (1, 2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    winners = [result for result in results if result is not None]
-    assert len(winners) == 1
-    assert store.get("chat").spec.image == winners[0].spec.image  # type: ignore[union-attr]
+        threads = [
+            threading.Thread(target=writer, args=(f"vllm/vllm-openai:v{attempt}-{n}",)) for n in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners = [result for result in results if result is not None]
+        assert len(winners) == 1, f"attempt {attempt}: {len(winners)} writers landed"
+        assert store.get("chat").spec.image == winners[0].spec.image  # type: ignore[union-attr]
 
 
 def test_delete_during_update(store: EndpointStore) -> None:
