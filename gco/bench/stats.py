@@ -10,9 +10,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
+from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 RESAMPLES = 4000
 SEED = 20240611
+Z_975 = 1.959963984540054
 
 
 class Estimate(BaseModel):
@@ -50,9 +52,9 @@ def _smoothed_medians(
 
 
 def _interval(center: float, medians: NDArray[np.float64], n: int) -> tuple[float, float]:
-    """Percentile interval, widened by sqrt(n/(n-1)) around the center (small-sample correction)."""
+    """Percentile interval widened around the center by t(n-1)/z * sqrt((n-1)/n) (small-sample correction)."""
     lo, hi = np.percentile(medians, [2.5, 97.5])
-    factor = float(np.sqrt(n / (n - 1)))
+    factor = float(student_t.ppf(0.975, n - 1) / Z_975 * np.sqrt((n - 1) / n))
     return center - (center - float(lo)) * factor, center + (float(hi) - center) * factor
 
 

@@ -228,3 +228,29 @@ def test_a_busy_port_is_a_failed_launch_not_a_false_ready(
     assert cell["status"] == "launch_failed"
     assert "already in use" in cell["error"]
     assert "no_successful_round" in out["codes"]
+
+
+def test_engine_subset_and_evidence_copy_in_s3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moto: Any
+) -> None:
+    from gco import aws
+
+    s3 = aws.client("s3", endpoint_url=moto.url)
+    s3.create_bucket(Bucket="gco-evidence")
+    manifest, prompts = _write(tmp_path, [_engine("a"), _engine("b", "--never-ready", timeout=0.2)])
+    out = _run(
+        tmp_path,
+        monkeypatch,
+        manifest,
+        prompts,
+        "--rounds",
+        "1",
+        "--engines",
+        "a",
+        "--evidence-bucket",
+        "gco-evidence",
+    )
+    assert out["summary"]["engines"] == ["a"]
+    assert out["summary"]["cells_ok"] == 1
+    body = s3.get_object(Bucket="gco-evidence", Key=f"evidence/{out['evidence'].id}.json")["Body"].read()
+    assert json.loads(body)["id"] == out["evidence"].id

@@ -7,6 +7,7 @@ import pytest
 
 from gco.bench.stats import Estimate, adaptive_done, median_ci, paired_ratio_ci
 from gco.bench.williams import williams_sequences
+from tests.conftest import soak_enabled
 
 
 @pytest.mark.parametrize("rounds", [6, 8])
@@ -77,3 +78,19 @@ def test_adaptive_rule_needs_every_width_within_target() -> None:
     assert not adaptive_done({"a": 0.01, "b": 0.05}, 0.03)
     assert not adaptive_done({"a": None}, 0.03)
     assert not adaptive_done({}, 0.03)
+
+
+@pytest.mark.soak
+@pytest.mark.skipif(not soak_enabled(), reason="long coverage simulation: set GCO_SOAK=1")
+@pytest.mark.parametrize("rounds", [4, 10, 12])
+def test_soak_ratio_coverage_across_round_counts(rounds: int) -> None:
+    rng = np.random.default_rng(23)
+    sims = 5000
+    hits = 0
+    for sim in range(sims):
+        shared = rng.normal(0, 0.05, rounds)
+        a = 50 * np.exp(shared + rng.normal(0, 0.06, rounds))
+        b = 100 * np.exp(shared + rng.normal(0, 0.06, rounds))
+        ci = paired_ratio_ci(a.tolist(), b.tolist(), resamples=2000, seed=sim)
+        hits += ci.lo is not None and ci.hi is not None and ci.lo <= 0.5 <= ci.hi
+    assert 0.92 <= hits / sims <= 0.975
