@@ -6,10 +6,11 @@ the arrivals the server saw are within 5% of the requested rate, the client's me
 the server's own, and nothing failed. Also: TTFT/ITL error (client minus server; mean and p99) at
 concurrency 1. Clients: `gco bench serve`; a baseline measured in the same run (an httpx streaming client
 with the same schedule, the usual way to write one in Python); AIPerf and GuideLLM when a separate venv
-holding them is given with --peers-venv (they need a tokenizer; see --tokenizer), otherwise said so.
+holding them is given with --peers-venv (they need a tokenizer: a tiny one is trained offline with their
+own libraries unless --tokenizer names one), otherwise it says why they were not measured.
 
     .venv/bin/python benchmarks/client_capacity.py                 # gco and the baseline
-    .venv/bin/python benchmarks/client_capacity.py --peers-venv /tmp/peers --tokenizer /tmp/tok
+    .venv/bin/python benchmarks/client_capacity.py --peers-venv /tmp/peers --install-peers
 """
 
 from __future__ import annotations
@@ -410,6 +411,48 @@ class Peer:
         return self.run
 
 
+TOKENIZER_SCRIPT = """
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+words = "tell me about item request the a of and to in is it you that was for on are as with tok".split()
+tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
+corpus = [" ".join(words)] * 10 + [str(i) for i in range(1000)]
+tok.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>"]))
+fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>")
+fast.save_pretrained(sys.argv[1])
+"""
+
+
+def install_peers(venv: Path) -> str:
+    """Create `venv` and install AIPerf and GuideLLM from PyPI into it (never into the project's venv)."""
+    if (venv / "bin" / "aiperf").exists() and (venv / "bin" / "guidellm").exists():
+        return ""
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "-q", "aiperf", "guidellm"],
+            check=True,
+            timeout=900,
+            capture_output=True,
+        )
+    except (subprocess.SubprocessError, OSError) as error:
+        return f"installing AIPerf and GuideLLM from PyPI failed here: {str(error)[:200]}"
+    return ""
+
+
+def train_tokenizer(venv: Path, target: Path) -> Path | None:
+    """Train a tiny word-level tokenizer offline with the peers' own libraries (gco itself needs none)."""
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(target)],
+        check=False,
+        capture_output=True,
+        timeout=300,
+    )
+    return target if done.returncode == 0 and (target / "tokenizer.json").exists() else None
+
+
 def find_peers(venv: Path | None, tokenizer: Path | None) -> tuple[list[Peer], str]:
     """The peers that can run here, and a note saying which cannot and why (never project dependencies)."""
     if venv is None:
@@ -436,6 +479,11 @@ def main() -> int:
     )
     parser.add_argument("--peers-venv", type=Path, default=None)
     parser.add_argument("--tokenizer", type=Path, default=None, help="Local tokenizer dir for the peers.")
+    parser.add_argument(
+        "--install-peers",
+        action="store_true",
+        help="Create --peers-venv and pip install aiperf and guidellm into it first.",
+    )
     parser.add_argument("--peer-start", type=int, default=8, help="First rate tried for the peers.")
     parser.add_argument("--ceiling", type=int, default=1024, help="Highest rate tried (req/s).")
     parser.add_argument("--single", type=int, default=200, help="Requests at concurrency 1.")
@@ -452,7 +500,12 @@ def main() -> int:
         f"/v1/completions, {TOKENS} tokens, 20 ms TTFT, 2 ms ITL",
         flush=True,
     )
-    peers, note = find_peers(args.peers_venv, args.tokenizer)
+    install_note = install_peers(args.peers_venv) if args.install_peers and args.peers_venv else ""
+    tokenizer = args.tokenizer
+    if args.peers_venv is not None and tokenizer is None and (args.peers_venv / "bin" / "python").exists():
+        tokenizer = train_tokenizer(args.peers_venv, Path(tempfile.mkdtemp(prefix="gco-tok-")))
+    peers, note = find_peers(args.peers_venv, tokenizer)
+    note = "; ".join(part for part in (install_note, note) if part)
     rates: dict[str, int] = {}
     errors: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
