@@ -30,7 +30,12 @@ def test_walkthrough_runs_every_step_and_stops_its_server() -> None:
     ):
         assert f"$ gco inference {command}" in transcript
     assert "error: name: 'Bad_Name' is not a DNS-1123 label" in transcript
-    assert "desired_state: deleted" in transcript
+    assert "demo-chat ready: 2/2" in transcript
+    assert "  us-east-1: Deployment/demo-chat, Ingress/route-demo-chat" in transcript
+    assert "  eu-west-1: Deployment/demo-chat" in transcript  # after the move
+    assert "demo-chat: purged" in transcript
+    assert transcript.count("(no objects)") >= 3  # every Region cleaned after the purge
+    assert "error: endpoint 'demo-chat' not found" in transcript
     assert transcript.count("(exit 2)") == 1
     assert "refused: its lifecycle is" in transcript
     try:
