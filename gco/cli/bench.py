@@ -19,12 +19,12 @@ from gco.bench.errors import BenchInputError
 from gco.bench.evidence import artifacts, dump_json, serve_record, write_record
 from gco.bench.gpu import NvmlProbe
 from gco.bench.lock import GpuLock
-from gco.bench.manifest import load_manifest
+from gco.bench.manifest import load_manifest, manifest_schema
 from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.rounds import RoundsOptions, run_rounds
 from gco.bench.serve import ServeSettings, run_serve
 from gco.evidence.errors import InvalidEvidenceError
-from gco.evidence.record import validate
+from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
 
@@ -148,8 +148,20 @@ def serve(
 
 
 @bench.command()
-@click.option("--manifest", "manifest_path", required=True, type=click.Path(path_type=Path))
-@click.option("--prompts", "prompts_path", required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--manifest",
+    "manifest_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Run manifest, JSON or YAML (schema: gco bench schema manifest).",
+)
+@click.option(
+    "--prompts",
+    "prompts_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Prompt set: .jsonl of {prompt}, a .json list, or .txt lines.",
+)
 @click.option(
     "--rounds", type=click.IntRange(1, 1000), default=None, help="Default: by engine count (SPEC 7)."
 )
@@ -254,3 +266,11 @@ def report(evidence: Path, html_path: Path | None) -> None:
     if html_path is not None:
         html_path.write_text(render_html(record), encoding="utf-8")
     click.echo(render_markdown(record), nl=False)
+
+
+@bench.command()
+@click.argument("which", type=click.Choice(["manifest", "evidence"]))
+def schema(which: str) -> None:
+    """Print the JSON Schema of a run manifest or of an evidence record."""
+    document = manifest_schema() if which == "manifest" else evidence_schema()
+    click.echo(json.dumps(document, indent=2, sort_keys=True))

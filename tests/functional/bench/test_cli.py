@@ -194,3 +194,10 @@ def test_rounds_bad_input_and_held_lock(
     assert code == 1
     assert "GPU lock" in capsys.readouterr().err
     assert main(["bench", "report", str(tmp_path)]) == 2
+
+
+def test_schema_command_prints_both_schemas(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "schema", "manifest"]) == 0
+    assert "engines" in json.loads(capsys.readouterr().out)["properties"]
+    assert main(["bench", "schema", "evidence"]) == 0
+    assert json.loads(capsys.readouterr().out)["properties"]["id"]["pattern"] == "^[0-9a-f]{64}$"
