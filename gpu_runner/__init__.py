@@ -1,0 +1,10 @@
+"""The GPU runner: the container the Step Functions task starts on a GPU instance.
+
+It reads its job (and the task token) from the evidence bucket, sends heartbeats while the job runs,
+uploads the evidence and run directory, and answers the task with success or failure.
+"""
+
+from gpu_runner.job import JobMessage, RoundsJob
+from gpu_runner.runner import Outcome, RunnerError, run_job
+
+__all__ = ["JobMessage", "Outcome", "RoundsJob", "RunnerError", "run_job"]

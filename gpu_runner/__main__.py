@@ -1,0 +1,50 @@
+"""Container entry point: GCO_JOB_KEY and GCO_EVIDENCE_BUCKET name the job; exit status 0 or 1."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gco import aws
+from gpu_runner.runner import RunnerError, read_job, run_job
+
+JOB_WAIT_SECONDS = 600.0
+
+
+def main() -> int:
+    bucket, key = os.environ.get("GCO_EVIDENCE_BUCKET"), os.environ.get("GCO_JOB_KEY")
+    if not bucket or not key:
+        print("gpu_runner: GCO_EVIDENCE_BUCKET and GCO_JOB_KEY must be set", file=sys.stderr)
+        return 2
+    region = os.environ.get("AWS_REGION")
+    s3, sfn = aws.client("s3", region=region), aws.client("stepfunctions", region=region)
+    deadline = time.monotonic() + float(os.environ.get("GCO_JOB_WAIT_SECONDS", JOB_WAIT_SECONDS))
+    while True:
+        try:
+            message = read_job(s3, bucket, key)
+            break
+        except RunnerError as error:
+            if time.monotonic() > deadline:
+                print(f"gpu_runner: {error}", file=sys.stderr)
+                return 1
+            time.sleep(5)
+    interval = float(os.environ.get("GCO_HEARTBEAT_SECONDS", "60"))
+    with tempfile.TemporaryDirectory(prefix="gco-runner-") as workdir:
+        try:
+            outcome = run_job(
+                message, sfn=sfn, s3=s3, bucket=bucket, workdir=Path(workdir), heartbeat_interval=interval
+            )
+        except RunnerError as error:
+            print(f"gpu_runner: {error}", file=sys.stderr)
+            return 1
+    print(
+        f"gpu_runner: {message.execution} {'succeeded' if outcome.succeeded else 'failed'}", file=sys.stderr
+    )
+    return 0 if outcome.succeeded else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

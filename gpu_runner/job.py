@@ -1,0 +1,78 @@
+"""The job a runner receives: the message RunJob writes, and each job kind's command line.
+
+Job kinds are a tagged union on `kind`; `bench-rounds` is the first, the live matrix adds its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoundsJob(_Model):
+    """`gco bench rounds` with an inline manifest and prompt set."""
+
+    kind: Literal["bench-rounds"] = "bench-rounds"
+    manifest: dict[str, Any]
+    prompts: list[str] = Field(min_length=1)
+    mode: Literal["single", "load"] = "single"
+    rounds: int | None = Field(default=None, ge=1, le=1000)
+    engines: list[str] = Field(default_factory=list)
+    ci_target: float | None = Field(default=None, gt=0)
+    min_rounds: int | None = Field(default=None, ge=1, le=1000)
+    serve_args: list[str] = Field(default_factory=list)
+
+    def argv(self, workdir: Path, run_dir: Path, bucket: str) -> list[str]:
+        """Write the inputs under `workdir` and return the command that runs the job."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        manifest, prompts = workdir / "manifest.json", workdir / "prompts.jsonl"
+        manifest.write_text(json.dumps(self.manifest), encoding="utf-8")
+        prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in self.prompts), encoding="utf-8")
+        argv = [
+            "gco",
+            "bench",
+            "rounds",
+            "--manifest",
+            str(manifest),
+            "--prompts",
+            str(prompts),
+            "--mode",
+            self.mode,
+            "--run-dir",
+            str(run_dir),
+            "--evidence-bucket",
+            bucket,
+            "--output",
+            "json",
+        ]
+        for flag, value in (
+            ("--rounds", self.rounds),
+            ("--ci-target", self.ci_target),
+            ("--min-rounds", self.min_rounds),
+        ):
+            if value is not None:
+                argv += [flag, str(value)]
+        if self.engines:
+            argv += ["--engines", ",".join(self.engines)]
+        for arg in self.serve_args:
+            argv += ["--serve-arg", arg]
+        return argv
+
+
+Job = Annotated[RoundsJob, Field(discriminator="kind")]
+
+
+class JobMessage(_Model):
+    """What the state machine's RunJob step writes to `jobs/<execution>.json`."""
+
+    task_token: str = Field(min_length=1)
+    execution: str = Field(pattern=r"^[A-Za-z0-9_-]{1,80}$")
+    instance_id: str | None = None
+    job: Job

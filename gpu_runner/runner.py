@@ -1,0 +1,159 @@
+"""Run one job: heartbeats while it runs, evidence and run directory to S3, the task answered.
+
+Heartbeats go every `heartbeat_interval` seconds; when Step Functions refuses one (the execution was
+aborted, timed out, or its heartbeat timeout passed), the job's process group is stopped and the
+runner answers nothing more. Whatever happens, the caller (`__main__`) exits, and the instance's
+user data shuts the instance down, which terminates it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from gpu_runner.job import JobMessage
+
+CAUSE_LIMIT = 32_000
+STOP_TIMEOUT = 30.0
+
+
+class RunnerError(Exception):
+    """The runner could not read its job or reach Step Functions."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the runner told Step Functions: succeeded or not, and the task output or cause."""
+
+    succeeded: bool
+    output: dict[str, Any]
+    cancelled: bool = False
+
+
+Executor = Callable[[list[str], threading.Event], "tuple[int, str, str]"]
+
+
+def subprocess_executor(argv: list[str], cancel: threading.Event) -> tuple[int, str, str]:
+    """Run argv in its own process group; on cancel, SIGTERM the group, then SIGKILL."""
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    watcher = threading.Thread(target=_stop_on_cancel, args=(process, cancel), daemon=True)
+    watcher.start()
+    stdout, stderr = process.communicate()
+    cancel.set()  # releases the watcher
+    return process.returncode, stdout, stderr
+
+
+def _stop_on_cancel(process: subprocess.Popen[str], cancel: threading.Event) -> None:
+    cancel.wait()
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def read_job(s3: Any, bucket: str, key: str) -> JobMessage:
+    """The job message at s3://bucket/key, validated."""
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as error:
+        raise RunnerError(f"cannot read s3://{bucket}/{key}: {error.response['Error'].get('Code')}") from None
+    return JobMessage.model_validate_json(body)
+
+
+def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
+    """Every file under `directory` to `prefix`; returns the keys written."""
+    keys = []
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()):
+        key = prefix + path.relative_to(directory).as_posix()
+        s3.upload_file(str(path), bucket, key)
+        keys.append(key)
+    return keys
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:CAUSE_LIMIT] if lines else ""
+
+
+def run_job(
+    message: JobMessage,
+    *,
+    sfn: Any,
+    s3: Any,
+    bucket: str,
+    workdir: Path,
+    execute: Executor = subprocess_executor,
+    heartbeat_interval: float = 60.0,
+) -> Outcome:
+    """Run the job and answer its task token. Returns what was answered.
+
+    Raises:
+        RunnerError: Step Functions refused the final answer for a reason other than a closed task.
+    """
+    cancel, done = threading.Event(), threading.Event()
+    heartbeats = threading.Thread(
+        target=_heartbeat, args=(sfn, message.task_token, heartbeat_interval, cancel, done), daemon=True
+    )
+    heartbeats.start()
+    run_dir = workdir / "run"
+    try:
+        rc, stdout, stderr = execute(message.job.argv(workdir / "input", run_dir, bucket), cancel)
+    finally:
+        done.set()
+        heartbeats.join()
+    runs_prefix = f"runs/{message.execution}/"
+    uploaded = upload_dir(s3, bucket, runs_prefix, run_dir) if run_dir.is_dir() else []
+    if cancel.is_set() and rc != 0:
+        return Outcome(succeeded=False, output={"error": "TaskClosed"}, cancelled=True)
+    run_uri = f"s3://{bucket}/{runs_prefix}"
+    if rc == 0:
+        result = json.loads(stdout or "{}")
+        evidence_id = result.get("evidence_id")
+        output = {
+            "kind": message.job.kind,
+            "evidence_id": evidence_id,
+            "evidence": f"s3://{bucket}/evidence/{evidence_id}.json" if evidence_id else None,
+            "run_dir": run_uri,
+            "files": len(uploaded),
+            "summary": (result.get("summary") or {}).get("line"),
+        }
+        _answer(sfn.send_task_success, taskToken=message.task_token, output=json.dumps(output))
+        return Outcome(succeeded=True, output=output)
+    cause = json.dumps({"exit_status": rc, "message": _last_line(stderr), "run_dir": run_uri})
+    _answer(sfn.send_task_failure, taskToken=message.task_token, error="RunnerJobFailed", cause=cause)
+    return Outcome(succeeded=False, output=json.loads(cause))
+
+
+def _heartbeat(sfn: Any, token: str, interval: float, cancel: threading.Event, done: threading.Event) -> None:
+    while not done.wait(interval):
+        try:
+            sfn.send_task_heartbeat(taskToken=token)
+        except ClientError as error:
+            if error.response["Error"].get("Code") in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
+                cancel.set()
+                return
+
+
+def _answer(call: Callable[..., Any], **kwargs: Any) -> None:
+    try:
+        call(**kwargs)
+    except ClientError as error:
+        if error.response["Error"].get("Code") in ("TaskTimedOut", "TaskDoesNotExist"):
+            return  # the execution already moved on (aborted or timed out): nothing to answer
+        raise RunnerError(
+            f"Step Functions refused the answer: {error.response['Error'].get('Code')}"
+        ) from None

@@ -1,0 +1,104 @@
+"""Assembling the whole app from a validated config (app.py and the tests both call `build_app`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_cdk import App, Aspects, Environment, Stack, Tags
+from cdk_nag import (
+    AwsSolutionsChecks,
+    HIPAASecurityChecks,
+    NIST80053R5Checks,
+    PCIDSS321Checks,
+    ServerlessChecks,
+)
+
+from stacks.config import GcoConfig
+from stacks.global_stack import GlobalStack, KeysStack
+from stacks.regional import RegionalStack
+from stacks.runner import RunnerStack
+from stacks.suppressions import (
+    Suppression,
+    apply,
+    global_suppressions,
+    regional_suppressions,
+    runner_suppressions,
+)
+
+CROSS_STACK_REFERENCES = "@aws-cdk/core:defaultCrossStackReferences"
+NAG_PACKS = (AwsSolutionsChecks, ServerlessChecks, NIST80053R5Checks, HIPAASecurityChecks, PCIDSS321Checks)
+
+
+@dataclass
+class GcoApp:
+    """The app and its stacks, by role."""
+
+    app: App
+    global_stack: GlobalStack
+    runner: RunnerStack
+    regional: dict[str, RegionalStack] = field(default_factory=dict)
+    keys: dict[str, KeysStack] = field(default_factory=dict)
+    suppressions: list[Suppression] = field(default_factory=list)
+
+    @property
+    def stacks(self) -> list[Stack]:
+        return [*self.keys.values(), self.global_stack, *self.regional.values(), self.runner]
+
+
+def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **app_kwargs: Any) -> GcoApp:
+    """Every stack of a deployment: keys per replica Region, global, one Regional per Region, runner.
+
+    Deploy order (stack dependencies): keys -> global -> Regional and runner.
+    """
+    app = app or App(**app_kwargs)
+    if app.node.try_get_context(CROSS_STACK_REFERENCES) is None:
+        app.node.set_context(CROSS_STACK_REFERENCES, "strong")
+
+    def env(region: str) -> Environment:
+        return Environment(account=config.account, region=region)
+
+    keys = {
+        r: KeysStack(app, config.name("keys", r), config=config, env=env(r)) for r in config.replica_regions
+    }
+    global_stack = GlobalStack(app, config.name("global"), config=config, env=env(config.home_region))
+    for stack in keys.values():
+        global_stack.add_stack_dependency(stack)
+    regional = {}
+    for region in config.regions:
+        stack = RegionalStack(app, config.name("regional", region), config=config, env=env(region))
+        stack.add_stack_dependency(global_stack)
+        regional[region] = stack
+    runner = RunnerStack(
+        app,
+        config.name("runner"),
+        config=config,
+        bucket=global_stack.evidence.bucket,
+        bucket_key=global_stack.table_key,
+        regional=regional[config.home_region],
+        env=env(config.home_region),
+    )
+    result = GcoApp(app=app, global_stack=global_stack, runner=runner, regional=regional, keys=keys)
+    for stack in result.stacks:
+        Tags.of(stack).add("gco:deployment", config.prefix)
+    result.suppressions = [
+        *global_suppressions(global_stack),
+        *[item for stack in regional.values() for item in regional_suppressions(stack, config.home_region)],
+        *runner_suppressions(runner),
+    ]
+    for stack in result.stacks:
+        apply(stack, [item for item in result.suppressions if item.path.startswith(f"/{stack.stack_name}/")])
+    if nag:
+        for pack in NAG_PACKS:
+            Aspects.of(app).add(pack(verbose=True))
+    return result
+
+
+def nag_findings(assembly: Any) -> list[tuple[str, str]]:
+    """Unsuppressed cdk-nag errors and warnings of a synthesized assembly: (construct path, rule)."""
+    found = []
+    for artifact in assembly.stacks:
+        for message in artifact.messages:
+            if message.level.value.lower() in ("error", "warning"):
+                found.append((message.id, str(message.entry.data).split(": ", 1)[0]))
+    return found

@@ -1,0 +1,139 @@
+"""The typed deployment configuration, read from `cdk.json` context key `gco` by `app.py` only.
+
+A bad value fails synth with one line that names the key (`ConfigError`). Nothing here imports CDK,
+so the model is unit-testable on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+
+
+class ConfigError(ValueError):
+    """A context value is invalid; the message is one line naming the key."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NodeGroupConfig(_Model):
+    """One managed node group's instance types and sizes."""
+
+    instance_types: list[str] = Field(min_length=1)
+    min_size: int = Field(ge=0, le=100)
+    max_size: int = Field(ge=1, le=100)
+    desired_size: int = Field(ge=0, le=100)
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    disk_size_gib: int = Field(default=100, ge=20, le=16384)
+
+    @field_validator("instance_types")
+    @classmethod
+    def _instance_types(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not INSTANCE_TYPE.match(item):
+                raise ValueError(f"{item!r} is not an EC2 instance type")
+        return value
+
+    @model_validator(mode="after")
+    def _sizes(self) -> NodeGroupConfig:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError("needs min_size <= desired_size <= max_size")
+        return self
+
+
+class RunnerConfig(_Model):
+    """The GPU runner instance the state machine starts for benchmark jobs."""
+
+    instance_type: str = "g6e.xlarge"
+    volume_size_gib: int = Field(default=200, ge=30, le=16384)
+    heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
+    timeout_hours: int = Field(default=12, ge=1, le=72)
+
+    @field_validator("instance_type")
+    @classmethod
+    def _instance_type(cls, value: str) -> str:
+        if not INSTANCE_TYPE.match(value):
+            raise ValueError(f"{value!r} is not an EC2 instance type")
+        return value
+
+
+class GcoConfig(_Model):
+    """Everything a deployment varies: Regions, node groups, Kubernetes version, retention, names."""
+
+    prefix: str = Field(default="gco", pattern=r"^[a-z][a-z0-9-]{1,15}$")
+    account: str | None = Field(default=None, pattern=r"^\d{12}$")
+    home_region: str = "us-east-1"
+    regions: list[str] = Field(default_factory=lambda: ["us-east-1"], min_length=1)
+    table_name: str = Field(default="gco-inference-endpoints", pattern=r"^[A-Za-z0-9_.-]{3,255}$")
+    table_replicas: bool = True
+    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}$")
+    gpu_nodes: NodeGroupConfig = NodeGroupConfig(
+        instance_types=["g6e.xlarge"], min_size=0, max_size=4, desired_size=0
+    )
+    system_nodes: NodeGroupConfig = NodeGroupConfig(
+        instance_types=["m7i.large"], min_size=2, max_size=4, desired_size=2, disk_size_gib=50
+    )
+    evidence_retention_days: int = Field(default=365, ge=1, le=3650)
+    log_retention_days: Literal[30, 90, 180, 365, 731, 1827, 3653] = 365
+    sweep_minutes: int = Field(default=5, ge=1, le=1440)
+    vpc_cidr: str = Field(default="10.64.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
+    runner: RunnerConfig = RunnerConfig()
+    bundle_dependencies: bool = True
+
+    @field_validator("home_region")
+    @classmethod
+    def _home(cls, value: str) -> str:
+        if not REGION.match(value):
+            raise ValueError(f"{value!r} is not a Region name")
+        return value
+
+    @field_validator("regions")
+    @classmethod
+    def _regions(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not REGION.match(item):
+                raise ValueError(f"{item!r} is not a Region name")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a Region twice")
+        return value
+
+    @model_validator(mode="after")
+    def _home_is_regional(self) -> GcoConfig:
+        if self.home_region not in self.regions:
+            raise ValueError(f"home_region {self.home_region!r} must also be one of regions")
+        return self
+
+    @property
+    def replica_regions(self) -> list[str]:
+        """Regional Regions other than home: each holds a table replica when replicas are on."""
+        return [r for r in self.regions if r != self.home_region] if self.table_replicas else []
+
+    def name(self, *parts: str) -> str:
+        """A resource name under the prefix: `gco-evidence`, `gco-reconciler-us-west-2`."""
+        return "-".join([self.prefix, *parts])
+
+
+def parse_config(raw: Any) -> GcoConfig:
+    """Validate the `gco` context value.
+
+    Raises:
+        ConfigError: one line, `gco.<key path>: <reason>`, for the first bad value.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("gco: context value must be a JSON object")
+    try:
+        return GcoConfig.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        path = ".".join(str(part) for part in ("gco", *first["loc"]))
+        message = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{path}: {message}") from None

@@ -1,0 +1,135 @@
+"""Constructs of the global stack: the endpoint table and the evidence bucket."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+REPLICA_WRITES = [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:TransactWriteItems",
+]
+
+
+def replica_key_alias(prefix: str) -> str:
+    """The alias of each Region's table key (created by that Region's keys stack)."""
+    return f"alias/{prefix}-endpoints"
+
+
+class EndpointTable(Construct):
+    """The desired-state table: stream NEW_AND_OLD_IMAGES, PITR, deletion protection, CMK.
+
+    Replicas (one per Regional Region) are encrypted with that Region's key and refuse item writes
+    by resource policy: every conditional write goes to the home Region (SPEC 2).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        table_name: str,
+        key: kms.IKey,
+        replica_regions: list[str],
+        replica_key_arns: dict[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        read_only = iam.PolicyDocument(
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReplicasAreReadOnly",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=REPLICA_WRITES,
+                    resources=["*"],
+                )
+            ]
+        )
+        self.table = dynamodb.TableV2(
+            self,
+            "Table",
+            table_name=table_name,
+            partition_key=dynamodb.Attribute(name="endpoint_name", type=dynamodb.AttributeType.STRING),
+            billing=dynamodb.Billing.on_demand(),
+            dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            encryption=dynamodb.TableEncryptionV2.customer_managed_key(key, replica_key_arns or None),
+            replicas=[
+                dynamodb.ReplicaTableProps(
+                    region=region,
+                    deletion_protection=True,
+                    point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                        point_in_time_recovery_enabled=True
+                    ),
+                    resource_policy=read_only,
+                )
+                for region in replica_regions
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+
+class EvidenceBucket(Construct):
+    """Evidence and run directories: versioned, KMS, TLS-only, no public access, logged, expiring."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, retention_days: int) -> None:
+        super().__init__(scope, construct_id)
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(retention_days),
+                    noncurrent_version_expiration=Duration.days(30),
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=key,
+            bucket_key_enabled=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            server_access_logs_bucket=self.access_logs,
+            server_access_logs_prefix="evidence/",
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="retention",
+                    expiration=Duration.days(retention_days),
+                    noncurrent_version_expiration=Duration.days(retention_days),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+
+def table_key(scope: Construct, construct_id: str, *, prefix: str, description: str) -> kms.Key:
+    """A customer-managed key with rotation and the Region-wide table alias."""
+    return kms.Key(
+        scope,
+        construct_id,
+        alias=replica_key_alias(prefix),
+        description=description,
+        enable_key_rotation=True,
+        removal_policy=RemovalPolicy.RETAIN,
+    )

@@ -1,0 +1,50 @@
+"""Roles whose permissions live in one customer-managed policy (no inline policies anywhere).
+
+`managed_role` returns the role and its policy; constructs receive `role.without_policy_updates()`
+so that CDK's automatic grants cannot add an inline default policy, and every permission is the
+one written here, next to the resource it names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+
+def managed_role(
+    scope: Construct,
+    construct_id: str,
+    *,
+    role_name: str,
+    service: str,
+    description: str,
+    statements: Sequence[iam.PolicyStatement],
+) -> tuple[iam.Role, iam.ManagedPolicy]:
+    """A role for `service` with exactly `statements`, in a named customer-managed policy."""
+    role = iam.Role(
+        scope,
+        construct_id,
+        role_name=role_name,
+        assumed_by=iam.ServicePrincipal(service),
+        description=description,
+    )
+    policy = iam.ManagedPolicy(
+        scope,
+        f"{construct_id}Policy",
+        managed_policy_name=role_name,
+        description=description,
+        statements=list(statements),
+        roles=[role],
+    )
+    return role, policy
+
+
+def statement(
+    sid: str, actions: Sequence[str], resources: Sequence[str], **conditions: object
+) -> iam.PolicyStatement:
+    """An Allow statement; `conditions` as operator=dict, e.g. StringEquals={...}."""
+    return iam.PolicyStatement(
+        sid=sid, actions=list(actions), resources=list(resources), conditions=dict(conditions) or None
+    )

@@ -1,0 +1,260 @@
+"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from stacks.bundling import lambda_code
+from stacks.config import GcoConfig, NodeGroupConfig
+from stacks.iam import managed_role, statement
+from stacks.reconciler import Reconciler, dead_letter_queue
+from stacks.stream_lookup import StreamArnLookup
+
+GPU_TAINT_KEY = "nvidia.com/gpu"
+NAMESPACES = ["gco-inference", "gco-system"]
+RETENTION = {
+    30: logs.RetentionDays.ONE_MONTH,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    731: logs.RetentionDays.TWO_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def stack_key(scope: Construct, construct_id: str, *, description: str) -> kms.Key:
+    """A key for this stack's logs, queues, topics, secrets and Lambda environments."""
+    key = kms.Key(
+        scope,
+        construct_id,
+        description=description,
+        enable_key_rotation=True,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    stack = Stack.of(scope)
+    log_groups = stack.format_arn(
+        service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="CloudWatchLogsOfThisAccount",
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=[
+                "kms:Encrypt*",
+                "kms:Decrypt*",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:Describe*",
+            ],
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
+        )
+    )
+    return key
+
+
+class Network(Construct):
+    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow logs."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        cidr: str,
+        key: kms.IKey,
+        retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            vpc_name=name,
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            max_azs=2,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="public",
+                    subnet_type=ec2.SubnetType.PUBLIC,
+                    cidr_mask=24,
+                    map_public_ip_on_launch=False,
+                ),
+                ec2.SubnetConfiguration(
+                    name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
+                ),
+            ],
+        )
+        # One NAT gateway (in the first public subnet) serves both AZs' private subnets: the other
+        # public subnet holds nothing, so it gets no route to the internet gateway.
+        for subnet in self.vpc.public_subnets[1:]:
+            subnet.node.try_remove_child("DefaultRoute")
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=retention, encryption_key=key)
+        role, policy = managed_role(
+            self,
+            "FlowLogRole",
+            role_name=f"{name}-flow-logs-{Stack.of(self).region}",
+            service="vpc-flow-logs.amazonaws.com",
+            description="VPC flow logs into their one log group",
+            statements=[
+                statement(
+                    "FlowLogGroup",
+                    ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                    [flow_logs.log_group_arn],
+                )
+            ],
+        )
+        log = self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, role.without_policy_updates()),
+        )
+        log.node.add_dependency(policy)
+
+
+class GpuCluster(Construct):
+    """EKS (private endpoint, all control-plane logs, envelope-encrypted secrets) and node groups."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        version: str,
+        vpc: ec2.IVpc,
+        key: kms.IKey,
+        gpu: NodeGroupConfig,
+        system: NodeGroupConfig,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            cluster_name=name,
+            version=eks.KubernetesVersion.of(version),
+            vpc=vpc,
+            vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
+            endpoint_access=eks.EndpointAccess.PRIVATE,
+            secrets_encryption_key=key,
+            cluster_logging=list(eks.ClusterLoggingTypes),
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            output_config_command=False,
+        )
+        self.system = self.cluster.add_nodegroup_capacity(
+            "SystemNodes",
+            nodegroup_name=f"{name}-system",
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            labels={"gco.io/pool": "system"},
+            **self._sizes(system),
+        )
+        self.gpu = self.cluster.add_nodegroup_capacity(
+            "GpuNodes",
+            nodegroup_name=f"{name}-gpu",
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
+            labels={"gco.io/pool": "gpu", "nvidia.com/gpu.present": "true"},
+            taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=GPU_TAINT_KEY, value="true")],
+            **self._sizes(gpu),
+        )
+
+    @staticmethod
+    def _sizes(group: NodeGroupConfig) -> dict[str, object]:
+        return {
+            "instance_types": [ec2.InstanceType(t) for t in group.instance_types],
+            "min_size": group.min_size,
+            "max_size": group.max_size,
+            "desired_size": group.desired_size,
+            "disk_size": group.disk_size_gib,
+            "capacity_type": eks.CapacityType.SPOT
+            if group.capacity_type == "spot"
+            else eks.CapacityType.ON_DEMAND,
+        }
+
+
+class RegionalStack(Stack):
+    """The Region's cluster and reconciler, triggered by the Region's copy of the table's stream."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        region = self.region
+        retention = RETENTION[config.log_retention_days]
+        self.key = stack_key(
+            self, "Key", description=f"{config.prefix} {region}: logs, queues, topics, secrets"
+        )
+        self.network = Network(
+            self, "Network", name=config.name(region), cidr=config.vpc_cidr, key=self.key, retention=retention
+        )
+        cluster_name = config.name(region)
+        self.eks = GpuCluster(
+            self,
+            "Eks",
+            name=cluster_name,
+            version=config.kubernetes_version,
+            vpc=self.network.vpc,
+            key=self.key,
+            gpu=config.gpu_nodes,
+            system=config.system_nodes,
+        )
+        name = config.name("reconciler", region)
+        security_group = ec2.SecurityGroup(
+            self,
+            "ReconcilerSecurityGroup",
+            vpc=self.network.vpc,
+            description=f"{name}: egress to the EKS API and AWS APIs",
+        )
+        dlq = dead_letter_queue(self, "DeadLetters", name=name, key=self.key)
+        lookup = StreamArnLookup(
+            self,
+            "StreamArn",
+            name=config.name("stream-arn", region),
+            table_name=config.table_name,
+            vpc=self.network.vpc,
+            key=self.key,
+            dlq=dlq,
+            security_group=security_group,
+            log_retention=retention,
+        )
+        self.reconciler = Reconciler(
+            self,
+            "Reconciler",
+            name=name,
+            code=lambda_code(install_dependencies=config.bundle_dependencies),
+            environment={
+                "EKS_CLUSTER_NAME": cluster_name,
+                "RECONCILER_REGION": region,
+                "INFERENCE_ENDPOINTS_TABLE_NAME": config.table_name,
+                "DYNAMODB_REGION": config.home_region,
+            },
+            home_region=config.home_region,
+            table_name=config.table_name,
+            stream_arn=lookup.stream_arn,
+            cluster_arn=self.eks.cluster.cluster_arn,
+            vpc=self.network.vpc,
+            security_group=security_group,
+            dlq=dlq,
+            key=self.key,
+            sweep_minutes=config.sweep_minutes,
+            log_retention=retention,
+        )
+        self.eks.cluster.connections.allow_from(
+            security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
+        )
+        self.eks.cluster.grant_access(
+            "ReconcilerAccess",
+            self.reconciler.role.role_arn,
+            [
+                eks.AccessPolicy.from_access_policy_name(
+                    "AmazonEKSEditPolicy",
+                    access_scope_type=eks.AccessScopeType.NAMESPACE,
+                    namespaces=NAMESPACES,
+                )
+            ],
+        )

@@ -1,0 +1,235 @@
+"""The GPU runner state machine: launch, wait on a task token with heartbeats, always terminate.
+
+Launch starts one instance from the launch template, tagged with the job's S3 key. RunJob writes
+the job (with its task token) to that key and waits; the runner on the instance reads it, sends
+heartbeats and answers with success or failure. Every outcome of RunJob - success, runner failure,
+heartbeat timeout, task timeout - passes through a terminate step. An execution that is aborted or
+times out as a whole cannot run a state: its runner's next heartbeat is refused, the runner exits
+and the instance shuts itself down (shutdown behaviour: terminate), and a hard stop in the user data
+bounds the instance's life.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from stacks.iam import managed_role, statement
+
+JOB_TAG = "gco-job-key"
+RUNNER_TAG = "gco-runner"
+THROTTLING = ["Ec2.RequestLimitExceeded", "Ec2.Ec2Exception"]
+# Step Functions' log delivery and X-Ray calls take no resource-level permissions.
+LOG_DELIVERY = [
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+]
+XRAY = [
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+]
+
+
+class RunnerWorkflow(Construct):
+    """The state machine and its role; every permission names the resources it acts on."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        launch_template: ec2.LaunchTemplate,
+        instance_role: iam.IRole,
+        security_group: ec2.ISecurityGroup,
+        subnets: list[ec2.ISubnet],
+        bucket: s3.IBucket,
+        key: kms.IKey,
+        log_key: kms.IKey,
+        heartbeat: Duration,
+        timeout: Duration,
+        log_retention: logs.RetentionDays,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+
+        def arn(resource: str, resource_name: str, account: str | None = None) -> str:
+            return stack.format_arn(
+                service="ec2", resource=resource, resource_name=resource_name, account=account
+            )
+
+        job_key = sfn.JsonPath.format("jobs/{}.json", sfn.JsonPath.execution_name)
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=f"/aws/vendedlogs/states/{name}",
+            retention=log_retention,
+            encryption_key=log_key,
+        )
+        self.role, self.policy = managed_role(
+            self,
+            "Role",
+            role_name=f"{name}-{stack.region}",
+            service="states.amazonaws.com",
+            description="gco GPU runner workflow: start, hand a job to and terminate its own instances",
+            statements=[
+                statement(
+                    "LaunchFromTemplate",
+                    ["ec2:RunInstances"],
+                    [
+                        arn("instance", "*"),
+                        arn("volume", "*"),
+                        arn("network-interface", "*"),
+                        arn("security-group", security_group.security_group_id),
+                        *[arn("subnet", subnet.subnet_id) for subnet in subnets],
+                        arn("launch-template", launch_template.launch_template_id or ""),
+                        arn("image", "*", account=""),
+                    ],
+                ),
+                statement(
+                    "TagAtLaunch",
+                    ["ec2:CreateTags"],
+                    [arn("instance", "*"), arn("volume", "*")],
+                    StringEquals={"ec2:CreateAction": "RunInstances"},
+                ),
+                statement(
+                    "TerminateOwnInstances",
+                    ["ec2:TerminateInstances"],
+                    [arn("instance", "*")],
+                    StringEquals={f"aws:ResourceTag/{RUNNER_TAG}": name},
+                ),
+                statement("PassInstanceRole", ["iam:PassRole"], [instance_role.role_arn]),
+                statement("WriteJobs", ["s3:PutObject"], [bucket.arn_for_objects("jobs/*")]),
+                statement("BucketKey", ["kms:GenerateDataKey", "kms:Decrypt"], [key.key_arn]),
+                statement("LogDelivery", LOG_DELIVERY, ["*"]),
+                statement("Tracing", XRAY, ["*"]),
+            ],
+        )
+        launch = tasks.CallAwsService(
+            self,
+            "Launch",
+            state_name="Launch",
+            service="ec2",
+            action="runInstances",
+            iam_resources=[arn("instance", "*")],
+            parameters={
+                "LaunchTemplate": {
+                    "LaunchTemplateId": launch_template.launch_template_id,
+                    "Version": "$Latest",
+                },
+                "MinCount": 1,
+                "MaxCount": 1,
+                "SubnetId": subnets[0].subnet_id,
+                "TagSpecifications": [
+                    {
+                        "ResourceType": "instance",
+                        "Tags": [
+                            {"Key": JOB_TAG, "Value": job_key},
+                            {"Key": RUNNER_TAG, "Value": name},
+                        ],
+                    }
+                ],
+            },
+            result_selector={"InstanceId": sfn.JsonPath.string_at("$.Instances[0].InstanceId")},
+            result_path="$.instance",
+        )
+        launch.add_retry(
+            errors=THROTTLING,
+            interval=Duration.seconds(5),
+            backoff_rate=2,
+            max_attempts=5,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        run_job = tasks.CallAwsService(
+            self,
+            "RunJob",
+            state_name="RunJob",
+            service="s3",
+            action="putObject",
+            iam_action="s3:PutObject",
+            iam_resources=[bucket.arn_for_objects("jobs/*")],
+            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+            heartbeat_timeout=sfn.Timeout.duration(heartbeat),
+            task_timeout=sfn.Timeout.duration(timeout),
+            parameters={
+                "Bucket": bucket.bucket_name,
+                "Key": job_key,
+                "ContentType": "application/json",
+                "Body": {
+                    "task_token": sfn.JsonPath.task_token,
+                    "execution": sfn.JsonPath.execution_name,
+                    "instance_id": sfn.JsonPath.string_at("$.instance.InstanceId"),
+                    "job": sfn.JsonPath.object_at("$.job"),
+                },
+            },
+            result_path="$.result",
+        )
+        terminate_ok = self._terminate("TerminateAfterSuccess", arn("instance", "*"))
+        terminate_failed = self._terminate("TerminateAfterFailure", arn("instance", "*"))
+        run_job.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
+        failed = sfn.Fail(
+            self,
+            "RunnerFailed",
+            state_name="RunnerFailed",
+            cause_path="$.error.Cause",
+            error_path="$.error.Error",
+        )
+        succeeded = sfn.Succeed(self, "Done", state_name="Done", output_path="$.result")
+        launch_failed = sfn.Fail(
+            self,
+            "LaunchFailed",
+            state_name="LaunchFailed",
+            error="LaunchFailed",
+            cause="the GPU instance could not be started",
+        )
+        launch.add_catch(launch_failed, errors=["States.ALL"], result_path="$.error")
+        definition = launch.next(run_job).next(terminate_ok).next(succeeded)
+        terminate_failed.next(failed)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=name,
+            role=self.role.without_policy_updates(),
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=timeout.plus(Duration.hours(1)),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False
+            ),
+        )
+        self.state_machine.node.add_dependency(self.policy)
+
+    def _terminate(self, state: str, instance_arn: str) -> tasks.CallAwsService:
+        task = tasks.CallAwsService(
+            self,
+            state,
+            state_name=state,
+            service="ec2",
+            action="terminateInstances",
+            iam_resources=[instance_arn],
+            parameters={"InstanceIds": sfn.JsonPath.array(sfn.JsonPath.string_at("$.instance.InstanceId"))},
+            result_path=sfn.JsonPath.DISCARD,
+        )
+        task.add_retry(
+            errors=["States.ALL"],
+            interval=Duration.seconds(5),
+            backoff_rate=2,
+            max_attempts=8,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        return task

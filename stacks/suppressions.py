@@ -1,0 +1,150 @@
+"""Every cdk-nag suppression: one resource path, one rule, one specific reason.
+
+Counted by `benchmarks/synth.py`. Wildcard-resource findings (AwsSolutions-IAM5) are suppressed
+only for the exact resource strings listed in `applies_to`, so a new wildcard still fails the nag test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Stack
+from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+
+PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
+EC2_ARN = "Resource::arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:{kind}/*"
+
+
+@dataclass(frozen=True)
+class Suppression:
+    path: str
+    rule: str
+    reason: str
+    applies_to: tuple[str | RegexAppliesTo, ...] = ()
+
+
+def _each_pack(path: str, rule: str, reason: str) -> list[Suppression]:
+    return [Suppression(path, f"{pack}-{rule}", reason) for pack in PACKS]
+
+
+def global_suppressions(stack: Stack) -> list[Suppression]:
+    logs, bucket = (
+        f"/{stack.stack_name}/Evidence/AccessLogs/Resource",
+        f"/{stack.stack_name}/Evidence/Bucket/Resource",
+    )
+    return [
+        *_each_pack(
+            logs,
+            "S3DefaultEncryptionKMS",
+            "S3 server access logs can only be delivered to a bucket encrypted with SSE-S3, not SSE-KMS",
+        ),
+        *_each_pack(
+            logs,
+            "S3BucketReplicationEnabled",
+            "access logs of the evidence bucket; versioned and retained in place, a copy adds no evidence",
+        ),
+        *_each_pack(
+            bucket,
+            "S3BucketReplicationEnabled",
+            "evidence records are content-addressed, written once and also kept by the run's operator; "
+            "cross-Region replication is left to the deployer's backup policy",
+        ),
+    ]
+
+
+def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
+    root, region = f"/{stack.stack_name}", stack.region
+    cluster = f"{root}/Eks/Cluster"
+    return [
+        *_each_pack(
+            f"{root}/Network/Vpc/Resource",
+            "VPCDefaultSecurityGroupClosed",
+            "the default security group is never attached: every ENI gets its own group; closing it "
+            "needs a custom-resource Lambda that would bring its own findings",
+        ),
+        *_each_pack(
+            f"{root}/Network/Vpc/publicSubnet1/DefaultRoute",
+            "VPCNoUnrestrictedRouteToIGW",
+            "the one public subnet holds only the NAT gateway, which needs this route for private egress",
+        ),
+        Suppression(
+            f"{cluster}/Role/Resource",
+            "AwsSolutions-IAM4",
+            "AmazonEKSClusterPolicy is the policy EKS documents for the cluster service role",
+            ("Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy",),
+        ),
+        *[
+            Suppression(
+                f"{cluster}/Nodegroup{group}Nodes/NodeGroupRole/Resource",
+                "AwsSolutions-IAM4",
+                "the three AWS managed policies EKS requires for managed node group instances",
+                (
+                    "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+                    "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKS_CNI_Policy",
+                    "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+                ),
+            )
+            for group in ("Gpu", "System")
+        ],
+        Suppression(
+            f"{root}/DeadLetters/Resource",
+            "Serverless-SQSRedrivePolicy",
+            "this queue is the dead-letter queue of the stream mapping and the functions; it has none itself",
+        ),
+        Suppression(
+            f"{root}/Reconciler/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "ENI management for private subnets, X-Ray and dynamodb:ListStreams take no resource; table keys "
+            "of the home and this Region are unknown here, so key/* is bounded by kms:ViaService DynamoDB",
+            (
+                "Resource::*",
+                *(
+                    f"Resource::arn:<AWS::Partition>:kms:{r}:<AWS::AccountId>:key/*"
+                    for r in dict.fromkeys([home_region, region])
+                ),
+            ),
+        ),
+        Suppression(
+            f"{root}/StreamArn/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "ENI management for private subnets and X-Ray tracing take no resource-level permissions",
+            ("Resource::*",),
+        ),
+    ]
+
+
+def runner_suppressions(stack: Stack) -> list[Suppression]:
+    root, region = f"/{stack.stack_name}", stack.region
+
+    def bucket(prefix: str) -> RegexAppliesTo:
+        return RegexAppliesTo(regex=rf"/^Resource::<EvidenceBucket[0-9A-F]{{8}}\.Arn>\/{prefix}\/\*$/g")
+
+    return [
+        Suppression(
+            f"{root}/InstanceRolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "ecr:GetAuthorizationToken takes no resource; objects only under the runner's three prefixes",
+            ("Resource::*", *(bucket(p) for p in ("jobs", "evidence", "runs"))),
+        ),
+        Suppression(
+            f"{root}/Workflow/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "RunInstances creates instances, volumes and ENIs whose ids are unknown before launch (tags "
+            "only at RunInstances, terminate only tagged runners); log delivery and X-Ray take no resource",
+            (
+                "Resource::*",
+                bucket("jobs"),
+                *(EC2_ARN.format(region=region, kind=k) for k in ("instance", "network-interface", "volume")),
+                f"Resource::arn:<AWS::Partition>:ec2:{region}::image/*",
+            ),
+        ),
+    ]
+
+
+def apply(stack: Stack, suppressions: list[Suppression]) -> None:
+    for item in suppressions:
+        NagSuppressions.add_resource_suppressions_by_path(
+            stack,
+            item.path,
+            [NagPackSuppression(id=item.rule, reason=item.reason, applies_to=list(item.applies_to) or None)],
+        )
