@@ -17,7 +17,7 @@ demo: $(STAMP)
 	$(BIN)/gco local demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check gco tests benchmarks lambdas
+	$(BIN)/ruff check gco tests benchmarks lambdas stacks gpu_runner app.py
 	$(BIN)/ruff format --check gco
 
 types: $(STAMP)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from stacks.iam import key_policy
 
 REPLICA_WRITES = [
     "dynamodb:PutItem",
@@ -132,4 +134,5 @@ def table_key(scope: Construct, construct_id: str, *, prefix: str, description: 
         description=description,
         enable_key_rotation=True,
         removal_policy=RemovalPolicy.RETAIN,
+        policy=key_policy(Stack.of(scope).account),
     )

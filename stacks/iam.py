@@ -48,3 +48,42 @@ def statement(
     return iam.PolicyStatement(
         sid=sid, actions=list(actions), resources=list(resources), conditions=dict(conditions) or None
     )
+
+
+KEY_ADMIN = [
+    "kms:CreateAlias", "kms:UpdateAlias", "kms:DeleteAlias", "kms:CreateGrant", "kms:ListGrants",
+    "kms:RetireGrant", "kms:RevokeGrant", "kms:DescribeKey", "kms:EnableKey", "kms:DisableKey",
+    "kms:EnableKeyRotation", "kms:DisableKeyRotation", "kms:GetKeyRotationStatus", "kms:RotateKeyOnDemand",
+    "kms:GetKeyPolicy", "kms:PutKeyPolicy", "kms:ListKeyPolicies", "kms:ListResourceTags", "kms:TagResource",
+    "kms:UntagResource", "kms:UpdateKeyDescription", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+]  # fmt: skip
+KEY_USE = [
+    "kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext", "kms:DescribeKey",
+]  # fmt: skip
+
+
+def key_policy(
+    account: str, services: Sequence[tuple[str, dict[str, object] | None]] = ()
+) -> iam.PolicyDocument:
+    """A key policy with named actions only: the account administers and delegates use through IAM;
+    each (service principal, conditions) may use the key on the account's behalf."""
+    statements = [
+        iam.PolicyStatement(
+            sid="AccountAdministersAndDelegates",
+            principals=[iam.AccountRootPrincipal()],
+            actions=sorted(set(KEY_ADMIN + KEY_USE)),
+            resources=["*"],
+        )
+    ]
+    for index, (service, conditions) in enumerate(services):
+        statements.append(
+            iam.PolicyStatement(
+                sid=f"Service{index}",
+                principals=[iam.ServicePrincipal(service)],
+                actions=KEY_USE,
+                resources=["*"],
+                conditions={"StringEquals": {"aws:SourceAccount": account}, **(conditions or {})},
+            )
+        )
+    return iam.PolicyDocument(statements=statements)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig, NodeGroupConfig
-from stacks.iam import managed_role, statement
+from stacks.iam import key_policy, managed_role, statement
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
 
@@ -30,34 +29,33 @@ RETENTION = {
 
 
 def stack_key(scope: Construct, construct_id: str, *, description: str) -> kms.Key:
-    """A key for this stack's logs, queues, topics, secrets and Lambda environments."""
-    key = kms.Key(
+    """A key for this stack's logs, queues, topics, secrets and Lambda environments.
+
+    CloudWatch Logs (for this account's log groups), EventBridge (DLQ sends) and CloudWatch alarms
+    (the encrypted topic) may use it; everything else goes through IAM.
+    """
+    stack = Stack.of(scope)
+    log_groups = stack.format_arn(
+        service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
+    return kms.Key(
         scope,
         construct_id,
         description=description,
         enable_key_rotation=True,
         removal_policy=RemovalPolicy.DESTROY,
-    )
-    stack = Stack.of(scope)
-    log_groups = stack.format_arn(
-        service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="CloudWatchLogsOfThisAccount",
-            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-            actions=[
-                "kms:Encrypt*",
-                "kms:Decrypt*",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:Describe*",
+        policy=key_policy(
+            stack.account,
+            [
+                (
+                    f"logs.{stack.region}.amazonaws.com",
+                    {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
+                ),
+                ("events.amazonaws.com", None),
+                ("cloudwatch.amazonaws.com", None),
             ],
-            resources=["*"],
-            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
-        )
+        ),
     )
-    return key
 
 
 class Network(Construct):

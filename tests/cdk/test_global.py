@@ -1,0 +1,149 @@
+"""Global stack: the endpoint table and its replicas, the evidence bucket, the keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from tests.cdk.conftest import OTHER, Synthesized
+
+
+def test_table_stream_pitr_deletion_protection_cmk(global_template: Any) -> None:
+    global_template.resource_count_is("AWS::DynamoDB::GlobalTable", 1)
+    global_template.has_resource_properties(
+        "AWS::DynamoDB::GlobalTable",
+        {
+            "TableName": "gco-inference-endpoints",
+            "KeySchema": [{"AttributeName": "endpoint_name", "KeyType": "HASH"}],
+            "BillingMode": "PAY_PER_REQUEST",
+            "StreamSpecification": {"StreamViewType": "NEW_AND_OLD_IMAGES"},
+            "SSESpecification": {"SSEEnabled": True, "SSEType": "KMS"},
+            "Replicas": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "Region": "us-east-1",
+                            "DeletionProtectionEnabled": True,
+                            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                            "SSESpecification": {"KMSMasterKeyId": Match.any_value()},
+                        }
+                    ),
+                ]
+            ),
+        },
+    )
+
+
+def test_table_is_retained(global_template: Any) -> None:
+    global_template.has_resource(
+        "AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+    )
+
+
+def test_replica_in_each_regional_region_is_read_only(synthesized: Synthesized) -> None:
+    table = next(
+        r
+        for r in synthesized.template_json("gco-global")["Resources"].values()
+        if r["Type"] == "AWS::DynamoDB::GlobalTable"
+    )
+    replicas = {r["Region"]: r for r in table["Properties"]["Replicas"]}
+    assert set(replicas) == {"us-east-1", OTHER}
+    replica = replicas[OTHER]
+    assert replica["DeletionProtectionEnabled"] is True
+    assert replica["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert "alias/gco-endpoints" in str(replica["SSESpecification"]["KMSMasterKeyId"])
+    statement = replica["ResourcePolicy"]["PolicyDocument"]["Statement"][0]
+    assert statement["Effect"] == "Deny"
+    assert {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} <= set(statement["Action"])
+
+
+def test_replica_keys_stack_holds_the_alias(synthesized: Synthesized) -> None:
+    keys = synthesized.template(f"gco-keys-{OTHER}")
+    keys.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+    keys.has_resource_properties("AWS::KMS::Alias", {"AliasName": "alias/gco-endpoints"})
+
+
+def test_evidence_bucket(global_template: Any) -> None:
+    global_template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    {
+                        "ServerSideEncryptionByDefault": {
+                            "SSEAlgorithm": "aws:kms",
+                            "KMSMasterKeyID": Match.any_value(),
+                        },
+                        "BucketKeyEnabled": True,
+                    }
+                ]
+            },
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "LoggingConfiguration": {
+                "DestinationBucketName": Match.any_value(),
+                "LogFilePrefix": "evidence/",
+            },
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Id": "retention",
+                                "ExpirationInDays": 365,
+                                "Status": "Enabled",
+                                "NoncurrentVersionExpiration": {"NoncurrentDays": 365},
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+
+
+def test_buckets_refuse_plain_http(global_template: Any) -> None:
+    global_template.resource_count_is("AWS::S3::BucketPolicy", 2)
+    global_template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Action": "s3:*",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_table_key_rotates_and_names_its_actions(global_template: Any) -> None:
+    global_template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "EnableKeyRotation": True,
+            "KeyPolicy": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Sid": "AccountAdministersAndDelegates",
+                            "Action": Match.array_with(["kms:Decrypt", "kms:PutKeyPolicy"]),
+                        }
+                    )
+                ]
+            },
+        },
+    )

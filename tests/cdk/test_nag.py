@@ -1,0 +1,97 @@
+"""The whole app under all five cdk-nag packs: no unsuppressed finding, few and narrow suppressions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from stacks.app import NAG_PACKS, nag_findings
+from tests.cdk.conftest import Synthesized, iam_statements
+
+
+def test_no_unsuppressed_nag_error_or_warning(synthesized: Synthesized) -> None:
+    assert len(NAG_PACKS) == 5
+    assert nag_findings(synthesized.assembly) == []
+
+
+def test_suppressions_are_few_specific_and_on_one_resource(synthesized: Synthesized) -> None:
+    suppressions = synthesized.gco.suppressions
+    assert len(suppressions) <= 40
+    for item in suppressions:
+        assert (
+            item.path.startswith("/gco-") and item.path.endswith("/Resource")
+        ) or "DefaultRoute" in item.path
+        assert len(item.reason) >= 40
+    pairs = Counter((item.path, item.rule) for item in suppressions)
+    assert max(pairs.values()) == 1
+    assert all(item.applies_to for item in suppressions if item.rule.endswith("IAM5"))
+
+
+def test_every_stack_is_synthesized(synthesized: Synthesized) -> None:
+    names = {stack.stack_name for stack in synthesized.assembly.stacks}
+    assert names == {
+        "gco-keys-us-west-2",
+        "gco-global",
+        "gco-regional-us-east-1",
+        "gco-regional-us-west-2",
+        "gco-runner",
+    }
+
+
+def _templates(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    return {stack.stack_name: dict(stack.template) for stack in synthesized.assembly.stacks}
+
+
+def test_no_allow_statement_has_a_wildcard_action(synthesized: Synthesized) -> None:
+    offenders = [
+        (name, owner, action)
+        for name, template in _templates(synthesized).items()
+        for owner, statement in iam_statements(template)
+        if statement["Effect"] == "Allow"
+        for action in (
+            [statement["Action"]] if isinstance(statement.get("Action"), str) else statement.get("Action", [])
+        )
+        if "*" in json.dumps(action)
+    ]
+    assert offenders == []
+    assert not any("NotAction" in s for t in _templates(synthesized).values() for _, s in iam_statements(t))
+
+
+def test_no_inline_iam_policies(synthesized: Synthesized) -> None:
+    for template in _templates(synthesized).values():
+        types = {r["Type"] for r in template["Resources"].values()}
+        assert "AWS::IAM::Policy" not in types
+
+
+def test_named_resources(synthesized: Synthesized) -> None:
+    names = {
+        "AWS::Lambda::Function": "FunctionName",
+        "AWS::SQS::Queue": "QueueName",
+        "AWS::SNS::Topic": "TopicName",
+        "AWS::CloudWatch::Alarm": "AlarmName",
+        "AWS::Events::Rule": "Name",
+        "AWS::EKS::Cluster": "Name",
+        "AWS::EKS::Nodegroup": "NodegroupName",
+        "AWS::IAM::Role": "RoleName",
+        "AWS::IAM::ManagedPolicy": "ManagedPolicyName",
+        "AWS::StepFunctions::StateMachine": "StateMachineName",
+        "AWS::EC2::LaunchTemplate": "LaunchTemplateName",
+        "AWS::DynamoDB::GlobalTable": "TableName",
+    }
+    unnamed = [
+        (stack, logical_id, resource["Type"])
+        for stack, template in _templates(synthesized).items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] in names
+        and names[resource["Type"]] not in resource["Properties"]
+        and not logical_id.startswith("EksCluster")  # the construct's own roles for EKS and node groups
+    ]
+    assert unnamed == []
+
+
+def test_log_groups_encrypted_with_retention(synthesized: Synthesized) -> None:
+    for template in _templates(synthesized).values():
+        for resource in template["Resources"].values():
+            if resource["Type"] == "AWS::Logs::LogGroup":
+                assert "KmsKeyId" in resource["Properties"] and "RetentionInDays" in resource["Properties"]
