@@ -5,6 +5,6 @@ uploads the evidence and run directory, and answers the task with success or fai
 """
 
 from gpu_runner.job import JobMessage, RoundsJob
-from gpu_runner.runner import Outcome, RunnerError, run_job
+from gpu_runner.runner import JobError, Outcome, RunnerError, run_job
 
-__all__ = ["JobMessage", "Outcome", "RoundsJob", "RunnerError", "run_job"]
+__all__ = ["JobError", "JobMessage", "Outcome", "RoundsJob", "RunnerError", "run_job"]

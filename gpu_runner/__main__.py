@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gco import aws
-from gpu_runner.runner import RunnerError, read_job, run_job
+from gpu_runner.runner import JobError, RunnerError, read_job, run_job
 
 JOB_WAIT_SECONDS = 600.0
 
@@ -26,6 +26,9 @@ def main() -> int:
         try:
             message = read_job(s3, bucket, key)
             break
+        except JobError as error:
+            print(f"gpu_runner: {error}", file=sys.stderr)
+            return 1
         except RunnerError as error:
             if time.monotonic() > deadline:
                 print(f"gpu_runner: {error}", file=sys.stderr)

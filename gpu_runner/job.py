@@ -72,7 +72,30 @@ Job = Annotated[RoundsJob, Field(discriminator="kind")]
 class JobMessage(_Model):
     """What the state machine's RunJob step writes to `jobs/<execution>.json`."""
 
-    task_token: str = Field(min_length=1)
+    task_token: str = Field(min_length=1, pattern=r"^\S+$")
     execution: str = Field(pattern=r"^[A-Za-z0-9_-]{1,80}$")
-    instance_id: str | None = None
+    instance_ids: list[str] = Field(default_factory=list)
     job: Job
+
+    @classmethod
+    def from_wire(cls, text: str) -> JobMessage:
+        """Parse `<task token> <execution name> <state input JSON>` (see stacks/runner_workflow.py).
+
+        Raises:
+            ValueError: not three space-separated parts, or the JSON or a field is invalid.
+        """
+        parts = text.split(" ", 2)
+        if len(parts) != 3:
+            raise ValueError("job message: expected '<task token> <execution> <input JSON>'")
+        state = json.loads(parts[2])
+        if not isinstance(state, dict):
+            raise ValueError("job message: the state input must be a JSON object")
+        instance_ids = (state.get("instance") or {}).get("InstanceIds") or []
+        return cls.model_validate(
+            {
+                "task_token": parts[0],
+                "execution": parts[1],
+                "instance_ids": instance_ids,
+                "job": state.get("job"),
+            }
+        )

@@ -27,7 +27,15 @@ STOP_TIMEOUT = 30.0
 
 
 class RunnerError(Exception):
-    """The runner could not read its job or reach Step Functions."""
+    """The runner could not read its job or reach Step Functions.
+
+    RunnerError
+    └── JobError    the job message exists but is malformed (no retry helps)
+    """
+
+
+class JobError(RunnerError):
+    """The job message is malformed."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,12 @@ def read_job(s3: Any, bucket: str, key: str) -> JobMessage:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     except ClientError as error:
         raise RunnerError(f"cannot read s3://{bucket}/{key}: {error.response['Error'].get('Code')}") from None
-    return JobMessage.model_validate_json(body)
+    try:
+        return JobMessage.from_wire(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise JobError(
+            f"s3://{bucket}/{key} is not a valid job message: {str(error).splitlines()[0]}"
+        ) from None
 
 
 def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:

@@ -26,6 +26,9 @@ from stacks.iam import managed_role, statement
 JOB_TAG = "gco-job-key"
 RUNNER_TAG = "gco-runner"
 THROTTLING = ["Ec2.RequestLimitExceeded", "Ec2.Ec2Exception"]
+# The job message the runner reads (gpu_runner.job.JobMessage.from_wire): the task token, the execution
+# name and the state input as JSON, separated by spaces (no literal braces to escape).
+JOB_MESSAGE = "{} {} {}"
 # Step Functions' log delivery and X-Ray calls take no resource-level permissions.
 LOG_DELIVERY = [
     "logs:CreateLogDelivery",
@@ -145,7 +148,7 @@ class RunnerWorkflow(Construct):
                     }
                 ],
             },
-            result_selector={"InstanceId": sfn.JsonPath.string_at("$.Instances[0].InstanceId")},
+            result_selector={"InstanceIds": sfn.JsonPath.list_at("$.Instances[*].InstanceId")},
             result_path="$.instance",
         )
         launch.add_retry(
@@ -169,25 +172,28 @@ class RunnerWorkflow(Construct):
             parameters={
                 "Bucket": bucket.bucket_name,
                 "Key": job_key,
-                "ContentType": "application/json",
-                "Body": {
-                    "task_token": sfn.JsonPath.task_token,
-                    "execution": sfn.JsonPath.execution_name,
-                    "instance_id": sfn.JsonPath.string_at("$.instance.InstanceId"),
-                    "job": sfn.JsonPath.object_at("$.job"),
-                },
+                "ContentType": "text/plain",
+                "Body": sfn.JsonPath.format(
+                    JOB_MESSAGE,
+                    sfn.JsonPath.task_token,
+                    sfn.JsonPath.execution_name,
+                    sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$")),
+                ),
             },
             result_path="$.result",
         )
         terminate_ok = self._terminate("TerminateAfterSuccess", arn("instance", "*"))
         terminate_failed = self._terminate("TerminateAfterFailure", arn("instance", "*"))
         run_job.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
+        # A fixed error name (a path to "States.*" names is refused), the cause naming the original error.
         failed = sfn.Fail(
             self,
             "RunnerFailed",
             state_name="RunnerFailed",
-            cause_path="$.error.Cause",
-            error_path="$.error.Error",
+            error="RunnerFailed",
+            cause_path=sfn.JsonPath.format(
+                "{}: {}", sfn.JsonPath.string_at("$.error.Error"), sfn.JsonPath.string_at("$.error.Cause")
+            ),
         )
         succeeded = sfn.Succeed(self, "Done", state_name="Done", output_path="$.result")
         launch_failed = sfn.Fail(
@@ -222,7 +228,7 @@ class RunnerWorkflow(Construct):
             service="ec2",
             action="terminateInstances",
             iam_resources=[instance_arn],
-            parameters={"InstanceIds": sfn.JsonPath.array(sfn.JsonPath.string_at("$.instance.InstanceId"))},
+            parameters={"InstanceIds": sfn.JsonPath.list_at("$.instance.InstanceIds")},
             result_path=sfn.JsonPath.DISCARD,
         )
         task.add_retry(

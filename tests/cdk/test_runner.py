@@ -120,7 +120,8 @@ def test_run_job_waits_on_task_token_with_heartbeats(synthesized: Synthesized) -
     assert run_job["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
     assert run_job["HeartbeatSeconds"] == 300
     assert run_job["TimeoutSeconds"] == 12 * 3600
-    assert run_job["Parameters"]["Body"]["task_token.$"] == "$$.Task.Token"
+    assert run_job["Parameters"]["Body.$"].startswith("States.Format(")
+    assert "$$.Task.Token, $$.Execution.Name" in run_job["Parameters"]["Body.$"]
     assert run_job["Parameters"]["Key.$"] == "States.Format('jobs/{}.json', $$.Execution.Name)"
 
 
@@ -147,7 +148,7 @@ def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesiz
     for name in ("TerminateAfterSuccess", "TerminateAfterFailure"):
         terminate = states[name]
         assert terminate["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
-        assert terminate["Parameters"]["InstanceIds.$"] == "States.Array($.instance.InstanceId)"
+        assert terminate["Parameters"]["InstanceIds.$"] == "$.instance.InstanceIds"
         assert terminate["Retry"][0]["ErrorEquals"] == ["States.ALL"]
     # Launch failing means no instance exists; it is the only path that skips terminate.
     assert states["Launch"]["Catch"][0]["Next"] == "LaunchFailed"

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from gco.local.motoserver import MotoServer
-from gpu_runner import JobMessage, RoundsJob, RunnerError, run_job
+from gpu_runner import JobError, JobMessage, RoundsJob, RunnerError, run_job
 from gpu_runner.__main__ import main
 from gpu_runner.runner import read_job, subprocess_executor, upload_dir
 from tests.functional.gpu_runner.conftest import BUCKET, FakeRounds, clients, make_bucket, rounds_job
@@ -51,9 +51,16 @@ def test_read_job_and_upload_dir(moto: MotoServer, tmp_path: Path) -> None:
     make_bucket(s3)
     with pytest.raises(RunnerError, match=r"cannot read s3://gco-evidence-test/jobs/missing\.json"):
         read_job(s3, BUCKET, "jobs/missing.json")
-    body = {"task_token": "t", "execution": "exec-1", "instance_id": "i-1", "job": rounds_job()}
-    s3.put_object(Bucket=BUCKET, Key="jobs/exec-1.json", Body=json.dumps(body))
-    assert read_job(s3, BUCKET, "jobs/exec-1.json").execution == "exec-1"
+    state = {"job": rounds_job(), "instance": {"InstanceIds": ["i-1"]}}
+    s3.put_object(Bucket=BUCKET, Key="jobs/exec-1.json", Body=f"tok exec-1 {json.dumps(state)}")
+    message = read_job(s3, BUCKET, "jobs/exec-1.json")
+    assert (message.task_token, message.execution, message.instance_ids) == ("tok", "exec-1", ["i-1"])
+    for bad in ("tok exec-1", "tok exec-1 [1]", "tok exec-1 {", "tok ../x {}"):
+        s3.put_object(Bucket=BUCKET, Key="jobs/bad.json", Body=bad)
+        with pytest.raises(
+            JobError, match=r"^s3://gco-evidence-test/jobs/bad\.json is not a valid job message"
+        ):
+            read_job(s3, BUCKET, "jobs/bad.json")
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "c.txt").write_text("c")
     (tmp_path / "top.json").write_text("{}")
@@ -144,6 +151,16 @@ def test_main_needs_its_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GCO_JOB_KEY", raising=False)
     monkeypatch.delenv("GCO_EVIDENCE_BUCKET", raising=False)
     assert main() == 2
+
+
+def test_main_refuses_a_malformed_job(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3 = clients(moto)["s3"]
+    make_bucket(s3)
+    s3.put_object(Bucket=BUCKET, Key="jobs/bad.json", Body="only-a-token")
+    monkeypatch.setenv("GCO_EVIDENCE_BUCKET", BUCKET)
+    monkeypatch.setenv("GCO_JOB_KEY", "jobs/bad.json")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    assert main() == 1
 
 
 def test_main_gives_up_when_no_job_arrives(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> None:

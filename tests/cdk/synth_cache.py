@@ -1,0 +1,66 @@
+"""One synthesis of the whole test app per process, shared by the CDK and the runner workflow tests."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME, OTHER = "us-east-1", "us-west-2"
+
+
+def cdk_json_config() -> dict[str, Any]:
+    """The `gco` context of cdk.json, with dependency installs off (tests stay offline and fast)."""
+    config: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]["gco"]
+    return {**config, "regions": [HOME, OTHER], "home_region": HOME, "bundle_dependencies": False}
+
+
+@dataclass
+class Synthesized:
+    gco: Any
+    assembly: Any
+
+    def template_json(self, stack_name: str) -> dict[str, Any]:
+        return dict(self.assembly.get_stack_by_name(stack_name).template)
+
+    def template(self, stack_name: str) -> Any:
+        from aws_cdk.assertions import Template
+
+        return Template.from_json(self.template_json(stack_name))
+
+
+@functools.cache
+def synthesize() -> Synthesized:
+    from aws_cdk import App
+
+    from stacks.app import build_app
+    from stacks.config import parse_config
+
+    app = App(outdir=tempfile.mkdtemp(prefix="gco-cdk-test-"))
+    gco = build_app(parse_config(cdk_json_config()), app=app)
+    return Synthesized(gco=gco, assembly=app.synth())
+
+
+def runner_definition(substitute: dict[str, str]) -> dict[str, Any]:
+    """The runner state machine's ASL; each CloudFormation token becomes the value of the first
+    `substitute` key found in it ("Partition" -> "aws", "LaunchTemplate" -> an id, ...)."""
+    template = synthesize().template_json("gco-runner")
+    machine = next(
+        r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    )
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+
+    def value(part: Any) -> str:
+        if isinstance(part, str):
+            return part
+        text = json.dumps(part)
+        return next((v for k, v in substitute.items() if k in text), "TOKEN")
+
+    return dict(json.loads("".join(value(p) for p in parts)))
