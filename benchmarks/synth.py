@@ -1,0 +1,107 @@
+"""Whole-app synth: wall time, peak memory, resources, nag findings and suppressions, against the peer.
+
+Each run synthesizes the app of cdk.json (home + the Regional Regions + runner, all five cdk-nag
+packs) in a fresh child process, so import and jsii start-up are counted as `cdk synth` pays them.
+Peak memory is the largest resident set of the Python process and of the jsii Node process.
+
+    .venv/bin/python benchmarks/synth.py [--runs 3] [--bundle-dependencies]
+
+Peer (measured on this machine): 4 stacks, 275 resources, about 34 s and 560 MB, 149 nag
+suppression entries over 79 rule ids. Targets: under 15 s, at most 40 suppression entries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER = {"seconds": 34.0, "peak_mb": 560.0, "resources": 275, "suppressions": 149, "rule_ids": 79}
+
+CHILD = """
+import json, sys, time
+start = time.perf_counter()
+from aws_cdk import App
+from stacks.app import build_app, nag_findings
+from stacks.config import parse_config
+config = json.loads(open("cdk.json").read())["context"]["gco"]
+config["bundle_dependencies"] = sys.argv[2] == "1"
+app = App(outdir=sys.argv[1])
+gco = build_app(parse_config(config), app=app)
+assembly = app.synth()
+print(json.dumps({
+    "seconds_in_process": time.perf_counter() - start,
+    "stacks": {s.stack_name: len(s.template.get("Resources", {})) for s in assembly.stacks},
+    "findings": len(nag_findings(assembly)),
+    "suppressions": len(gco.suppressions),
+    "rule_ids": len({item.rule for item in gco.suppressions}),
+}))
+"""
+
+
+def one_run(bundle: bool) -> dict[str, object]:
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    with tempfile.TemporaryDirectory(prefix="gco-synth-") as outdir:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, outdir, "1" if bundle else "0"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        seconds = time.perf_counter() - start
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["seconds"] = seconds
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--bundle-dependencies", action="store_true", help="Install Lambda wheels (needs PyPI)."
+    )
+    args = parser.parse_args()
+    runs = [one_run(args.bundle_dependencies) for _ in range(args.runs)]
+    # ru_maxrss of waited-for descendants: the largest of the Python and jsii Node processes (KiB on Linux).
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    last = runs[-1]
+    stacks: dict[str, int] = last["stacks"]  # type: ignore[assignment]
+    resources = sum(stacks.values())
+    seconds = statistics.median(float(r["seconds"]) for r in runs)  # type: ignore[arg-type]
+    print(
+        f"whole-app synth ({len(stacks)} stacks, {args.runs} runs, median): {seconds:.1f} s wall, "
+        f"peak RSS {peak_mb:.0f} MB (largest process)"
+    )
+    for name, count in stacks.items():
+        print(f"  {name:28s} {count:4d} resources")
+    print(
+        f"resources: {resources}; unsuppressed nag errors+warnings: {last['findings']}; "
+        f"suppressions: {last['suppressions']} entries over {last['rule_ids']} rule ids"
+    )
+    print(
+        f"vs peer: time {seconds / PEER['seconds']:.2f}x, memory {peak_mb / PEER['peak_mb']:.2f}x, "
+        f"suppressions {int(last['suppressions']) / PEER['suppressions']:.2f}x "  # type: ignore[call-overload]
+        f"(peer {PEER['seconds']:.0f} s, {PEER['peak_mb']:.0f} MB, {PEER['resources']} resources, "
+        f"{PEER['suppressions']} suppressions over {PEER['rule_ids']} rule ids)"
+    )
+    print(
+        f"targets: under 15 s {'met' if seconds < 15 else 'MISSED'}; "
+        f"at most 40 suppressions {'met' if int(last['suppressions']) <= 40 else 'MISSED'}"
+    )  # type: ignore[call-overload]
+
+
+if __name__ == "__main__":
+    main()
