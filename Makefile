@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit bench clean
+.PHONY: demo test lint types unit bench clean synth
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,5 +29,15 @@ test: lint types
 bench: $(STAMP)
 	$(BIN)/python benchmarks/store_fencing.py
 
+# The CDK CLI pinned in package.json; `cdk synth` offline, without AWS credentials (Lambda wheels are
+# not installed: `-c gco.bundle_dependencies=true` does that and needs PyPI).
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+synth: $(STAMP) node_modules/.package-lock.json
+	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
+		AWS_EC2_METADATA_DISABLED=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
+		npx --no-install cdk synth --quiet -c gco.bundle_dependencies=false
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage cdk.out node_modules

@@ -8,13 +8,14 @@ import sys
 from aws_cdk import App
 
 from stacks.app import build_app
-from stacks.config import ConfigError, parse_config
+from stacks.config import ConfigError, parse_config, with_overrides
 
 
 def main() -> None:
     app = App()
     try:
-        config = parse_config(app.node.try_get_context("gco"))
+        context = app.node.get_all_context()
+        config = parse_config(with_overrides(context.get("gco"), context))
     except ConfigError as error:
         sys.exit(f"gco config error: {error}")
     build_app(config, app=app)

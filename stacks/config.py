@@ -6,6 +6,7 @@ so the model is unit-testable on its own.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -118,6 +119,29 @@ class GcoConfig(_Model):
     def name(self, *parts: str) -> str:
         """A resource name under the prefix: `gco-evidence`, `gco-reconciler-us-west-2`."""
         return "-".join([self.prefix, *parts])
+
+
+def with_overrides(raw: Any, context: dict[str, Any]) -> Any:
+    """`raw` with every `gco.<key>` context value (from `cdk -c gco.<key>=<value>`) set on top.
+
+    A value is read as JSON when it parses (`false`, `["us-east-1"]`), else kept as a string.
+    """
+    overrides = {key.removeprefix("gco."): value for key, value in context.items() if key.startswith("gco.")}
+    if not overrides or not isinstance(raw, dict | None):
+        return raw
+    merged = dict(raw or {})
+    for key, value in overrides.items():
+        merged[key] = _json_or_text(value)
+    return merged
+
+
+def _json_or_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 def parse_config(raw: Any) -> GcoConfig:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Duration, IgnoreMode, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_kms as kms
@@ -24,16 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GPU_AMI_PARAMETER = (
     "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-amazon-linux-2023/latest/ami-id"
 )
-IMAGE_EXCLUDES = [
-    ".git",
-    ".venv",
-    "node_modules",
-    "cdk.out",
-    "tests",
-    "benchmarks",
-    "**/__pycache__",
-    "*.egg-info",
-]
+# Docker-ignore semantics: only what the Dockerfile copies enters the build context.
+IMAGE_CONTEXT = ["*", "!pyproject.toml", "!README.md", "!gco", "!gpu_runner", "**/__pycache__", "**/*.pyc"]
 IMDS = "http://169.254.169.254/latest"
 
 
@@ -82,7 +74,8 @@ class RunnerStack(Stack):
             "Image",
             directory=str(ROOT),
             file="gpu_runner/Dockerfile",
-            exclude=IMAGE_EXCLUDES,
+            exclude=IMAGE_CONTEXT,
+            ignore_mode=IgnoreMode.DOCKER,
             platform=ecr_assets.Platform.LINUX_AMD64,
         )
         state_machine_arn = self.format_arn(

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from stacks.config import ConfigError, GcoConfig, parse_config
+from stacks.config import ConfigError, GcoConfig, parse_config, with_overrides
 from tests.cdk.conftest import ROOT, cdk_json_config
 
 
@@ -115,3 +115,20 @@ def test_app_py_fails_synth_with_one_line(tmp_path: object) -> None:
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if line.startswith("gco config error")]
     assert lines == ["gco config error: gco.regions: 'nowhere' is not a Region name"]
+
+
+def test_context_overrides_on_top_of_cdk_json() -> None:
+    raw = {"regions": ["us-east-1"], "bundle_dependencies": True}
+    context = {
+        "gco": raw,
+        "gco.bundle_dependencies": "false",
+        "gco.regions": '["us-east-1", "eu-west-1"]',
+        "gco.prefix": "team",
+        "other": 1,
+    }
+    config = parse_config(with_overrides(raw, context))
+    assert config.bundle_dependencies is False
+    assert config.regions == ["us-east-1", "eu-west-1"]
+    assert config.prefix == "team"
+    assert with_overrides(raw, {"gco": raw}) is raw
+    assert parse_config(with_overrides(None, {"gco.sweep_minutes": 10})).sweep_minutes == 10
