@@ -14,6 +14,11 @@ from gco.evidence import validate
 from tests.functional.bench.conftest import fake_argv, free_port
 
 
+# The fake engine realizes its nominal speed only to within about 1% on a loaded machine (sleep
+# granularity, scheduling): the truth a CI must contain is known to that precision, not better.
+REALIZED = 0.015
+
+
 def _engine(label: str, *flags: str, timeout: float = 20, **extra: Any) -> dict[str, Any]:
     port = free_port()
     return {
@@ -115,7 +120,7 @@ def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest
     assert summary["best_engine"] == "fast"
     for label, speed in speeds.items():
         lo, hi = heads[label]["ratio_ci95"]
-        assert lo <= speed / 2.0 <= hi, (label, heads[label])
+        assert lo * (1 - REALIZED) <= speed / 2.0 <= hi * (1 + REALIZED), (label, heads[label])
     cells = [json.loads(line) for line in (out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()]
     assert all(c["prefix_cache"]["hit_rate"] == 0.0 for c in cells)
     assert all(c["stop"]["signal"] == "SIGTERM" and c["stop"]["group_gone"] for c in cells)
