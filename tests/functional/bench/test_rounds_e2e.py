@@ -13,7 +13,6 @@ from gco.cli import main
 from gco.evidence import validate
 from tests.functional.bench.conftest import fake_argv, free_port
 
-
 # The fake engine realizes its nominal speed only to within about 1% on a loaded machine (sleep
 # granularity, scheduling): the truth a CI must contain is known to that precision, not better.
 REALIZED = 0.015
