@@ -182,7 +182,10 @@ def test_every_failure_path_is_named_and_the_run_completes(
 def test_load_mode_shares_the_reference_and_stops_adaptively(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    engines = [_engine("a", "--itl-ms", "5", "--speed", "2"), _engine("b", "--itl-ms", "5")]
+    engines = [
+        _engine("a", "--itl-ms", "5", "--ttft-ms", "30", "--speed", "2"),
+        _engine("b", "--itl-ms", "5", "--ttft-ms", "30"),
+    ]
     manifest, prompts = _write(
         tmp_path,
         engines,

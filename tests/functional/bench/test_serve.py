@@ -69,7 +69,7 @@ def test_chat_api_extra_body_and_template_kwargs() -> None:
 
 def test_load_mode_sweeps_levels_and_finds_capacity() -> None:
     async def scenario() -> None:
-        async with engine_server() as (url, _):
+        async with engine_server(ttft_s=0.02) as (url, _):
             settings = ServeSettings(
                 base_url=url,
                 mode="load",
