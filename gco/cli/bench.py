@@ -130,8 +130,11 @@ def serve(
     )
     directory = run_dir or _default_run_dir()
     gc.collect()
-    gc.freeze()  # this process only measures: keep collector pauses out of the timings
-    result, records = asyncio.run(run_serve(settings, prompts))
+    gc.freeze()  # keep collector pauses over start-up objects out of the timings
+    try:
+        result, records = asyncio.run(run_serve(settings, prompts))
+    finally:
+        gc.unfreeze()
     dump_json(directory / "serve" / "result.json", result.model_dump(mode="json"))
     requests_path = directory / "serve" / "requests.jsonl"
     requests_path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
