@@ -9,7 +9,7 @@ import pytest
 
 from gco.bench.errors import BenchInputError
 from gco.bench.prompts import Prompt
-from gco.bench.serve import ServeSettings, capacity, level_result, payload, run_serve, timed_request
+from gco.bench.serve import LAG_LIMIT_MS, ServeSettings, capacity, level_result, payload, run_serve, timed_request
 from gco.bench.transport import Client, HttpError
 from tests.functional.bench.conftest import engine_server, free_port
 
@@ -37,7 +37,8 @@ def test_single_mode_times_every_request_and_counts_tokens() -> None:
             assert result.buckets["all"]["itl_ms"] >= 2.0
             assert all(r.ok and r.output_tokens == 6 and r.tokens_from == "usage" for r in records)
             assert all(r.decode_tps and r.e2e_s and r.ttft_s and r.e2e_s > r.ttft_s for r in records)
-            assert not result.client.lagged
+            # Whether the client lagged depends on machine load; the verdict must follow its own rule.
+            assert result.client.lagged == (result.client.lag_p99_ms > LAG_LIMIT_MS)
             assert len(result.warmup_e2e_s) == 2
 
     asyncio.run(scenario())
