@@ -9,7 +9,15 @@ import pytest
 
 from gco.bench.errors import BenchInputError
 from gco.bench.prompts import Prompt
-from gco.bench.serve import LAG_LIMIT_MS, ServeSettings, capacity, level_result, payload, run_serve, timed_request
+from gco.bench.serve import (
+    LAG_LIMIT_MS,
+    ServeSettings,
+    capacity,
+    level_result,
+    payload,
+    run_serve,
+    timed_request,
+)
 from gco.bench.transport import Client, HttpError
 from tests.functional.bench.conftest import engine_server, free_port
 
