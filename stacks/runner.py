@@ -18,6 +18,7 @@ from stacks.config import GcoConfig
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
 from stacks.regional import RETENTION, RegionalStack
+from stacks.runner_cleanup import RunnerCleanup
 from stacks.runner_workflow import RunnerWorkflow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -179,5 +180,13 @@ class RunnerStack(Stack):
             log_key=regional.key,
             heartbeat=Duration.seconds(config.runner.heartbeat_seconds),
             timeout=Duration.hours(config.runner.timeout_hours),
+            log_retention=RETENTION[config.log_retention_days],
+        )
+        self.cleanup = RunnerCleanup(
+            self,
+            "Cleanup",
+            name=config.name("gpu-runner-cleanup"),
+            workflow_name=workflow_name,
+            key=regional.key,
             log_retention=RETENTION[config.log_retention_days],
         )

@@ -138,6 +138,23 @@ def runner_suppressions(stack: Stack) -> list[Suppression]:
                 f"Resource::arn:<AWS::Partition>:ec2:{region}::image/*",
             ),
         ),
+        Suppression(
+            f"{root}/Cleanup/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "ec2:DescribeInstances takes no resource; terminate only instances tagged as this workflow's; "
+            "log delivery and X-Ray take no resource",
+            ("Resource::*", EC2_ARN.format(region=region, kind="instance")),
+        ),
+        Suppression(
+            f"{root}/Cleanup/DeadLetters/Resource",
+            "AwsSolutions-SQS3",
+            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
+        ),
+        Suppression(
+            f"{root}/Cleanup/DeadLetters/Resource",
+            "Serverless-SQSRedrivePolicy",
+            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
+        ),
     ]
 
 

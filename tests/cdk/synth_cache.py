@@ -48,14 +48,19 @@ def synthesize() -> Synthesized:
     return Synthesized(gco=gco, assembly=app.synth())
 
 
-def runner_definition(substitute: dict[str, str]) -> dict[str, Any]:
-    """The runner state machine's ASL; each CloudFormation token becomes the value of the first
-    `substitute` key found in it ("Partition" -> "aws", "LaunchTemplate" -> an id, ...)."""
-    template = synthesize().template_json("gco-runner")
+def state_machine_definition(
+    template: dict[str, Any], name: str = "gco-gpu-runner", substitute: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The ASL of the named state machine; each CloudFormation token becomes the value of the first
+    `substitute` key found in it ("Partition" -> "aws", "LaunchTemplate" -> an id, ...), else "TOKEN"."""
+    substitute = substitute or {}
     machine = next(
-        r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+        r
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::StepFunctions::StateMachine" and r["Properties"]["StateMachineName"] == name
     )
-    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    body = machine["Properties"]["DefinitionString"]
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
 
     def value(part: Any) -> str:
         if isinstance(part, str):
@@ -64,3 +69,8 @@ def runner_definition(substitute: dict[str, str]) -> dict[str, Any]:
         return next((v for k, v in substitute.items() if k in text), "TOKEN")
 
     return dict(json.loads("".join(value(p) for p in parts)))
+
+
+def runner_definition(substitute: dict[str, str], name: str = "gco-gpu-runner") -> dict[str, Any]:
+    """`state_machine_definition` of the synthesized runner stack."""
+    return state_machine_definition(synthesize().template_json("gco-runner"), name, substitute)

@@ -8,16 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
-from tests.cdk.conftest import Synthesized
-
-
-def state_machine_definition(template: dict[str, Any]) -> dict[str, Any]:
-    """The ASL of the template's one state machine, with CloudFormation tokens as "TOKEN" strings."""
-    machine = next(
-        r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
-    )
-    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
-    return dict(json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts)))
+from tests.cdk.synth_cache import Synthesized, state_machine_definition
 
 
 def test_launch_template_imdsv2_encrypted_gpu_ami(runner_template: Any, synthesized: Synthesized) -> None:

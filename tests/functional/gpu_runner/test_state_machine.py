@@ -1,8 +1,9 @@
-"""The runner state machine as synthesized, executed by moto's Step Functions interpreter.
+"""The runner state machines as synthesized, executed by moto's Step Functions interpreter.
 
 Launch runs an instance from a launch template on moto EC2, RunJob writes the job with its task
 token to S3 and waits, the runner (with a stand-in for `gco bench rounds`) answers, and every run -
-success, runner failure, heartbeat timeout - ends with the instance terminated.
+success, runner failure, heartbeat timeout, abort (through the cleanup machine) - ends with the
+instance terminated.
 """
 
 from __future__ import annotations
@@ -142,3 +143,35 @@ def test_heartbeat_timeout_terminates_and_the_runner_stops(
     )
     assert outcome.cancelled
     assert threading.active_count() >= 1
+
+
+def test_abort_is_cleaned_up_by_the_cleanup_machine(sfn_moto: MotoServer) -> None:
+    aws = clients(sfn_moto)
+    sfn = aws["stepfunctions"]
+    execution = _start(aws, _deploy(aws), "bench-aborted")
+    _wait_for_job(aws["s3"], "jobs/bench-aborted.json")
+    sfn.stop_execution(executionArn=execution, error="Operator", cause="stopped by hand")
+    # No state of an aborted execution runs (moto's interpreter may still list it as RUNNING).
+    assert sfn.describe_execution(executionArn=execution)["status"] in ("ABORTED", "RUNNING")
+    assert _instance_states(aws["ec2"]) == ["running"]
+    cleanup = sfn.create_state_machine(
+        name="gco-gpu-runner-cleanup",
+        definition=json.dumps(runner_definition({"Partition": "aws"}, name="gco-gpu-runner-cleanup")),
+        roleArn=ROLE,
+    )["stateMachineArn"]
+    # The event EventBridge delivers for the status change (the fields the machine reads).
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "detail": {"name": "bench-aborted", "status": "ABORTED", "executionArn": execution},
+    }
+    run = sfn.start_execution(stateMachineArn=cleanup, name="clean-1", input=json.dumps(event))[
+        "executionArn"
+    ]
+    assert _finish(sfn, run)["status"] == "SUCCEEDED"
+    assert _instance_states(aws["ec2"]) == ["terminated"]
+    # Nothing left to clean: a second delivery of the event succeeds without terminating anything.
+    again = sfn.start_execution(stateMachineArn=cleanup, name="clean-2", input=json.dumps(event))[
+        "executionArn"
+    ]
+    assert _finish(sfn, again)["status"] == "SUCCEEDED"
