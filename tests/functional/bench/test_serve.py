@@ -42,7 +42,10 @@ def test_single_mode_times_every_request_and_counts_tokens() -> None:
             assert result.failed == 0
             assert set(result.buckets) == {"all", "0-128", "129-512"}
             assert result.buckets["all"]["ttft_ms"] >= 4.0
-            assert result.buckets["all"]["itl_ms"] >= 2.0
+            # Physical bounds only: no token arrives before the server sends it (TTFT 4 ms, then
+            # 5 gaps of 2 ms); single gaps may look shorter when chunks arrive together.
+            assert result.buckets["all"]["itl_ms"] > 0
+            assert all(r.e2e_s is not None and r.e2e_s >= 0.004 + 5 * 0.002 for r in records)
             assert all(r.ok and r.output_tokens == 6 and r.tokens_from == "usage" for r in records)
             assert all(r.decode_tps and r.e2e_s and r.ttft_s and r.e2e_s > r.ttft_s for r in records)
             # Whether the client lagged depends on machine load; the verdict must follow its own rule.
