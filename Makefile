@@ -23,11 +23,15 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
-test: lint types
+# The tests include `npx cdk synth` with the CLI pinned in package.json (tests/cdk/test_cli_synth.py).
+test: lint types node_modules/.package-lock.json
 	$(BIN)/python -m pytest --cov=gco --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/store_fencing.py
+	$(BIN)/python benchmarks/reconcile_latency.py
+	$(BIN)/python benchmarks/client_capacity.py
+	$(BIN)/python benchmarks/synth.py
 
 # The CDK CLI pinned in package.json; `cdk synth` offline, without AWS credentials (Lambda wheels are
 # not installed: `-c gco.bundle_dependencies=true` does that and needs PyPI).
