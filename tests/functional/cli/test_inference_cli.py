@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gco.cli import main
 from gco.cli.wait import Progress, WaitTimeoutError, wait_for
-from gco.endpoints import EndpointStore
+from gco.endpoints import EndpointSpec, EndpointStore
 from gco.local.motoserver import MotoServer
 from tests.conftest import TABLE
 
@@ -456,3 +456,45 @@ def test_console_script_runs_as_a_process(store: EndpointStore, moto: MotoServer
     result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["endpoint_name"] == "chat"
+
+
+spec_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(field=st.sampled_from(sorted(EndpointSpec.model_fields)), value=spec_values)
+def test_malformed_spec_files_change_nothing(
+    cli: Cli, store: EndpointStore, tmp_path: Path, field: str, value: Any
+) -> None:
+    spec_file = tmp_path / "spec.json"
+    pinned = "vllm/vllm-openai@sha256:" + "a" * 64  # so require_digest alone moves no error elsewhere
+    spec_file.write_text(json.dumps({"image": pinned, field: value}), encoding="utf-8")
+    before = table_items(store)
+    cli.capsys.readouterr()
+    argv = [
+        "inference",
+        "deploy",
+        "fuzz",
+        "--region",
+        "us-east-1",
+        "--spec",
+        str(spec_file),
+        "--endpoint-url",
+        cli.server.url,
+        "--table",
+        TABLE,
+    ]
+    status = main(argv)
+    err = cli.capsys.readouterr().err
+    if status == 0:  # a valid spec: remove the record so the next example starts clean
+        store.client.delete_item(TableName=store.table_name, Key={"endpoint_name": {"S": "fuzz"}})
+        return
+    assert status == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: spec.{field}"), err
+    assert table_items(store) == before
