@@ -13,19 +13,12 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.handler import handle_stream_event
-from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.runtime import reconciler_from_env
+from gco.reconcile.runtime import LazyReconciler
 
 logger = Logger(service="gco-reconciler")
 tracer = Tracer(service="gco-reconciler")
 metrics = Metrics(namespace="gco", service="gco-reconciler")
-_state: dict[str, Reconciler] = {}
-
-
-def reconciler() -> Reconciler:
-    if "reconciler" not in _state:
-        _state["reconciler"] = reconciler_from_env()
-    return _state["reconciler"]
+reconciler = LazyReconciler()
 
 
 @logger.inject_lambda_context

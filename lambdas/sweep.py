@@ -7,20 +7,13 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.runtime import reconciler_from_env
+from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
 
 logger = Logger(service="gco-sweep")
 tracer = Tracer(service="gco-sweep")
 metrics = Metrics(namespace="gco", service="gco-sweep")
-_state: dict[str, Reconciler] = {}
-
-
-def reconciler() -> Reconciler:
-    if "reconciler" not in _state:
-        _state["reconciler"] = reconciler_from_env()
-    return _state["reconciler"]
+reconciler = LazyReconciler()
 
 
 @logger.inject_lambda_context

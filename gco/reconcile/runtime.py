@@ -10,7 +10,7 @@ RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (de
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from gco.endpoints.errors import InvalidSpecError
 from gco.reconcile.reconciler import Reconciler
@@ -52,3 +52,16 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     wait = _seconds(source, "RECONCILE_WAIT_SECONDS", 10.0)
     store = EndpointStore.connect(table_name=source.get("INFERENCE_ENDPOINTS_TABLE_NAME") or None)
     return Reconciler(store, connect_eks(cluster_name, region), region, wait=wait)
+
+
+class LazyReconciler:
+    """The execution environment's one reconciler, built on first use rather than at cold start."""
+
+    def __init__(self, build: Callable[[], Reconciler] = reconciler_from_env) -> None:
+        self._build = build
+        self._built: Reconciler | None = None
+
+    def __call__(self) -> Reconciler:
+        if self._built is None:
+            self._built = self._build()
+        return self._built

@@ -13,7 +13,7 @@ from gco.endpoints import EndpointStore, InvalidSpecError
 from gco.local.motoserver import MotoServer
 from gco.reconcile.errors import ClusterConfigError
 from gco.reconcile.local import LocalReconcilers
-from gco.reconcile.runtime import reconciler_from_env
+from gco.reconcile.runtime import LazyReconciler, reconciler_from_env
 from tests.unit.reconcile.records import EAST, IMAGE
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -44,7 +44,7 @@ def test_stream_lambda_reports_partial_batch_failures(
 ) -> None:
     from lambdas import reconciler as entry
 
-    monkeypatch.setitem(entry._state, "reconciler", local.regions[EAST].reconciler)
+    monkeypatch.setattr(entry, "reconciler", LazyReconciler(lambda: local.regions[EAST].reconciler))
     store.create("llama", {"image": IMAGE}, [EAST])
     event = json.loads((EVENTS / "dynamodb_stream_batch.json").read_text())
     response = entry.handler(event, Context())
@@ -59,23 +59,24 @@ def test_sweep_lambda_reports(
 ) -> None:
     from lambdas import sweep as entry
 
-    monkeypatch.setitem(entry._state, "reconciler", local.regions[EAST].reconciler)
+    monkeypatch.setattr(entry, "reconciler", LazyReconciler(lambda: local.regions[EAST].reconciler))
     store.create("llama", {"image": IMAGE}, [EAST])
     event = json.loads((EVENTS / "scheduled_sweep.json").read_text())
     report = entry.handler(event, Context(function_name="gco-sweep"))
     assert (report["endpoints"], report["done"], report["failed"]) == (1, 1, [])
 
 
-def test_entry_points_build_their_reconciler_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entry_points_build_their_reconciler_once_on_first_use() -> None:
     from lambdas import reconciler as stream_entry
     from lambdas import sweep as sweep_entry
 
+    assert isinstance(stream_entry.reconciler, LazyReconciler)
+    assert isinstance(sweep_entry.reconciler, LazyReconciler)
     built: list[int] = []
-    for entry in (stream_entry, sweep_entry):
-        monkeypatch.setattr(entry, "_state", {})
-        monkeypatch.setattr(entry, "reconciler_from_env", lambda: built.append(1) or "reconciler")
-        assert entry.reconciler() == entry.reconciler() == "reconciler"
-    assert built == [1, 1]
+    lazy = LazyReconciler(lambda: built.append(1) or "reconciler")  # type: ignore[arg-type, func-returns-value]
+    assert built == []
+    assert lazy() == lazy() == "reconciler"
+    assert built == [1]
 
 
 @pytest.mark.parametrize(
