@@ -14,7 +14,7 @@ from cdk_nag import (
     ServerlessChecks,
 )
 
-from stacks.config import GcoConfig
+from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
 from stacks.regional import RegionalStack
 from stacks.runner import RunnerStack
@@ -49,7 +49,8 @@ class GcoApp:
 def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **app_kwargs: Any) -> GcoApp:
     """Every stack of a deployment: keys per replica Region, global, one Regional per Region, runner.
 
-    Deploy order (stack dependencies): keys -> global -> Regional and runner.
+    Deploy order (stack dependencies): keys -> global -> Regional -> runner. The global stack's runner
+    workflow finds the runner stack's launch template and role by name, so it needs nothing from it.
     """
     app = app or App(**app_kwargs)
     if app.node.try_get_context(CROSS_STACK_REFERENCES) is None:
@@ -80,7 +81,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
     )
     result = GcoApp(app=app, global_stack=global_stack, runner=runner, regional=regional, keys=keys)
     for stack in result.stacks:
-        Tags.of(stack).add("gco:deployment", config.prefix)
+        Tags.of(stack).add(DEPLOYMENT_TAG, config.prefix)
     result.suppressions = [
         *global_suppressions(global_stack),
         *[item for stack in regional.values() for item in regional_suppressions(stack, config.home_region)],

@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+# Every resource of a deployment carries this tag (value: the prefix); the runner workflow's
+# launch permissions are bounded by it.
+DEPLOYMENT_TAG = "gco:deployment"
 
 
 class ConfigError(ValueError):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
-
-from stacks.iam import key_policy
 
 REPLICA_WRITES = [
     "dynamodb:PutItem",
@@ -18,11 +16,6 @@ REPLICA_WRITES = [
     "dynamodb:BatchWriteItem",
     "dynamodb:TransactWriteItems",
 ]
-
-
-def replica_key_alias(prefix: str) -> str:
-    """The alias of each Region's table key (created by that Region's keys stack)."""
-    return f"alias/{prefix}-endpoints"
 
 
 class EndpointTable(Construct):
@@ -123,16 +116,3 @@ class EvidenceBucket(Construct):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
-
-
-def table_key(scope: Construct, construct_id: str, *, prefix: str, description: str) -> kms.Key:
-    """A customer-managed key with rotation and the Region-wide table alias."""
-    return kms.Key(
-        scope,
-        construct_id,
-        alias=replica_key_alias(prefix),
-        description=description,
-        enable_key_rotation=True,
-        removal_policy=RemovalPolicy.RETAIN,
-        policy=key_policy(Stack.of(scope).account),
-    )

@@ -1,12 +1,18 @@
-"""The global stack (home Region) and the per-Region key stacks its table replicas need."""
+"""The global stack (home Region) and the per-Region key stacks its table replicas need.
+
+Besides the table and the evidence bucket, it holds the GPU runner workflow and its cleanup.
+"""
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from constructs import Construct
 
 from stacks.config import GcoConfig
-from stacks.data import EndpointTable, EvidenceBucket, replica_key_alias, table_key
+from stacks.data import EndpointTable, EvidenceBucket
+from stacks.keys import RETENTION, replica_key_alias, stack_key, table_key
+from stacks.runner_cleanup import RunnerCleanup
+from stacks.runner_workflow import RunnerNames, RunnerWorkflow
 
 
 class KeysStack(Stack):
@@ -23,7 +29,7 @@ class KeysStack(Stack):
 
 
 class GlobalStack(Stack):
-    """The endpoint table (and its replicas) and the evidence bucket."""
+    """The endpoint table (and its replicas), the evidence bucket and the GPU runner workflow."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -33,6 +39,7 @@ class GlobalStack(Stack):
             prefix=config.prefix,
             description=f"{config.prefix}: endpoint table and evidence",
         )
+        self.key = stack_key(self, "Key", description=f"{config.prefix} global: logs and queues")
         replica_key_arns = {
             region: self.format_arn(service="kms", region=region, resource=replica_key_alias(config.prefix))
             for region in config.replica_regions
@@ -47,4 +54,27 @@ class GlobalStack(Stack):
         )
         self.evidence = EvidenceBucket(
             self, "Evidence", key=self.table_key, retention_days=config.evidence_retention_days
+        )
+        names = RunnerNames.of(config)
+        retention = RETENTION[config.log_retention_days]
+        self.runner_workflow = RunnerWorkflow(
+            self,
+            "RunnerWorkflow",
+            names=names,
+            instance_type=config.runner.instance_type,
+            bucket=self.evidence.bucket,
+            key=self.table_key,
+            log_key=self.key,
+            heartbeat=Duration.seconds(config.runner.heartbeat_seconds),
+            timeout=Duration.hours(config.runner.timeout_hours),
+            log_retention=retention,
+        )
+        self.runner_cleanup = RunnerCleanup(
+            self,
+            "RunnerCleanup",
+            name=names.cleanup,
+            workflow_name=names.workflow,
+            workflow_arn=self.runner_workflow.state_machine.state_machine_arn,
+            key=self.key,
+            log_retention=retention,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
@@ -11,51 +11,13 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig, NodeGroupConfig
-from stacks.iam import key_policy, managed_role, statement
+from stacks.iam import managed_role, statement
+from stacks.keys import RETENTION, stack_key
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
 NAMESPACES = ["gco-inference", "gco-system"]
-RETENTION = {
-    30: logs.RetentionDays.ONE_MONTH,
-    90: logs.RetentionDays.THREE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    731: logs.RetentionDays.TWO_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
-
-
-def stack_key(scope: Construct, construct_id: str, *, description: str) -> kms.Key:
-    """A key for this stack's logs, queues, topics, secrets and Lambda environments.
-
-    CloudWatch Logs (for this account's log groups), EventBridge (DLQ sends) and CloudWatch alarms
-    (the encrypted topic) may use it; everything else goes through IAM.
-    """
-    stack = Stack.of(scope)
-    log_groups = stack.format_arn(
-        service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
-    )
-    return kms.Key(
-        scope,
-        construct_id,
-        description=description,
-        enable_key_rotation=True,
-        removal_policy=RemovalPolicy.DESTROY,
-        policy=key_policy(
-            stack.account,
-            [
-                (
-                    f"logs.{stack.region}.amazonaws.com",
-                    {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
-                ),
-                ("events.amazonaws.com", None),
-                ("cloudwatch.amazonaws.com", None),
-            ],
-        ),
-    )
 
 
 class Network(Construct):

@@ -1,13 +1,14 @@
-"""The runner stack (home Region): container image, launch template, instance role, state machine.
+"""The runner stack (home Region): container image, launch template, instance role, security group.
 
-The instance runs in the home Regional stack's private subnets; it has no inbound rule and no SSH.
+The global stack's workflow launches from this template by name. The instance runs in the home
+Regional stack's private subnet (set in the template); it has no inbound rule and no SSH.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, IgnoreMode, Stack
+from aws_cdk import ArnFormat, IgnoreMode, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_kms as kms
@@ -17,9 +18,8 @@ from constructs import Construct
 from stacks.config import GcoConfig
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
-from stacks.regional import RETENTION, RegionalStack
-from stacks.runner_cleanup import RunnerCleanup
-from stacks.runner_workflow import RunnerWorkflow
+from stacks.regional import RegionalStack
+from stacks.runner_workflow import RUNNER_TAG, RunnerNames
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_AMI_PARAMETER = (
@@ -54,7 +54,7 @@ def user_data(
 
 
 class RunnerStack(Stack):
-    """Everything the state machine needs to run one job on one GPU instance and clean up."""
+    """What the workflow launches: one GPU instance that runs one job, then terminates itself."""
 
     def __init__(
         self,
@@ -69,7 +69,7 @@ class RunnerStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         vpc = regional.network.vpc
-        workflow_name = config.name("gpu-runner")
+        names = RunnerNames.of(config)
         self.image = ecr_assets.DockerImageAsset(
             self,
             "Image",
@@ -82,13 +82,13 @@ class RunnerStack(Stack):
         state_machine_arn = self.format_arn(
             service="states",
             resource="stateMachine",
-            resource_name=workflow_name,
+            resource_name=names.workflow,
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
         self.role, self.policy = managed_role(
             self,
             "InstanceRole",
-            role_name=config.name("runner", self.region),
+            role_name=names.instance_role,
             service="ec2.amazonaws.com",
             description="gco GPU runner: its job, evidence and run prefixes, task tokens, the endpoint table",
             statements=[
@@ -134,11 +134,10 @@ class RunnerStack(Stack):
         self.launch_template = ec2.LaunchTemplate(
             self,
             "LaunchTemplate",
-            launch_template_name=config.name("runner"),
+            launch_template_name=names.launch_template,
             instance_type=ec2.InstanceType(config.runner.instance_type),
             machine_image=ec2.MachineImage.from_ssm_parameter(GPU_AMI_PARAMETER),
             role=self.role,
-            security_group=security_group,
             require_imdsv2=True,
             http_put_response_hop_limit=2,
             instance_metadata_tags=True,
@@ -167,26 +166,21 @@ class RunnerStack(Stack):
                 )
             ),
         )
-        self.workflow = RunnerWorkflow(
-            self,
-            "Workflow",
-            name=workflow_name,
-            launch_template=self.launch_template,
-            instance_role=self.role,
-            security_group=security_group,
-            subnets=vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets,
-            bucket=bucket,
-            key=bucket_key,
-            log_key=regional.key,
-            heartbeat=Duration.seconds(config.runner.heartbeat_seconds),
-            timeout=Duration.hours(config.runner.timeout_hours),
-            log_retention=RETENTION[config.log_retention_days],
+        subnet = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets[0]
+        # The network lives in the template (RunInstances names only the template), so the workflow's
+        # definition needs no id from this stack. Groups go on the interface: EC2 refuses both.
+        template = self.launch_template.node.default_child
+        assert isinstance(template, ec2.CfnLaunchTemplate)
+        template.add_property_override(
+            "LaunchTemplateData.NetworkInterfaces",
+            [
+                {
+                    "DeviceIndex": 0,
+                    "SubnetId": subnet.subnet_id,
+                    "Groups": [security_group.security_group_id],
+                    "AssociatePublicIpAddress": False,
+                    "DeleteOnTermination": True,
+                }
+            ],
         )
-        self.cleanup = RunnerCleanup(
-            self,
-            "Cleanup",
-            name=config.name("gpu-runner-cleanup"),
-            workflow_name=workflow_name,
-            key=regional.key,
-            log_retention=RETENTION[config.log_retention_days],
-        )
+        Tags.of(self.launch_template).add(RUNNER_TAG, names.workflow)

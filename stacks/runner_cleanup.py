@@ -8,7 +8,7 @@ no GPU instance running.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_kms as kms
@@ -34,17 +34,12 @@ class RunnerCleanup(Construct):
         *,
         name: str,
         workflow_name: str,
+        workflow_arn: str,
         key: kms.IKey,
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        workflow_arn = stack.format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=workflow_name,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
         instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
         log_group = logs.LogGroup(
             self,

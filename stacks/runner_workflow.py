@@ -7,13 +7,17 @@ heartbeat timeout, task timeout - passes through a terminate step. An execution 
 times out as a whole cannot run a state: its runner's next heartbeat is refused, the runner exits
 and the instance shuts itself down (shutdown behaviour: terminate), and a hard stop in the user data
 bounds the instance's life.
+
+The workflow lives in the global stack, which deploys before the runner stack: it names the launch
+template and the instance role by their fixed names (`RunnerNames`) and may launch only into
+resources tagged as this deployment's, so the runner stack can change without touching it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration, Stack
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -21,6 +25,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.iam import managed_role, statement
 
 JOB_TAG = "gco-job-key"
@@ -48,6 +53,27 @@ XRAY = [
 ]
 
 
+@dataclass(frozen=True)
+class RunnerNames:
+    """The fixed names by which the global stack's workflow and the runner stack find each other."""
+
+    workflow: str
+    cleanup: str
+    launch_template: str
+    instance_role: str
+    deployment: str
+
+    @classmethod
+    def of(cls, config: GcoConfig) -> RunnerNames:
+        return cls(
+            workflow=config.name("gpu-runner"),
+            cleanup=config.name("gpu-runner-cleanup"),
+            launch_template=config.name("runner"),
+            instance_role=config.name("runner", config.home_region),
+            deployment=config.prefix,
+        )
+
+
 class RunnerWorkflow(Construct):
     """The state machine and its role; every permission names the resources it acts on."""
 
@@ -56,11 +82,8 @@ class RunnerWorkflow(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        name: str,
-        launch_template: ec2.LaunchTemplate,
-        instance_role: iam.IRole,
-        security_group: ec2.ISecurityGroup,
-        subnets: list[ec2.ISubnet],
+        names: RunnerNames,
+        instance_type: str,
         bucket: s3.IBucket,
         key: kms.IKey,
         log_key: kms.IKey,
@@ -70,6 +93,7 @@ class RunnerWorkflow(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        name = names.workflow
 
         def arn(resource: str, resource_name: str, account: str | None = None) -> str:
             return stack.format_arn(
@@ -92,17 +116,27 @@ class RunnerWorkflow(Construct):
             description="gco GPU runner workflow: start, hand a job to and terminate its own instances",
             statements=[
                 statement(
-                    "LaunchFromTemplate",
+                    "LaunchFromOwnTemplate",
                     ["ec2:RunInstances"],
-                    [
-                        arn("instance", "*"),
-                        arn("volume", "*"),
-                        arn("network-interface", "*"),
-                        arn("security-group", security_group.security_group_id),
-                        *[arn("subnet", subnet.subnet_id) for subnet in subnets],
-                        arn("launch-template", launch_template.launch_template_id or ""),
-                        arn("image", "*", account=""),
-                    ],
+                    [arn("launch-template", "*")],
+                    StringEquals={f"aws:ResourceTag/{RUNNER_TAG}": name},
+                ),
+                statement(
+                    "LaunchIntoOwnNetwork",
+                    ["ec2:RunInstances"],
+                    [arn("subnet", "*"), arn("security-group", "*")],
+                    StringEquals={f"aws:ResourceTag/{DEPLOYMENT_TAG}": names.deployment},
+                ),
+                statement(
+                    "LaunchTaggedRunner",
+                    ["ec2:RunInstances"],
+                    [arn("instance", "*")],
+                    StringEquals={f"aws:RequestTag/{RUNNER_TAG}": name, "ec2:InstanceType": instance_type},
+                ),
+                statement(
+                    "LaunchVolumesAndInterfaces",
+                    ["ec2:RunInstances"],
+                    [arn("volume", "*"), arn("network-interface", "*"), arn("image", "*", account="")],
                 ),
                 statement(
                     "TagAtLaunch",
@@ -116,7 +150,16 @@ class RunnerWorkflow(Construct):
                     [arn("instance", "*")],
                     StringEquals={f"aws:ResourceTag/{RUNNER_TAG}": name},
                 ),
-                statement("PassInstanceRole", ["iam:PassRole"], [instance_role.role_arn]),
+                statement(
+                    "PassInstanceRole",
+                    ["iam:PassRole"],
+                    [
+                        stack.format_arn(
+                            service="iam", region="", resource="role", resource_name=names.instance_role
+                        )
+                    ],
+                    StringEquals={"iam:PassedToService": "ec2.amazonaws.com"},
+                ),
                 statement("WriteJobs", ["s3:PutObject"], [bucket.arn_for_objects("jobs/*")]),
                 statement("BucketKey", ["kms:GenerateDataKey", "kms:Decrypt"], [key.key_arn]),
                 statement("LogDelivery", LOG_DELIVERY, ["*"]),
@@ -131,13 +174,9 @@ class RunnerWorkflow(Construct):
             action="runInstances",
             iam_resources=[arn("instance", "*")],
             parameters={
-                "LaunchTemplate": {
-                    "LaunchTemplateId": launch_template.launch_template_id,
-                    "Version": "$Latest",
-                },
+                "LaunchTemplate": {"LaunchTemplateName": names.launch_template, "Version": "$Latest"},
                 "MinCount": 1,
                 "MaxCount": 1,
-                "SubnetId": subnets[0].subnet_id,
                 "TagSpecifications": [
                     {
                         "ResourceType": "instance",

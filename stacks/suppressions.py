@@ -13,6 +13,18 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 
 PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
 EC2_ARN = "Resource::arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:{kind}/*"
+RUN_INSTANCES_KINDS = (
+    "launch-template",
+    "subnet",
+    "security-group",
+    "instance",
+    "volume",
+    "network-interface",
+)
+
+
+def _bucket(prefix: str) -> RegexAppliesTo:
+    return RegexAppliesTo(regex=rf"/^Resource::<EvidenceBucket[0-9A-F]{{8}}\.Arn>\/{prefix}\/\*$/g")
 
 
 @dataclass(frozen=True)
@@ -28,10 +40,8 @@ def _each_pack(path: str, rule: str, reason: str) -> list[Suppression]:
 
 
 def global_suppressions(stack: Stack) -> list[Suppression]:
-    logs, bucket = (
-        f"/{stack.stack_name}/Evidence/AccessLogs/Resource",
-        f"/{stack.stack_name}/Evidence/Bucket/Resource",
-    )
+    root, region = f"/{stack.stack_name}", stack.region
+    logs, evidence = f"{root}/Evidence/AccessLogs/Resource", f"{root}/Evidence/Bucket/Resource"
     return [
         *_each_pack(
             logs,
@@ -44,10 +54,40 @@ def global_suppressions(stack: Stack) -> list[Suppression]:
             "access logs of the evidence bucket; versioned and retained in place, a copy adds no evidence",
         ),
         *_each_pack(
-            bucket,
+            evidence,
             "S3BucketReplicationEnabled",
             "evidence records are content-addressed, written once and also kept by the run's operator; "
             "cross-Region replication is left to the deployer's backup policy",
+        ),
+        Suppression(
+            f"{root}/RunnerWorkflow/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "RunInstances creates instances, volumes and ENIs whose ids are unknown before launch; the "
+            "template, subnet and security group are matched by this deployment's tags (the runner stack "
+            "deploys after this one); terminate only tagged runners; log delivery and X-Ray take no resource",
+            (
+                "Resource::*",
+                _bucket("jobs"),
+                *(EC2_ARN.format(region=region, kind=k) for k in RUN_INSTANCES_KINDS),
+                f"Resource::arn:<AWS::Partition>:ec2:{region}::image/*",
+            ),
+        ),
+        Suppression(
+            f"{root}/RunnerCleanup/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "ec2:DescribeInstances takes no resource; terminate only instances tagged as this workflow's; "
+            "log delivery and X-Ray take no resource",
+            ("Resource::*", EC2_ARN.format(region=region, kind="instance")),
+        ),
+        Suppression(
+            f"{root}/RunnerCleanup/DeadLetters/Resource",
+            "AwsSolutions-SQS3",
+            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
+        ),
+        Suppression(
+            f"{root}/RunnerCleanup/DeadLetters/Resource",
+            "Serverless-SQSRedrivePolicy",
+            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
         ),
     ]
 
@@ -114,46 +154,13 @@ def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
 
 
 def runner_suppressions(stack: Stack) -> list[Suppression]:
-    root, region = f"/{stack.stack_name}", stack.region
-
-    def bucket(prefix: str) -> RegexAppliesTo:
-        return RegexAppliesTo(regex=rf"/^Resource::<EvidenceBucket[0-9A-F]{{8}}\.Arn>\/{prefix}\/\*$/g")
-
+    root = f"/{stack.stack_name}"
     return [
         Suppression(
             f"{root}/InstanceRolePolicy/Resource",
             "AwsSolutions-IAM5",
             "ecr:GetAuthorizationToken takes no resource; objects only under the runner's three prefixes",
-            ("Resource::*", *(bucket(p) for p in ("jobs", "evidence", "runs"))),
-        ),
-        Suppression(
-            f"{root}/Workflow/RolePolicy/Resource",
-            "AwsSolutions-IAM5",
-            "RunInstances creates instances, volumes and ENIs whose ids are unknown before launch (tags "
-            "only at RunInstances, terminate only tagged runners); log delivery and X-Ray take no resource",
-            (
-                "Resource::*",
-                bucket("jobs"),
-                *(EC2_ARN.format(region=region, kind=k) for k in ("instance", "network-interface", "volume")),
-                f"Resource::arn:<AWS::Partition>:ec2:{region}::image/*",
-            ),
-        ),
-        Suppression(
-            f"{root}/Cleanup/RolePolicy/Resource",
-            "AwsSolutions-IAM5",
-            "ec2:DescribeInstances takes no resource; terminate only instances tagged as this workflow's; "
-            "log delivery and X-Ray take no resource",
-            ("Resource::*", EC2_ARN.format(region=region, kind="instance")),
-        ),
-        Suppression(
-            f"{root}/Cleanup/DeadLetters/Resource",
-            "AwsSolutions-SQS3",
-            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
-        ),
-        Suppression(
-            f"{root}/Cleanup/DeadLetters/Resource",
-            "Serverless-SQSRedrivePolicy",
-            "this queue is the dead-letter queue of the cleanup rule's target; it has none itself",
+            ("Resource::*", *(_bucket(p) for p in ("jobs", "evidence", "runs"))),
         ),
     ]
 

@@ -72,5 +72,5 @@ def state_machine_definition(
 
 
 def runner_definition(substitute: dict[str, str], name: str = "gco-gpu-runner") -> dict[str, Any]:
-    """`state_machine_definition` of the synthesized runner stack."""
-    return state_machine_definition(synthesize().template_json("gco-runner"), name, substitute)
+    """`state_machine_definition` of a runner state machine (they live in the global stack)."""
+    return state_machine_definition(synthesize().template_json("gco-global"), name, substitute)

@@ -1,4 +1,4 @@
-"""Runner stack: image asset, launch template, instance role, and the state machine's graph."""
+"""Runner stack: image asset, launch template (with its network), instance role."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
-from tests.cdk.synth_cache import Synthesized, state_machine_definition
+from tests.cdk.synth_cache import Synthesized
 
 
 def test_launch_template_imdsv2_encrypted_gpu_ami(runner_template: Any, synthesized: Synthesized) -> None:
@@ -94,65 +94,29 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
     assert "table/gco-inference-endpoints" in json.dumps(statements["EndpointTable"]["Resource"])
 
 
-def test_state_machine_named_logged_traced(runner_template: Any) -> None:
+def test_launch_template_holds_the_private_network_and_the_workflow_tag(synthesized: Synthesized) -> None:
+    template = synthesized.template_json("gco-runner")
+    launch = next(r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate")
+    data = launch["Properties"]["LaunchTemplateData"]
+    # EC2 refuses instance-level groups beside interfaces: the group must be on the interface only.
+    assert "SecurityGroupIds" not in data
+    [interface] = data["NetworkInterfaces"]
+    assert interface["DeviceIndex"] == 0 and interface["AssociatePublicIpAddress"] is False
+    assert "privateSubnet1" in json.dumps(interface["SubnetId"])
+    [group] = interface["Groups"]
+    group_id = group["Fn::GetAtt"][0]
+    assert template["Resources"][group_id]["Type"] == "AWS::EC2::SecurityGroup"
+    [own_tags] = [
+        t["Tags"] for t in launch["Properties"]["TagSpecifications"] if t["ResourceType"] == "launch-template"
+    ]
+    assert {"Key": "gco-runner", "Value": "gco-gpu-runner"} in own_tags
+    assert {"Key": "gco:deployment", "Value": "gco"} in own_tags
+    # The workflow may launch only into groups carrying the deployment tag: this one does.
+    assert {"Key": "gco:deployment", "Value": "gco"} in template["Resources"][group_id]["Properties"]["Tags"]
+
+
+def test_security_group_has_no_inbound_rule(runner_template: Any) -> None:
+    runner_template.resource_count_is("AWS::EC2::SecurityGroupIngress", 0)
     runner_template.has_resource_properties(
-        "AWS::StepFunctions::StateMachine",
-        {
-            "StateMachineName": "gco-gpu-runner",
-            "TracingConfiguration": {"Enabled": True},
-            "LoggingConfiguration": Match.object_like({"Level": "ALL", "IncludeExecutionData": False}),
-        },
+        "AWS::EC2::SecurityGroup", {"SecurityGroupIngress": Match.absent()}
     )
-
-
-def test_run_job_waits_on_task_token_with_heartbeats(synthesized: Synthesized) -> None:
-    states = state_machine_definition(synthesized.template_json("gco-runner"))["States"]
-    run_job = states["RunJob"]
-    assert run_job["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
-    assert run_job["HeartbeatSeconds"] == 300
-    assert run_job["TimeoutSeconds"] == 12 * 3600
-    assert run_job["Parameters"]["Body.$"].startswith("States.Format(")
-    assert "$$.Task.Token, $$.Execution.Name" in run_job["Parameters"]["Body.$"]
-    assert run_job["Parameters"]["Key.$"] == "States.Format('jobs/{}.json', $$.Execution.Name)"
-
-
-def test_launch_uses_template_tags_job_and_retries_throttling(synthesized: Synthesized) -> None:
-    launch = state_machine_definition(synthesized.template_json("gco-runner"))["States"]["Launch"]
-    assert launch["Resource"].endswith(":states:::aws-sdk:ec2:runInstances")
-    tags = launch["Parameters"]["TagSpecifications"][0]["Tags"]
-    assert {"Key": "gco-runner", "Value": "gco-gpu-runner"} in tags
-    retry = launch["Retry"][0]
-    assert "Ec2.RequestLimitExceeded" in retry["ErrorEquals"]
-    assert retry["BackoffRate"] == 2 and retry["MaxAttempts"] == 5 and retry["JitterStrategy"] == "FULL"
-
-
-def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesized) -> None:
-    definition = state_machine_definition(synthesized.template_json("gco-runner"))
-    states = definition["States"]
-    assert definition["StartAt"] == "Launch"
-    run_job = states["RunJob"]
-    successors = [run_job["Next"], *(c["Next"] for c in run_job.get("Catch", []))]
-    assert successors == ["TerminateAfterSuccess", "TerminateAfterFailure"]
-    assert run_job["Catch"][0]["ErrorEquals"] == ["States.ALL"]
-    assert states["TerminateAfterSuccess"]["Next"] == "Done"
-    assert states["TerminateAfterFailure"]["Next"] == "RunnerFailed"
-    for name in ("TerminateAfterSuccess", "TerminateAfterFailure"):
-        terminate = states[name]
-        assert terminate["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
-        assert terminate["Parameters"]["InstanceIds.$"] == "$.instance.InstanceIds"
-        assert terminate["Retry"][0]["ErrorEquals"] == ["States.ALL"]
-    # Launch failing means no instance exists; it is the only path that skips terminate.
-    assert states["Launch"]["Catch"][0]["Next"] == "LaunchFailed"
-
-
-def test_workflow_role_scoped_to_template_tags_and_own_instances(runner_template: Any) -> None:
-    policy = Capture()
-    runner_template.has_resource_properties(
-        "AWS::IAM::ManagedPolicy", {"ManagedPolicyName": "gco-gpu-runner-us-east-1", "PolicyDocument": policy}
-    )
-    statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
-    assert statements["TerminateOwnInstances"]["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/gco-runner": "gco-gpu-runner"}
-    }
-    assert statements["TagAtLaunch"]["Condition"] == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
-    assert statements["PassInstanceRole"]["Action"] == "iam:PassRole"

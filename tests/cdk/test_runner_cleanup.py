@@ -10,8 +10,8 @@ from aws_cdk.assertions import Capture, Match
 from tests.cdk.synth_cache import Synthesized, state_machine_definition
 
 
-def test_rule_matches_abort_and_timeout_of_the_workflow(runner_template: Any) -> None:
-    runner_template.has_resource_properties(
+def test_rule_matches_abort_and_timeout_of_the_workflow(global_template: Any) -> None:
+    global_template.has_resource_properties(
         "AWS::Events::Rule",
         {
             "Name": "gco-gpu-runner-cleanup",
@@ -28,7 +28,7 @@ def test_rule_matches_abort_and_timeout_of_the_workflow(runner_template: Any) ->
 
 
 def test_cleanup_finds_by_job_tag_and_terminates(synthesized: Synthesized) -> None:
-    states = state_machine_definition(synthesized.template_json("gco-runner"), "gco-gpu-runner-cleanup")[
+    states = state_machine_definition(synthesized.template_json("gco-global"), "gco-gpu-runner-cleanup")[
         "States"
     ]
     filters = states["FindInstance"]["Parameters"]["Filters"]
@@ -38,9 +38,9 @@ def test_cleanup_finds_by_job_tag_and_terminates(synthesized: Synthesized) -> No
     assert states["Terminate"]["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
 
 
-def test_trigger_role_may_only_start_the_cleanup(runner_template: Any) -> None:
+def test_trigger_role_may_only_start_the_cleanup(global_template: Any) -> None:
     policy = Capture()
-    runner_template.has_resource_properties(
+    global_template.has_resource_properties(
         "AWS::IAM::ManagedPolicy",
         {"ManagedPolicyName": "gco-gpu-runner-cleanup-trigger-us-east-1", "PolicyDocument": policy},
     )

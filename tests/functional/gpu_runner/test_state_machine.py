@@ -28,13 +28,17 @@ def _deploy(aws: dict[str, Any], heartbeat_seconds: int | None = None) -> str:
     ec2, sfn = aws["ec2"], aws["stepfunctions"]
     make_bucket(aws["s3"])
     image = ec2.describe_images()["Images"][0]["ImageId"]
-    template = ec2.create_launch_template(
-        LaunchTemplateName="gco-runner", LaunchTemplateData={"ImageId": image, "InstanceType": "g6e.xlarge"}
-    )["LaunchTemplate"]["LaunchTemplateId"]
+    # What the runner stack deploys after the global stack: the template the workflow names.
     subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
-    definition = runner_definition(
-        {"Partition": "aws", "LaunchTemplate": template, "Subnet": subnet, "EvidenceBucket": BUCKET}
+    ec2.create_launch_template(
+        LaunchTemplateName="gco-runner",
+        LaunchTemplateData={
+            "ImageId": image,
+            "InstanceType": "g6e.xlarge",
+            "NetworkInterfaces": [{"DeviceIndex": 0, "SubnetId": subnet}],
+        },
     )
+    definition = runner_definition({"Partition": "aws", "EvidenceBucket": BUCKET})
     if heartbeat_seconds is not None:
         definition["States"]["RunJob"]["HeartbeatSeconds"] = heartbeat_seconds
     return str(
@@ -85,8 +89,9 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
     message = _wait_for_job(aws["s3"], "jobs/bench-ok.json")
     assert message.execution == "bench-ok" and message.instance_ids[0].startswith("i-")
     assert _instance_states(aws["ec2"]) == ["running"]
-    tags = aws["ec2"].describe_instances()["Reservations"][0]["Instances"][0]["Tags"]
-    assert {"Key": "gco-job-key", "Value": "jobs/bench-ok.json"} in tags
+    instance = aws["ec2"].describe_instances()["Reservations"][0]["Instances"][0]
+    assert {"Key": "gco-job-key", "Value": "jobs/bench-ok.json"} in instance["Tags"]
+    assert instance["InstanceType"] == "g6e.xlarge"  # from the template the workflow names
     outcome = run_job(
         message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds()
     )

@@ -1,0 +1,116 @@
+"""The GPU runner workflow in the global stack: its graph, its role, and what it names in the runner stack."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Capture, Match
+
+from tests.cdk.synth_cache import Synthesized, state_machine_definition
+
+
+def test_state_machine_named_logged_traced(global_template: Any) -> None:
+    global_template.has_resource_properties(
+        "AWS::StepFunctions::StateMachine",
+        {
+            "StateMachineName": "gco-gpu-runner",
+            "TracingConfiguration": {"Enabled": True},
+            "LoggingConfiguration": Match.object_like({"Level": "ALL", "IncludeExecutionData": False}),
+        },
+    )
+
+
+def test_run_job_waits_on_task_token_with_heartbeats(synthesized: Synthesized) -> None:
+    states = state_machine_definition(synthesized.template_json("gco-global"))["States"]
+    run_job = states["RunJob"]
+    assert run_job["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
+    assert run_job["HeartbeatSeconds"] == 300
+    assert run_job["TimeoutSeconds"] == 12 * 3600
+    assert run_job["Parameters"]["Body.$"].startswith("States.Format(")
+    assert "$$.Task.Token, $$.Execution.Name" in run_job["Parameters"]["Body.$"]
+    assert run_job["Parameters"]["Key.$"] == "States.Format('jobs/{}.json', $$.Execution.Name)"
+
+
+def test_launch_uses_template_tags_job_and_retries_throttling(synthesized: Synthesized) -> None:
+    launch = state_machine_definition(synthesized.template_json("gco-global"))["States"]["Launch"]
+    assert launch["Resource"].endswith(":states:::aws-sdk:ec2:runInstances")
+    tags = launch["Parameters"]["TagSpecifications"][0]["Tags"]
+    assert {"Key": "gco-runner", "Value": "gco-gpu-runner"} in tags
+    retry = launch["Retry"][0]
+    assert "Ec2.RequestLimitExceeded" in retry["ErrorEquals"]
+    assert retry["BackoffRate"] == 2 and retry["MaxAttempts"] == 5 and retry["JitterStrategy"] == "FULL"
+
+
+def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesized) -> None:
+    definition = state_machine_definition(synthesized.template_json("gco-global"))
+    states = definition["States"]
+    assert definition["StartAt"] == "Launch"
+    run_job = states["RunJob"]
+    successors = [run_job["Next"], *(c["Next"] for c in run_job.get("Catch", []))]
+    assert successors == ["TerminateAfterSuccess", "TerminateAfterFailure"]
+    assert run_job["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+    assert states["TerminateAfterSuccess"]["Next"] == "Done"
+    assert states["TerminateAfterFailure"]["Next"] == "RunnerFailed"
+    for name in ("TerminateAfterSuccess", "TerminateAfterFailure"):
+        terminate = states[name]
+        assert terminate["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
+        assert terminate["Parameters"]["InstanceIds.$"] == "$.instance.InstanceIds"
+        assert terminate["Retry"][0]["ErrorEquals"] == ["States.ALL"]
+    # Launch failing means no instance exists; it is the only path that skips terminate.
+    assert states["Launch"]["Catch"][0]["Next"] == "LaunchFailed"
+
+
+def test_workflow_role_scoped_to_template_tags_and_own_instances(global_template: Any) -> None:
+    policy = Capture()
+    global_template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy", {"ManagedPolicyName": "gco-gpu-runner-us-east-1", "PolicyDocument": policy}
+    )
+    statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
+    assert statements["TerminateOwnInstances"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/gco-runner": "gco-gpu-runner"}
+    }
+    assert statements["TagAtLaunch"]["Condition"] == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
+    assert statements["LaunchFromOwnTemplate"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/gco-runner": "gco-gpu-runner"}
+    }
+    assert json.dumps(statements["LaunchFromOwnTemplate"]["Resource"]).endswith(':launch-template/*"]]}')
+    assert statements["LaunchIntoOwnNetwork"]["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/gco:deployment": "gco"}
+    }
+    assert statements["LaunchTaggedRunner"]["Condition"] == {
+        "StringEquals": {"aws:RequestTag/gco-runner": "gco-gpu-runner", "ec2:InstanceType": "g6e.xlarge"}
+    }
+    passed = statements["PassInstanceRole"]
+    assert passed["Action"] == "iam:PassRole"
+    assert passed["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
+    assert json.dumps(passed["Resource"]).endswith(':role/gco-runner-us-east-1"]]}')
+
+
+def test_workflow_names_what_the_runner_stack_creates(synthesized: Synthesized) -> None:
+    launch = state_machine_definition(synthesized.template_json("gco-global"))["States"]["Launch"]
+    runner = synthesized.template_json("gco-runner")["Resources"]
+    [template] = [r for r in runner.values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    [role] = [r for r in runner.values() if r["Type"] == "AWS::IAM::Role"]
+    assert launch["Parameters"]["LaunchTemplate"] == {
+        "LaunchTemplateName": template["Properties"]["LaunchTemplateName"],
+        "Version": "$Latest",
+    }
+    assert "SubnetId" not in launch["Parameters"]  # the template carries the network
+    assert role["Properties"]["RoleName"] == "gco-runner-us-east-1"
+    assert "Path" not in role["Properties"]  # the PassRole ARN assumes the default path
+
+
+def test_global_stack_takes_nothing_from_the_runner_or_regional_stacks(synthesized: Synthesized) -> None:
+    text = json.dumps(synthesized.template_json("gco-global"))
+    assert "Fn::ImportValue" not in text
+    # (Stack objects, not assembly artifacts: jsii would cache those artifacts under the base type.)
+    assert synthesized.gco.global_stack in synthesized.gco.runner.dependencies
+
+
+def test_subnets_the_runner_uses_carry_the_deployment_tag(synthesized: Synthesized) -> None:
+    home = synthesized.template_json("gco-regional-us-east-1")["Resources"]
+    subnets = [r for r in home.values() if r["Type"] == "AWS::EC2::Subnet"]
+    assert subnets
+    for subnet in subnets:
+        assert {"Key": "gco:deployment", "Value": "gco"} in subnet["Properties"]["Tags"]
