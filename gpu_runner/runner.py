@@ -2,13 +2,16 @@
 
 Heartbeats go every `heartbeat_interval` seconds; when Step Functions refuses one (the execution was
 aborted, timed out, or its heartbeat timeout passed), the job's process group is stopped and the
-runner answers nothing more. Whatever happens, the caller (`__main__`) exits, and the instance's
-user data shuts the instance down, which terminates it.
+runner answers nothing more. A heartbeat that is throttled or lost on the network is not a refusal:
+the next one is sent on time, and the task's heartbeat timeout bounds how long that may go on.
+Whatever happens, the caller (`__main__`) exits, and the instance's user data shuts the instance
+down, which terminates it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -18,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from gpu_runner.job import JobMessage
 
 CAUSE_LIMIT = 32_000
 STOP_TIMEOUT = 30.0
+# Step Functions' answers for a task that no longer waits: no later heartbeat can succeed.
+CLOSED_TASK = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+LOG = logging.getLogger("gpu_runner")
 
 
 class RunnerError(Exception):
@@ -156,9 +162,16 @@ def _heartbeat(sfn: Any, token: str, interval: float, cancel: threading.Event, d
         try:
             sfn.send_task_heartbeat(taskToken=token)
         except ClientError as error:
-            if error.response["Error"].get("Code") in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
+            code = error.response["Error"].get("Code")
+            if code in CLOSED_TASK:
+                LOG.warning("heartbeat refused (%s): stopping the job", code)
                 cancel.set()
                 return
+            LOG.warning("heartbeat not accepted (%s); the next one follows in %.0f s", code, interval)
+        except BotoCoreError as error:
+            LOG.warning(
+                "heartbeat not sent (%s); the next one follows in %.0f s", type(error).__name__, interval
+            )
 
 
 def _answer(call: Callable[..., Any], **kwargs: Any) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -76,13 +77,15 @@ def rounds_job(**overrides: Any) -> dict[str, Any]:
 class FakeRounds:
     """Stands in for `gco bench rounds`: writes a run directory and prints its JSON answer.
 
-    Limits: no engine is launched; `behaviour` picks success, failure or a hang until cancelled.
+    Limits: no engine is launched; `behaviour` picks success, failure or a hang until cancelled
+    (or, once `release` is set, success).
     """
 
     def __init__(self, behaviour: str = "ok", evidence_id: str = "sha256-abc") -> None:
         self.behaviour, self.evidence_id = behaviour, evidence_id
         self.argv: list[str] = []
         self.started = threading.Event()
+        self.release = threading.Event()
 
     def __call__(self, argv: list[str], cancel: threading.Event) -> tuple[int, str, str]:
         self.argv = argv
@@ -92,8 +95,11 @@ class FakeRounds:
         (run_dir / "cells" / "round1-a.json").write_text("{}")
         (run_dir / "evidence.json").write_text(json.dumps({"id": self.evidence_id}))
         if self.behaviour == "hang":
-            cancel.wait(30)
-            return -15, "", "stopped"
+            deadline = time.monotonic() + 30
+            while not (cancel.is_set() or self.release.is_set()) and time.monotonic() < deadline:
+                cancel.wait(0.01)
+            if not self.release.is_set():
+                return -15, "", "stopped"
         if self.behaviour == "fail":
             return 1, "", "Traceback...\nbench: engine a never became ready"
         answer = {"evidence_id": self.evidence_id, "summary": {"line": "a vs b x 2 rounds"}}

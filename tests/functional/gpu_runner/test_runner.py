@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,43 @@ def test_main_gives_up_when_no_job_arrives(moto: MotoServer, monkeypatch: pytest
     monkeypatch.setenv("GCO_JOB_WAIT_SECONDS", "0")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     assert main() == 1
+
+
+class FlakySfn(RecordingSfn):
+    """Heartbeats first lost on the network, then throttled, then accepted."""
+
+    def send_task_heartbeat(self, **kwargs: Any) -> None:
+        from botocore.exceptions import ClientError, EndpointConnectionError
+
+        self.calls.append(("heartbeat", kwargs))
+        beats = sum(1 for kind, _ in self.calls if kind == "heartbeat")
+        if beats == 1:
+            raise EndpointConnectionError(endpoint_url="https://states.us-east-1.amazonaws.com")
+        if beats == 2:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "SendTaskHeartbeat"
+            )
+
+
+def test_lost_or_throttled_heartbeats_do_not_stop_the_job(moto: MotoServer, tmp_path: Path) -> None:
+    s3 = clients(moto)["s3"]
+    make_bucket(s3)
+    sfn = FlakySfn()
+    fake = FakeRounds("hang")
+
+    def release_after_four_beats() -> None:
+        deadline = time.monotonic() + 10
+        while sum(1 for kind, _ in sfn.calls if kind == "heartbeat") < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        fake.release.set()
+
+    releaser = threading.Thread(target=release_after_four_beats, daemon=True)
+    releaser.start()
+    outcome = run_job(
+        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=fake, heartbeat_interval=0.05
+    )
+    releaser.join(timeout=10)
+    kinds = [kind for kind, _ in sfn.calls]
+    assert kinds.count("heartbeat") >= 4  # the first two failed; a refusal would have stopped it there
+    assert outcome.succeeded and not outcome.cancelled
+    assert kinds[-1] == "success"
