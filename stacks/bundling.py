@@ -8,6 +8,7 @@ CDK would otherwise use is never pulled: `try_bundle` always succeeds or raises.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -18,18 +19,70 @@ from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parent.parent
-LAMBDA_PYTHON = "3.12"
+# The runtime and architecture of every function running the bundled code; wheels are chosen for them.
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.X86_64
 # What the handlers import beyond the Lambda runtime's boto3; pinned to the project's ranges.
 LAMBDA_REQUIREMENTS = ("aws-lambda-powertools>=3.0,<4", "pydantic>=2.7,<3", "httpx>=0.27,<1")
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "local", "bench", "cli", "validation")
+# Lambda's Python 3.12+ runtimes run on Amazon Linux 2023 (glibc 2.34), older ones on Amazon Linux 2
+# (glibc 2.26); manylinux2014, the oldest tag worth accepting, is glibc 2.17.
+_AL2023_FROM = (3, 12)
+_GLIBC_AL2023, _GLIBC_AL2, _GLIBC_MANYLINUX2014 = 34, 26, 17
+# Lambda names architectures as Docker does; manylinux tags use the kernel's machine names.
+_MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}
+# Packages no handler reaches; `evidence` would also need jsonschema, which the bundle does not carry.
+_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "local", "bench", "cli", "validation", "evidence")
+
+
+def python_version(runtime: lambda_.Runtime) -> str:
+    """The `X.Y` of a Lambda Python runtime ("python3.14" -> "3.14")."""
+    match = re.fullmatch(r"python(3\.\d+)", runtime.name)
+    if runtime.family != lambda_.RuntimeFamily.PYTHON or match is None:
+        raise ValueError(f"not a CPython Lambda runtime: {runtime.name}")
+    return match.group(1)
+
+
+def manylinux_platforms(runtime: lambda_.Runtime, architecture: lambda_.Architecture) -> list[str]:
+    """Every manylinux tag whose wheels load on the runtime's glibc and architecture, newest first.
+
+    pip matches `--platform` tags literally (only the legacy `manylinux2014` adds `2010` and `1`),
+    so a wheel built only for, say, manylinux_2_28 is skipped unless its tag is listed.
+    """
+    version = tuple(int(part) for part in python_version(runtime).split("."))
+    glibc = _GLIBC_AL2023 if version >= _AL2023_FROM else _GLIBC_AL2
+    machine = _MACHINES[architecture.name]
+    minors = range(glibc, _GLIBC_MANYLINUX2014 - 1, -1)
+    return [*(f"manylinux_2_{minor}_{machine}" for minor in minors), f"manylinux2014_{machine}"]
+
+
+def pip_install_command(
+    target: Path, runtime: lambda_.Runtime, architecture: lambda_.Architecture
+) -> list[str]:
+    """`pip install` of the requirements as binary wheels for the runtime, not for this interpreter."""
+    platforms = [arg for tag in manylinux_platforms(runtime, architecture) for arg in ("--platform", tag)]
+    return [
+        *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target)),
+        *("--implementation", "cp", "--python-version", python_version(runtime)),
+        *platforms,
+        "--only-binary=:all:",
+        *LAMBDA_REQUIREMENTS,
+    ]
 
 
 @jsii.implements(ILocalBundling)
 class LocalPythonBundling:
     """Copy the code and (optionally) install wheels into the asset output directory."""
 
-    def __init__(self, *, install_dependencies: bool) -> None:
+    def __init__(
+        self,
+        *,
+        install_dependencies: bool,
+        runtime: lambda_.Runtime = RUNTIME,
+        architecture: lambda_.Architecture = ARCHITECTURE,
+    ) -> None:
         self.install_dependencies = install_dependencies
+        self.runtime = runtime
+        self.architecture = architecture
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         out = Path(output_dir)
@@ -37,28 +90,18 @@ class LocalPythonBundling:
         for handler in (ROOT / "lambdas").glob("*.py"):
             shutil.copy2(handler, out / handler.name)
         if self.install_dependencies:
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--no-compile",
-                    "--target",
-                    str(out),
-                    "--implementation",
-                    "cp",
-                    "--python-version",
-                    LAMBDA_PYTHON,
-                    "--platform",
-                    "manylinux2014_x86_64",
-                    "--only-binary=:all:",
-                    *LAMBDA_REQUIREMENTS,
-                ],
-                check=True,
-            )
+            subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
+            _drop_machine_specific(out)
         return True
+
+
+def _drop_machine_specific(out: Path) -> None:
+    """Remove what pip writes for this machine: console scripts (their first line names this
+    interpreter) and the RECORD files hashing them. Lambda runs neither, and left in they would make
+    the asset's content hash, and so the deployed code, differ from one build machine to the next."""
+    shutil.rmtree(out / "bin", ignore_errors=True)
+    for record in out.glob("*.dist-info/RECORD"):
+        record.unlink()
 
 
 def lambda_code(*, install_dependencies: bool) -> lambda_.Code:
@@ -67,7 +110,8 @@ def lambda_code(*, install_dependencies: bool) -> lambda_.Code:
         str(ROOT / "lambdas"),
         asset_hash_type=AssetHashType.OUTPUT,
         bundling=BundlingOptions(
-            image=DockerImage.from_registry("public.ecr.aws/sam/build-python3.12"),
+            # Never run (local bundling always succeeds); named so it matches the runtime if it were.
+            image=RUNTIME.bundling_image,
             local=LocalPythonBundling(install_dependencies=install_dependencies),
             command=["false"],
         ),

@@ -16,9 +16,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.iam import managed_role, statement
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
 TABLE_ACTIONS = [
     "dynamodb:GetItem",
     "dynamodb:Query",
@@ -152,7 +152,7 @@ class Reconciler(Construct):
                 f"{kind.title()}Function",
                 function_name=f"{name}-{kind}",
                 runtime=RUNTIME,
-                architecture=lambda_.Architecture.X86_64,
+                architecture=ARCHITECTURE,
                 handler=handler,
                 code=code,
                 role=self.role.without_policy_updates(),

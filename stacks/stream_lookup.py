@@ -16,8 +16,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from stacks.bundling import RUNTIME
 from stacks.iam import managed_role, statement
-from stacks.reconciler import ENI_ACTIONS, RUNTIME, XRAY_ACTIONS, function_logs
+from stacks.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
 
 HANDLER = """
 import json, urllib.request, boto3

@@ -1,0 +1,135 @@
+"""The Lambda bundle with its wheels, built once by the real pip run (PyPI and pip's cache).
+
+It must load on the function's runtime: wheels for its CPython and architecture, every import resolved.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.tags import Tag, parse_tag
+from packaging.utils import canonicalize_name
+
+from stacks.bundling import ARCHITECTURE, LAMBDA_REQUIREMENTS, ROOT, RUNTIME, LocalPythonBundling
+
+# Stated here rather than taken from stacks.bundling, so a wrong mapping there cannot pass.
+MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}[ARCHITECTURE.name]
+ELF_MACHINE = {"x86_64": 62, "aarch64": 183}[MACHINE]  # e_machine: EM_X86_64, EM_AARCH64
+CPYTHON = RUNTIME.name.removeprefix("python").replace(".", "")  # "python3.14" -> "314"
+# Amazon Linux 2023, under every Python runtime from 3.12 on, has glibc 2.34.
+GLIBC_MINOR = 34
+# The Lambda runtime provides these (and their own dependencies); bundling them would shadow it.
+RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer"})
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("lambda-bundle")
+    assert LocalPythonBundling(install_dependencies=True).try_bundle(str(out), image=None)  # type: ignore[arg-type]
+    return out
+
+
+def distributions(bundle: Path) -> dict[str, metadata.Distribution]:
+    return {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[str(bundle)])}
+
+
+def test_handlers_library_and_every_requirement_are_bundled(bundle: Path) -> None:
+    assert (bundle / "reconciler.py").is_file() and (bundle / "sweep.py").is_file()
+    assert (bundle / "gco" / "reconcile" / "handler.py").is_file()
+    installed = distributions(bundle)
+    for requirement in map(Requirement, LAMBDA_REQUIREMENTS):
+        name = canonicalize_name(requirement.name)
+        assert name in installed, name
+        assert requirement.specifier.contains(installed[name].version), (name, installed[name].version)
+
+
+def test_the_runtime_sdk_is_not_bundled(bundle: Path) -> None:
+    assert not RUNTIME_PROVIDED & distributions(bundle).keys()
+    assert not any((bundle / name).exists() for name in RUNTIME_PROVIDED)
+
+
+def loads_on_lambda(tag: Tag) -> bool:
+    """Whether a wheel tag is one the Lambda's CPython, glibc and architecture accept."""
+    if tag.platform == "any":
+        return tag.abi == "none"
+    manylinux = re.fullmatch(rf"manylinux(?:_2_(\d+)|2014|2010|1)_{MACHINE}", tag.platform)
+    glibc_ok = manylinux is not None and int(manylinux.group(1) or 0) <= GLIBC_MINOR
+    abi3_ok = tag.abi == "abi3" and int(tag.interpreter.removeprefix("cp")) <= int(CPYTHON)
+    return glibc_ok and (tag.abi == f"cp{CPYTHON}" or abi3_ok)
+
+
+def test_every_wheel_is_built_for_the_lambda_python_and_architecture(bundle: Path) -> None:
+    for dist in metadata.distributions(path=[str(bundle)]):
+        lines = (dist.read_text("WHEEL") or "").splitlines()
+        tags = [tag for line in lines if line.startswith("Tag:") for tag in parse_tag(line[4:].strip())]
+        assert any(map(loads_on_lambda, tags)), (dist.metadata["Name"], [str(tag) for tag in tags])
+
+
+def elf_machine(path: Path) -> int:
+    header = path.read_bytes()[:20]
+    assert header[:6] == b"\x7fELF\x02\x01", f"{path.name}: not a 64-bit little-endian ELF file"
+    return int.from_bytes(header[18:20], "little")
+
+
+def test_every_extension_module_loads_on_the_lambda_cpython(bundle: Path) -> None:
+    shared = sorted(bundle.rglob("*.so*"))
+    assert shared, "pydantic-core should bring at least one compiled extension"
+    for path in shared:
+        assert elf_machine(path) == ELF_MACHINE, path.name
+        if ".cpython-" in path.name:
+            assert f".cpython-{CPYTHON}-{MACHINE}-linux-gnu.so" in path.name, path.name
+
+
+def absolute_imports(tree: ast.AST) -> Iterator[str]:
+    """Dotted modules a file imports at run time (those under `if TYPE_CHECKING:` never are)."""
+    typing_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+
+
+def resolves_in(bundle: Path, module: str) -> bool:
+    path = bundle.joinpath(*module.split("."))
+    compiled = path.parent.is_dir() and any(path.parent.glob(f"{path.name}.*.so"))
+    return path.with_suffix(".py").is_file() or path.is_dir() or compiled
+
+
+def test_every_bundled_import_resolves_on_lambda(bundle: Path) -> None:
+    # The handlers and gco, not the wheels: those import per Python version (annotationlib on 3.14).
+    handlers = [bundle / handler.name for handler in (ROOT / "lambdas").glob("*.py")]
+    sources = [*handlers, *(bundle / "gco").rglob("*.py")]
+    assert len(handlers) >= 2 and len(sources) > 10
+    unresolved = {
+        f"{source.relative_to(bundle)}: {module}"
+        for source in sources
+        for module in absolute_imports(ast.parse(source.read_text()))
+        if module.split(".")[0] not in sys.stdlib_module_names | RUNTIME_PROVIDED
+        and not resolves_in(bundle, module)
+    }
+    assert not unresolved, sorted(unresolved)
+
+
+def test_nothing_in_the_bundle_names_this_machine(bundle: Path) -> None:
+    """The asset is hashed on its content: a build-machine path in it would redeploy on every machine."""
+    here = [str(ROOT).encode(), sys.executable.encode(), sys.prefix.encode()]
+    for path in bundle.rglob("*"):
+        if path.is_file():
+            body = path.read_bytes()
+            assert not any(marker in body for marker in here), path.relative_to(bundle)
