@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -77,11 +77,16 @@ class EndpointTable(Construct):
 class EvidenceBucket(Construct):
     """Evidence and run directories: versioned, KMS, TLS-only, no public access, logged, expiring."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey, retention_days: int) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, name: str, key: kms.IKey, retention_days: int
+    ) -> None:
         super().__init__(scope, construct_id)
+        # Bucket names are global: the account and Region make them unique without a random suffix.
+        suffix = f"{Stack.of(self).account}-{Stack.of(self).region}"
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
+            bucket_name=f"{name}-logs-{suffix}",
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
@@ -98,6 +103,7 @@ class EvidenceBucket(Construct):
         self.bucket = s3.Bucket(
             self,
             "Bucket",
+            bucket_name=f"{name}-{suffix}",
             encryption=s3.BucketEncryption.KMS,
             encryption_key=key,
             bucket_key_enabled=True,

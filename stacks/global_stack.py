@@ -39,7 +39,12 @@ class GlobalStack(Stack):
             prefix=config.prefix,
             description=f"{config.prefix}: endpoint table and evidence",
         )
-        self.key = stack_key(self, "Key", description=f"{config.prefix} global: logs and queues")
+        self.key = stack_key(
+            self,
+            "Key",
+            alias=f"alias/{config.name('global')}",
+            description=f"{config.prefix} global: logs and queues",
+        )
         replica_key_arns = {
             region: self.format_arn(service="kms", region=region, resource=replica_key_alias(config.prefix))
             for region in config.replica_regions
@@ -53,7 +58,11 @@ class GlobalStack(Stack):
             replica_key_arns=replica_key_arns,
         )
         self.evidence = EvidenceBucket(
-            self, "Evidence", key=self.table_key, retention_days=config.evidence_retention_days
+            self,
+            "Evidence",
+            name=config.name("evidence"),
+            key=self.table_key,
+            retention_days=config.evidence_retention_days,
         )
         names = RunnerNames.of(config)
         retention = RETENTION[config.log_retention_days]

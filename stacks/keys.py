@@ -23,11 +23,12 @@ RETENTION = {
 }
 
 
-def stack_key(scope: Construct, construct_id: str, *, description: str) -> kms.Key:
+def stack_key(scope: Construct, construct_id: str, *, alias: str, description: str) -> kms.Key:
     """A key for this stack's logs, queues, topics, secrets and Lambda environments.
 
     CloudWatch Logs (for this account's log groups), EventBridge (DLQ sends) and CloudWatch alarms
-    (the encrypted topic) may use it; everything else goes through IAM.
+    (the encrypted topic) may use it; everything else goes through IAM. It is retained with the
+    log groups it encrypts (CloudWatch keeps those after the stack), so their records stay readable.
     """
     stack = Stack.of(scope)
     log_groups = stack.format_arn(
@@ -36,9 +37,10 @@ def stack_key(scope: Construct, construct_id: str, *, description: str) -> kms.K
     return kms.Key(
         scope,
         construct_id,
+        alias=alias,
         description=description,
         enable_key_rotation=True,
-        removal_policy=RemovalPolicy.DESTROY,
+        removal_policy=RemovalPolicy.RETAIN,
         policy=key_policy(
             stack.account,
             [

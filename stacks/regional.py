@@ -57,7 +57,13 @@ class Network(Construct):
         # public subnet holds nothing, so it gets no route to the internet gateway.
         for subnet in self.vpc.public_subnets[1:]:
             subnet.node.try_remove_child("DefaultRoute")
-        flow_logs = logs.LogGroup(self, "FlowLogs", retention=retention, encryption_key=key)
+        flow_logs = logs.LogGroup(
+            self,
+            "FlowLogs",
+            log_group_name=f"/{name}/vpc-flow-logs",
+            retention=retention,
+            encryption_key=key,
+        )
         role, policy = managed_role(
             self,
             "FlowLogRole",
@@ -147,7 +153,10 @@ class RegionalStack(Stack):
         region = self.region
         retention = RETENTION[config.log_retention_days]
         self.key = stack_key(
-            self, "Key", description=f"{config.prefix} {region}: logs, queues, topics, secrets"
+            self,
+            "Key",
+            alias=f"alias/{config.name(region)}",
+            description=f"{config.prefix} {region}: logs, queues, topics, secrets",
         )
         self.network = Network(
             self, "Network", name=config.name(region), cidr=config.vpc_cidr, key=self.key, retention=retention
@@ -167,6 +176,7 @@ class RegionalStack(Stack):
         security_group = ec2.SecurityGroup(
             self,
             "ReconcilerSecurityGroup",
+            security_group_name=name,
             vpc=self.network.vpc,
             description=f"{name}: egress to the EKS API and AWS APIs",
         )

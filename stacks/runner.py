@@ -11,6 +11,7 @@ from pathlib import Path
 from aws_cdk import ArnFormat, IgnoreMode, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -127,6 +128,7 @@ class RunnerStack(Stack):
         security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
+            security_group_name=names.launch_template,
             vpc=vpc,
             allow_all_outbound=True,
             description="gco GPU runner: no inbound; outbound for images, models and AWS APIs",
@@ -137,7 +139,9 @@ class RunnerStack(Stack):
             launch_template_name=names.launch_template,
             instance_type=ec2.InstanceType(config.runner.instance_type),
             machine_image=ec2.MachineImage.from_ssm_parameter(GPU_AMI_PARAMETER),
-            role=self.role,
+            instance_profile=iam.InstanceProfile(
+                self, "InstanceProfile", role=self.role, instance_profile_name=names.instance_role
+            ),
             require_imdsv2=True,
             http_put_response_hop_limit=2,
             instance_metadata_tags=True,

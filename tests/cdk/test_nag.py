@@ -78,6 +78,10 @@ def test_named_resources(synthesized: Synthesized) -> None:
         "AWS::StepFunctions::StateMachine": "StateMachineName",
         "AWS::EC2::LaunchTemplate": "LaunchTemplateName",
         "AWS::DynamoDB::GlobalTable": "TableName",
+        "AWS::S3::Bucket": "BucketName",
+        "AWS::Logs::LogGroup": "LogGroupName",
+        "AWS::EC2::SecurityGroup": "GroupName",
+        "AWS::IAM::InstanceProfile": "InstanceProfileName",
     }
     unnamed = [
         (stack, logical_id, resource["Type"])
@@ -85,9 +89,25 @@ def test_named_resources(synthesized: Synthesized) -> None:
         for logical_id, resource in template["Resources"].items()
         if resource["Type"] in names
         and names[resource["Type"]] not in resource["Properties"]
-        and not logical_id.startswith("EksCluster")  # the construct's own roles for EKS and node groups
+        and not logical_id.startswith("EksCluster")  # the EKS construct's own roles and control-plane group
     ]
     assert unnamed == []
+
+
+def test_every_key_has_an_alias(synthesized: Synthesized) -> None:
+    """KMS keys take no name; an alias is how they are named."""
+    checked = 0
+    for stack, template in _templates(synthesized).items():
+        resources = template["Resources"]
+        keys = {logical_id for logical_id, r in resources.items() if r["Type"] == "AWS::KMS::Key"}
+        aliased = {
+            r["Properties"]["TargetKeyId"]["Fn::GetAtt"][0]
+            for r in resources.values()
+            if r["Type"] == "AWS::KMS::Alias"
+        }
+        assert keys <= aliased, (stack, keys - aliased)
+        checked += len(keys)
+    assert checked == 5  # the table keys (home, replica) and the global and two Regional stack keys
 
 
 def test_log_groups_encrypted_with_retention(synthesized: Synthesized) -> None:
