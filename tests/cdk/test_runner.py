@@ -120,3 +120,22 @@ def test_security_group_has_no_inbound_rule(runner_template: Any) -> None:
     runner_template.has_resource_properties(
         "AWS::EC2::SecurityGroup", {"SecurityGroupIngress": Match.absent()}
     )
+
+
+def test_image_context_is_exactly_what_the_dockerfile_copies(synthesized: Synthesized) -> None:
+    """The build context CDK stages (docker-ignore rules applied) holds the COPY sources and nothing else:
+    no tests, stacks, virtual environments or node_modules travel to the image build."""
+    manifest = json.loads((Path(synthesized.assembly.directory) / "gco-runner.assets.json").read_text())
+    [image] = manifest["dockerImages"].values()
+    context = Path(synthesized.assembly.directory) / image["source"]["directory"]
+    dockerfile = (context / image["source"]["dockerFile"]).read_text()
+    copied = {
+        source.rstrip("/")
+        for line in dockerfile.splitlines()
+        if line.startswith("COPY ")
+        for source in line.split()[1:-1]
+    }
+    assert copied == {"pyproject.toml", "README.md", "gco", "gpu_runner"}
+    assert {path.name for path in context.iterdir()} == copied
+    assert (context / "gco" / "bench" / "rounds.py").is_file()
+    assert not list(context.rglob("__pycache__")) and not list(context.rglob("*.pyc"))
