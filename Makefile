@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit bench clean synth
+.PHONY: demo test lint types unit bench clean synth lambda-lock
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ synth: $(STAMP) node_modules/.package-lock.json
 	env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_PROFILE \
 		AWS_EC2_METADATA_DISABLED=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
 		npx --no-install cdk synth --quiet -c gco.bundle_dependencies=false
+
+# Re-resolve the Lambda functions' wheels (stacks/bundling.py LAMBDA_REQUIREMENTS) into lambdas/requirements.txt.
+lambda-lock: $(STAMP)
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage cdk.out node_modules

@@ -14,6 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from stacks.bundling import (
     ARCHITECTURE,
     LAMBDA_REQUIREMENTS,
+    LOCK,
     RUNTIME,
     LocalPythonBundling,
     manylinux_platforms,
@@ -44,7 +45,8 @@ def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Pa
     platforms = {command[i + 1] for i, arg in enumerate(command) if arg == "--platform"}
     assert {"manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64"} <= platforms
     assert "manylinux_2_35_x86_64" not in platforms
-    assert command[-len(LAMBDA_REQUIREMENTS) :] == list(LAMBDA_REQUIREMENTS)
+    # Exactly the locked wheels: no resolution on the build machine, every file's hash checked.
+    assert command[-4:] == ["--no-deps", "--require-hashes", "-r", str(LOCK)]
 
 
 def test_platforms_follow_the_architecture_and_the_runtime_glibc() -> None:

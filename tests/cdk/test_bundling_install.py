@@ -17,7 +17,15 @@ from packaging.requirements import Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
-from stacks.bundling import ARCHITECTURE, LAMBDA_REQUIREMENTS, ROOT, RUNTIME, LocalPythonBundling
+from stacks.bundling import (
+    ARCHITECTURE,
+    LAMBDA_REQUIREMENTS,
+    LOCK,
+    ROOT,
+    RUNTIME,
+    LocalPythonBundling,
+    resolve_lock,
+)
 
 # Stated here rather than taken from stacks.bundling, so a wrong mapping there cannot pass.
 MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}[ARCHITECTURE.name]
@@ -133,3 +141,38 @@ def test_nothing_in_the_bundle_names_this_machine(bundle: Path) -> None:
         if path.is_file():
             body = path.read_bytes()
             assert not any(marker in body for marker in here), path.relative_to(bundle)
+
+
+def locked() -> dict[str, str]:
+    """The lock's pins: canonical name -> version."""
+    pins = {}
+    for line in LOCK.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split(" ", 1)[0].split("==")
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_the_bundle_holds_exactly_the_locked_wheels(bundle: Path) -> None:
+    installed = {name: dist.version for name, dist in distributions(bundle).items()}
+    assert installed == locked()
+
+
+def test_the_lock_is_the_resolution_of_the_requirements(tmp_path: Path) -> None:
+    """Resolving LAMBDA_REQUIREMENTS again (held to the locked versions) gives the lock itself: a new
+    requirement, a dropped one, or a pin outside its range fails here (`python -m stacks.bundling`)."""
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in locked().items()))
+    assert resolve_lock(constraints=constraints) == LOCK.read_text()
+
+
+def test_a_second_build_is_byte_for_byte_the_same(bundle: Path, tmp_path: Path) -> None:
+    """The asset hash is taken over the bundle: two builds must not differ, or every synth redeploys."""
+    assert LocalPythonBundling(install_dependencies=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    first, second = tree(bundle), tree(tmp_path)
+    assert first.keys() == second.keys()
+    assert [name for name in first if first[name] != second[name]] == []
