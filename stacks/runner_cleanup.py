@@ -19,7 +19,15 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from stacks.iam import managed_role, statement
-from stacks.runner_workflow import JOB_TAG, LOG_DELIVERY, RUNNER_TAG, XRAY
+from stacks.runner_workflow import (
+    JOB_TAG,
+    LOG_DELIVERY,
+    RUNNER_TAG,
+    XRAY,
+    logged_state_machine,
+    terminate_instances,
+    with_backoff,
+)
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 
@@ -41,13 +49,6 @@ class RunnerCleanup(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         instances = stack.format_arn(service="ec2", resource="instance", resource_name="*")
-        log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/vendedlogs/states/{name}",
-            retention=log_retention,
-            encryption_key=key,
-        )
         role, policy = managed_role(
             self,
             "Role",
@@ -91,30 +92,10 @@ class RunnerCleanup(Construct):
             },
             result_path="$.found",
         )
-        terminate = tasks.CallAwsService(
-            self,
-            "Terminate",
-            state_name="Terminate",
-            service="ec2",
-            action="terminateInstances",
-            iam_resources=[instances],
-            parameters={"InstanceIds": sfn.JsonPath.list_at("$.found.InstanceIds")},
-            result_path=sfn.JsonPath.DISCARD,
+        terminate = terminate_instances(
+            self, "Terminate", instance_ids="$.found.InstanceIds", instance_arn=instances
         )
-        find.add_retry(
-            errors=["Ec2.RequestLimitExceeded"],
-            interval=Duration.seconds(5),
-            backoff_rate=2,
-            max_attempts=8,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
-        terminate.add_retry(
-            errors=["States.ALL"],
-            interval=Duration.seconds(5),
-            backoff_rate=2,
-            max_attempts=8,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        with_backoff(find, ["Ec2.RequestLimitExceeded"], max_attempts=8)
         nothing = sfn.Succeed(self, "NothingRunning", state_name="NothingRunning")
         # With no instance left, the instance-id path matches nothing: a runtime error meaning "none".
         find.add_catch(nothing, errors=["States.Runtime"], result_path="$.error")
@@ -123,17 +104,16 @@ class RunnerCleanup(Construct):
             .when(sfn.Condition.number_greater_than("$.found.Count", 0), terminate)
             .otherwise(nothing)
         )
-        self.state_machine = sfn.StateMachine(
+        self.state_machine = logged_state_machine(
             self,
-            "StateMachine",
-            state_machine_name=name,
-            role=role.without_policy_updates(),
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            name=name,
+            role=role,
+            policy=policy,
+            definition=definition,
             timeout=Duration.minutes(30),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            log_key=key,
+            log_retention=log_retention,
         )
-        self.state_machine.node.add_dependency(policy)
         self.dlq = sqs.Queue(
             self,
             "DeadLetters",

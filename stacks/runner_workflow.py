@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -101,13 +102,6 @@ class RunnerWorkflow(Construct):
             )
 
         job_key = sfn.JsonPath.format("jobs/{}.json", sfn.JsonPath.execution_name)
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            log_group_name=f"/aws/vendedlogs/states/{name}",
-            retention=log_retention,
-            encryption_key=log_key,
-        )
         self.role, self.policy = managed_role(
             self,
             "Role",
@@ -190,13 +184,7 @@ class RunnerWorkflow(Construct):
             result_selector={"InstanceIds": sfn.JsonPath.list_at("$.Instances[*].InstanceId")},
             result_path="$.instance",
         )
-        launch.add_retry(
-            errors=THROTTLING,
-            interval=Duration.seconds(5),
-            backoff_rate=2,
-            max_attempts=5,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        with_backoff(launch, THROTTLING, max_attempts=5)
         run_job = tasks.CallAwsService(
             self,
             "RunJob",
@@ -221,8 +209,12 @@ class RunnerWorkflow(Construct):
             },
             result_path="$.result",
         )
-        terminate_ok = self._terminate("TerminateAfterSuccess", arn("instance", "*"))
-        terminate_failed = self._terminate("TerminateAfterFailure", arn("instance", "*"))
+        terminate_ok, terminate_failed = (
+            terminate_instances(
+                self, state, instance_ids="$.instance.InstanceIds", instance_arn=arn("instance", "*")
+            )
+            for state in ("TerminateAfterSuccess", "TerminateAfterFailure")
+        )
         run_job.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
         # A fixed error name (a path to "States.*" names is refused), the cause naming the original error.
         failed = sfn.Fail(
@@ -245,36 +237,76 @@ class RunnerWorkflow(Construct):
         launch.add_catch(launch_failed, errors=["States.ALL"], result_path="$.error")
         definition = launch.next(run_job).next(terminate_ok).next(succeeded)
         terminate_failed.next(failed)
-        self.state_machine = sfn.StateMachine(
+        self.state_machine = logged_state_machine(
             self,
-            "StateMachine",
-            state_machine_name=name,
-            role=self.role.without_policy_updates(),
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            name=name,
+            role=self.role,
+            policy=self.policy,
+            definition=definition,
             timeout=timeout.plus(Duration.hours(1)),
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False
-            ),
+            log_key=log_key,
+            log_retention=log_retention,
         )
-        self.state_machine.node.add_dependency(self.policy)
 
-    def _terminate(self, state: str, instance_arn: str) -> tasks.CallAwsService:
-        task = tasks.CallAwsService(
-            self,
-            state,
-            state_name=state,
-            service="ec2",
-            action="terminateInstances",
-            iam_resources=[instance_arn],
-            parameters={"InstanceIds": sfn.JsonPath.list_at("$.instance.InstanceIds")},
-            result_path=sfn.JsonPath.DISCARD,
-        )
-        task.add_retry(
-            errors=["States.ALL"],
-            interval=Duration.seconds(5),
-            backoff_rate=2,
-            max_attempts=8,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
-        return task
+
+def with_backoff(task: tasks.CallAwsService, errors: list[str], *, max_attempts: int) -> tasks.CallAwsService:
+    """Retry `errors` from 5 s, doubling, with full jitter (AWS's advice for throttled APIs)."""
+    task.add_retry(
+        errors=errors,
+        interval=Duration.seconds(5),
+        backoff_rate=2,
+        max_attempts=max_attempts,
+        jitter_strategy=sfn.JitterType.FULL,
+    )
+    return task
+
+
+def terminate_instances(
+    scope: Construct, state: str, *, instance_ids: str, instance_arn: str
+) -> tasks.CallAwsService:
+    """Terminate the instances listed at the `instance_ids` path; every error is retried."""
+    task = tasks.CallAwsService(
+        scope,
+        state,
+        state_name=state,
+        service="ec2",
+        action="terminateInstances",
+        iam_resources=[instance_arn],
+        parameters={"InstanceIds": sfn.JsonPath.list_at(instance_ids)},
+        result_path=sfn.JsonPath.DISCARD,
+    )
+    return with_backoff(task, ["States.ALL"], max_attempts=8)
+
+
+def logged_state_machine(
+    scope: Construct,
+    *,
+    name: str,
+    role: iam.Role,
+    policy: iam.ManagedPolicy,
+    definition: sfn.IChainable,
+    timeout: Duration,
+    log_key: kms.IKey,
+    log_retention: logs.RetentionDays,
+) -> sfn.StateMachine:
+    """A named, traced state machine logging to its own encrypted log group, without execution data
+    (inputs carry task tokens); created after its role's policy so its first execution is allowed."""
+    log_group = logs.LogGroup(
+        scope,
+        "Logs",
+        log_group_name=f"/aws/vendedlogs/states/{name}",
+        retention=log_retention,
+        encryption_key=log_key,
+    )
+    machine = sfn.StateMachine(
+        scope,
+        "StateMachine",
+        state_machine_name=name,
+        role=role.without_policy_updates(),
+        definition_body=sfn.DefinitionBody.from_chainable(definition),
+        timeout=timeout,
+        tracing_enabled=True,
+        logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+    )
+    machine.node.add_dependency(policy)
+    return machine
