@@ -1,75 +1,133 @@
-"""One cell of a rounds run: launch an engine, ready it, warm up, serve, scrape, stop, check, parse its log.
+"""One cell of a rounds run: launch, ready, check the served model, warm up, measure, scrape, stop, check.
 
-Every failure becomes the cell's status; a cell never raises for an engine's misbehaviour.
+Every failure becomes the cell's status; a cell never raises for an engine's misbehaviour. Each step
+returns a value and `run_cell` assembles the frozen `CellResult` from them. Beside the engine log the
+cell leaves `resolved_config.json` and both /metrics scrapes (`metrics-before.prom`, `metrics-after.prom`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import shlex
 import socket
 import statistics
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from gco.bench import clip as clip_client
+from gco.bench import serve as serve_client
+from gco.bench.clips import Clip, clip_digest
+from gco.bench.engine_http import scrape_text, served_models
 from gco.bench.enginelog import ResolvedConfig, parse_log
 from gco.bench.gpu import GpuProbe, MemoryCheck, check_memory_returned
 from gco.bench.manifest import Engine, Manifest
-from gco.bench.metrics import PrefixCache, parse_metrics, prefix_cache
+from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
+from gco.bench.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
 from gco.bench.process import EngineProcess, StopReport, clean_env
-from gco.bench.prompts import Prompt
-from gco.bench.records import RequestRecord, ServeResult
-from gco.bench.serve import ServeSettings, warm_up
+from gco.bench.prompts import Prompt, prompt_digest
+from gco.bench.records import ClipResult, ServeResult
 from gco.bench.transport import Client
 
-CellStatus = Literal["ok", "launch_failed", "not_ready", "exited_before_ready", "crashed", "serve_failed"]
-SCRAPE_TIMEOUT_S = 5.0
-SERVE_OWNS_SCHEDULE = {"--rates", "--reference-e2e", "--closed-loop"}
+__all__ = [
+    "CellInputs",
+    "CellOptions",
+    "CellResult",
+    "CellStatus",
+    "cell_files",
+    "cell_summary",
+    "run_cell",
+    "serve_argv",
+]
+
+CellStatus = Literal[
+    "ok", "launch_failed", "not_ready", "exited_before_ready", "wrong_model", "crashed", "serve_failed"
+]
+Clock = Callable[[], datetime]
+CONFIG_FILE = "resolved_config.json"
+METRICS_BEFORE = "metrics-before.prom"
+METRICS_AFTER = "metrics-after.prom"
 
 
-class CellOptions(BaseModel):
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """UTC ISO-8601 with milliseconds and a Z."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CellOptions(MeasureOptions):
     """What every cell of a run shares."""
+
+    run_dir: Path
+    memory_wait_s: float = 10.0
+
+
+class CellInputs(BaseModel):
+    """What every cell sends: a prompt set (single, load) or a clip set (clip)."""
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["single", "load"]
-    prompts_path: Path
-    run_dir: Path
-    serve_cmd: str | None = None
-    reference_e2e_s: float | None = None
-    serve_args: list[str] = Field(default_factory=list)
-    memory_wait_s: float = 10.0
+    prompts: tuple[Prompt, ...] = ()
+    clips: tuple[Clip, ...] = ()
+
+    def digest(self) -> str:
+        return clip_digest(self.clips) if self.clips else prompt_digest(self.prompts)
 
 
 class CellResult(BaseModel):
     """What happened in one cell."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     label: str
     round: int
     position: int
     status: CellStatus
     error: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
     ready_s: float | None = None
+    served_models: list[str] | None = None
+    served_model: str | None = None
     warmup_e2e_s: list[float] = Field(default_factory=list)
     stop: StopReport | None = None
     memory: MemoryCheck | None = None
     prefix_cache: PrefixCache | None = None
+    counter_deltas: dict[str, float] | None = None
     config: ResolvedConfig = Field(default_factory=ResolvedConfig)
     serve: ServeResult | None = None
+    clip: ClipResult | None = None
+    evidence_id: str | None = None
     log_path: str | None = None
     missing_env: list[str] = Field(default_factory=list)
+
+
+class _Run(BaseModel):
+    """What the steps between launch and stop give the cell (each step returns an updated copy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: CellStatus = "ok"
+    error: str | None = None
+    ready_s: float | None = None
+    served_models: list[str] | None = None
+    served_model: str | None = None
+    warmup_e2e_s: list[float] = Field(default_factory=list)
+    prefix_cache: PrefixCache | None = None
+    counter_deltas: dict[str, float] | None = None
+    serve: ServeResult | None = None
+    clip: ClipResult | None = None
+    evidence_id: str | None = None
+
+    def failed(self, status: CellStatus, error: str | None) -> _Run:
+        return self.model_copy(update={"status": status, "error": error})
 
 
 def port_in_use(port: int) -> bool:
@@ -79,206 +137,189 @@ def port_in_use(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def scrape(base_url: str) -> dict[str, float] | None:
-    """GET /metrics and parse it; None when the engine has none or it cannot be read."""
-    try:
-        with urllib.request.urlopen(f"{base_url}/metrics", timeout=SCRAPE_TIMEOUT_S) as response:  # noqa: S310
-            return parse_metrics(response.read().decode("utf-8", "replace"))
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def serve_argv(
-    engine: Engine, manifest: Manifest, options: CellOptions, cell_dir: Path, round_no: int
-) -> list[str]:
-    """The bench serve command of a cell: `--serve-cmd` with its placeholders, or gco's own."""
-    base_url = f"http://127.0.0.1:{engine.port}"
-    if options.serve_cmd:
-        values = {
-            "base_url": base_url,
-            "prompts": str(options.prompts_path),
-            "mode": options.mode,
-            "label": engine.label,
-            "round": str(round_no),
-            "run_dir": str(cell_dir),
-            "model": engine.model.id,
-        }
-        return [part.format(**values) for part in shlex.split(options.serve_cmd)]
-    w = manifest.workload
-    argv = [
-        sys.executable,
-        "-m",
-        "gco.cli",
-        "bench",
-        "serve",
-        "--base-url",
-        base_url,
-        "--prompts",
-        str(options.prompts_path),
-        "--mode",
-        options.mode,
-        "--run-dir",
-        str(cell_dir),
-        "--warmup",
-        "0",
-        "--model",
-        engine.model.id,
-        "--api",
-        w.api,
-        "--max-tokens",
-        str(w.max_tokens),
-        "--timeout",
-        str(w.request_timeout_s),
-        "--bucket-edges",
-        ",".join(str(e) for e in w.bucket_edges),
-    ]
-    if w.extra_body:
-        argv += ["--extra-body", json.dumps(w.extra_body, sort_keys=True)]
-    if w.chat_template_kwargs:
-        argv += ["--chat-template-kwargs", json.dumps(w.chat_template_kwargs, sort_keys=True)]
-    if options.mode == "load":
-        load = w.load
-        argv += [
-            "--levels",
-            ",".join(str(level) for level in load.levels),
-            "--arrival",
-            load.arrival,
-            "--burstiness",
-            str(load.burstiness),
-            "--seed",
-            str(load.seed),
-        ]
-        if load.requests_per_level:
-            argv += ["--requests-per-level", str(load.requests_per_level)]
-        reference = load.reference_e2e_s or options.reference_e2e_s
-        if reference and not SERVE_OWNS_SCHEDULE & {arg.split("=", 1)[0] for arg in options.serve_args}:
-            argv += ["--reference-e2e", repr(reference)]
-    return argv + list(options.serve_args)
-
-
-def run_serve_subprocess(
-    argv: Sequence[str], cell_dir: Path, timeout_s: float
-) -> tuple[ServeResult | None, str | None]:
-    """Run bench serve; read `serve/result.json` back. Returns (result, error)."""
-    log = cell_dir / "serve.log"
-    try:
-        with log.open("wb") as out:
-            done = subprocess.run(
-                list(argv),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                check=False,
-                start_new_session=True,
-            )
-    except subprocess.TimeoutExpired:
-        return None, f"bench serve ran past {timeout_s:g} s"
-    except OSError as error:
-        return None, f"bench serve could not start: {error}"
-    if done.returncode != 0:
-        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or [""]
-        return None, f"bench serve exited {done.returncode}: {tail[0][:200]}"
-    try:
-        return ServeResult.model_validate_json((cell_dir / "serve" / "result.json").read_bytes()), None
-    except (OSError, ValidationError) as error:
-        return None, f"bench serve wrote no readable result: {str(error)[:200]}"
-
-
 def run_cell(
     engine: Engine,
     manifest: Manifest,
-    prompts: Sequence[Prompt],
+    inputs: CellInputs,
     options: CellOptions,
     *,
     round_no: int,
     position: int,
     probe: GpuProbe,
+    clock: Clock = utc_now,
 ) -> CellResult:
     """Run one engine for one round; always stops the engine and returns a result."""
     cell_dir = options.run_dir / "rounds" / f"r{round_no:02d}-{position}-{engine.label}"
     cell_dir.mkdir(parents=True, exist_ok=True)
     launch = clean_env(engine.env, os.environ)
-    base_url = f"http://127.0.0.1:{engine.port}"
+    head: dict[str, Any] = {
+        "label": engine.label,
+        "round": round_no,
+        "position": position,
+        "started_at": iso(clock()),
+        "log_path": str(cell_dir / "engine.log"),
+        "missing_env": launch.missing,
+    }
     gpu_before = probe.used_mib()
-    result = CellResult(
-        label=engine.label,
-        round=round_no,
-        position=position,
-        status="ok",
-        log_path=str(cell_dir / "engine.log"),
-        missing_env=launch.missing,
-    )
     if port_in_use(engine.port):
         error = f"port {engine.port} already in use before launch: a ready check could reach another process"
-        return result.model_copy(update={"status": "launch_failed", "error": error})
+        return CellResult(**head, status="launch_failed", error=error, ended_at=iso(clock()))
     try:
         process = EngineProcess(engine.argv, launch.env, cell_dir / "engine.log")
     except OSError as error:
-        return result.model_copy(update={"status": "launch_failed", "error": str(error)})
+        return CellResult(**head, status="launch_failed", error=str(error), ended_at=iso(clock()))
     try:
-        started = time.monotonic()
-        ready = process.wait_ready(
-            base_url + engine.ready_check.path,
-            min(engine.ready_check.timeout_s, manifest.startup_timeout_s),
-            engine.ready_check.interval_s,
-        )
-        result.ready_s = time.monotonic() - started
-        if ready != "ready":
-            result.status = "not_ready" if ready == "timeout" else "exited_before_ready"
-            result.error = f"ready check {engine.ready_check.path}: {ready}"
-        else:
-            _measure(process, engine, manifest, prompts, options, cell_dir, round_no, result)
+        run = _run(process, engine, manifest, inputs, options, cell_dir, round_no)
     finally:
-        result.stop = process.stop(manifest.stop_timeout_s)
-        result.memory = check_memory_returned(
+        stop = process.stop(manifest.stop_timeout_s)
+        memory = check_memory_returned(
             probe, gpu_before, manifest.gpu_memory_tolerance_mib, wait_s=options.memory_wait_s
         )
-        result.config = parse_log(process.log_path.read_text(encoding="utf-8", errors="replace").splitlines())
-    return result
+        config = parse_log(process.log_path.read_text(encoding="utf-8", errors="replace").splitlines())
+        (cell_dir / CONFIG_FILE).write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return CellResult(**head, **dict(run), stop=stop, memory=memory, config=config, ended_at=iso(clock()))
 
 
-async def _warm(settings: ServeSettings, prompts: Sequence[Prompt]) -> list[RequestRecord]:
-    client = Client(settings.base_url)
-    try:
-        return await warm_up(client, settings, prompts)
-    finally:
-        client.close()
-
-
-def _measure(
+def _run(
     process: EngineProcess,
     engine: Engine,
     manifest: Manifest,
-    prompts: Sequence[Prompt],
+    inputs: CellInputs,
     options: CellOptions,
     cell_dir: Path,
     round_no: int,
-    result: CellResult,
-) -> None:
-    w = manifest.workload
-    settings = ServeSettings(
-        base_url=f"http://127.0.0.1:{engine.port}",
-        api=w.api,
-        model=engine.model.id,
-        max_tokens=w.max_tokens,
-        extra_body=w.extra_body,
-        chat_template_kwargs=w.chat_template_kwargs,
-        warmup=w.warmup_requests,
-        timeout_s=w.request_timeout_s,
+) -> _Run:
+    """Ready check, served model, warm-up, measurement and scrapes, while the engine runs."""
+    base_url = f"http://127.0.0.1:{engine.port}"
+    started = time.monotonic()
+    ready = process.wait_ready(
+        base_url + engine.ready_check.path,
+        min(engine.ready_check.timeout_s, manifest.startup_timeout_s),
+        engine.ready_check.interval_s,
     )
-    warm = asyncio.run(_warm(settings, prompts))
-    result.warmup_e2e_s = [r.e2e_s for r in warm if r.ok and r.e2e_s is not None]
-    before = scrape(settings.base_url)
-    if options.mode == "load" and options.reference_e2e_s is None and result.warmup_e2e_s:
-        options = options.model_copy(update={"reference_e2e_s": statistics.median(result.warmup_e2e_s)})
-    serve, error = run_serve_subprocess(
-        serve_argv(engine, manifest, options, cell_dir, round_no), cell_dir, manifest.serve_timeout_s
+    run = _Run(ready_s=time.monotonic() - started)
+    if ready != "ready":
+        status: CellStatus = "not_ready" if ready == "timeout" else "exited_before_ready"
+        return run.failed(status, f"ready check {engine.ready_check.path}: {ready}")
+    served = served_models(base_url)
+    run = run.model_copy(update={"served_models": served.ids})
+    if not served.lists(engine.model.id):
+        return run.failed("wrong_model", f"{engine.model.id} not served: {served.error or served.ids}")
+    warm = _warm_up(engine, manifest, inputs, base_url)
+    run = run.model_copy(update={"served_model": engine.model.id, "warmup_e2e_s": warm})
+    if options.mode == "load" and options.reference_e2e_s is None and warm:
+        options = options.model_copy(update={"reference_e2e_s": statistics.median(warm)})
+    before = scrape_text(base_url)
+    measured = run_measurement(
+        serve_argv(engine, manifest, options, cell_dir, round_no),
+        options.mode,
+        cell_dir,
+        manifest.serve_timeout_s,
     )
-    after = scrape(settings.base_url) if not process.exited() else None
-    result.serve = serve
-    if before is not None and after is not None:
-        result.prefix_cache = prefix_cache(before, after)
-    if serve is None:
-        result.status, result.error = "serve_failed", error
+    after = scrape_text(base_url) if not process.exited() else None
+    run = _with_scrapes(run, cell_dir, before, after).model_copy(
+        update={"serve": measured.serve, "clip": measured.clip, "evidence_id": measured.evidence_id}
+    )
+    if measured.serve is None and measured.clip is None:
+        run = run.failed("serve_failed", measured.error)
     if process.exited():
-        result.status, result.error = "crashed", "engine exited during the round"
+        run = run.failed("crashed", "engine exited during the round")
+    return run
+
+
+def _warm_up(engine: Engine, manifest: Manifest, inputs: CellInputs, base_url: str) -> list[float]:
+    """Untimed warm-up: salted prompts (never seeding the prefix cache) or clips of every shape."""
+    w = manifest.workload
+
+    async def prompts() -> list[float]:
+        settings = serve_client.ServeSettings(
+            base_url=base_url,
+            api=w.api,
+            model=engine.model.id,
+            max_tokens=w.max_tokens,
+            extra_body=w.extra_body,
+            chat_template_kwargs=w.chat_template_kwargs,
+            warmup=w.warmup_requests,
+            timeout_s=w.request_timeout_s,
+        )
+        client = Client(base_url)
+        try:
+            records = await serve_client.warm_up(client, settings, inputs.prompts)
+        finally:
+            client.close()
+        return [r.e2e_s for r in records if r.ok and r.e2e_s is not None]
+
+    async def clips() -> list[float]:
+        settings = clip_client.ClipSettings(
+            base_url=base_url, warmup=w.warmup_requests, timeout_s=w.request_timeout_s
+        )
+        client = Client(base_url)
+        try:
+            records = await clip_client.warm_up(client, settings, inputs.clips)
+        finally:
+            client.close()
+        return [r.e2e_s for r in records if r.ok]
+
+    return asyncio.run(clips() if inputs.clips else prompts())
+
+
+def _parsed(text: str | None) -> dict[str, float] | None:
+    if text is None:
+        return None
+    try:
+        return parse_metrics(text)
+    except ValueError:
+        return None
+
+
+def _with_scrapes(run: _Run, cell_dir: Path, before: str | None, after: str | None) -> _Run:
+    """Keep both scrapes as files; add the prefix-cache rate and counter differences when both parse."""
+    for name, text in ((METRICS_BEFORE, before), (METRICS_AFTER, after)):
+        if text is not None:
+            (cell_dir / name).write_text(text, encoding="utf-8")
+    first, second = _parsed(before), _parsed(after)
+    if before is None or after is None or first is None or second is None:
+        return run
+    return run.model_copy(
+        update={"prefix_cache": prefix_cache(first, second), "counter_deltas": counter_deltas(before, after)}
+    )
+
+
+def cell_files(cell: CellResult) -> list[tuple[Path, str]]:
+    """The files a cell leaves, with the role each plays in the evidence (absent ones are skipped later)."""
+    if not cell.log_path:
+        return []
+    cell_dir = Path(cell.log_path).parent
+    files = [
+        (cell_dir / "engine.log", "engine log"),
+        (cell_dir / CONFIG_FILE, "resolved config"),
+        (cell_dir / METRICS_BEFORE, "metrics before"),
+        (cell_dir / METRICS_AFTER, "metrics after"),
+        (cell_dir / "serve" / "result.json", "serve result"),
+        (cell_dir / "clip" / "result.json", "clip result"),
+    ]
+    if cell.evidence_id:
+        files.append((cell_dir / "evidence" / f"{cell.evidence_id}.json", "measurement evidence"))
+    return files
+
+
+def cell_summary(cell: CellResult) -> dict[str, Any]:
+    """The cell as the run's evidence lists it in `data.cells`."""
+    return {
+        "label": cell.label,
+        "round": cell.round,
+        "position": cell.position,
+        "status": cell.status,
+        "error": cell.error,
+        "started_at": cell.started_at,
+        "ended_at": cell.ended_at,
+        "served_model": cell.served_model,
+        "served_models": cell.served_models,
+        "stop": cell.stop.model_dump() if cell.stop else None,
+        "memory": cell.memory.status if cell.memory else "not checked",
+        "config_status": cell.config.status,
+        "attention_backend": cell.config.attention_backend,
+        "prefix_cache_hit_rate": cell.prefix_cache.hit_rate if cell.prefix_cache else None,
+        "counter_deltas": cell.counter_deltas,
+        "evidence_id": cell.evidence_id,
+    }

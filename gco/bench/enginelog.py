@@ -1,6 +1,8 @@
 """Parse an engine's server log for the configuration it actually used (vLLM, TGI, SGLang formats).
 
 Status RESOLVED / PARTIAL / SELF_REPORTED / UNPROVEN; gates: CUDA graphs, no attention fallback, no offload.
+vLLM's "non-default args" line is what the engine says of itself: it decides the settings only when no
+config line does, and its names are kept either way.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ UNKNOWN = [
     )
 ]
 WARNING = re.compile(r"\b(WARNING|WARN)\b")
+TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?|\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
+)
 GATE_KEYS = ("cuda_graphs", "offload")
 
 
@@ -56,6 +61,7 @@ class ResolvedConfig(BaseModel):
     family: str | None = None
     status: Status = "UNPROVEN"
     settings: dict[str, str] = Field(default_factory=dict)
+    self_reported: dict[str, str] = Field(default_factory=dict)
     attention_backend: str | None = None
     cuda_graphs: bool | None = None
     attention_fallback: bool = False
@@ -74,6 +80,11 @@ class ResolvedConfig(BaseModel):
         if self.gpu_offload:
             broken.append("gpu offload")
         return broken
+
+
+def warning_text(line: str) -> str:
+    """A warning line without its timestamps, so the same warning in every round reads as one."""
+    return " ".join(TIMESTAMP.sub("", line).split())
 
 
 def _clean(value: str) -> str:
@@ -146,6 +157,7 @@ def parse_log(lines: Iterable[str]) -> ResolvedConfig:
             family="vllm",
             status="SELF_REPORTED",
             settings=self_reported,
+            self_reported=self_reported,
             attention_backend=backends[-1] if backends else None,
             cuda_graphs=cuda,
             attention_fallback=fallback,
@@ -166,6 +178,7 @@ def parse_log(lines: Iterable[str]) -> ResolvedConfig:
         family=family,
         status=status,
         settings=settings,
+        self_reported=self_reported,
         attention_backend=backends[-1] if backends else None,
         cuda_graphs=cuda,
         attention_fallback=fallback,

@@ -1,6 +1,8 @@
-"""Build evidence records for `bench serve` and `bench rounds`, write them with their reports.
+"""Build evidence records for `bench serve`, `bench clip` and `bench rounds`, write them with their reports.
 
-Identity carries redacted argv/env, the prompt-set digest and a digest (never the text) of --serve-cmd.
+Identity carries redacted argv/env, the prompt- or clip-set digest and a digest (never the text) of
+--serve-cmd. Claim classes: medians of client timings are observed (single, clip); load values and every
+ratio are derived.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from gco.bench.manifest import Engine, Workload
-from gco.bench.records import UNITS, ServeResult
-from gco.bench.summary import Summary
+from gco.bench.records import UNITS, ClipResult, ServeResult
+from gco.bench.serve import overridden_fields
+from gco.bench.summary import Summary, claim_class
 from gco.evidence.record import Artifact, EvidenceRecord, LimitationEntry, Metric, file_sha256, now_iso
 from gco.evidence.redact import redact_argv, redact_env
 from gco.evidence.report import render_html, render_markdown
@@ -75,7 +78,11 @@ def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[A
             )
         )
     if settings.get("extra_body"):
-        limitations.append(LimitationEntry(code="extra_request_body", text="an extra request body was sent"))
+        overrides = overridden_fields(settings["extra_body"])
+        text = "an extra request body was sent"
+        if overrides:
+            text += f"; it overrides measured fields: {', '.join(overrides)}"
+        limitations.append(LimitationEntry(code="extra_request_body", text=text))
     if result.mode == "load" and result.n_star is None:
         limitations.append(LimitationEntry(code="no_capacity", text="no load level was sustained"))
     line = (
@@ -98,6 +105,48 @@ def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[A
     ).sealed()
 
 
+def clip_record(result: ClipResult, *, settings: dict[str, Any], files: list[Artifact]) -> EvidenceRecord:
+    """The evidence of one `bench clip` call: per-shape median e2e and clips per minute (observed)."""
+    metrics = [
+        Metric(
+            name=m,
+            value=v,
+            unit=UNITS[m],
+            statistic="median_over_clips" if m == "e2e_ms" else "rate_over_clips",
+            n=int(values.get("clips", 0)),
+            subject=shape,
+        )
+        for shape, values in result.shapes.items()
+        for m, v in values.items()
+        if m in UNITS
+    ]
+    limitations = []
+    if result.failed:
+        failed = ", ".join(
+            f"{shape} {n}" for shape, n in result.failed_by_shape.items() if n and shape != "all"
+        )
+        limitations.append(
+            LimitationEntry(
+                code="failed_requests", text=f"{result.failed} of {result.clips} clip(s) failed: {failed}"
+            )
+        )
+    line = f"bench clip on {result.base_url}: {result.clips} clips, {result.failed} failed"
+    overall = result.shapes.get("all", {})
+    if "clips_per_min" in overall:
+        line += f", {overall['clips_per_min']:.1f} clips/min"
+    return EvidenceRecord(
+        kind="bench.clip",
+        claim_class="observed",
+        summary=line,
+        created_at=now_iso(),
+        identity={"settings": settings, "clip_set_digest": result.clip_digest},
+        metrics=metrics,
+        artifacts=files,
+        limitations=limitations,
+        data={"failed_by_shape": result.failed_by_shape, "warmup_e2e_s": result.warmup_e2e_s},
+    ).sealed()
+
+
 def rounds_record(
     summary: Summary,
     *,
@@ -109,6 +158,7 @@ def rounds_record(
     files: list[Artifact],
     missing: list[str],
     cells: list[dict[str, Any]],
+    reference: dict[str, Any] | None = None,
 ) -> EvidenceRecord:
     """The evidence of a rounds run: medians over rounds and paired ratios to the best engine."""
     metrics: list[Metric] = []
@@ -149,9 +199,11 @@ def rounds_record(
         "mode": summary.mode,
         "serve_cmd_sha256": hashlib.sha256(serve_cmd.encode()).hexdigest() if serve_cmd else None,
     }
+    if reference is not None:
+        identity["load_reference"] = reference
     return EvidenceRecord(
         kind="bench.rounds",
-        claim_class="derived",
+        claim_class=claim_class(summary.mode),
         summary=summary.line,
         created_at=now_iso(),
         identity=identity,
@@ -161,7 +213,10 @@ def rounds_record(
         limitations=[LimitationEntry(code=item.code, text=item.text) for item in summary.limitations],
         data={
             "series": series,
-            "claim_classes": {"single medians": "observed", "load values and ratios": "derived"},
+            "claim_classes": {
+                f"{summary.mode} medians": claim_class(summary.mode),
+                "ratios to the best engine": "derived",
+            },
             "cells": cells,
             "adaptive": summary.adaptive.model_dump() if summary.adaptive else None,
         },

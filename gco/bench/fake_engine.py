@@ -1,6 +1,9 @@
-"""A fake OpenAI-compatible engine for tests and the local stack: SSE completions, /health, /metrics.
+"""A fake OpenAI-compatible engine for tests and the local stack: SSE completions, clips, /health, /metrics.
 
-Configurable speed, noise, drift and failures; logs start-up lines in vLLM, TGI or SGLang style.
+It stands in for vLLM, TGI or SGLang (and, in clip mode, a video engine answering whole clips on
+POST /v1/videos) where no GPU is available. Configurable speed, noise, drift and failures; logs start-up
+lines in vLLM, TGI or SGLang style. It does not model batching, memory or a tokenizer: a token is a fixed
+chunk and a clip is a fixed-size body after a known time per size.
 """
 
 from __future__ import annotations
@@ -18,9 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gco.bench.fake_log import DEFAULT_SETTINGS, startup_lines
+
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
 MAX_TRACE = 1_000_000
+CLIP_PATH = "/v1/videos"
+CLIP_BYTES = 4096
+FAKE_MODEL = "fake/model"
 
 
 def _sse(payload: object) -> bytes:
@@ -36,7 +44,7 @@ def _token_chunk(chat: bool) -> bytes:
     else:
         choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": None}
         kind = "text_completion"
-    return _sse({"id": "cmpl-fake", "object": kind, "created": 0, "model": "fake/model", "choices": [choice]})
+    return _sse({"id": "cmpl-fake", "object": kind, "created": 0, "model": FAKE_MODEL, "choices": [choice]})
 
 
 TOKEN_CHUNK = {True: _token_chunk(True), False: _token_chunk(False)}
@@ -74,44 +82,8 @@ class Behaviour:
     seed: int
     tokens: int
     trace: bool = False
-
-
-def startup_lines(style: str, settings: dict[str, str], extra: Sequence[str]) -> list[str]:
-    """Log lines announcing the resolved configuration, in the engine family's own format."""
-    if style == "tgi":
-        args = ", ".join(f"{key}: {value}" for key, value in settings.items())
-        lines = [
-            f"INFO text_generation_launcher: Args {{ {args} }}",
-            "INFO text_generation_launcher: Using Attention = flashinfer",
-        ]
-    elif style == "sglang":
-        args = ", ".join(f"{key}={value}" for key, value in settings.items())
-        lines = [f"[2026-01-01 00:00:00] server_args=ServerArgs({args})"]
-    else:
-        args = ", ".join(f"{key}={value}" for key, value in settings.items())
-        lines = [
-            f"INFO 01-01 00:00:00 [core.py:69] Initializing a V1 LLM engine (v0.9.0) with config: {args}",
-            "INFO 01-01 00:00:00 [cuda.py:217] Using Flash Attention backend on V1 engine.",
-        ]
-    return [*lines, *extra]
-
-
-DEFAULT_SETTINGS = {
-    "vllm": {
-        "model": "'fake/model'",
-        "dtype": "torch.bfloat16",
-        "enforce_eager": "False",
-        "cpu_offload_gb": "0",
-    },
-    "tgi": {"model_id": '"fake/model"', "dtype": "Some(BFloat16)", "cuda_graphs": "None"},
-    "sglang": {
-        "model_path": "'fake/model'",
-        "dtype": "'bfloat16'",
-        "disable_cuda_graph": "False",
-        "attention_backend": "'flashinfer'",
-        "cpu_offload_gb": "0",
-    },
-}
+    model: str = FAKE_MODEL
+    clip_s: dict[str, float] = field(default_factory=dict)
 
 
 class FakeEngine:
@@ -155,9 +127,10 @@ class FakeEngine:
             rows = [{"arrived": a, "ttft_s": t, "itl_s": i} for a, t, i in trace]
             await self.respond(writer, 200, json.dumps(rows).encode())
         elif path == "/v1/models":
-            await self.respond(
-                writer, 200, b'{"object":"list","data":[{"id":"fake/model","object":"model"}]}'
-            )
+            models = {"object": "list", "data": [{"id": self.behaviour.model, "object": "model"}]}
+            await self.respond(writer, 200, json.dumps(models).encode())
+        elif method == "POST" and path == CLIP_PATH and self.behaviour.clip_s:
+            await self.clip(body, writer)
         elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
             await self.generate(path, body, writer, arrived or time.perf_counter())
         else:
@@ -213,11 +186,7 @@ class FakeEngine:
         self.prefix_cache(prompt)
         prompt_tokens = max(1, len(prompt.split()))
         tokens = int(request.get("max_tokens") or request.get("max_completion_tokens") or b.tokens)
-        factor = (
-            (1.0 + b.drift * self.requests)
-            / b.speed
-            * (self.rng.lognormvariate(0.0, b.noise) if b.noise else 1.0)
-        )
+        factor = self.slowdown()
         self.counters.running += 1
         try:
             if request.get("stream"):
@@ -238,6 +207,49 @@ class FakeEngine:
             self.counters.running -= 1
         self.counters.prompt_tokens += prompt_tokens
         self.counters.generation_tokens += tokens
+        self.counters.success += 1
+
+    def slowdown(self) -> float:
+        """This request's time factor: drift over requests served, over speed, times the noise."""
+        b = self.behaviour
+        noise = self.rng.lognormvariate(0.0, b.noise) if b.noise else 1.0
+        return (1.0 + b.drift * self.requests) / b.speed * noise
+
+    async def clip(self, body: bytes, writer: asyncio.StreamWriter) -> None:
+        """A whole clip: headers at once, the body after the known time of the requested size.
+
+        The body comes only after the clip time, so a client that stops at the headers measures too little.
+        """
+        b = self.behaviour
+        self.requests += 1
+        self.maybe_crash()
+        try:
+            size = str(json.loads(body).get("size"))
+        except (ValueError, AttributeError):
+            await self.respond(writer, 400, b'{"error":"bad json"}')
+            return
+        if size not in b.clip_s:
+            self.counters.failed += 1
+            await self.respond(writer, 400, json.dumps({"error": f"unknown size {size}"}).encode())
+            return
+        if self.rng.random() < b.fail_rate:
+            self.counters.failed += 1
+            await self.respond(writer, 500, b'{"error":"injected failure"}')
+            return
+        due = time.perf_counter() + b.clip_s[size] * self.slowdown()
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        await writer.drain()
+        self.counters.running += 1
+        try:
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        finally:
+            self.counters.running -= 1
+        data = json.dumps({"id": f"video-{self.requests}", "object": "video", "size": size}).encode()
+        data += b" " * max(0, CLIP_BYTES - len(data))
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+        await writer.drain()
         self.counters.success += 1
 
     async def stream(
@@ -329,6 +341,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--log-line", action="append", default=[], help="An extra start-up log line.")
     add("--seed", type=int, default=0)
     add("--trace", action="store_true", help="Record arrivals and own TTFT/ITL; GET /debug/trace reads them.")
+    add("--model", default=FAKE_MODEL, help="The model id GET /v1/models lists.")
+    add(
+        "--clip-ms",
+        action="append",
+        default=[],
+        help="SIZE=MS: clip mode, POST /v1/videos with body size SIZE takes MS (over --speed).",
+    )
     return parser.parse_args(argv)
 
 
@@ -359,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace=args.trace,
         seed=args.seed,
         tokens=args.tokens,
+        model=args.model,
+        clip_s={size: float(ms) / 1000 for size, _, ms in (item.partition("=") for item in args.clip_ms)},
     )
     asyncio.run(serve(FakeEngine(behaviour)))
     return 0

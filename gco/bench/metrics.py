@@ -1,4 +1,4 @@
-"""Scrape an engine's Prometheus /metrics and compute the prefix-cache hit rate between two scrapes.
+"""Parse an engine's Prometheus /metrics: counter differences and prefix-cache hit rate between two scrapes.
 
 Parsed with prometheus_client; vLLM (`vllm:prefix_cache_*`) and SGLang-style counter names are read.
 """
@@ -35,6 +35,24 @@ def parse_metrics(text: str) -> dict[str, float]:
                 continue
             totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
     return totals
+
+
+def parse_counters(text: str) -> dict[str, float]:
+    """Counter samples only (`<name>_total`), each summed over its labels."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.type != "counter":
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+    return totals
+
+
+def counter_deltas(before: str, after: str) -> dict[str, float]:
+    """after - before of every counter present in both scrapes: what the measured window added."""
+    first, second = parse_counters(before), parse_counters(after)
+    return {name: second[name] - first[name] for name in sorted(first.keys() & second.keys())}
 
 
 def _find(values: Mapping[str, float], suffixes: tuple[str, ...]) -> float | None:

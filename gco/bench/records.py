@@ -1,6 +1,6 @@
-"""Per-request records and the result of one `bench serve` call (single or load mode).
+"""Per-request and per-clip records, and the results of one `bench serve` or `bench clip` call.
 
-Pydantic models; the result is what a rounds cell reads back from `serve/result.json`.
+Pydantic models; a result is what a rounds cell reads back from `serve/result.json` or `clip/result.json`.
 """
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+Mode = Literal["single", "load", "clip"]
+MODES: tuple[Mode, ...] = ("single", "load", "clip")
 METRICS_SINGLE = ("ttft_ms", "itl_ms", "e2e_ms", "decode_tps")
 METRICS_LOAD = ("n_star", "output_tps", "ttft_ms", "e2e_ms")
-HIGHER_IS_BETTER = {"decode_tps": True, "n_star": True, "output_tps": True}
+METRICS_CLIP = ("e2e_ms", "clips_per_min")
+HIGHER_IS_BETTER = {"decode_tps": True, "n_star": True, "output_tps": True, "clips_per_min": True}
 UNITS = {
     "ttft_ms": "ms",
     "itl_ms": "ms",
@@ -19,6 +22,7 @@ UNITS = {
     "decode_tps": "tok/s",
     "n_star": "requests",
     "output_tps": "tok/s",
+    "clips_per_min": "clips/min",
 }
 
 
@@ -92,3 +96,33 @@ class ServeResult(BaseModel):
     schedule_digest: str | None = None
     warmup_e2e_s: list[float] = Field(default_factory=list)
     client: ClientHealth
+
+
+class ClipRecord(BaseModel):
+    """One clip: a single POST timed whole, from the send to the last byte of the response body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    shape: str
+    sent_s: float
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+    e2e_s: float
+    bytes: int = 0
+
+
+class ClipResult(BaseModel):
+    """Everything one `bench clip` call measured: per shape (and `all`) e2e_ms and clips_per_min."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["clip"] = "clip"
+    base_url: str
+    clip_digest: str
+    clips: int
+    failed: int
+    shapes: dict[str, dict[str, float]] = Field(default_factory=dict)
+    failed_by_shape: dict[str, int] = Field(default_factory=dict)
+    warmup_e2e_s: list[float] = Field(default_factory=list)

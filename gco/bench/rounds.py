@@ -1,6 +1,7 @@
 """`bench rounds`: every engine in Williams order for R rounds, with the adaptive stop, summary and evidence.
 
-Holds the GPU lock for the whole run; cells are appended to `rounds/cells.jsonl` as they finish.
+Holds the GPU lock for the whole run; cells are appended to `rounds/cells.jsonl` as they finish, and
+`rounds/plan.json` is rewritten after every adaptive check so that a reader sees each look at the data.
 """
 
 from __future__ import annotations
@@ -8,49 +9,27 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from gco.bench.cell import CellOptions, CellResult, run_cell
-from gco.bench.errors import BenchInputError
+from gco.bench.cell import CellInputs, CellOptions, CellResult, cell_files, cell_summary, run_cell
+from gco.bench.clips import load_clips
 from gco.bench.evidence import artifacts, dump_json, rounds_record, write_record
 from gco.bench.gpu import GpuProbe
+from gco.bench.limitations import cell_limitations, plan_limitations
 from gco.bench.lock import GpuLock
 from gco.bench.manifest import Engine, Manifest
-from gco.bench.prompts import Prompt, prompt_digest
+from gco.bench.measure import SERVE_OWNS_SCHEDULE
+from gco.bench.options import RoundsOptions, check_options, planned_rounds, with_overrides
+from gco.bench.prompts import load_prompts
 from gco.bench.stats import adaptive_done
-from gco.bench.summary import (
-    Adaptive,
-    Summary,
-    cell_limitations,
-    metric_summaries,
-    plan_limitations,
-    ratio_half_widths,
-    summarize,
-)
-from gco.bench.williams import RoundPlan, adaptive_max_rounds, default_rounds, plan_rounds
+from gco.bench.summary import Adaptive, AdaptiveCheck, Summary, metric_summaries, ratio_half_widths, summarize
+from gco.bench.williams import RoundPlan, plan_rounds
 from gco.evidence.report import render_markdown
 from gco.evidence.store import EvidenceStore
 
 Progress = Callable[[CellResult, int], None]
-
-
-class RoundsOptions(BaseModel):
-    """The options of one rounds run (the CLI's flags, parsed)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    prompts_path: Path
-    run_dir: Path
-    mode: Literal["single", "load"] = "single"
-    rounds: int | None = Field(default=None, ge=1, le=1000)
-    engines: list[str] | None = None
-    ci_target: float | None = Field(default=None, gt=0)
-    min_rounds: int | None = Field(default=None, ge=1)
-    serve_cmd: str | None = None
-    serve_args: list[str] = Field(default_factory=list)
-    memory_wait_s: float = 10.0
 
 
 class RoundsOutcome(BaseModel):
@@ -63,49 +42,88 @@ class RoundsOutcome(BaseModel):
     evidence_path: Path
 
 
-def planned_rounds(n: int, options: RoundsOptions) -> tuple[int, Adaptive | None]:
-    """Rounds to plan; with --ci-target, rounds is the maximum and the adaptive rule is returned."""
-    if options.ci_target is None:
-        return options.rounds or default_rounds(n), None
-    maximum = options.rounds or adaptive_max_rounds(n)
-    minimum = options.min_rounds or default_rounds(n)
-    if minimum > maximum:
-        raise BenchInputError("--min-rounds", f"{minimum} is above the maximum of {maximum} rounds")
-    return maximum, Adaptive(ci_target=options.ci_target, min_rounds=minimum, max_rounds=maximum)
+class LoadReference(BaseModel):
+    """The one reference e2e every load cell turns its levels into rates with, and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    e2e_s: float | None = None
+    source: str
+    to_measure: bool = False
 
 
-def _reference(cell: CellResult) -> float | None:
-    return statistics.median(cell.warmup_e2e_s) if cell.warmup_e2e_s else None
+class Execution(BaseModel):
+    """The cells that ran, how many rounds, the adaptive rule as it ended, and the load reference."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cells: list[CellResult]
+    rounds_run: int
+    adaptive: Adaptive | None = None
+    reference: LoadReference | None = None
+
+
+def load_inputs(options: RoundsOptions, manifest: Manifest) -> CellInputs:
+    """The prompt set (single, load) or the clip set (clip) named by --prompts."""
+    if options.mode == "clip":
+        return CellInputs(clips=tuple(load_clips(options.prompts_path, "--prompts")))
+    return CellInputs(prompts=tuple(load_prompts(options.prompts_path, manifest.workload.bucket_edges)))
+
+
+def initial_reference(options: RoundsOptions, manifest: Manifest) -> LoadReference | None:
+    """Load mode's reference before any cell: --ref-e2e-ms, the manifest's, or to be measured."""
+    if options.mode != "load":
+        return None
+    if SERVE_OWNS_SCHEDULE & {arg.split("=", 1)[0] for arg in options.serve_args}:
+        return LoadReference(source="the serve arguments set the schedule")
+    if options.reference_e2e_s is not None:
+        return LoadReference(e2e_s=options.reference_e2e_s, source="--ref-e2e-ms")
+    if manifest.workload.load.reference_e2e_s is not None:
+        return LoadReference(e2e_s=manifest.workload.load.reference_e2e_s, source="manifest")
+    return LoadReference(source="the first load cell's warm-up", to_measure=True)
+
+
+def _plan_document(
+    plan: RoundPlan, options: RoundsOptions, inputs: CellInputs, adaptive: Adaptive | None
+) -> dict[str, Any]:
+    return {
+        "plan": plan.model_dump(mode="json"),
+        "mode": options.mode,
+        "adaptive": adaptive.model_dump(mode="json") if adaptive else None,
+        "prompt_set_digest": inputs.digest(),
+    }
 
 
 def execute(
     plan: RoundPlan,
     engines: Sequence[Engine],
     manifest: Manifest,
-    prompts: Sequence[Prompt],
+    inputs: CellInputs,
     options: RoundsOptions,
     probe: GpuProbe,
     adaptive: Adaptive | None,
     on_cell: Progress | None = None,
-) -> tuple[list[CellResult], int]:
+) -> Execution:
     """Run the cells round by round; stop early when the adaptive rule is met at a whole period."""
     by_label = {engine.label: engine for engine in engines}
+    reference = initial_reference(options, manifest)
     cell_options = CellOptions(
         mode=options.mode,
         prompts_path=options.prompts_path,
         run_dir=options.run_dir,
         serve_cmd=options.serve_cmd,
         serve_args=options.serve_args,
+        reference_e2e_s=reference.e2e_s if reference else None,
         memory_wait_s=options.memory_wait_s,
     )
     cells: list[CellResult] = []
-    log = options.run_dir / "rounds" / "cells.jsonl"
+    out = options.run_dir / "rounds"
     for round_no, order in enumerate(plan.rounds, start=1):
         for position, label in enumerate(order):
             cell = run_cell(
                 by_label[label],
                 manifest,
-                prompts,
+                inputs,
                 cell_options,
                 round_no=round_no,
                 position=position,
@@ -114,38 +132,42 @@ def execute(
             cells.append(cell)
             if on_cell is not None:
                 on_cell(cell, len(plan.rounds))
-            with log.open("a", encoding="utf-8") as handle:
+            with (out / "cells.jsonl").open("a", encoding="utf-8") as handle:
                 handle.write(cell.model_dump_json() + "\n")
-            if options.mode == "load" and cell_options.reference_e2e_s is None and cell.status == "ok":
-                cell_options = cell_options.model_copy(update={"reference_e2e_s": _reference(cell)})
+            if reference and reference.to_measure and cell.status == "ok" and cell.warmup_e2e_s:
+                reference = LoadReference(
+                    e2e_s=statistics.median(cell.warmup_e2e_s),
+                    source=f"warm-up of {cell.label} round {cell.round}",
+                )
+                cell_options = cell_options.model_copy(update={"reference_e2e_s": reference.e2e_s})
         if adaptive is not None and round_no >= adaptive.min_rounds and round_no % plan.period == 0:
             widths = ratio_half_widths(metric_summaries(cells, plan.labels, options.mode), options.mode)
-            if adaptive_done(widths, adaptive.ci_target):
-                adaptive.stopped_at, adaptive.outcome = round_no, "target met"
-                return cells, round_no
+            met = adaptive_done(widths, adaptive.ci_target)
+            check = AdaptiveCheck(round=round_no, half_widths=widths, met=met)
+            adaptive = adaptive.model_copy(update={"checks": [*adaptive.checks, check]})
+            dump_json(out / "plan.json", _plan_document(plan, options, inputs, adaptive))
+            if met:
+                adaptive = adaptive.model_copy(update={"stopped_at": round_no, "outcome": "target met"})
+                return Execution(cells=cells, rounds_run=round_no, adaptive=adaptive, reference=reference)
     if adaptive is not None:
-        adaptive.stopped_at, adaptive.outcome = len(plan.rounds), "maximum reached"
-    return cells, len(plan.rounds)
+        adaptive = adaptive.model_copy(update={"stopped_at": len(plan.rounds), "outcome": "maximum reached"})
+    return Execution(cells=cells, rounds_run=len(plan.rounds), adaptive=adaptive, reference=reference)
 
 
-def _cell_brief(cell: CellResult) -> dict[str, Any]:
-    return {
-        "label": cell.label,
-        "round": cell.round,
-        "position": cell.position,
-        "status": cell.status,
-        "error": cell.error,
-        "stop": cell.stop.model_dump() if cell.stop else None,
-        "memory": cell.memory.status if cell.memory else "not checked",
-        "config_status": cell.config.status,
-        "attention_backend": cell.config.attention_backend,
-        "prefix_cache_hit_rate": cell.prefix_cache.hit_rate if cell.prefix_cache else None,
-    }
+def _missing(cells: Sequence[CellResult], mode: str) -> list[str]:
+    ok = [c for c in cells if c.status == "ok"]
+    missing = {f"{c.label}: /metrics counters" for c in ok if c.counter_deltas is None}
+    missing |= {f"{c.label}: measurement evidence" for c in ok if c.evidence_id is None}
+    if mode != "clip":
+        missing |= {f"{c.label}: prefix-cache counters" for c in ok if not c.prefix_cache}
+    out = sorted(missing)
+    if any(c.memory is None or c.memory.status == "not checked" for c in cells):
+        out.append("GPU memory check (NVML unavailable)")
+    return out
 
 
 def run_rounds(
     manifest: Manifest,
-    prompts: Sequence[Prompt],
     options: RoundsOptions,
     *,
     probe: GpuProbe,
@@ -153,60 +175,61 @@ def run_rounds(
     stores: Sequence[EvidenceStore] = (),
     on_cell: Progress | None = None,
 ) -> RoundsOutcome:
-    """Plan, run under the GPU lock, summarize, and write plan.json, summary.json/md and the evidence."""
+    """Check, plan, run under the GPU lock, summarize, and write plan.json, summary.json/md and the evidence.
+
+    Raises:
+        BenchInputError: a refused option, an unknown engine label, or an unreadable prompt or clip set.
+        GpuLockedError: another run holds the GPU lock.
+    """
+    check_options(options, manifest)
+    manifest = with_overrides(manifest, options)
+    inputs = load_inputs(options, manifest)
     engines = manifest.select(options.engines)
     labels = [engine.label for engine in engines]
     rounds, adaptive = planned_rounds(len(engines), options)
     plan = plan_rounds(labels, rounds)
     out = options.run_dir / "rounds"
     out.mkdir(parents=True, exist_ok=True)
-    dump_json(
-        out / "plan.json",
-        {
-            "plan": plan.model_dump(mode="json"),
-            "mode": options.mode,
-            "adaptive": adaptive.model_dump() if adaptive else None,
-            "prompt_set_digest": prompt_digest(prompts),
-        },
-    )
+    dump_json(out / "plan.json", _plan_document(plan, options, inputs, adaptive))
     with lock:
         other = probe.processes()
-        cells, rounds_run = execute(plan, engines, manifest, prompts, options, probe, adaptive, on_cell)
+        run = execute(plan, engines, manifest, inputs, options, probe, adaptive, on_cell)
+    document = _plan_document(plan, options, inputs, run.adaptive)
+    if run.reference is not None:
+        document["load_reference"] = run.reference.model_dump()
+    dump_json(out / "plan.json", document)
     limits = plan_limitations(
         plan,
-        rounds_run,
+        run.rounds_run,
         secret_env={e.label: e.secret_env_names() for e in engines},
-        extra_body=bool(manifest.workload.extra_body),
+        extra_body=manifest.workload.extra_body,
         other_gpu_processes=other,
-        adaptive=adaptive,
+        adaptive=run.adaptive,
     )
-    limits += cell_limitations(cells, labels, options.mode)
+    limits += cell_limitations(run.cells, labels, options.mode)
     summary = summarize(
-        plan, cells, mode=options.mode, rounds_run=rounds_run, limitations=limits, adaptive=adaptive
+        plan,
+        run.cells,
+        mode=options.mode,
+        rounds_run=run.rounds_run,
+        limitations=limits,
+        adaptive=run.adaptive,
     )
     dump_json(out / "summary.json", summary.model_dump(mode="json"))
     files = [(out / "plan.json", "plan"), (out / "summary.json", "summary"), (out / "cells.jsonl", "cells")]
-    for cell in cells:
-        cell_dir = Path(cell.log_path).parent if cell.log_path else out
-        files += [
-            (cell_dir / "engine.log", "engine log"),
-            (cell_dir / "serve" / "result.json", "serve result"),
-        ]
-    missing = sorted(
-        {f"{c.label}: prefix-cache counters" for c in cells if c.status == "ok" and not c.prefix_cache}
-    )
-    if any(c.memory is None or c.memory.status == "not checked" for c in cells):
-        missing.append("GPU memory check (NVML unavailable)")
+    for cell in run.cells:
+        files += cell_files(cell)
     record = rounds_record(
         summary,
         engines=engines,
         workload=manifest.workload,
-        prompt_digest=prompt_digest(prompts),
+        prompt_digest=inputs.digest(),
         gpu=probe.name(),
         serve_cmd=options.serve_cmd,
         files=artifacts(files, options.run_dir),
-        missing=missing,
-        cells=[_cell_brief(c) for c in cells],
+        missing=_missing(run.cells, options.mode),
+        cells=[cell_summary(c) for c in run.cells],
+        reference=run.reference.model_dump() if run.reference else None,
     )
     path = write_record(record, options.run_dir, stores)
     (out / "summary.md").write_text(render_markdown(record), encoding="utf-8")

@@ -9,7 +9,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -23,6 +23,7 @@ from gco.bench.transport import Client, HttpError
 LAG_LIMIT_MS = 5.0
 SUSTAIN_FRACTION = 0.9
 E2E_SLO_FACTOR = 3.0
+MEASURED_FIELDS = ("stream", "max_tokens", "model", "prompt", "messages")
 
 
 class ServeSettings(BaseModel):
@@ -47,6 +48,11 @@ class ServeSettings(BaseModel):
     requests_per_level: int | None = None
     reference_e2e_s: float | None = None
     seed: int = 0
+
+
+def overridden_fields(extra_body: Mapping[str, Any]) -> list[str]:
+    """The keys of an extra body that replace a field the measurement relies on (they win in `payload`)."""
+    return [name for name in MEASURED_FIELDS if name in extra_body]
 
 
 def payload(settings: ServeSettings, text: str) -> tuple[str, dict[str, Any]]:

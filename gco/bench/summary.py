@@ -1,18 +1,18 @@
-"""Summarize a rounds run: medians over rounds with CIs, paired ratios to the best engine, limitations.
+"""Summarize a rounds run: medians over rounds with CIs, paired ratios to the best engine, the summary line.
 
-Pure functions of the plan and the cell results; no I/O.
+Pure functions of the plan and the cell results; no I/O. The limitations are read in `limitations`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench.cell import CellResult
-from gco.bench.records import HIGHER_IS_BETTER, METRICS_LOAD, METRICS_SINGLE, UNITS
+from gco.bench.records import HIGHER_IS_BETTER, METRICS_CLIP, METRICS_LOAD, METRICS_SINGLE, UNITS, Mode
 from gco.bench.stats import median_ci, paired_ratio_ci
 from gco.bench.williams import RoundPlan
 
@@ -48,16 +48,27 @@ class MetricSummary(BaseModel):
     ratio_ci95: tuple[float, float] | None = None
 
 
-class Adaptive(BaseModel):
-    """The optional-stopping rule and how it ended."""
+class AdaptiveCheck(BaseModel):
+    """One look of the adaptive rule at a whole Williams period: each engine's ratio CI half-width."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(frozen=True)
+
+    round: int
+    half_widths: dict[str, float | None]
+    met: bool
+
+
+class Adaptive(BaseModel):
+    """The optional-stopping rule, every check it made, and how it ended."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     ci_target: float
     min_rounds: int
     max_rounds: int
     stopped_at: int | None = None
     outcome: Literal["target met", "maximum reached", "not run"] = "not run"
+    checks: list[AdaptiveCheck] = Field(default_factory=list)
 
 
 class Summary(BaseModel):
@@ -65,7 +76,7 @@ class Summary(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["single", "load"]
+    mode: Mode
     engines: list[str]
     rounds_planned: int
     rounds_run: int
@@ -82,14 +93,33 @@ class Summary(BaseModel):
     headline_value: float | None = None
     line: str = ""
 
+    def with_line(self) -> Summary:
+        """A copy carrying its one-line verdict."""
+        return self.model_copy(update={"line": summary_line(self)})
+
+
+HEADLINE = {"single": "decode_tps", "load": "output_tps", "clip": "clips_per_min"}
+
 
 def headline_metric(mode: str) -> str:
-    """The metric that ranks engines: decode tok/s (single) or output tok/s at N* (load)."""
-    return "decode_tps" if mode == "single" else "output_tps"
+    """The metric that ranks engines: decode tok/s (single), output tok/s at N* (load), clips/min (clip)."""
+    return HEADLINE[mode]
+
+
+def claim_class(mode: str) -> ClaimClass:
+    """Medians of client timings are observed (single, clip); load values come from a model of N*: derived."""
+    return "derived" if mode == "load" else "observed"
 
 
 def _cell_values(cell: CellResult, mode: str) -> dict[tuple[str, str], float]:
-    if cell.status != "ok" or cell.serve is None:
+    if cell.status != "ok":
+        return {}
+    if mode == "clip":
+        if cell.clip is None:
+            return {}
+        groups = cell.clip.shapes
+        return {(b, m): v for b, values in groups.items() for m, v in values.items() if m in METRICS_CLIP}
+    if cell.serve is None:
         return {}
     if mode == "load":
         return {("all", m): v for m, v in cell.serve.at_n_star.items() if m in METRICS_LOAD}
@@ -101,13 +131,37 @@ def _cell_values(cell: CellResult, mode: str) -> dict[tuple[str, str], float]:
     }
 
 
-def _unranked(cells: Sequence[CellResult], mode: str) -> set[tuple[str, str]]:
-    """(label, bucket) pairs not ranked: failed requests there (single mode), or any hard-gate violation."""
+def failures(cell: CellResult) -> dict[str, tuple[int, int]]:
+    """Per bucket (or clip shape): (failed, sent) requests of a cell that measured anything."""
+    if cell.clip is not None:
+        counts = {b: int(v.get("clips", 0)) for b, v in cell.clip.shapes.items()}
+        failed = cell.clip.failed_by_shape
+    elif cell.serve is not None:
+        counts = {b: int(v.get("requests", 0)) for b, v in cell.serve.buckets.items()}
+        failed = cell.serve.failed_by_bucket
+    else:
+        return {}
+    return {b: (failed.get(b, 0), ok + failed.get(b, 0)) for b, ok in counts.items()}
+
+
+def failed_request_pairs(cells: Sequence[CellResult]) -> set[tuple[str, str]]:
+    """(label, bucket) pairs where any request (or clip) failed in any round."""
+    return {(c.label, b) for c in cells for b, (failed, _) in failures(c).items() if failed > 0}
+
+
+def gated_pairs(cells: Sequence[CellResult]) -> set[tuple[str, str]]:
+    """(label, bucket) pairs of every engine whose log shows a hard-gate violation in any round."""
     gated = {c.label for c in cells if c.config.gate_violations}
-    buckets = {b for c in cells if c.serve for b in c.serve.buckets} | {"all"}
-    out = {(label, b) for label in gated for b in buckets}
-    if mode == "single":
-        out |= {(c.label, b) for c in cells if c.serve for b, n in c.serve.failed_by_bucket.items() if n > 0}
+    buckets = {b for c in cells for b in failures(c)} | {"all"}
+    return {(label, b) for label in gated for b in buckets}
+
+
+def _unranked(cells: Sequence[CellResult], mode: str) -> set[tuple[str, str]]:
+    """(label, bucket) pairs not ranked: a hard-gate violation, or failed requests there (not in load mode,
+    where the values at N* come only from levels without a failure)."""
+    out = gated_pairs(cells)
+    if mode != "load":
+        out |= failed_request_pairs(cells)
     return out
 
 
@@ -118,7 +172,7 @@ def metric_summaries(cells: Sequence[CellResult], labels: Sequence[str], mode: s
         for (bucket, metric), value in _cell_values(cell, mode).items():
             per.setdefault((cell.label, bucket, metric), {})[cell.round] = value
     unranked = _unranked(cells, mode)
-    claim: ClaimClass = "observed" if mode == "single" else "derived"
+    claim = claim_class(mode)
     out: list[MetricSummary] = []
     for (label, bucket, metric), rounds in sorted(per.items()):
         estimate = median_ci(list(rounds.values()))
@@ -173,7 +227,7 @@ def summarize(
     plan: RoundPlan,
     cells: Sequence[CellResult],
     *,
-    mode: Literal["single", "load"],
+    mode: Mode,
     rounds_run: int,
     limitations: Sequence[Limitation],
     adaptive: Adaptive | None = None,
@@ -186,7 +240,7 @@ def summarize(
     heads = [m for m in metrics if m.bucket == "all" and m.metric == head and m.ranked]
     best = next((m for m in heads if m.best_label == m.label), None)
     balanced = plan.balanced and rounds_run % plan.period == 0
-    summary = Summary(
+    return Summary(
         mode=mode,
         engines=labels,
         rounds_planned=len(plan.rounds),
@@ -202,9 +256,7 @@ def summarize(
         best_engine=best.label if best else None,
         headline_metric=head,
         headline_value=best.median if best else None,
-    )
-    summary.line = summary_line(summary)
-    return summary
+    ).with_line()
 
 
 def summary_line(s: Summary) -> str:
@@ -221,155 +273,3 @@ def summary_line(s: Summary) -> str:
         f"{s.cells_ok}/{s.cells_total} cells ok, "
         f"{order} Williams order, {adaptive}; {best}".strip()
     )
-
-
-def cell_limitations(cells: Sequence[CellResult], labels: Sequence[str], mode: str) -> list[Limitation]:
-    """Limitations read from the cells: failures, stops, GPU memory, configuration, cache, client lag."""
-    out: list[Limitation] = []
-    add = out.append
-    failed = Counter(c.status for c in cells if c.status != "ok")
-    for status, count in sorted(failed.items()):
-        add(Limitation(code="failed_cells", text=f"{count} cell(s) failed with status {status}"))
-    for label in labels:
-        if not any(c.label == label and c.status == "ok" for c in cells):
-            add(Limitation(code="no_successful_round", text=f"{label}: no successful round"))
-    if mode == "single":
-        for label, bucket in sorted(_unranked(cells, mode)):
-            add(
-                Limitation(
-                    code="failed_requests", text=f"{label}/{bucket}: failed requests; not ranked there"
-                )
-            )
-    _stop_limitations(cells, add)
-    _config_limitations(cells, add)
-    for c in cells:
-        if c.prefix_cache is not None and c.prefix_cache.warning:
-            add(
-                Limitation(
-                    code="prefix_cache_hits",
-                    text=f"{c.label} round {c.round}: prefix-cache hit rate {c.prefix_cache.hit_rate:.1%}",
-                )
-            )
-        if c.serve is not None and c.serve.client.lagged:
-            add(
-                Limitation(
-                    code="client_lagged",
-                    text=f"{c.label} round {c.round}: client schedule delay p99 "
-                    f"{c.serve.client.lag_p99_ms:.1f} ms",
-                )
-            )
-        if mode == "load" and c.status == "ok" and c.serve is not None and c.serve.n_star is None:
-            add(
-                Limitation(code="no_capacity", text=f"{c.label} round {c.round}: no load level was sustained")
-            )
-    digests = {c.serve.schedule_digest for c in cells if c.serve is not None and c.serve.schedule_digest}
-    if len(digests) > 1:
-        add(Limitation(code="differing_load_schedules", text=f"{len(digests)} different load schedules"))
-    missing = sorted({f"{c.label}:{name}" for c in cells for name in c.missing_env})
-    if missing:
-        add(
-            Limitation(
-                code="inherited_env_missing",
-                text=f"inherited env not set by the caller: {', '.join(missing)}",
-            )
-        )
-    return out
-
-
-def _stop_limitations(cells: Sequence[CellResult], add: Callable[[Limitation], None]) -> None:
-    for c in cells:
-        where = f"{c.label} round {c.round}"
-        if c.stop is not None and c.stop.signal == "SIGKILL":
-            add(Limitation(code="sigkill", text=f"{where}: did not stop on SIGTERM; SIGKILL sent"))
-        if c.stop is not None and (c.stop.survivors or not c.stop.group_gone):
-            add(
-                Limitation(
-                    code="sigkill_survivors",
-                    text=f"{where}: processes survived the group stop {c.stop.survivors} (killed by pid)",
-                )
-            )
-        if c.memory is not None and c.memory.status == "not returned":
-            add(
-                Limitation(
-                    code="gpu_memory_not_returned",
-                    text=f"{where}: GPU memory {c.memory.after_mib:.0f} MiB, "
-                    f"{c.memory.before_mib:.0f} MiB before launch",
-                )
-            )
-    if any(c.memory is None or c.memory.status == "not checked" for c in cells):
-        add(
-            Limitation(code="gpu_memory_not_checked", text="GPU memory return not checked (NVML unavailable)")
-        )
-
-
-def _config_limitations(cells: Sequence[CellResult], add: Callable[[Limitation], None]) -> None:
-    backends: dict[str, set[str]] = {}
-    seen: set[tuple[str, str]] = set()
-
-    def once(code: str, label: str, text: str) -> None:
-        if (code, label + text) not in seen:
-            seen.add((code, label + text))
-            add(Limitation(code=code, text=f"{label}: {text}"))
-
-    for c in cells:
-        cfg = c.config
-        if cfg.status in ("UNPROVEN", "PARTIAL"):
-            once("unresolved_config", c.label, f"configuration {cfg.status}")
-        if cfg.status == "SELF_REPORTED":
-            once("self_reported_config", c.label, "configuration only self-reported")
-        for gate in cfg.gate_violations:
-            once("hard_gate_violation", c.label, f"{gate}; not ranked")
-        if cfg.unknown_settings:
-            once("unknown_settings", c.label, ", ".join(sorted(set(cfg.unknown_settings))))
-        if cfg.warnings:
-            once("engine_warnings", c.label, f"{len(cfg.warnings)} warning line(s) in the log")
-        if cfg.attention_backend:
-            backends.setdefault(c.label, set()).add(cfg.attention_backend)
-    for label, names in sorted(backends.items()):
-        if len(names) > 1:
-            add(Limitation(code="attention_backend_changed", text=f"{label}: {', '.join(sorted(names))}"))
-
-
-def plan_limitations(
-    plan: RoundPlan,
-    rounds_run: int,
-    *,
-    secret_env: Mapping[str, list[str]],
-    extra_body: bool,
-    other_gpu_processes: list[int] | None,
-    adaptive: Adaptive | None,
-) -> list[Limitation]:
-    """Limitations of the design and the inputs, known before any engine runs (and after adaptive stop)."""
-    out = []
-    if rounds_run % plan.period != 0:
-        out.append(
-            Limitation(
-                code="unbalanced_order",
-                text=f"{rounds_run} rounds is not a multiple of the Williams period {plan.period}",
-            )
-        )
-    if rounds_run < 2:
-        out.append(Limitation(code="few_rounds", text=f"{rounds_run} round(s): no interval across rounds"))
-    for label, names in sorted(secret_env.items()):
-        if names:
-            out.append(
-                Limitation(
-                    code="secret_env_values",
-                    text=f"{label}: secret-looking env values written in the manifest: {', '.join(names)}",
-                )
-            )
-    if extra_body:
-        out.append(Limitation(code="extra_request_body", text="an extra request body went to every engine"))
-    if other_gpu_processes:
-        out.append(
-            Limitation(code="other_gpu_processes", text=f"GPU processes at start: {other_gpu_processes}")
-        )
-    if adaptive is not None:
-        out.append(
-            Limitation(
-                code="optional_stopping",
-                text=f"adaptive stop (CI half-width <= {adaptive.ci_target:g}, rounds "
-                f"{adaptive.min_rounds}..{adaptive.max_rounds}): {adaptive.outcome}",
-            )
-        )
-    return out

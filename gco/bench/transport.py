@@ -133,6 +133,23 @@ class Client:
         finally:
             self.pool.release(connection, reusable)
 
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        """POST JSON already encoded and read the whole response body, whatever its status.
+
+        Raises:
+            HttpError: connection failure or a body cut short.
+        """
+        connection = await self.pool.acquire()
+        reusable = False
+        try:
+            connection[1].write(_request_bytes(self.target, "POST", path, body))
+            status, headers = await _read_head(connection[0])
+            data = b"".join([piece async for piece in _body_pieces(connection[0], headers)])
+            reusable = "content-length" in headers or "transfer-encoding" in headers
+            return status, data
+        finally:
+            self.pool.release(connection, reusable)
+
     async def stream(self, path: str, payload: dict[str, object] | bytes) -> AsyncIterator[bytes]:
         """POST `payload` (a dict, or JSON already encoded); yield each SSE data payload as it arrives.
 

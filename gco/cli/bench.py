@@ -1,4 +1,4 @@
-"""`gco bench serve|rounds|report`: timed OpenAI-API load, Williams benchmark rounds, and their reports.
+"""`gco bench serve|clip|rounds|report`: timed OpenAI-API load, whole clips, Williams rounds, and reports.
 
 Bad input exits 2 naming the field; each command writes its files under --run-dir and prints a summary.
 """
@@ -15,13 +15,17 @@ from typing import Any
 import click
 
 from gco.bench.cell import CellResult
+from gco.bench.clip import ClipSettings, run_clip
+from gco.bench.clips import load_clips
 from gco.bench.errors import BenchInputError
-from gco.bench.evidence import artifacts, dump_json, serve_record, write_record
+from gco.bench.evidence import artifacts, clip_record, dump_json, serve_record, write_record
 from gco.bench.gpu import NvmlProbe
 from gco.bench.lock import GpuLock
 from gco.bench.manifest import load_manifest, manifest_schema
+from gco.bench.options import RoundsOptions
 from gco.bench.prompts import DEFAULT_EDGES, load_prompts
-from gco.bench.rounds import RoundsOptions, run_rounds
+from gco.bench.records import MODES
+from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
@@ -151,6 +155,53 @@ def serve(
 
 
 @bench.command()
+@click.option("--base-url", required=True, help="Engine base URL, e.g. http://127.0.0.1:8000")
+@click.option(
+    "--clips",
+    "clips_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Clip set: JSONL of {path, body, shape}; each clip is one POST of body to path.",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(0, 1000),
+    default=1,
+    show_default=True,
+    help="Untimed clips per distinct shape before the timed ones.",
+)
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
+)
+@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def clip(
+    base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
+) -> None:
+    """Time whole clips of a video engine, one at a time: median e2e and clips per minute per shape."""
+    clips = load_clips(clips_path)
+    settings = ClipSettings(base_url=base_url, warmup=warmup, timeout_s=timeout_s)
+    directory = run_dir or _default_run_dir()
+    gc.collect()
+    gc.freeze()  # as in serve: collector pauses over start-up objects stay out of the timings
+    try:
+        result, records = asyncio.run(run_clip(settings, clips))
+    finally:
+        gc.unfreeze()
+    dump_json(directory / "clip" / "result.json", result.model_dump(mode="json"))
+    records_path = directory / "clip" / "clips.jsonl"
+    records_path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
+    files = artifacts([(directory / "clip" / "result.json", "result"), (records_path, "clips")], directory)
+    record = clip_record(result, settings=settings.model_dump(mode="json"), files=files)
+    path = write_record(record, directory)
+    _emit(
+        output,
+        {"evidence": str(path), "result": result.model_dump(mode="json")},
+        f"{record.summary}\nevidence: {path}",
+    )
+
+
+@bench.command()
 @click.option(
     "--manifest",
     "manifest_path",
@@ -163,12 +214,15 @@ def serve(
     "prompts_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="Prompt set: .jsonl of {prompt}, a .json list, or .txt lines.",
+    help="Prompt set: .jsonl of {prompt}, a .json list, or .txt lines; with --mode clip, a clip set.",
 )
 @click.option(
-    "--rounds", type=click.IntRange(1, 1000), default=None, help="Default: by engine count (SPEC 7)."
+    "--rounds",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Default by engine count: 2 -> 4, 3 -> 6, 4 -> 4, 5 -> 10, else whole periods >= 3.",
 )
-@click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
+@click.option("--mode", type=click.Choice(list(MODES)), default="single", show_default=True)
 @click.option("--run-dir", type=click.Path(path_type=Path), default=None)
 @click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
 @click.option(
@@ -177,7 +231,12 @@ def serve(
     default=None,
     help="Adaptive stop: ratio CI relative half-width; --rounds becomes the maximum.",
 )
-@click.option("--min-rounds", type=click.IntRange(1, 1000), default=None)
+@click.option(
+    "--min-rounds",
+    type=click.IntRange(1, 1000),
+    default=None,
+    help="Adaptive stop: the first round it may stop.",
+)
 @click.option(
     "--serve-cmd",
     default=None,
@@ -187,6 +246,18 @@ def serve(
 @click.option("--serve-arg", "serve_args", multiple=True, help="Extra argument for every bench serve call.")
 @click.option("--extra-body", default=None, help="JSON object sent to every engine alike.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent to every engine alike.")
+@click.option(
+    "--ref-e2e-ms",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Load mode: the shared reference e2e (ms) that turns levels into rates; default: measured.",
+)
+@click.option(
+    "--gpu-lock",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="GPU lock file held for the run (over GCO_GPU_LOCK; default ~/.cache/gco/gpu.lock).",
+)
 @click.option(
     "--evidence-bucket", envvar="GCO_EVIDENCE_BUCKET", default=None, help="Also write the evidence to S3."
 )
@@ -204,21 +275,13 @@ def rounds(
     serve_args: tuple[str, ...],
     extra_body: str | None,
     chat_template_kwargs: str | None,
+    ref_e2e_ms: float | None,
+    gpu_lock: Path | None,
     evidence_bucket: str | None,
     output: str,
 ) -> None:
     """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best."""
     manifest = load_manifest(manifest_path)
-    workload = manifest.workload
-    overrides = {
-        "extra_body": {**workload.extra_body, **_json_option(extra_body, "--extra-body")},
-        "chat_template_kwargs": {
-            **workload.chat_template_kwargs,
-            **_json_option(chat_template_kwargs, "--chat-template-kwargs"),
-        },
-    }
-    manifest = manifest.model_copy(update={"workload": workload.model_copy(update=overrides)})
-    prompts = load_prompts(prompts_path, workload.bucket_edges)
     options = RoundsOptions(
         prompts_path=prompts_path.resolve(),
         run_dir=(run_dir or _default_run_dir()).resolve(),
@@ -229,10 +292,13 @@ def rounds(
         min_rounds=min_rounds,
         serve_cmd=serve_cmd,
         serve_args=list(serve_args),
+        extra_body=_json_option(extra_body, "--extra-body"),
+        chat_template_kwargs=_json_option(chat_template_kwargs, "--chat-template-kwargs"),
+        reference_e2e_s=ref_e2e_ms / 1000 if ref_e2e_ms is not None else None,
     )
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
     outcome = run_rounds(
-        manifest, prompts, options, probe=NvmlProbe(), lock=GpuLock(), stores=stores, on_cell=_progress
+        manifest, options, probe=NvmlProbe(), lock=GpuLock(gpu_lock), stores=stores, on_cell=_progress
     )
     line = f"{outcome.summary.line}\nevidence: {outcome.evidence_path}"
     if outcome.summary.limitations:

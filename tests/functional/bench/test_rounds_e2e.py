@@ -124,7 +124,7 @@ def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest
     assert all(c["prefix_cache"]["hit_rate"] == 0.0 for c in cells)
     assert all(c["stop"]["signal"] == "SIGTERM" and c["stop"]["group_gone"] for c in cells)
     assert {c["config"]["status"] for c in cells} == {"RESOLVED"}
-    assert out["evidence"].claim_class == "derived"
+    assert out["evidence"].claim_class == "observed"
     assert out["evidence"].summary == summary["line"]
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gco.bench.cell import CellOptions, serve_argv
+from gco.bench.cell import CellOptions
+from gco.bench.measure import serve_argv
 from gco.bench.manifest import Manifest
 
 MANIFEST = Manifest.model_validate(

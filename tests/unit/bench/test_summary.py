@@ -12,7 +12,8 @@ from gco.bench.gpu import MemoryCheck
 from gco.bench.metrics import PrefixCache
 from gco.bench.process import StopReport
 from gco.bench.records import ClientHealth, ServeResult
-from gco.bench.summary import Adaptive, cell_limitations, plan_limitations, ratio_half_widths, summarize
+from gco.bench.limitations import cell_limitations, plan_limitations
+from gco.bench.summary import Adaptive, ratio_half_widths, summarize
 from gco.bench.williams import plan_rounds
 
 HEALTHY = ClientHealth(lag_p50_ms=0.0, lag_p99_ms=0.1, lag_max_ms=0.2, lagged=False)
@@ -148,7 +149,7 @@ def test_plan_limitations() -> None:
             plan,
             1,
             secret_env={"a": ["HF_TOKEN"], "b": []},
-            extra_body=True,
+            extra_body={"stream": False, "ignore_eos": True},
             other_gpu_processes=[7],
             adaptive=adaptive,
         )
@@ -166,7 +167,7 @@ def test_plan_limitations() -> None:
             plan_rounds(["a", "b"], 4),
             4,
             secret_env={},
-            extra_body=False,
+            extra_body={},
             other_gpu_processes=None,
             adaptive=None,
         )
