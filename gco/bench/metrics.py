@@ -38,13 +38,16 @@ def parse_metrics(text: str) -> dict[str, float]:
 
 
 def parse_counters(text: str) -> dict[str, float]:
-    """Counter samples only (`<name>_total`), each summed over its labels."""
+    """Counter samples (a family typed counter, or a `_total` sample name), each summed over its labels.
+
+    Both are read because exporters differ in which name their TYPE line carries.
+    """
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
-        if family.type != "counter":
-            continue
         for sample in family.samples:
-            if sample.name.endswith("_total"):
+            if sample.name.endswith("_created"):
+                continue
+            if family.type == "counter" or sample.name.endswith("_total"):
                 totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
     return totals
 

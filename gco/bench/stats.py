@@ -10,7 +10,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
-from scipy.stats import t as student_t  # type: ignore[import-untyped]
 
 RESAMPLES = 4000
 SEED = 20240611
@@ -53,6 +52,8 @@ def _smoothed_medians(
 
 def _interval(center: float, medians: NDArray[np.float64], n: int) -> tuple[float, float]:
     """Percentile interval widened around the center by t(n-1)/z * sqrt((n-1)/n) (small-sample correction)."""
+    from scipy.stats import t as student_t  # type: ignore[import-untyped]  # 1 s to import: only when needed
+
     lo, hi = np.percentile(medians, [2.5, 97.5])
     factor = float(student_t.ppf(0.975, n - 1) / Z_975 * np.sqrt((n - 1) / n))
     return center - (center - float(lo)) * factor, center + (float(hi) - center) * factor
