@@ -144,7 +144,7 @@ def _rounds(
 def _band(
     metric: str, nominal: dict[str, float], label: str, best: str, overhead: float
 ) -> tuple[float, float]:
-    """Where the ratio label/best must lie when each engine's statistic is its nominal value plus 0..overhead."""
+    """Where the ratio label/best lies when each statistic is its nominal value plus 0..overhead."""
     mine, theirs = nominal[label], nominal[best]
     if metric == "clips_per_min":  # a rate: the ratio of rates is the inverse ratio of mean times
         return theirs / (mine + overhead), (theirs + overhead) / mine

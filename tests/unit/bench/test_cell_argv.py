@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gco.bench.cell import CellOptions
-from gco.bench.measure import serve_argv
 from gco.bench.manifest import Manifest
+from gco.bench.measure import serve_argv
 
 MANIFEST = Manifest.model_validate(
     {

@@ -9,10 +9,10 @@ import pytest
 from gco.bench.cell import CellResult
 from gco.bench.enginelog import ResolvedConfig
 from gco.bench.gpu import MemoryCheck
+from gco.bench.limitations import cell_limitations, plan_limitations
 from gco.bench.metrics import PrefixCache
 from gco.bench.process import StopReport
 from gco.bench.records import ClientHealth, ServeResult
-from gco.bench.limitations import cell_limitations, plan_limitations
 from gco.bench.summary import Adaptive, ratio_half_widths, summarize
 from gco.bench.williams import plan_rounds
 
