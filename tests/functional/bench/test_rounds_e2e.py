@@ -9,82 +9,13 @@ from typing import Any
 import pytest
 
 from gco.bench.process import alive
-from gco.cli import main
-from gco.evidence import validate
-from tests.functional.bench.conftest import fake_argv, free_port
+from tests.functional.bench.conftest import rounds_engine as _engine
+from tests.functional.bench.conftest import run_rounds_cli as _run
+from tests.functional.bench.conftest import write_inputs as _write
 
 # The fake engine realizes its nominal speed only to within about 1% on a loaded machine (sleep
 # granularity, scheduling): the truth a CI must contain is known to that precision, not better.
 REALIZED = 0.015
-
-
-def _engine(label: str, *flags: str, timeout: float = 20, **extra: Any) -> dict[str, Any]:
-    port = free_port()
-    return {
-        "label": label,
-        "argv": fake_argv(port, *flags),
-        "port": port,
-        "model": {"id": "fake/model"},
-        "ready_check": {"timeout_s": timeout, "interval_s": 0.05},
-        **extra,
-    }
-
-
-def _write(tmp_path: Path, engines: list[dict[str, Any]], **workload: Any) -> tuple[Path, Path]:
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "engines": engines,
-                "stop_timeout_s": 1,
-                "workload": {"max_tokens": 12, "warmup_requests": 1, **workload},
-            }
-        )
-    )
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(
-        "".join(json.dumps({"prompt": f"question {i}: " + "word " * (4 + i)}) + "\n" for i in range(4))
-    )
-    return manifest, prompts
-
-
-def _run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, manifest: Path, prompts: Path, *args: str
-) -> dict[str, Any]:
-    monkeypatch.setenv("GCO_GPU_LOCK", str(tmp_path / "gpu.lock"))
-    run = tmp_path / "run"
-    assert (
-        main(
-            [
-                "bench",
-                "rounds",
-                "--manifest",
-                str(manifest),
-                "--prompts",
-                str(prompts),
-                "--run-dir",
-                str(run),
-                "--output",
-                "json",
-                *args,
-            ]
-        )
-        == 0
-    )
-    summary = json.loads((run / "rounds" / "summary.json").read_text())
-    plan = json.loads((run / "rounds" / "plan.json").read_text())
-    files = list((run / "evidence").glob("*.json"))
-    assert len(files) == 1
-    evidence = validate(json.loads(files[0].read_text()))
-    assert files[0].name == f"{evidence.id}.json"
-    assert (run / "rounds" / "summary.md").is_file()
-    return {
-        "summary": summary,
-        "plan": plan,
-        "evidence": evidence,
-        "run": run,
-        "codes": {item["code"] for item in summary["limitations"]},
-    }
 
 
 def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
