@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gco.bench.enginelog import parse_log
-from gco.bench.fake_engine import DEFAULT_SETTINGS, startup_lines
+from gco.bench.enginelog import parse_log, warning_text
+from gco.bench.fake_log import DEFAULT_SETTINGS, startup_lines
 
 VLLM = [
     "INFO 06-01 12:00:00 [core.py:58] Initializing a V1 LLM engine (v0.9.1) with config: model='meta/llama', "
@@ -84,3 +84,20 @@ def test_fake_engine_start_up_lines_parse_in_every_style() -> None:
         assert config.family == style
         assert config.status == "RESOLVED", style
         assert config.gate_violations == []
+
+
+def test_a_config_line_decides_and_the_self_reported_names_are_kept() -> None:
+    lines = [
+        *VLLM,
+        "INFO 06-01 12:00:00 [utils.py:1] non-default args: {'model': 'meta/llama', 'max_model_len': 8192}",
+    ]
+    config = parse_log(lines)
+    assert config.status == "RESOLVED"
+    assert config.settings["dtype"] == "torch.bfloat16"
+    assert sorted(config.self_reported) == ["max_model_len", "model"]
+
+
+def test_warning_text_drops_timestamps_only() -> None:
+    assert warning_text("WARNING 06-01 12:00:00 [a.py:1] slow") == "WARNING [a.py:1] slow"
+    assert warning_text("[2026-01-01 00:00:00,123] WARN x 12:00") == "[] WARN x 12:00"
+    assert warning_text("2026-01-01T00:00:00.5Z WARNING y") == "WARNING y"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gco.bench.metrics import parse_metrics, prefix_cache
+from gco.bench.metrics import counter_deltas, parse_metrics, prefix_cache
 
 TEXT = """# HELP vllm:prefix_cache_queries q
 # TYPE vllm:prefix_cache_queries counter
@@ -38,3 +38,19 @@ def test_absent_counters_are_not_measured() -> None:
     assert not cache.warning
     idle = prefix_cache(parse_metrics(TEXT.format(q=5, h=0)), parse_metrics(TEXT.format(q=5, h=0)))
     assert idle.hit_rate == 0.0
+
+
+def test_counter_deltas_read_either_type_line_and_skip_gauges() -> None:
+    real = (
+        "# HELP vllm:request_success_total ok\n# TYPE vllm:request_success_total counter\n"
+        'vllm:request_success_total{{finished_reason="stop"}} {n}\n'
+        'vllm:request_success_total{{finished_reason="length"}} 1\n'
+    )
+    before = TEXT.format(q=10, h=0) + real.format(n=3)
+    after = TEXT.format(q=30, h=1) + real.format(n=7)
+    assert counter_deltas(before, after) == {
+        "vllm:prefix_cache_hits_total": 1.0,
+        "vllm:prefix_cache_queries_total": 40.0,
+        "vllm:request_success_total": 4.0,
+    }
+    assert counter_deltas(before, "") == {}
