@@ -141,7 +141,8 @@ def execute(
                 )
                 cell_options = cell_options.model_copy(update={"reference_e2e_s": reference.e2e_s})
         if adaptive is not None and round_no >= adaptive.min_rounds and round_no % plan.period == 0:
-            widths = ratio_half_widths(metric_summaries(cells, plan.labels, options.mode), options.mode)
+            summaries = metric_summaries(cells, plan.labels, options.mode)
+            widths = ratio_half_widths(summaries, options.mode, plan.labels)
             met = adaptive_done(widths, adaptive.ci_target)
             check = AdaptiveCheck(round=round_no, half_widths=widths, met=met)
             adaptive = adaptive.model_copy(update={"checks": [*adaptive.checks, check]})

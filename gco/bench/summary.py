@@ -211,15 +211,20 @@ def metric_summaries(cells: Sequence[CellResult], labels: Sequence[str], mode: s
     return out
 
 
-def ratio_half_widths(metrics: Sequence[MetricSummary], mode: str) -> dict[str, float | None]:
-    """Relative half-width of each engine's headline ratio CI (bucket `all`); the adaptive rule reads this."""
-    widths: dict[str, float | None] = {}
+def ratio_half_widths(
+    metrics: Sequence[MetricSummary], mode: str, labels: Sequence[str]
+) -> dict[str, float | None]:
+    """Relative half-width of every engine's headline ratio CI (bucket `all`); the adaptive rule reads this.
+
+    An engine with no ranked headline ratio (no value yet, failures, a hard gate) has None: the rule asks
+    for every engine's interval, so such an engine keeps the run going to its maximum.
+    """
+    widths: dict[str, float | None] = dict.fromkeys(labels)
+    head = headline_metric(mode)
     for item in metrics:
-        if item.bucket == "all" and item.metric == headline_metric(mode) and item.ranked:
-            if item.ratio_ci95 is None or not item.ratio_to_best:
-                widths[item.label] = None
-            else:
-                widths[item.label] = (item.ratio_ci95[1] - item.ratio_ci95[0]) / 2 / item.ratio_to_best
+        ratio, ci = item.ratio_to_best, item.ratio_ci95
+        if item.bucket == "all" and item.metric == head and item.ranked and ratio and ci is not None:
+            widths[item.label] = (ci[1] - ci[0]) / 2 / ratio
     return widths
 
 

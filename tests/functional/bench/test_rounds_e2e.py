@@ -114,7 +114,8 @@ def test_load_mode_shares_the_reference_and_stops_adaptively(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engines = [
-        _engine("a", "--itl-ms", "5", "--ttft-ms", "30", "--speed", "2"),
+        # alike, so that both sustain a level: the rule waits for every engine's interval
+        _engine("a", "--itl-ms", "5", "--ttft-ms", "30"),
         _engine("b", "--itl-ms", "5", "--ttft-ms", "30"),
     ]
     manifest, prompts = _write(
@@ -130,12 +131,26 @@ def test_load_mode_shares_the_reference_and_stops_adaptively(
     assert summary["adaptive"]["outcome"] == "target met"
     assert summary["rounds_run"] == 4
     assert "optional_stopping" in out["codes"]
+    checks = out["plan"]["adaptive"]["checks"]
+    assert [check["round"] for check in checks] == [4]
+    assert checks[0]["met"]
+    assert set(checks[0]["half_widths"]) == {"a", "b"}
+    stopping = next(item["text"] for item in summary["limitations"] if item["code"] == "optional_stopping")
+    assert (
+        f"round 4: a {checks[0]['half_widths']['a']:.4f}, b {checks[0]['half_widths']['b']:.4f}" in stopping
+    )
+    assert out["plan"]["load_reference"]["source"] == "warm-up of " + cells_first_label(out)
     assert "differing_load_schedules" not in out["codes"]
     cells = [json.loads(line) for line in (out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()]
     references = {c["serve"]["reference_e2e_s"] for c in cells}
     assert len(references) == 1
     assert {m["metric"] for m in summary["metrics"]} >= {"n_star", "output_tps"}
     assert all(m["claim_class"] == "derived" for m in summary["metrics"])
+
+
+def cells_first_label(out: dict[str, Any]) -> str:
+    first = json.loads((out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()[0])
+    return f"{first['label']} round 1"
 
 
 def test_serve_cmd_is_kept_as_a_digest_and_its_failure_is_a_cell_status(

@@ -66,7 +66,11 @@ def test_ratios_to_the_best_engine_and_summary_line() -> None:
     assert summary.best_engine == "a"
     assert summary.line.startswith("2 engines x 4 rounds (single), 8/8 cells ok, balanced Williams order")
     assert "best a decode_tps 102.5 tok/s" in summary.line
-    assert ratio_half_widths(summary.metrics, "single") == {"a": pytest.approx(0.0), "b": pytest.approx(0.0)}
+    assert ratio_half_widths(summary.metrics, "single", ["a", "b"]) == {
+        "a": pytest.approx(0.0),
+        "b": pytest.approx(0.0),
+    }
+    assert ratio_half_widths(summary.metrics, "single", ["a", "b", "c"])["c"] is None
 
 
 def test_failed_requests_and_gate_violations_unrank_and_are_named() -> None:
