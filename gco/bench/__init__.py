@@ -1,6 +1,6 @@
-"""Engine benchmarks: Williams-ordered rounds of launches, a timed OpenAI-API load client, honest statistics.
+"""Engine benchmarks: Williams-ordered rounds of launches, timed OpenAI-API and clip clients, statistics.
 
-The face of the package: errors and the design; see `rounds`, `serve` and `cell` for the runners.
+The face of the package: errors and the design; see `rounds`, `cell`, `serve` and `clip` for the runners.
 """
 
 from gco.bench.errors import BenchError, BenchInputError, GpuLockedError

@@ -70,7 +70,11 @@ def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[A
     ]
     limitations = []
     if result.failed:
-        limitations.append(LimitationEntry(code="failed_requests", text=f"{result.failed} request(s) failed"))
+        limitations.append(
+            LimitationEntry(
+                code="failed_requests", text=f"{result.failed} of {result.requests} request(s) failed"
+            )
+        )
     if result.client.lagged:
         limitations.append(
             LimitationEntry(
