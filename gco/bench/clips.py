@@ -63,8 +63,10 @@ def load_clips(path: Path, field: str = CLIPS_FIELD) -> list[Clip]:
             raise BenchInputError(field, f"at most {MAX_CLIPS} clips")
         try:
             item = json.loads(line)
-            if not isinstance(item, dict):
-                raise BenchInputError(field, f"{path} line {number}: must be a JSON object")
+            if not isinstance(item, dict) or "index" in item:
+                raise BenchInputError(
+                    field, f"{path} line {number}: must be a JSON object of path, body, shape"
+                )
             clips.append(Clip.model_validate({**item, "index": len(clips)}))
         except json.JSONDecodeError as error:
             raise BenchInputError(field, f"{path} line {number}: not valid JSON ({error.msg})") from None

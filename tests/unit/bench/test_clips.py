@@ -46,6 +46,7 @@ def test_a_clip_set_loads_in_order_with_its_shapes(tmp_path: Path) -> None:
     [
         ("{nope", "line 1: not valid JSON"),
         ("[1]", "line 1: must be a JSON object"),
+        ({**_clip("s"), "index": 3}, "line 1: must be a JSON object of path, body, shape"),
         ({"path": "/v1/videos", "body": {}}, "line 1: shape: Field required"),
         ({**_clip("s"), "path": "v1/videos"}, "line 1: path: Value error, must be an absolute request path"),
         ({**_clip("s"), "shape": "all"}, "line 1: shape: Value error, must be trimmed and not 'all'"),
