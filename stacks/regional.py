@@ -11,6 +11,7 @@ from constructs import Construct
 
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig, NodeGroupConfig
+from stacks.data import stream_identity
 from stacks.iam import managed_role, statement
 from stacks.keys import RETENTION, stack_key
 from stacks.reconciler import Reconciler, dead_letter_queue
@@ -186,6 +187,7 @@ class RegionalStack(Stack):
             "StreamArn",
             name=config.name("stream-arn", region),
             table_name=config.table_name,
+            stream_identity=stream_identity(config.replica_regions),
             vpc=self.network.vpc,
             key=self.key,
             dlq=dlq,
