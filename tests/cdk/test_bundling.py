@@ -36,7 +36,7 @@ def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
 
 def test_requirements_are_what_the_handlers_import() -> None:
     names = {requirement.split(">")[0].split("=")[0] for requirement in LAMBDA_REQUIREMENTS}
-    assert names == {"aws-lambda-powertools", "pydantic", "httpx"}
+    assert names == {"aws-lambda-powertools", "aws-xray-sdk", "pydantic", "httpx"}
 
 
 def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Path) -> None:
