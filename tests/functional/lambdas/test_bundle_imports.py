@@ -45,8 +45,10 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "".join(line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum())
     )
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)]
-        + ["--only-binary=:all:", "--no-deps", "-r", str(pins)],
+        [
+            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)),
+            *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
+        ],
         check=True,
     )
     return out
