@@ -63,11 +63,15 @@ def test_only_python_runtimes_have_a_python_version() -> None:
 
 
 def bundled_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
-    """The properties of every function whose code is the bundled asset (inline ones are not)."""
+    """The properties of every function whose code is the bundled asset: an S3 asset whose handler is one
+    of lambdas/ (inline functions, and CDK's own kubectl provider functions, are not)."""
+    handlers = {f"{path.stem}.handler" for path in (Path(__file__).parents[2] / "lambdas").glob("*.py")}
     return [
         resource["Properties"]
         for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::Lambda::Function" and "S3Key" in resource["Properties"].get("Code", {})
+        if resource["Type"] == "AWS::Lambda::Function"
+        and "S3Key" in resource["Properties"].get("Code", {})
+        and resource["Properties"].get("Handler") in handlers
     ]
 
 
