@@ -43,7 +43,9 @@ def addon_suppressions(stack: Stack) -> list[Suppression]:
             (RegexAppliesTo(regex=r"/^Resource::<EksClusterKubectlProviderHandler[0-9A-F]{8}\.Arn>:\*$/g"),),
         ),
         Suppression(
-            f"{handler}/Resource", "AwsSolutions-L1", "CDK's kubectl handler pins its own Python runtime"
+            f"{handler}/Resource",
+            "AwsSolutions-L1",
+            "CDK's kubectl handler pins its own Python runtime (CDK's code)",
         ),
         Suppression(
             f"{root}/Addons/AutoscalerRolePolicy/Resource",
@@ -74,7 +76,9 @@ def addon_suppressions(stack: Stack) -> list[Suppression]:
     found += [
         Suppression(f"{on_event}/Resource", "Serverless-LambdaDefaultMemorySize", DEPLOY_TIME),
         Suppression(
-            f"{handler}/Resource", "Serverless-LambdaLatestVersion", "CDK's kubectl handler pins its runtime"
+            f"{handler}/Resource",
+            "Serverless-LambdaLatestVersion",
+            "CDK's kubectl handler pins its runtime (CDK's code, upgraded with aws-cdk-lib)",
         ),
     ]
     return found

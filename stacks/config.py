@@ -61,6 +61,9 @@ class RunnerConfig(_Model):
     instance_type: str = "g6e.xlarge"
     volume_size_gib: int = Field(default=200, ge=30, le=16384)
     heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
+    # Launch to the runner's first heartbeat: instance boot, image pull, job read. The task's
+    # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
+    boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
 
     @field_validator("instance_type")
