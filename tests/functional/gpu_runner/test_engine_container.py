@@ -136,3 +136,18 @@ def test_a_container_outliving_its_wrapper_is_swept(standin: str, tmp_path: Path
     assert docker.running(docker=standin) == []
     assert docker.sweep(docker=standin) == []
     assert docker.sweep(docker=str(tmp_path / "no-docker-here")) == []
+
+
+def test_the_documented_manifest_engine_is_valid() -> None:
+    """docs/deploy.md's example engine parses as a manifest engine whose argv the wrapper accepts."""
+    from gco.bench.manifest import Engine
+    from gpu_runner.engine_container import parse_args
+
+    text = (Path(__file__).parents[3] / "docs" / "deploy.md").read_text()
+    block = text.split("```json\n  {", 1)[1].split("```", 1)[0]
+    example = json.loads("{" + block.replace("<64 hex>", "c" * 64))
+    engine = Engine.model_validate(example)
+    options = parse_args(engine.argv[3:])
+    assert docker.pinned(options.image) == options.image
+    assert options.env == list(engine.env) == ["HF_TOKEN"]
+    assert options.args[-2:] == ["--port", str(engine.port)]
