@@ -1,9 +1,12 @@
 """Run one job: heartbeats while it runs, evidence and run directory to S3, the task answered.
 
-Heartbeats go every `heartbeat_interval` seconds; when Step Functions refuses one (the execution was
+The first heartbeat goes at job start, before the job runs (the task's heartbeat timeout has been
+running since the instance was launched: boot and image pull); then one every `heartbeat_interval`
+seconds. When Step Functions refuses one (the execution was
 aborted, timed out, or its heartbeat timeout passed), the job's process group is stopped and the
 runner answers nothing more. A heartbeat that is throttled or lost on the network is not a refusal:
 the next one is sent on time, and the task's heartbeat timeout bounds how long that may go on.
+After the job, engine containers still running (their wrapper died) are killed and named in the answer.
 Whatever happens, the caller (`__main__`) exits, and the instance's user data shuts the instance
 down, which terminates it.
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from gpu_runner import docker
 from gpu_runner.job import JobMessage
 
 CAUSE_LIMIT = 32_000
@@ -117,12 +121,15 @@ def run_job(
     workdir: Path,
     execute: Executor = subprocess_executor,
     heartbeat_interval: float = 60.0,
+    sweep_engines: Callable[[], list[str]] = docker.sweep,
 ) -> Outcome:
     """Run the job and answer its task token. Returns what was answered.
 
     Raises:
         RunnerError: Step Functions refused the final answer for a reason other than a closed task.
     """
+    if not _beat(sfn, message.task_token, heartbeat_interval):
+        return Outcome(succeeded=False, output={"error": "TaskClosed"}, cancelled=True)
     cancel, done = threading.Event(), threading.Event()
     heartbeats = threading.Thread(
         target=_heartbeat, args=(sfn, message.task_token, heartbeat_interval, cancel, done), daemon=True
@@ -134,6 +141,7 @@ def run_job(
     finally:
         done.set()
         heartbeats.join()
+    survivors = sweep_engines()
     runs_prefix = f"runs/{message.execution}/"
     uploaded = upload_dir(s3, bucket, runs_prefix, run_dir) if run_dir.is_dir() else []
     if cancel.is_set() and rc != 0:
@@ -149,29 +157,37 @@ def run_job(
             "run_dir": run_uri,
             "files": len(uploaded),
             "summary": (result.get("summary") or {}).get("line"),
+            "engine_survivors": survivors,
         }
         _answer(sfn.send_task_success, taskToken=message.task_token, output=json.dumps(output))
         return Outcome(succeeded=True, output=output)
-    cause = json.dumps({"exit_status": rc, "message": _last_line(stderr), "run_dir": run_uri})
+    cause = json.dumps(
+        {"exit_status": rc, "message": _last_line(stderr), "run_dir": run_uri, "engine_survivors": survivors}
+    )
     _answer(sfn.send_task_failure, taskToken=message.task_token, error="RunnerJobFailed", cause=cause)
     return Outcome(succeeded=False, output=json.loads(cause))
 
 
 def _heartbeat(sfn: Any, token: str, interval: float, cancel: threading.Event, done: threading.Event) -> None:
     while not done.wait(interval):
-        try:
-            sfn.send_task_heartbeat(taskToken=token)
-        except ClientError as error:
-            code = error.response["Error"].get("Code")
-            if code in CLOSED_TASK:
-                LOG.warning("heartbeat refused (%s): stopping the job", code)
-                cancel.set()
-                return
-            LOG.warning("heartbeat not accepted (%s); the next one follows in %.0f s", code, interval)
-        except BotoCoreError as error:
-            LOG.warning(
-                "heartbeat not sent (%s); the next one follows in %.0f s", type(error).__name__, interval
-            )
+        if not _beat(sfn, token, interval):
+            cancel.set()
+            return
+
+
+def _beat(sfn: Any, token: str, interval: float) -> bool:
+    """One heartbeat; False when Step Functions says the task is closed (no later one can succeed)."""
+    try:
+        sfn.send_task_heartbeat(taskToken=token)
+    except ClientError as error:
+        code = error.response["Error"].get("Code")
+        if code in CLOSED_TASK:
+            LOG.warning("heartbeat refused (%s): stopping the job", code)
+            return False
+        LOG.warning("heartbeat not accepted (%s); the next one follows in %.0f s", code, interval)
+    except BotoCoreError as error:
+        LOG.warning("heartbeat not sent (%s); the next one follows in %.0f s", type(error).__name__, interval)
+    return True
 
 
 def _answer(call: Callable[..., Any], **kwargs: Any) -> None:

@@ -28,7 +28,17 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.X86_64
 # What the handlers import beyond the Lambda runtime's boto3, in the project's ranges; resolved into LOCK.
-LAMBDA_REQUIREMENTS = ("aws-lambda-powertools>=3.0,<4", "pydantic>=2.7,<3", "httpx>=0.27,<1")
+# Powertools' Tracer (both handlers) imports the X-Ray SDK, which needs wrapt: neither comes with
+# Powertools nor with the Lambda runtime.
+LAMBDA_REQUIREMENTS = (
+    "aws-lambda-powertools>=3.0,<4",
+    "aws-xray-sdk>=2.14,<3",
+    "pydantic>=2.7,<3",
+    "httpx>=0.27,<1",
+)
+# The Lambda Python runtime provides the AWS SDK and its dependencies: never locked nor bundled (a
+# bundled copy would shadow the runtime's on the import path).
+RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"})
 LOCK = ROOT / "lambdas" / "requirements.txt"
 # Lambda's Python 3.12+ runtimes run on Amazon Linux 2023 (glibc 2.34), older ones on Amazon Linux 2
 # (glibc 2.26); manylinux2014, the oldest tag worth accepting, is glibc 2.17.
@@ -107,9 +117,15 @@ def resolve_lock(
         "# The Lambda bundle installs exactly these wheels (pip --no-deps --require-hashes).",
     ]
     for item in sorted(installs, key=lambda item: item["metadata"]["name"].lower()):
+        if _canonical(item["metadata"]["name"]) in RUNTIME_PROVIDED:
+            continue
         sha256 = item["download_info"]["archive_info"]["hashes"]["sha256"]
         lines.append(f"{item['metadata']['name']}=={item['metadata']['version']} --hash=sha256:{sha256}")
     return "\n".join(lines) + "\n"
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @jsii.implements(ILocalBundling)

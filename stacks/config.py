@@ -6,11 +6,14 @@ so the model is unit-testable on its own.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gco.nodes import gpu_type
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
@@ -58,6 +61,9 @@ class RunnerConfig(_Model):
     instance_type: str = "g6e.xlarge"
     volume_size_gib: int = Field(default=200, ge=30, le=16384)
     heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
+    # Launch to the runner's first heartbeat: instance boot, image pull, job read. The task's
+    # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
+    boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
 
     @field_validator("instance_type")
@@ -66,6 +72,55 @@ class RunnerConfig(_Model):
         if not INSTANCE_TYPE.match(value):
             raise ValueError(f"{value!r} is not an EC2 instance type")
         return value
+
+
+PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+
+
+class OperatorsConfig(_Model):
+    """The people who inspect and repair the clusters, and how they reach each cluster's API.
+
+    `admin_principal_arns` get an EKS access entry with the cluster-admin access policy, and
+    `viewer_principal_arns` one with the view policy, in every Region. The API endpoint stays private
+    (reached from `private_cidrs`: a VPN, a peered network, or this VPC for CloudShell) unless
+    `api_endpoint` is `public_and_private`, which opens it to `public_cidrs` only.
+    """
+
+    admin_principal_arns: list[str] = Field(default_factory=list)
+    viewer_principal_arns: list[str] = Field(default_factory=list)
+    api_endpoint: Literal["private", "public_and_private"] = "private"
+    public_cidrs: list[str] = Field(default_factory=list)
+    private_cidrs: list[str] = Field(default_factory=list)
+
+    @field_validator("admin_principal_arns", "viewer_principal_arns")
+    @classmethod
+    def _principals(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not PRINCIPAL_ARN.match(item):
+                raise ValueError(f"{item!r} is not an IAM role or user ARN")
+        if len(set(value)) != len(value):
+            raise ValueError("lists a principal twice")
+        return value
+
+    @field_validator("public_cidrs", "private_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for item in value:
+            try:
+                network = ipaddress.IPv4Network(item, strict=True)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IPv4 network (a.b.c.d/n)") from None
+            if network.prefixlen == 0:
+                raise ValueError("must name networks, not every address (0.0.0.0/0)")
+        return value
+
+    @model_validator(mode="after")
+    def _public_needs_cidrs(self) -> OperatorsConfig:
+        if self.api_endpoint == "public_and_private" and not self.public_cidrs:
+            raise ValueError("api_endpoint public_and_private needs public_cidrs (the allowed networks)")
+        if self.api_endpoint == "private" and self.public_cidrs:
+            raise ValueError("public_cidrs apply only with api_endpoint public_and_private")
+        return self
 
 
 class GcoConfig(_Model):
@@ -90,6 +145,10 @@ class GcoConfig(_Model):
     vpc_cidr: str = Field(default="10.64.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
     runner: RunnerConfig = RunnerConfig()
     bundle_dependencies: bool = True
+    operators: OperatorsConfig = OperatorsConfig()
+    # Regions that get KEDA, Prometheus and the DCGM exporter (gpu, gpu_memory and queue_depth
+    # autoscaling); None: every Region, []: none.
+    keda_regions: list[str] | None = None
 
     @field_validator("home_region")
     @classmethod
@@ -108,11 +167,25 @@ class GcoConfig(_Model):
             raise ValueError("lists a Region twice")
         return value
 
+    @field_validator("gpu_nodes")
+    @classmethod
+    def _gpu_types(cls, value: NodeGroupConfig) -> NodeGroupConfig:
+        for item in value.instance_types:
+            gpu_type(item)  # a ValueError naming the type and the known families
+        return value
+
     @model_validator(mode="after")
     def _home_is_regional(self) -> GcoConfig:
         if self.home_region not in self.regions:
             raise ValueError(f"home_region {self.home_region!r} must also be one of regions")
+        for region in self.keda_regions or []:
+            if region not in self.regions:
+                raise ValueError(f"keda_regions: {region!r} is not one of regions")
         return self
+
+    def has_keda(self, region: str) -> bool:
+        """Whether `region` gets KEDA, Prometheus and the DCGM exporter."""
+        return self.keda_regions is None or region in self.keda_regions
 
     @property
     def replica_regions(self) -> list[str]:

@@ -9,6 +9,12 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+# DynamoDB replicates a global table's items into each replica as this service-linked role; a replica's
+# resource policy must not deny it what its policy allows, or replication stops and the replica turns
+# REPLICATION_NOT_AUTHORIZED ("DynamoDB global tables security", Amazon DynamoDB Developer Guide:
+# https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/globaltables-security.html).
+REPLICATION_ROLE = "aws-service-role/replication.dynamodb.amazonaws.com/AWSServiceRoleForDynamoDBReplication"
+STREAM_VIEW = dynamodb.StreamViewType.NEW_AND_OLD_IMAGES
 REPLICA_WRITES = [
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
@@ -22,7 +28,8 @@ class EndpointTable(Construct):
     """The desired-state table: stream NEW_AND_OLD_IMAGES, PITR, deletion protection, CMK.
 
     Replicas (one per Regional Region) are encrypted with that Region's key and refuse item writes
-    by resource policy: every conditional write goes to the home Region (SPEC 2).
+    by resource policy to everyone but DynamoDB's replication role (`replica_guard`): every
+    conditional write goes to the home Region.
     """
 
     def __init__(
@@ -36,24 +43,14 @@ class EndpointTable(Construct):
         replica_key_arns: dict[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
-        read_only = iam.PolicyDocument(
-            statements=[
-                iam.PolicyStatement(
-                    sid="ReplicasAreReadOnly",
-                    effect=iam.Effect.DENY,
-                    principals=[iam.AnyPrincipal()],
-                    actions=REPLICA_WRITES,
-                    resources=["*"],
-                )
-            ]
-        )
+        read_only = replica_guard(Stack.of(self))
         self.table = dynamodb.TableV2(
             self,
             "Table",
             table_name=table_name,
             partition_key=dynamodb.Attribute(name="endpoint_name", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
-            dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+            dynamo_stream=STREAM_VIEW,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
@@ -72,6 +69,40 @@ class EndpointTable(Construct):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
+
+
+def stream_identity(replica_regions: list[str]) -> dict[str, str]:
+    """What re-creates a Region's copy of the stream when it changes: the view type and the replica set
+    (a replica removed and added again gets a new stream). Given to the stream-ARN lookup as properties,
+    so that it runs again on any such change."""
+    return {"StreamViewType": STREAM_VIEW.value, "ReplicaRegions": ",".join(sorted(replica_regions))}
+
+
+def replica_guard(stack: Stack) -> iam.PolicyDocument:
+    """A replica's resource policy: item writes are denied to every principal except DynamoDB's
+    replication role (and AWS service principals acting for it), so only replication writes there.
+
+    The exemption is a condition on the caller, not a narrower principal: a Deny names everyone,
+    and `aws:PrincipalArn` of the service-linked role's sessions is the role's ARN.
+    """
+    replication_role = stack.format_arn(
+        service="iam", region="", resource="role", resource_name=REPLICATION_ROLE
+    )
+    return iam.PolicyDocument(
+        statements=[
+            iam.PolicyStatement(
+                sid="ReplicasAreReadOnly",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=REPLICA_WRITES,
+                resources=["*"],
+                conditions={
+                    "ArnNotEquals": {"aws:PrincipalArn": replication_role},
+                    "BoolIfExists": {"aws:PrincipalIsAWSService": "false"},
+                },
+            )
+        ]
+    )
 
 
 class EvidenceBucket(Construct):

@@ -21,13 +21,18 @@ def managed_role(
     service: str,
     description: str,
     statements: Sequence[iam.PolicyStatement],
+    session_tags: bool = False,
 ) -> tuple[iam.Role, iam.ManagedPolicy]:
-    """A role for `service` with exactly `statements`, in a named customer-managed policy."""
+    """A role for `service` with exactly `statements`, in a named customer-managed policy.
+
+    `session_tags`: the service also tags its sessions (EKS Pod Identity needs sts:TagSession).
+    """
+    principal = iam.ServicePrincipal(service)
     role = iam.Role(
         scope,
         construct_id,
         role_name=role_name,
-        assumed_by=iam.ServicePrincipal(service),
+        assumed_by=principal.with_session_tags() if session_tags else principal,
         description=description,
     )
     policy = iam.ManagedPolicy(

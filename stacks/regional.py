@@ -9,14 +9,18 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from gco.addons import ADDONS_ENV, addons_value
 from stacks.bundling import lambda_code
+from stacks.cluster_addons import ClusterAddons, kubectl_provider_options
 from stacks.config import GcoConfig, NodeGroupConfig
+from stacks.data import stream_identity
+from stacks.gpu_nodes import add_node_groups
 from stacks.iam import managed_role, statement
 from stacks.keys import RETENTION, stack_key
+from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
 
-GPU_TAINT_KEY = "nvidia.com/gpu"
 NAMESPACES = ["gco-inference", "gco-system"]
 
 
@@ -86,7 +90,8 @@ class Network(Construct):
 
 
 class GpuCluster(Construct):
-    """EKS (private endpoint, all control-plane logs, envelope-encrypted secrets) and node groups."""
+    """EKS (endpoint private or allow-listed, all control-plane logs, envelope-encrypted secrets), node
+    groups (stacks/gpu_nodes.py) and a kubectl provider for the cluster add-ons."""
 
     def __init__(
         self,
@@ -99,6 +104,7 @@ class GpuCluster(Construct):
         key: kms.IKey,
         gpu: NodeGroupConfig,
         system: NodeGroupConfig,
+        endpoint_access: eks.EndpointAccess,
     ) -> None:
         super().__init__(scope, construct_id)
         self.cluster = eks.Cluster(
@@ -108,41 +114,15 @@ class GpuCluster(Construct):
             version=eks.KubernetesVersion.of(version),
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
-            endpoint_access=eks.EndpointAccess.PRIVATE,
+            endpoint_access=endpoint_access,
+            kubectl_provider_options=kubectl_provider_options(self, vpc),
             secrets_encryption_key=key,
             cluster_logging=list(eks.ClusterLoggingTypes),
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
             output_config_command=False,
         )
-        self.system = self.cluster.add_nodegroup_capacity(
-            "SystemNodes",
-            nodegroup_name=f"{name}-system",
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
-            labels={"gco.io/pool": "system"},
-            **self._sizes(system),
-        )
-        self.gpu = self.cluster.add_nodegroup_capacity(
-            "GpuNodes",
-            nodegroup_name=f"{name}-gpu",
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
-            labels={"gco.io/pool": "gpu", "nvidia.com/gpu.present": "true"},
-            taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=GPU_TAINT_KEY, value="true")],
-            **self._sizes(gpu),
-        )
-
-    @staticmethod
-    def _sizes(group: NodeGroupConfig) -> dict[str, object]:
-        return {
-            "instance_types": [ec2.InstanceType(t) for t in group.instance_types],
-            "min_size": group.min_size,
-            "max_size": group.max_size,
-            "desired_size": group.desired_size,
-            "disk_size": group.disk_size_gib,
-            "capacity_type": eks.CapacityType.SPOT
-            if group.capacity_type == "spot"
-            else eks.CapacityType.ON_DEMAND,
-        }
+        self.system, self.gpu_groups = add_node_groups(self.cluster, name=name, gpu=gpu, system=system)
 
 
 class RegionalStack(Stack):
@@ -171,6 +151,16 @@ class RegionalStack(Stack):
             key=self.key,
             gpu=config.gpu_nodes,
             system=config.system_nodes,
+            endpoint_access=endpoint_access(config.operators),
+        )
+        self.operators = OperatorAccess(self, "Operators", cluster=self.eks.cluster, config=config.operators)
+        self.addons = ClusterAddons(
+            self,
+            "Addons",
+            cluster=self.eks.cluster,
+            cluster_name=cluster_name,
+            kubernetes_version=config.kubernetes_version,
+            scaling=config.has_keda(region),
         )
         name = config.name("reconciler", region)
         security_group = ec2.SecurityGroup(
@@ -186,6 +176,7 @@ class RegionalStack(Stack):
             "StreamArn",
             name=config.name("stream-arn", region),
             table_name=config.table_name,
+            stream_identity=stream_identity(config.replica_regions),
             vpc=self.network.vpc,
             key=self.key,
             dlq=dlq,
@@ -202,6 +193,7 @@ class RegionalStack(Stack):
                 "RECONCILER_REGION": region,
                 "INFERENCE_ENDPOINTS_TABLE_NAME": config.table_name,
                 "DYNAMODB_REGION": config.home_region,
+                ADDONS_ENV: addons_value(self.addons.present),
             },
             home_region=config.home_region,
             table_name=config.table_name,

@@ -20,7 +20,7 @@ from stacks.config import GcoConfig
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
 from stacks.regional import RegionalStack
-from stacks.runner_workflow import RUNNER_TAG, RunnerNames
+from stacks.runner_workflow import RUNNER_TAG, RUNNER_ZONES, RunnerNames
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_AMI_PARAMETER = (
@@ -32,9 +32,21 @@ IMDS = "http://169.254.169.254/latest"
 
 
 def user_data(
-    *, image_uri: str, registry: str, region: str, bucket: str, table: str, home_region: str, hours: int
+    *,
+    image_uri: str,
+    registry: str,
+    region: str,
+    bucket: str,
+    table: str,
+    home_region: str,
+    hours: int,
+    heartbeat_seconds: int,
 ) -> str:
-    """Pull and run the runner image once; whatever happens, the instance powers off (and terminates)."""
+    """Pull and run the runner image once; whatever happens, the instance powers off (and terminates).
+
+    The runner gets the host's Docker socket (and its group) so that it can run engine containers
+    (gpu_runner/docker.py) beside itself, and sends a heartbeat every `heartbeat_seconds`.
+    """
     return "\n".join(
         [
             "#!/bin/bash",
@@ -48,6 +60,8 @@ def user_data(
             f" | docker login --username AWS --password-stdin {registry}",
             f"docker pull {image_uri}",
             "docker run --rm --gpus all --network host --ipc host"
+            " -v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)"
+            f" -e GCO_HEARTBEAT_SECONDS={heartbeat_seconds}"
             f' -e GCO_JOB_KEY="$JOB_KEY" -e GCO_EVIDENCE_BUCKET={bucket} -e AWS_REGION={region}'
             f" -e DYNAMODB_REGION={home_region} -e INFERENCE_ENDPOINTS_TABLE_NAME={table} {image_uri}",
         ]
@@ -128,20 +142,67 @@ class RunnerStack(Stack):
         security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
-            security_group_name=names.launch_template,
+            security_group_name=names.launch_templates[0],
             vpc=vpc,
             allow_all_outbound=True,
             description="gco GPU runner: no inbound; outbound for images, models and AWS APIs",
         )
-        self.launch_template = ec2.LaunchTemplate(
+        profile = iam.InstanceProfile(
+            self, "InstanceProfile", role=self.role, instance_profile_name=names.instance_role
+        )
+        script = user_data(
+            image_uri=self.image.image_uri,
+            registry=f"{self.account}.dkr.ecr.{self.region}.{self.url_suffix}",
+            region=self.region,
+            bucket=bucket.bucket_name,
+            table=config.table_name,
+            home_region=config.home_region,
+            hours=config.runner.timeout_hours + 1,
+            heartbeat_seconds=max(10, config.runner.heartbeat_seconds // 5),
+        )
+        subnets = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
+        if len(subnets) < RUNNER_ZONES:
+            raise ValueError(
+                f"the runner launches in {RUNNER_ZONES} zones; the VPC has {len(subnets)} private subnets"
+            )
+        # One template per zone, each holding its subnet (RunInstances names only the template), so the
+        # workflow's definition needs no id from this stack and falls back from zone to zone.
+        self.launch_templates = [
+            self._launch_template(
+                "LaunchTemplate" if zone == 1 else f"LaunchTemplate{zone}",
+                name=template_name,
+                config=config,
+                profile=profile,
+                script=script,
+                subnet=subnet,
+                security_group=security_group,
+                workflow=names.workflow,
+            )
+            for zone, (template_name, subnet) in enumerate(
+                zip(names.launch_templates, subnets, strict=False), start=1
+            )
+        ]
+        self.launch_template = self.launch_templates[0]
+
+    def _launch_template(
+        self,
+        construct_id: str,
+        *,
+        name: str,
+        config: GcoConfig,
+        profile: iam.IInstanceProfile,
+        script: str,
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        workflow: str,
+    ) -> ec2.LaunchTemplate:
+        template = ec2.LaunchTemplate(
             self,
-            "LaunchTemplate",
-            launch_template_name=names.launch_template,
+            construct_id,
+            launch_template_name=name,
             instance_type=ec2.InstanceType(config.runner.instance_type),
             machine_image=ec2.MachineImage.from_ssm_parameter(GPU_AMI_PARAMETER),
-            instance_profile=iam.InstanceProfile(
-                self, "InstanceProfile", role=self.role, instance_profile_name=names.instance_role
-            ),
+            instance_profile=profile,
             require_imdsv2=True,
             http_put_response_hop_limit=2,
             instance_metadata_tags=True,
@@ -158,24 +219,12 @@ class RunnerStack(Stack):
                     ),
                 )
             ],
-            user_data=ec2.UserData.custom(
-                user_data(
-                    image_uri=self.image.image_uri,
-                    registry=f"{self.account}.dkr.ecr.{self.region}.{self.url_suffix}",
-                    region=self.region,
-                    bucket=bucket.bucket_name,
-                    table=config.table_name,
-                    home_region=config.home_region,
-                    hours=config.runner.timeout_hours + 1,
-                )
-            ),
+            user_data=ec2.UserData.custom(script),
         )
-        subnet = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets[0]
-        # The network lives in the template (RunInstances names only the template), so the workflow's
-        # definition needs no id from this stack. Groups go on the interface: EC2 refuses both.
-        template = self.launch_template.node.default_child
-        assert isinstance(template, ec2.CfnLaunchTemplate)
-        template.add_property_override(
+        # Groups go on the interface: EC2 refuses both.
+        cfn = template.node.default_child
+        assert isinstance(cfn, ec2.CfnLaunchTemplate)
+        cfn.add_property_override(
             "LaunchTemplateData.NetworkInterfaces",
             [
                 {
@@ -187,4 +236,5 @@ class RunnerStack(Stack):
                 }
             ],
         )
-        Tags.of(self.launch_template).add(RUNNER_TAG, names.workflow)
+        Tags.of(template).add(RUNNER_TAG, workflow)
+        return template

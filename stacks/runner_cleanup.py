@@ -1,6 +1,8 @@
-"""Terminate a runner whose execution was aborted or timed out as a whole (no state of it runs then).
+"""Terminate a runner whose execution ended without its own terminate step succeeding.
 
-An EventBridge rule on the runner workflow's ABORTED and TIMED_OUT status changes starts a small
+An execution aborted or timed out as a whole runs no state; one whose terminate step exhausted its
+retries ends FAILED. An EventBridge rule on the runner workflow's FAILED, ABORTED and TIMED_OUT
+status changes starts a small
 state machine that finds the execution's instance by its job tag and terminates it. Together with the
 workflow's own terminate steps and the instance's self-shutdown, every way an execution ends leaves
 no GPU instance running.
@@ -30,6 +32,9 @@ from stacks.runner_workflow import (
 )
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+# Statuses after which the workflow's instance may still run (a FAILED run whose instance was
+# terminated finds nothing: the cleanup is idempotent).
+ENDED_WITHOUT_TERMINATE = ["FAILED", "ABORTED", "TIMED_OUT"]
 
 
 class RunnerCleanup(Construct):
@@ -140,7 +145,7 @@ class RunnerCleanup(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.states"],
                 detail_type=["Step Functions Execution Status Change"],
-                detail={"status": ["ABORTED", "TIMED_OUT"], "stateMachineArn": [workflow_arn]},
+                detail={"status": ENDED_WITHOUT_TERMINATE, "stateMachineArn": [workflow_arn]},
             ),
             targets=[
                 targets.SfnStateMachine(

@@ -1,12 +1,18 @@
 """The GPU runner state machine: launch, wait on a task token with heartbeats, always terminate.
 
-Launch starts one instance from the launch template, tagged with the job's S3 key. RunJob writes
+Launch starts one instance from the first zone's launch template, tagged with the job's S3 key; when
+EC2 refuses (no GPU capacity in that Availability Zone, most often), the next zone's template is
+tried (`RUNNER_ZONES`, one template per private subnet). RunJob writes
 the job (with its task token) to that key and waits; the runner on the instance reads it, sends
 heartbeats and answers with success or failure. Every outcome of RunJob - success, runner failure,
-heartbeat timeout, task timeout - passes through a terminate step. An execution that is aborted or
-times out as a whole cannot run a state: its runner's next heartbeat is refused, the runner exits
-and the instance shuts itself down (shutdown behaviour: terminate), and a hard stop in the user data
-bounds the instance's life.
+heartbeat timeout, task timeout - passes through a terminate step. The heartbeat timeout runs from
+the moment the job is written, so it covers the instance's boot and image pull until the runner's
+first heartbeat (sent at job start). A terminate step that exhausts its retries ends the execution
+FAILED (`TerminateFailed`), and the cleanup machine, started for every FAILED, ABORTED and TIMED_OUT
+execution, terminates the instance (stacks/runner_cleanup.py). An execution aborted or timed out as
+a whole cannot run a state: its runner's next heartbeat is refused, the runner exits and the
+instance shuts itself down (shutdown behaviour: terminate), and a hard stop in the user data bounds
+the instance's life.
 
 The workflow lives in the global stack, which deploys before the runner stack: it names the launch
 template and the instance role by their fixed names (`RunnerNames`) and may launch only into
@@ -15,6 +21,7 @@ resources tagged as this deployment's, so the runner stack can change without to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
@@ -32,6 +39,8 @@ from stacks.iam import managed_role, statement
 JOB_TAG = "gco-job-key"
 RUNNER_TAG = "gco-runner"
 THROTTLING = ["Ec2.RequestLimitExceeded", "Ec2.Ec2Exception"]
+# Availability Zones the runner may launch in, in order: one launch template per private subnet.
+RUNNER_ZONES = 2
 # The job message the runner reads (gpu_runner.job.JobMessage.from_wire): the task token, the execution
 # name and the state input as JSON, separated by spaces (no literal braces to escape).
 JOB_MESSAGE = "{} {} {}"
@@ -60,7 +69,7 @@ class RunnerNames:
 
     workflow: str
     cleanup: str
-    launch_template: str
+    launch_templates: tuple[str, ...]
     instance_role: str
     deployment: str
 
@@ -69,7 +78,10 @@ class RunnerNames:
         return cls(
             workflow=config.name("gpu-runner"),
             cleanup=config.name("gpu-runner-cleanup"),
-            launch_template=config.name("runner"),
+            launch_templates=tuple(
+                config.name("runner", *([str(zone)] if zone > 1 else []))
+                for zone in range(1, RUNNER_ZONES + 1)
+            ),
             instance_role=config.name("runner", config.home_region),
             deployment=config.prefix,
         )
@@ -160,31 +172,12 @@ class RunnerWorkflow(Construct):
                 statement("Tracing", XRAY, ["*"]),
             ],
         )
-        launch = tasks.CallAwsService(
-            self,
-            "Launch",
-            state_name="Launch",
-            service="ec2",
-            action="runInstances",
-            iam_resources=[arn("instance", "*")],
-            parameters={
-                "LaunchTemplate": {"LaunchTemplateName": names.launch_template, "Version": "$Latest"},
-                "MinCount": 1,
-                "MaxCount": 1,
-                "TagSpecifications": [
-                    {
-                        "ResourceType": "instance",
-                        "Tags": [
-                            {"Key": JOB_TAG, "Value": job_key},
-                            {"Key": RUNNER_TAG, "Value": name},
-                        ],
-                    }
-                ],
-            },
-            result_selector={"InstanceIds": sfn.JsonPath.list_at("$.Instances[*].InstanceId")},
-            result_path="$.instance",
-        )
-        with_backoff(launch, THROTTLING, max_attempts=5)
+        launches = [
+            self._launch(
+                "Launch" if zone == 1 else f"LaunchZone{zone}", template, name=name, job_key=job_key, arn=arn
+            )
+            for zone, template in enumerate(names.launch_templates, start=1)
+        ]
         run_job = tasks.CallAwsService(
             self,
             "RunJob",
@@ -215,6 +208,20 @@ class RunnerWorkflow(Construct):
             )
             for state in ("TerminateAfterSuccess", "TerminateAfterFailure")
         )
+        # Retries exhausted: the execution fails, and its FAILED status starts the cleanup machine.
+        not_terminated = sfn.Fail(
+            self,
+            "TerminateFailed",
+            state_name="TerminateFailed",
+            error="TerminateFailed",
+            cause_path=sfn.JsonPath.format(
+                "{}: {}",
+                sfn.JsonPath.string_at("$.terminateError.Error"),
+                sfn.JsonPath.string_at("$.terminateError.Cause"),
+            ),
+        )
+        for terminate in (terminate_ok, terminate_failed):
+            terminate.add_catch(not_terminated, errors=["States.ALL"], result_path="$.terminateError")
         run_job.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
         # A fixed error name (a path to "States.*" names is refused), the cause naming the original error.
         failed = sfn.Fail(
@@ -234,8 +241,12 @@ class RunnerWorkflow(Construct):
             error="LaunchFailed",
             cause="the GPU instance could not be started",
         )
-        launch.add_catch(launch_failed, errors=["States.ALL"], result_path="$.error")
-        definition = launch.next(run_job).next(terminate_ok).next(succeeded)
+        # A zone that refuses the launch passes it to the next; nothing was started there.
+        for launch, fallback in zip(launches, [*launches[1:], launch_failed], strict=True):
+            launch.add_catch(fallback, errors=["States.ALL"], result_path="$.error")
+        definition = launches[0].next(run_job).next(terminate_ok).next(succeeded)
+        for launch in launches[1:]:
+            launch.next(run_job)
         terminate_failed.next(failed)
         self.state_machine = logged_state_machine(
             self,
@@ -247,6 +258,33 @@ class RunnerWorkflow(Construct):
             log_key=log_key,
             log_retention=log_retention,
         )
+
+    def _launch(
+        self, state: str, template: str, *, name: str, job_key: str, arn: Callable[..., str]
+    ) -> tasks.CallAwsService:
+        """RunInstances from one zone's launch template, tagged with the job key and the workflow."""
+        launch = tasks.CallAwsService(
+            self,
+            state,
+            state_name=state,
+            service="ec2",
+            action="runInstances",
+            iam_resources=[arn("instance", "*")],
+            parameters={
+                "LaunchTemplate": {"LaunchTemplateName": template, "Version": "$Latest"},
+                "MinCount": 1,
+                "MaxCount": 1,
+                "TagSpecifications": [
+                    {
+                        "ResourceType": "instance",
+                        "Tags": [{"Key": JOB_TAG, "Value": job_key}, {"Key": RUNNER_TAG, "Value": name}],
+                    }
+                ],
+            },
+            result_selector={"InstanceIds": sfn.JsonPath.list_at("$.Instances[*].InstanceId")},
+            result_path="$.instance",
+        )
+        return with_backoff(launch, THROTTLING, max_attempts=5)
 
 
 def with_backoff(task: tasks.CallAwsService, errors: list[str], *, max_attempts: int) -> tasks.CallAwsService:

@@ -1,12 +1,17 @@
 """The ARN of this Region's copy of the table stream, read at deploy time.
 
 A global table's replica stream ARN is known only in its own Region, after the replica exists, so a
-small custom resource (inline code, no Docker, no provider framework) reads it with DescribeTable.
+small custom resource (inline code, no Docker, no provider framework) reads it with DescribeTable
+(`stacks/stream_arn_handler.py`: it answers FAILED with the reason on any error). It runs again
+whenever `stream_identity` changes: the table, its stream view type or the set of Regions with a
+replica, which are what re-creates a Region's stream.
 Its function is configured like every other gco function: private subnets, tracing, a DLQ,
 reserved concurrency, encrypted logs, and a role with one managed policy naming the table.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -20,25 +25,9 @@ from stacks.bundling import RUNTIME
 from stacks.iam import managed_role, statement
 from stacks.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
 
-HANDLER = """
-import json, urllib.request, boto3
-
-def handler(event, context):
-    status, data, reason = "SUCCESS", {}, "ok"
-    try:
-        if event["RequestType"] != "Delete":
-            name = event["ResourceProperties"]["TableName"]
-            table = boto3.client("dynamodb").describe_table(TableName=name)
-            data = {"StreamArn": table["Table"]["LatestStreamArn"]}
-    except Exception as error:
-        status, reason = "FAILED", f"{type(error).__name__}: {error}"[:500]
-    body = json.dumps({"Status": status, "Reason": reason, "PhysicalResourceId": event.get(
-        "PhysicalResourceId") or event["LogicalResourceId"], "StackId": event["StackId"], "RequestId":
-        event["RequestId"], "LogicalResourceId": event["LogicalResourceId"], "Data": data}).encode()
-    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
-                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
-    urllib.request.urlopen(request, timeout=30)
-"""
+# The handler's source, deployed inline (ZipFile code is limited to 4,096 characters).
+HANDLER = (Path(__file__).parent / "stream_arn_handler.py").read_text(encoding="utf-8")
+INLINE_LIMIT = 4096
 
 
 class StreamArnLookup(Construct):
@@ -51,6 +40,7 @@ class StreamArnLookup(Construct):
         *,
         name: str,
         table_name: str,
+        stream_identity: dict[str, str],
         vpc: ec2.IVpc,
         key: kms.IKey,
         dlq: sqs.IQueue,
@@ -58,6 +48,10 @@ class StreamArnLookup(Construct):
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
+        if len(HANDLER) > INLINE_LIMIT:
+            raise ValueError(
+                f"stream_arn_handler.py is {len(HANDLER)} characters; inline code allows {INLINE_LIMIT}"
+            )
         stack = Stack.of(self)
         log_group = function_logs(self, "Logs", name=name, key=key, retention=log_retention)
         role, policy = managed_role(
@@ -90,7 +84,7 @@ class StreamArnLookup(Construct):
             code=lambda_.Code.from_inline(HANDLER),
             role=role.without_policy_updates(),
             memory_size=256,
-            timeout=Duration.seconds(60),
+            timeout=Duration.seconds(120),
             reserved_concurrent_executions=1,
             tracing=lambda_.Tracing.ACTIVE,
             environment_encryption=key,
@@ -107,6 +101,6 @@ class StreamArnLookup(Construct):
             "Resource",
             service_token=self.function.function_arn,
             resource_type="Custom::GcoStreamArn",
-            properties={"TableName": table_name},
+            properties={"TableName": table_name, **stream_identity},
         )
         self.stream_arn = self.resource.get_att_string("StreamArn")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Stack
+from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 
 PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
@@ -93,6 +94,8 @@ def global_suppressions(stack: Stack) -> list[Suppression]:
 
 
 def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
+    from stacks.addon_suppressions import addon_suppressions  # it imports this module
+
     root, region = f"/{stack.stack_name}", stack.region
     cluster = f"{root}/Eks/Cluster"
     return [
@@ -115,7 +118,7 @@ def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
         ),
         *[
             Suppression(
-                f"{cluster}/Nodegroup{group}Nodes/NodeGroupRole/Resource",
+                f"/{group.node.path}/NodeGroupRole/Resource",
                 "AwsSolutions-IAM4",
                 "the three AWS managed policies EKS requires for managed node group instances",
                 (
@@ -124,7 +127,8 @@ def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
                     "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
                 ),
             )
-            for group in ("Gpu", "System")
+            for group in stack.node.find_all()
+            if isinstance(group, eks.Nodegroup)
         ],
         Suppression(
             f"{root}/DeadLetters/Resource",
@@ -144,6 +148,7 @@ def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
                 ),
             ),
         ),
+        *addon_suppressions(stack),
         Suppression(
             f"{root}/StreamArn/RolePolicy/Resource",
             "AwsSolutions-IAM5",

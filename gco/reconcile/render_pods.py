@@ -9,13 +9,22 @@ import json
 from typing import Any
 
 from gco.endpoints.spec import EndpointSpec, Mooncake
+from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
 
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
-CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
-ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+
+
+# The Prometheus chart's `kubernetes-pods` job scrapes pods annotated so: vLLM and TGI serve their
+# queue and token metrics (queue_depth autoscaling) on /metrics of the serving port.
+SCRAPE_ANNOTATIONS = ("prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path")
+
+
+def scrape_annotations(port: int) -> dict[str, str]:
+    scrape, port_key, path = SCRAPE_ANNOTATIONS
+    return {scrape: "true", port_key: str(port), path: "/metrics"}
 
 
 def selector_labels(name: str, role: str) -> dict[str, str]:
@@ -85,10 +94,12 @@ def probes(spec: EndpointSpec) -> dict[str, Any]:
 
 
 def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list[dict[str, Any]]:
+    """The accelerator node groups' taint (gco.nodes, via the settings) for pods that ask for one,
+    then the spec's own tolerations."""
     out: list[dict[str, Any]] = []
     if gpus > 0:
         key = settings.gpu_taint_key if spec.accelerator == "nvidia" else settings.neuron_taint_key
-        out.append({"key": key, "operator": "Exists", "effect": "NoSchedule"})
+        out.append({"key": key, "operator": "Exists", "effect": ACCELERATOR_TAINTS[spec.accelerator].effect})
     for item in spec.tolerations:
         toleration: dict[str, Any] = {"operator": item.operator}
         if item.key is not None:
@@ -105,9 +116,11 @@ def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list
 
 
 def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
-    selected = {CAPACITY_LABEL: "SPOT" if spec.capacity_type == "spot" else "ON_DEMAND"}
+    """Capacity type (a label EKS sets on managed nodes) and, for a GPU pod naming its GPU model, the
+    GPU node groups' model label (gco.nodes); the spec's own selector last."""
+    selected = {CAPACITY_LABEL: CAPACITY_VALUES[spec.capacity_type]}
     if gpus > 0 and spec.gpu_type is not None:
-        selected[ACCELERATOR_LABEL] = spec.gpu_type
+        selected.update(gpu_type_selector(spec.gpu_type))
     selected.update(spec.node_selector)
     return selected
 
@@ -200,4 +213,7 @@ def pod_template(
         pod_spec["initContainers"] = init_containers
     if volumes:
         pod_spec["volumes"] = volumes
-    return {"metadata": {"labels": {**labels, **selector_labels(name, role)}}, "spec": pod_spec}
+    metadata: dict[str, Any] = {"labels": {**labels, **selector_labels(name, role)}}
+    if serving:
+        metadata["annotations"] = scrape_annotations(port or spec.port)
+    return {"metadata": metadata, "spec": pod_spec}

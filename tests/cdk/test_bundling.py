@@ -36,7 +36,7 @@ def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
 
 def test_requirements_are_what_the_handlers_import() -> None:
     names = {requirement.split(">")[0].split("=")[0] for requirement in LAMBDA_REQUIREMENTS}
-    assert names == {"aws-lambda-powertools", "pydantic", "httpx"}
+    assert names == {"aws-lambda-powertools", "aws-xray-sdk", "pydantic", "httpx"}
 
 
 def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Path) -> None:
@@ -63,11 +63,15 @@ def test_only_python_runtimes_have_a_python_version() -> None:
 
 
 def bundled_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
-    """The properties of every function whose code is the bundled asset (inline ones are not)."""
+    """The properties of every function whose code is the bundled asset: an S3 asset whose handler is one
+    of lambdas/ (inline functions, and CDK's own kubectl provider functions, are not)."""
+    handlers = {f"{path.stem}.handler" for path in (Path(__file__).parents[2] / "lambdas").glob("*.py")}
     return [
         resource["Properties"]
         for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::Lambda::Function" and "S3Key" in resource["Properties"].get("Code", {})
+        if resource["Type"] == "AWS::Lambda::Function"
+        and "S3Key" in resource["Properties"].get("Code", {})
+        and resource["Properties"].get("Handler") in handlers
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk.assertions import Match
@@ -56,6 +57,23 @@ def test_replica_in_each_regional_region_is_read_only(synthesized: Synthesized) 
     statement = replica["ResourcePolicy"]["PolicyDocument"]["Statement"][0]
     assert statement["Effect"] == "Deny"
     assert {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} <= set(statement["Action"])
+
+
+def test_replica_guard_lets_dynamodb_replicate(synthesized: Synthesized) -> None:
+    """A Deny on every principal without an exemption stops replication (REPLICATION_NOT_AUTHORIZED)."""
+    table = next(
+        r
+        for r in synthesized.template_json("gco-global")["Resources"].values()
+        if r["Type"] == "AWS::DynamoDB::GlobalTable"
+    )
+    replica = next(r for r in table["Properties"]["Replicas"] if r["Region"] == OTHER)
+    denies = [s for s in replica["ResourcePolicy"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"]
+    assert denies
+    for statement in denies:
+        exempt = statement.get("Condition", {}).get("ArnNotEquals", {}).get("aws:PrincipalArn")
+        assert exempt is not None, f"{statement['Sid']} denies DynamoDB's replication role"
+        assert "AWSServiceRoleForDynamoDBReplication" in json.dumps(exempt)
+        assert ":role/aws-service-role/replication.dynamodb.amazonaws.com/" in json.dumps(exempt)
 
 
 def test_replica_keys_stack_holds_the_alias(synthesized: Synthesized) -> None:

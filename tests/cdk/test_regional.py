@@ -44,12 +44,12 @@ def test_gpu_node_group_tainted_labelled_sized(regional_template: Any) -> None:
     regional_template.has_resource_properties(
         "AWS::EKS::Nodegroup",
         {
-            "NodegroupName": f"gco-{OTHER}-gpu",
+            "NodegroupName": f"gco-{OTHER}-gpu-l40s",
             "AmiType": "AL2023_x86_64_NVIDIA",
             "InstanceTypes": ["g6e.xlarge"],
             "CapacityType": "ON_DEMAND",
             "ScalingConfig": {"MinSize": 0, "MaxSize": 4, "DesiredSize": 0},
-            "Labels": {"gco.io/pool": "gpu", "nvidia.com/gpu.present": "true"},
+            "Labels": {"gco.io/pool": "gpu", "gco.io/gpu-type": "l40s", "nvidia.com/gpu.present": "true"},
             "Taints": [{"Effect": "NO_SCHEDULE", "Key": "nvidia.com/gpu", "Value": "true"}],
         },
     )

@@ -60,6 +60,9 @@ def test_user_data_pulls_runs_and_always_powers_off(synthesized: Synthesized) ->
         "gco-job-key",
         "X-aws-ec2-metadata-token",
         "GCO_EVIDENCE_BUCKET",
+        # Engine containers run beside the runner, on the host's daemon.
+        "-v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)",
+        "GCO_HEARTBEAT_SECONDS=60",
     ):
         assert fragment in script
 
@@ -92,6 +95,17 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
     assert "/evidence/*" in prefixes and "/runs/*" in prefixes and "/jobs/" not in prefixes
     assert "stateMachine:gco-gpu-runner" in json.dumps(statements["AnswerOwnTasks"]["Resource"])
     assert "table/gco-inference-endpoints" in json.dumps(statements["EndpointTable"]["Resource"])
+
+
+def test_one_launch_template_per_zone_each_in_its_subnet(synthesized: Synthesized) -> None:
+    template = synthesized.template_json("gco-runner")
+    launches = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    assert [t["Properties"]["LaunchTemplateName"] for t in launches] == ["gco-runner", "gco-runner-2"]
+    subnets = [
+        json.dumps(t["Properties"]["LaunchTemplateData"]["NetworkInterfaces"][0]["SubnetId"])
+        for t in launches
+    ]
+    assert "privateSubnet1" in subnets[0] and "privateSubnet2" in subnets[1]
 
 
 def test_launch_template_holds_the_private_network_and_the_workflow_tag(synthesized: Synthesized) -> None:

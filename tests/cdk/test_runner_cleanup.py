@@ -10,7 +10,7 @@ from aws_cdk.assertions import Capture, Match
 from tests.cdk.synth_cache import Synthesized, state_machine_definition
 
 
-def test_rule_matches_abort_and_timeout_of_the_workflow(global_template: Any) -> None:
+def test_rule_matches_failure_abort_and_timeout_of_the_workflow(global_template: Any) -> None:
     global_template.has_resource_properties(
         "AWS::Events::Rule",
         {
@@ -18,7 +18,10 @@ def test_rule_matches_abort_and_timeout_of_the_workflow(global_template: Any) ->
             "EventPattern": {
                 "source": ["aws.states"],
                 "detail-type": ["Step Functions Execution Status Change"],
-                "detail": {"status": ["ABORTED", "TIMED_OUT"], "stateMachineArn": [Match.any_value()]},
+                "detail": {
+                    "status": ["FAILED", "ABORTED", "TIMED_OUT"],
+                    "stateMachineArn": [Match.any_value()],
+                },
             },
             "Targets": [
                 Match.object_like({"DeadLetterConfig": Match.any_value(), "RoleArn": Match.any_value()})

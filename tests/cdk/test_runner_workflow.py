@@ -25,7 +25,8 @@ def test_run_job_waits_on_task_token_with_heartbeats(synthesized: Synthesized) -
     states = state_machine_definition(synthesized.template_json("gco-global"))["States"]
     run_job = states["RunJob"]
     assert run_job["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
-    assert run_job["HeartbeatSeconds"] == 300
+    # The first heartbeat comes at job start: the timeout covers boot and pull (1200 s) as well.
+    assert run_job["HeartbeatSeconds"] == 300 + 1200
     assert run_job["TimeoutSeconds"] == 12 * 3600
     assert run_job["Parameters"]["Body.$"].startswith("States.Format(")
     assert "$$.Task.Token, $$.Execution.Name" in run_job["Parameters"]["Body.$"]
@@ -57,8 +58,19 @@ def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesiz
         assert terminate["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
         assert terminate["Parameters"]["InstanceIds.$"] == "$.instance.InstanceIds"
         assert terminate["Retry"][0]["ErrorEquals"] == ["States.ALL"]
-    # Launch failing means no instance exists; it is the only path that skips terminate.
-    assert states["Launch"]["Catch"][0]["Next"] == "LaunchFailed"
+        # Retries exhausted: the execution fails, and its FAILED status starts the cleanup machine.
+        assert terminate["Catch"][0] == {
+            "ErrorEquals": ["States.ALL"],
+            "ResultPath": "$.terminateError",
+            "Next": "TerminateFailed",
+        }
+    assert states["TerminateFailed"]["Type"] == "Fail"
+    # A zone that refuses passes the launch to the next; the last one failing means no instance exists,
+    # the only path that skips terminate.
+    assert states["Launch"]["Catch"][0]["Next"] == "LaunchZone2"
+    assert states["LaunchZone2"]["Catch"][0]["Next"] == "LaunchFailed"
+    assert states["Launch"]["Next"] == states["LaunchZone2"]["Next"] == "RunJob"
+    assert states["LaunchZone2"]["Parameters"]["LaunchTemplate"]["LaunchTemplateName"] == "gco-runner-2"
 
 
 def test_workflow_role_scoped_to_template_tags_and_own_instances(global_template: Any) -> None:
@@ -88,15 +100,17 @@ def test_workflow_role_scoped_to_template_tags_and_own_instances(global_template
 
 
 def test_workflow_names_what_the_runner_stack_creates(synthesized: Synthesized) -> None:
-    launch = state_machine_definition(synthesized.template_json("gco-global"))["States"]["Launch"]
+    states = state_machine_definition(synthesized.template_json("gco-global"))["States"]
     runner = synthesized.template_json("gco-runner")["Resources"]
-    [template] = [r for r in runner.values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    templates = [r for r in runner.values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
     [role] = [r for r in runner.values() if r["Type"] == "AWS::IAM::Role"]
-    assert launch["Parameters"]["LaunchTemplate"] == {
-        "LaunchTemplateName": template["Properties"]["LaunchTemplateName"],
-        "Version": "$Latest",
-    }
-    assert "SubnetId" not in launch["Parameters"]  # the template carries the network
+    for state, template in zip(("Launch", "LaunchZone2"), templates, strict=True):
+        launch = states[state]
+        assert launch["Parameters"]["LaunchTemplate"] == {
+            "LaunchTemplateName": template["Properties"]["LaunchTemplateName"],
+            "Version": "$Latest",
+        }
+        assert "SubnetId" not in launch["Parameters"]  # the template carries the network
     assert role["Properties"]["RoleName"] == "gco-runner-us-east-1"
     assert "Path" not in role["Properties"]  # the PassRole ARN assumes the default path
 

@@ -121,6 +121,7 @@ def test_failure_reports_exit_status_and_last_line(moto: MotoServer, tmp_path: P
         "exit_status": 1,
         "message": "bench: engine a never became ready",
         "run_dir": f"s3://{BUCKET}/runs/exec-1/",
+        "engine_survivors": [],
     }
     assert s3.get_object(Bucket=BUCKET, Key="runs/exec-1/evidence.json")
 
@@ -135,6 +136,25 @@ def test_heartbeats_while_running_and_refusal_stops_the_job(moto: MotoServer, tm
     )
     assert outcome.cancelled and not outcome.succeeded
     assert [kind for kind, _ in sfn.calls] == ["heartbeat"]  # nothing answered on a closed task
+    assert not fake.started.is_set()  # refused at job start: the job never ran
+
+
+def test_engine_containers_left_running_are_swept_and_named(moto: MotoServer, tmp_path: Path) -> None:
+    s3 = clients(moto)["s3"]
+    make_bucket(s3)
+    sfn = RecordingSfn()
+    swept: list[str] = []
+
+    def sweep() -> list[str]:
+        swept.append("gco-engine-1")
+        return ["gco-engine-1"]
+
+    outcome = run_job(
+        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=FakeRounds(), sweep_engines=sweep
+    )
+    assert swept == ["gco-engine-1"]
+    assert outcome.output["engine_survivors"] == ["gco-engine-1"]
+    assert json.loads(sfn.calls[-1][1]["output"])["engine_survivors"] == ["gco-engine-1"]
 
 
 def test_subprocess_executor_runs_and_stops_the_group() -> None:

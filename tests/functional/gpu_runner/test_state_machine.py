@@ -24,23 +24,36 @@ from tests.functional.gpu_runner.conftest import BUCKET, FakeRounds, clients, ma
 ROLE = "arn:aws:iam::123456789012:role/gco-gpu-runner"
 
 
-def _deploy(aws: dict[str, Any], heartbeat_seconds: int | None = None) -> str:
+TEMPLATES = ("gco-runner", "gco-runner-2")
+
+
+def _deploy(
+    aws: dict[str, Any],
+    heartbeat_seconds: int | None = None,
+    templates: tuple[str, ...] = TEMPLATES,
+    edit: Any = None,
+) -> str:
     ec2, sfn = aws["ec2"], aws["stepfunctions"]
     make_bucket(aws["s3"])
     image = ec2.describe_images()["Images"][0]["ImageId"]
-    # What the runner stack deploys after the global stack: the template the workflow names.
-    subnet = ec2.describe_subnets()["Subnets"][0]["SubnetId"]
-    ec2.create_launch_template(
-        LaunchTemplateName="gco-runner",
-        LaunchTemplateData={
-            "ImageId": image,
-            "InstanceType": "g6e.xlarge",
-            "NetworkInterfaces": [{"DeviceIndex": 0, "SubnetId": subnet}],
-        },
-    )
+    # What the runner stack deploys after the global stack: one template per zone, each in its subnet
+    # (`templates` leaves some out: a zone whose launch EC2 refuses).
+    subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]]
+    for index, name in enumerate(TEMPLATES):
+        if name in templates:
+            ec2.create_launch_template(
+                LaunchTemplateName=name,
+                LaunchTemplateData={
+                    "ImageId": image,
+                    "InstanceType": "g6e.xlarge",
+                    "NetworkInterfaces": [{"DeviceIndex": 0, "SubnetId": subnets[index]}],
+                },
+            )
     definition = runner_definition({"Partition": "aws", "EvidenceBucket": BUCKET})
     if heartbeat_seconds is not None:
         definition["States"]["RunJob"]["HeartbeatSeconds"] = heartbeat_seconds
+    if edit is not None:
+        edit(definition["States"])
     return str(
         sfn.create_state_machine(name="gco-gpu-runner", definition=json.dumps(definition), roleArn=ROLE)[
             "stateMachineArn"
@@ -71,6 +84,29 @@ def _finish(sfn: Any, execution_arn: str, timeout: float = 60.0) -> dict[str, An
 
 def _instance_states(ec2: Any) -> list[str]:
     return [i["State"]["Name"] for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+
+
+def _cleanup(sfn: Any, execution: str, name: str, status: str, run: str) -> dict[str, Any]:
+    """Run the cleanup machine on the status-change event EventBridge delivers for `execution`."""
+    try:
+        cleanup = sfn.create_state_machine(
+            name="gco-gpu-runner-cleanup",
+            definition=json.dumps(runner_definition({"Partition": "aws"}, name="gco-gpu-runner-cleanup")),
+            roleArn=ROLE,
+        )["stateMachineArn"]
+    except sfn.exceptions.StateMachineAlreadyExists:
+        cleanup = next(
+            m["stateMachineArn"]
+            for m in sfn.list_state_machines()["stateMachines"]
+            if m["name"] == "gco-gpu-runner-cleanup"
+        )
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "detail": {"name": name, "status": status, "executionArn": execution},
+    }
+    started = sfn.start_execution(stateMachineArn=cleanup, name=run, input=json.dumps(event))["executionArn"]
+    return _finish(sfn, started)
 
 
 def _start(aws: dict[str, Any], machine: str, name: str) -> str:
@@ -159,24 +195,92 @@ def test_abort_is_cleaned_up_by_the_cleanup_machine(sfn_moto: MotoServer) -> Non
     # No state of an aborted execution runs (moto's interpreter may still list it as RUNNING).
     assert sfn.describe_execution(executionArn=execution)["status"] in ("ABORTED", "RUNNING")
     assert _instance_states(aws["ec2"]) == ["running"]
-    cleanup = sfn.create_state_machine(
-        name="gco-gpu-runner-cleanup",
-        definition=json.dumps(runner_definition({"Partition": "aws"}, name="gco-gpu-runner-cleanup")),
-        roleArn=ROLE,
-    )["stateMachineArn"]
-    # The event EventBridge delivers for the status change (the fields the machine reads).
-    event = {
-        "detail-type": "Step Functions Execution Status Change",
-        "source": "aws.states",
-        "detail": {"name": "bench-aborted", "status": "ABORTED", "executionArn": execution},
-    }
-    run = sfn.start_execution(stateMachineArn=cleanup, name="clean-1", input=json.dumps(event))[
-        "executionArn"
-    ]
-    assert _finish(sfn, run)["status"] == "SUCCEEDED"
+    assert _cleanup(sfn, execution, "bench-aborted", "ABORTED", "clean-1")["status"] == "SUCCEEDED"
     assert _instance_states(aws["ec2"]) == ["terminated"]
     # Nothing left to clean: a second delivery of the event succeeds without terminating anything.
-    again = sfn.start_execution(stateMachineArn=cleanup, name="clean-2", input=json.dumps(event))[
-        "executionArn"
-    ]
-    assert _finish(sfn, again)["status"] == "SUCCEEDED"
+    assert _cleanup(sfn, execution, "bench-aborted", "ABORTED", "clean-2")["status"] == "SUCCEEDED"
+
+
+class SpySfn:
+    """The moto Step Functions client, with the order of heartbeats and the job's output recorded."""
+
+    def __init__(self, client: Any, events: list[str]) -> None:
+        self.client, self.events = client, events
+
+    def send_task_heartbeat(self, **kwargs: Any) -> Any:
+        self.events.append("heartbeat")
+        return self.client.send_task_heartbeat(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+def test_the_first_heartbeat_goes_before_the_jobs_first_output(sfn_moto: MotoServer, tmp_path: Path) -> None:
+    aws = clients(sfn_moto)
+    execution = _start(aws, _deploy(aws), "bench-beat")
+    message = _wait_for_job(aws["s3"], "jobs/bench-beat.json")
+    events: list[str] = []
+    fake = FakeRounds()
+
+    def execute(argv: list[str], cancel: threading.Event) -> tuple[int, str, str]:
+        events.append("output")
+        return fake(argv, cancel)
+
+    outcome = run_job(
+        message, sfn=SpySfn(aws["stepfunctions"], events), s3=aws["s3"], bucket=BUCKET, workdir=tmp_path,
+        execute=execute, heartbeat_interval=3600,
+    )  # fmt: skip
+    assert outcome.succeeded
+    assert events == ["heartbeat", "output"]  # accepted by moto: the task was open
+    assert _finish(aws["stepfunctions"], execution)["status"] == "SUCCEEDED"
+    assert _instance_states(aws["ec2"]) == ["terminated"]
+
+
+def test_a_zone_that_refuses_the_launch_passes_it_to_the_next(sfn_moto: MotoServer, tmp_path: Path) -> None:
+    aws = clients(sfn_moto)
+    # The first zone's launch is refused (here: its template does not exist); the second zone launches.
+    execution = _start(aws, _deploy(aws, templates=("gco-runner-2",)), "bench-zone2")
+    message = _wait_for_job(aws["s3"], "jobs/bench-zone2.json")
+    (instance,) = [i for r in aws["ec2"].describe_instances()["Reservations"] for i in r["Instances"]]
+    (zone2,) = aws["ec2"].describe_launch_templates(LaunchTemplateNames=["gco-runner-2"])["LaunchTemplates"]
+    assert {"Key": "aws:ec2launchtemplate:id", "Value": zone2["LaunchTemplateId"]} in instance["Tags"]
+    history = aws["stepfunctions"].get_execution_history(executionArn=execution)["events"]
+    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    assert entered[:3] == ["Launch", "LaunchZone2", "RunJob"]
+    run_job(
+        message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds()
+    )
+    assert _finish(aws["stepfunctions"], execution)["status"] == "SUCCEEDED"
+    assert _instance_states(aws["ec2"]) == ["terminated"]
+
+
+def test_no_zone_can_launch_fails_without_an_instance(sfn_moto: MotoServer) -> None:
+    aws = clients(sfn_moto)
+    described = _finish(aws["stepfunctions"], _start(aws, _deploy(aws, templates=()), "bench-nowhere"))
+    assert (described["status"], described.get("error")) == ("FAILED", "LaunchFailed")
+    assert _instance_states(aws["ec2"]) == []
+
+
+def _terminate_refused(states: dict[str, Any]) -> None:
+    """Terminate asks EC2 for an instance it does not know (refused every time), with short retries."""
+    for name in ("TerminateAfterSuccess", "TerminateAfterFailure"):
+        parameters = states[name]["Parameters"]
+        parameters.pop("InstanceIds.$")
+        parameters["InstanceIds"] = ["i-0000000000000dead"]
+        states[name]["Retry"][0].update({"IntervalSeconds": 1, "MaxAttempts": 1})
+
+
+def test_an_exhausted_terminate_fails_the_run_and_the_cleanup_terminates(
+    sfn_moto: MotoServer, tmp_path: Path
+) -> None:
+    aws = clients(sfn_moto)
+    sfn = aws["stepfunctions"]
+    execution = _start(aws, _deploy(aws, edit=_terminate_refused), "bench-stuck")
+    message = _wait_for_job(aws["s3"], "jobs/bench-stuck.json")
+    run_job(message, sfn=sfn, s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds())
+    described = _finish(sfn, execution)
+    assert (described["status"], described.get("error")) == ("FAILED", "TerminateFailed")
+    assert _instance_states(aws["ec2"]) == ["running"]
+    # The FAILED status change starts the cleanup machine, which finds the instance by its job tag.
+    assert _cleanup(sfn, execution, "bench-stuck", "FAILED", "clean-stuck")["status"] == "SUCCEEDED"
+    assert _instance_states(aws["ec2"]) == ["terminated"]

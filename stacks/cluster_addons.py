@@ -1,0 +1,216 @@
+"""The Kubernetes add-ons of a Regional cluster: what makes GPU pods schedulable and autoscalable.
+
+Every Region: the EKS Pod Identity agent and metrics-server (EKS add-ons), the NVIDIA device plugin
+(the AL2023 NVIDIA AMI has the driver, not the plugin that advertises `nvidia.com/gpu`), and the
+Cluster Autoscaler, which scales the GPU node groups from zero (see `stacks/gpu_nodes.py` and
+docs/deploy.md for why this autoscaler). Where config enables it (`keda_regions`): KEDA, a
+Prometheus server (the source of KEDA's gpu, gpu_memory and queue_depth triggers) and the DCGM
+exporter on GPU nodes. Charts are pinned by version and installed by the cluster's kubectl provider
+(a Lambda in the private subnets, since the API endpoint is private). `present` names what was
+installed, for the reconciler's environment (`gco.addons.ADDONS_ENV`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
+from constructs import Construct
+
+from gco import addons
+from gco.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
+from stacks.iam import managed_role, statement
+
+AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+SYSTEM_NAMESPACE = "kube-system"
+# Reads the Cluster Autoscaler needs with node-group auto-discovery and scale-from-zero; none of
+# them takes a resource-level permission.
+AUTOSCALER_DESCRIBE = [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeAutoScalingInstances",
+    "autoscaling:DescribeLaunchConfigurations",
+    "autoscaling:DescribeScalingActivities",
+    "ec2:DescribeImages",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeLaunchTemplateVersions",
+    "ec2:GetInstanceTypesFromInstanceRequirements",
+]
+AUTOSCALER_SCALE = ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A Helm chart pinned by version, installed as `release` into `namespace`."""
+
+    repository: str
+    chart: str
+    version: str
+    namespace: str
+    release: str
+
+
+CHARTS = {
+    addons.DEVICE_PLUGIN: Chart(
+        "https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.1", SYSTEM_NAMESPACE,
+        "nvidia-device-plugin",
+    ),
+    addons.CLUSTER_AUTOSCALER: Chart(
+        "https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.46.6", SYSTEM_NAMESPACE,
+        "cluster-autoscaler",
+    ),
+    addons.KEDA: Chart("https://kedacore.github.io/charts", "keda", "2.17.1", "keda", "keda"),
+    addons.PROMETHEUS: Chart(
+        "https://prometheus-community.github.io/helm-charts", "prometheus", "29.14.0",
+        addons.PROMETHEUS_NAMESPACE, addons.PROMETHEUS_RELEASE,
+    ),
+    addons.DCGM_EXPORTER: Chart(
+        "https://nvidia.github.io/dcgm-exporter/helm-charts", "dcgm-exporter", "4.8.2",
+        addons.PROMETHEUS_NAMESPACE, "dcgm-exporter",
+    ),
+}  # fmt: skip
+# The EKS add-ons (names as EKS lists them); EKS picks the default version for the cluster's Kubernetes.
+EKS_ADDONS = {"PodIdentityAgent": "eks-pod-identity-agent", "MetricsServer": addons.METRICS_SERVER}
+GPU_NODES = {"nodeSelector": {GPU_PRESENT_LABEL: "true"}, "tolerations": [GPU_TAINT.toleration()]}
+SYSTEM_NODES = {"nodeSelector": system_labels()}
+
+
+def kubectl_provider_options(scope: Construct, vpc: ec2.IVpc) -> eks.KubectlProviderOptions:
+    """The kubectl provider (kubectl and helm in a Lambda layer), in the private subnets."""
+    return eks.KubectlProviderOptions(
+        kubectl_layer=KubectlV33Layer(scope, "KubectlLayer"),
+        private_subnets=vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets,
+    )
+
+
+def chart_values(name: str, *, cluster_name: str, region: str, kubernetes_version: str) -> dict[str, Any]:
+    """The values each chart is installed with (pure: tested without a synth)."""
+    if name == addons.DEVICE_PLUGIN:
+        return dict(GPU_NODES)
+    if name == addons.CLUSTER_AUTOSCALER:
+        return {
+            "cloudProvider": "aws",
+            "awsRegion": region,
+            "autoDiscovery": {"clusterName": cluster_name},
+            "rbac": {"serviceAccount": {"create": True, "name": AUTOSCALER_SERVICE_ACCOUNT}},
+            # The autoscaler's minor version follows the cluster's (its compatibility rule).
+            "image": {"tag": f"v{kubernetes_version}.0"},
+            "extraArgs": {
+                "expander": "least-waste",
+                "balance-similar-node-groups": True,
+                "skip-nodes-with-system-pods": False,
+                "scale-down-unneeded-time": "10m",
+            },
+            **SYSTEM_NODES,
+        }
+    if name == addons.KEDA:
+        return dict(SYSTEM_NODES)
+    if name == addons.PROMETHEUS:
+        return {
+            "alertmanager": {"enabled": False},
+            "prometheus-pushgateway": {"enabled": False},
+            "prometheus-node-exporter": {"enabled": False},
+            "kube-state-metrics": {"enabled": False},
+            # Autoscaling reads the last minutes only: no volume (and no EBS CSI driver) needed.
+            "server": {"persistentVolume": {"enabled": False}, "retention": "2d", **SYSTEM_NODES},
+        }
+    if name == addons.DCGM_EXPORTER:
+        # Scraped through its Service by the Prometheus chart's annotation-driven job.
+        return {
+            **GPU_NODES,
+            "serviceMonitor": {"enabled": False},
+            "service": {"annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"}},
+        }
+    raise KeyError(name)
+
+
+class ClusterAddons(Construct):
+    """EKS add-ons, the device plugin, the Cluster Autoscaler (with its Pod Identity role) and, with
+    `scaling`, KEDA, Prometheus and the DCGM exporter."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.Cluster,
+        cluster_name: str,
+        kubernetes_version: str,
+        scaling: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        eks_addons = {
+            construct: eks.Addon(self, construct, addon_name=name, cluster=cluster)
+            for construct, name in EKS_ADDONS.items()
+        }
+        self.role, policy = managed_role(
+            self,
+            "AutoscalerRole",
+            role_name=f"{cluster_name}-cluster-autoscaler",
+            service="pods.eks.amazonaws.com",
+            session_tags=True,
+            description="Cluster Autoscaler: scale this cluster's node groups",
+            statements=[
+                statement("DescribeScaling", AUTOSCALER_DESCRIBE, ["*"]),
+                statement(
+                    "DescribeOwnNodegroups",
+                    ["eks:DescribeNodegroup"],
+                    [
+                        stack.format_arn(
+                            service="eks", resource="nodegroup", resource_name=f"{cluster_name}/*/*"
+                        )
+                    ],
+                ),
+                statement(
+                    "ScaleOwnNodeGroups",
+                    AUTOSCALER_SCALE,
+                    [
+                        stack.format_arn(
+                            service="autoscaling",
+                            resource="autoScalingGroup",
+                            resource_name="*:autoScalingGroupName/*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    ],
+                    StringEquals={"aws:ResourceTag/eks:cluster-name": cluster_name},
+                ),
+            ],
+        )
+        association = eks.CfnPodIdentityAssociation(
+            self,
+            "AutoscalerIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=CHARTS[addons.CLUSTER_AUTOSCALER].namespace,
+            service_account=AUTOSCALER_SERVICE_ACCOUNT,
+            role_arn=self.role.role_arn,
+        )
+        association.node.add_dependency(policy, eks_addons["PodIdentityAgent"])
+        names = [addons.DEVICE_PLUGIN, addons.CLUSTER_AUTOSCALER]
+        if scaling:
+            names += list(addons.SCALING_ADDONS)
+        self.charts: dict[str, eks.HelmChart] = {}
+        for name in names:
+            chart = CHARTS[name]
+            self.charts[name] = eks.HelmChart(
+                self,
+                "".join(part.capitalize() for part in name.split("-")),
+                cluster=cluster,
+                repository=chart.repository,
+                chart=chart.chart,
+                version=chart.version,
+                namespace=chart.namespace,
+                release=chart.release,
+                create_namespace=chart.namespace != SYSTEM_NAMESPACE,
+                values=chart_values(
+                    name,
+                    cluster_name=cluster_name,
+                    region=stack.region,
+                    kubernetes_version=kubernetes_version,
+                ),
+            )
+        self.charts[addons.CLUSTER_AUTOSCALER].node.add_dependency(association)
+        self.present = [addons.METRICS_SERVER, *names]

@@ -1,0 +1,183 @@
+"""GPU pods schedule from zero: node groups labelled and tainted from gco.nodes, the pods rendered from
+the same definition, the device plugin and the Cluster Autoscaler in every Region."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from gco.nodes import CAPACITY_LABEL, GPU_TAINT
+from gco.reconcile.render import render
+from stacks.config import parse_config
+from stacks.gpu_nodes import gpu_models, group_id
+from tests.cdk.conftest import HOME, OTHER, Synthesized
+from tests.unit.reconcile.records import EAST, make_record
+
+EKS_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+    "NO_EXECUTE": "NoExecute",
+}
+
+
+def node_groups(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"]
+
+
+def schedulable(pod: dict[str, Any], group: dict[str, Any]) -> bool:
+    """Whether the scheduler may place `pod` on a node of `group`: every selected label is on the
+    group's nodes (EKS adds the capacity-type label), and every taint is tolerated."""
+    labels = {**group.get("Labels", {}), CAPACITY_LABEL: group.get("CapacityType", "ON_DEMAND")}
+    if any(labels.get(key) != value for key, value in pod.get("nodeSelector", {}).items()):
+        return False
+    for taint in group.get("Taints", []):
+        effect = EKS_EFFECTS[taint["Effect"]]
+        if not any(
+            t.get("key") == taint["Key"]
+            and t.get("effect") in (None, effect)
+            and (t.get("operator") == "Exists" or t.get("value") == taint.get("Value"))
+            for t in pod.get("tolerations", [])
+        ):
+            return False
+    return True
+
+
+def pod_of(spec: dict[str, Any]) -> dict[str, Any]:
+    deployment = next(o for o in render(make_record(spec), EAST) if o["kind"] == "Deployment")
+    pod: dict[str, Any] = deployment["spec"]["template"]["spec"]
+    return pod
+
+
+def test_a_gpu_type_pod_schedules_only_on_its_node_group(synthesized: Synthesized) -> None:
+    groups = node_groups(synthesized.template_json(f"gco-regional-{OTHER}"))
+    gpu_groups = [g for g in groups if g["AmiType"] == "AL2023_x86_64_NVIDIA"]
+    assert gpu_groups
+    for spelling in ("L40S", "l40s"):
+        pod = pod_of({"gpu_count": 1, "gpu_type": spelling})
+        assert [g["NodegroupName"] for g in groups if schedulable(pod, g)] == [f"gco-{OTHER}-gpu-l40s"]
+    # A model no node group carries schedules nowhere (it stays pending; nothing can scale up for it).
+    assert not any(schedulable(pod_of({"gpu_count": 1, "gpu_type": "H100"}), g) for g in groups)
+
+
+def test_a_gpu_pod_without_a_type_tolerates_every_gpu_group(synthesized: Synthesized) -> None:
+    groups = node_groups(synthesized.template_json(f"gco-regional-{OTHER}"))
+    pod = pod_of({"gpu_count": 1})
+    assert all(schedulable(pod, g) for g in groups)
+    cpu_pod = pod_of({"gpu_count": 0})
+    assert [g["NodegroupName"] for g in groups if schedulable(cpu_pod, g)] == [f"gco-{OTHER}-system"]
+
+
+def test_gpu_groups_are_split_by_model_and_tainted() -> None:
+    assert gpu_models(["g6e.xlarge", "g5.2xlarge", "g6e.2xlarge"]) == {
+        "l40s": ["g6e.xlarge", "g6e.2xlarge"],
+        "a10g": ["g5.2xlarge"],
+    }
+    assert group_id("l40s") == "GpuL40sNodes"
+    assert group_id("p6-b200") == "GpuP6b200Nodes"
+
+
+def test_each_gpu_model_gets_its_node_group(tmp_path: Any) -> None:
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from stacks.app import build_app
+    from tests.cdk.synth_cache import cdk_json_config
+
+    raw = {**cdk_json_config(), "regions": [HOME], "table_replicas": False}
+    raw["gpu_nodes"] = {**raw["gpu_nodes"], "instance_types": ["g6e.xlarge", "g5.xlarge"]}
+    gco = build_app(parse_config(raw), app=App(outdir=str(tmp_path)), nag=False)
+    template = Template.from_stack(gco.regional[HOME])
+    template.resource_count_is("AWS::EKS::Nodegroup", 3)
+    for model, types in (("l40s", ["g6e.xlarge"]), ("a10g", ["g5.xlarge"])):
+        template.has_resource_properties(
+            "AWS::EKS::Nodegroup",
+            {
+                "NodegroupName": f"gco-{HOME}-gpu-{model}",
+                "InstanceTypes": types,
+                "Labels": Match.object_like({"gco.io/gpu-type": model}),
+                "Taints": [{"Effect": "NO_SCHEDULE", "Key": GPU_TAINT.key, "Value": GPU_TAINT.value}],
+            },
+        )
+
+
+def helm_charts(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        r["Properties"]["Chart"]: r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+    }
+
+
+def test_device_plugin_runs_on_gpu_nodes_in_every_region(synthesized: Synthesized) -> None:
+    for region in (HOME, OTHER):
+        charts = helm_charts(synthesized.template_json(f"gco-regional-{region}"))
+        plugin = charts["nvidia-device-plugin"]
+        assert plugin["Version"] == "0.17.1"
+        values = json.loads(plugin["Values"])
+        assert values["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        assert GPU_TAINT.toleration() in values["tolerations"]
+
+
+def test_cluster_autoscaler_discovers_and_may_scale_only_this_cluster(synthesized: Synthesized) -> None:
+    template = synthesized.template(f"gco-regional-{OTHER}")
+    chart = helm_charts(synthesized.template_json(f"gco-regional-{OTHER}"))["cluster-autoscaler"]
+    values = json.loads(chart["Values"])
+    assert values["autoDiscovery"] == {"clusterName": f"gco-{OTHER}"}
+    assert values["awsRegion"] == OTHER
+    assert values["image"]["tag"] == "v1.33.0"
+    assert chart["Namespace"] == "kube-system"
+    template.has_resource_properties(
+        "AWS::EKS::PodIdentityAssociation",
+        {"Namespace": "kube-system", "ServiceAccount": values["rbac"]["serviceAccount"]["name"]},
+    )
+    template.has_resource_properties(
+        "AWS::IAM::Role",
+        {
+            "RoleName": f"gco-{OTHER}-cluster-autoscaler",
+            "AssumeRolePolicyDocument": {
+                "Statement": [
+                    Match.object_like(
+                        {
+                            "Action": ["sts:AssumeRole", "sts:TagSession"],
+                            "Principal": {"Service": "pods.eks.amazonaws.com"},
+                        }
+                    )
+                ]
+            },
+        },
+    )
+    template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "ManagedPolicyName": f"gco-{OTHER}-cluster-autoscaler",
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Sid": "DescribeOwnNodegroups", "Action": "eks:DescribeNodegroup"}
+                        ),
+                        Match.object_like(
+                            {
+                                "Sid": "ScaleOwnNodeGroups",
+                                "Action": [
+                                    "autoscaling:SetDesiredCapacity",
+                                    "autoscaling:TerminateInstanceInAutoScalingGroup",
+                                ],
+                                "Condition": {
+                                    "StringEquals": {"aws:ResourceTag/eks:cluster-name": f"gco-{OTHER}"}
+                                },
+                                "Resource": {
+                                    "Fn::Join": [
+                                        "",
+                                        Match.array_with([":autoScalingGroup:*:autoScalingGroupName/*"]),
+                                    ]
+                                },
+                            }
+                        ),
+                    ]
+                )
+            },
+        },
+    )

@@ -1,0 +1,144 @@
+"""Each Lambda handler imports and handles a sample event from the built bundle alone, in a subprocess.
+
+The bundle is built by the project's bundling (handlers and gco copied, the lock's wheels installed)
+for this machine's interpreter: the lock's exact versions, so a package missing from the lock fails
+the import here as it would on every cold start in AWS. The subprocess runs isolated (`-I -S`): on its
+path only the bundle, a folder standing in for what the Lambda Python runtime provides (boto3 and its
+dependencies, copied from this environment), and the standard library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.reconcile.standin import StandInKubeAPI
+from stacks.bundling import LOCK, RUNTIME_PROVIDED, LocalPythonBundling
+from tests.conftest import TABLE, MotoServer
+from tests.unit.reconcile.records import EAST, IMAGE
+
+EVENTS = Path(__file__).parents[2] / "events"
+DRIVER = Path(__file__).with_name("bundle_driver.py")
+TOKEN = "bundle-test-token"
+# The import names of the runtime's SDK and its dependencies (stacks.bundling.RUNTIME_PROVIDED).
+SDK_MODULES = {"boto3": "boto3", "botocore": "botocore", "s3transfer": "s3transfer", "urllib3": "urllib3",
+               "python-dateutil": "dateutil", "six": "six"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle: handlers and gco by LocalPythonBundling, then exactly the lock's versions for this
+    interpreter (the lock's hashes are those of the Lambda runtime's wheels)."""
+    out = tmp_path_factory.mktemp("bundle")
+    assert LocalPythonBundling(install_dependencies=False).try_bundle(str(out), image=None)  # type: ignore[arg-type]
+    pins = tmp_path_factory.mktemp("pins") / "requirements.txt"
+    pins.write_text(
+        "".join(line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum())
+    )
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)),
+            *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
+        ],
+        check=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def runtime_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Stands in for the Lambda runtime's own packages: the AWS SDK and its dependencies."""
+    assert set(SDK_MODULES) == RUNTIME_PROVIDED
+    out = tmp_path_factory.mktemp("runtime")
+    for name in SDK_MODULES.values():
+        source = Path(importlib.import_module(name).__file__ or "")
+        if source.name == "__init__.py":
+            shutil.copytree(source.parent, out / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, out / source.name)
+    return out
+
+
+@pytest.fixture
+def kube() -> Iterator[StandInKubeAPI]:
+    api = StandInKubeAPI(token=TOKEN).start()
+    try:
+        yield api
+    finally:
+        api.stop()
+
+
+def run_handler(
+    handler: str, event: str, *, bundle: Path, runtime: Path, moto: MotoServer, kube: StandInKubeAPI
+) -> dict[str, Any]:
+    config = {
+        "bundle": str(bundle),
+        "runtime": str(runtime),
+        "handler": handler,
+        "event": str(EVENTS / event),
+        "kube": kube.url,
+        "token": TOKEN,
+        "table": TABLE,
+        "region": EAST,
+    }
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_ENDPOINT_URL": moto.url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": EAST,
+        "AWS_DEFAULT_REGION": EAST,
+        "DYNAMODB_REGION": EAST,
+        # What the Lambda runtime sets: Powertools then traces, through the X-Ray SDK.
+        "AWS_LAMBDA_FUNCTION_NAME": "gco-reconciler-stream",
+        "LAMBDA_TASK_ROOT": str(bundle),
+        "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+        "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
+        "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+        "POWERTOOLS_METRICS_NAMESPACE": "gco-test",
+    }
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(DRIVER), json.dumps(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["foreign"] == [], "loaded from outside the bundle and the runtime"
+    assert result["tracer"], "Powertools' Tracer should have loaded the X-Ray SDK"
+    return result
+
+
+def test_stream_handler_from_the_bundle(
+    bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, kube: StandInKubeAPI
+) -> None:
+    store.create("llama", {"image": IMAGE}, [EAST])
+    result = run_handler(
+        "reconciler", "dynamodb_stream_batch.json", bundle=bundle, runtime=runtime_sdk, moto=moto, kube=kube
+    )
+    assert result["response"] == {"batchItemFailures": [{"itemIdentifier": "222"}]}
+    record = store.get("llama")
+    assert record is not None
+    assert record.region_status[EAST].state == "running"
+
+
+def test_sweep_handler_from_the_bundle(
+    bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, kube: StandInKubeAPI
+) -> None:
+    store.create("llama", {"image": IMAGE}, [EAST])
+    result = run_handler(
+        "sweep", "scheduled_sweep.json", bundle=bundle, runtime=runtime_sdk, moto=moto, kube=kube
+    )
+    assert (result["response"]["endpoints"], result["response"]["failed"]) == (1, [])
