@@ -56,7 +56,7 @@ def cluster_summary(reconcilers: LocalReconcilers) -> list[str]:
     """One line per Region: the endpoint objects its (stand-in) cluster holds."""
     lines = []
     for region, local in reconcilers.regions.items():
-        kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in local.api.objects())
+        kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in local.api.endpoint_objects())
         lines.append(f"  {region}: {', '.join(kinds) if kinds else '(no objects)'}")
     return lines
 

@@ -14,13 +14,23 @@ the adapter's real wire code is what runs against it:
   creationTimestamp, managedFields (manager and time only);
 - Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
   (on the injectable clock) after the last spec change;
-- bearer-token checks, and injected faults (any status such as 429/500/409, and timeouts that
-  drop the request before or after it takes effect).
+- authentication (a bearer token names a user) and authorization: every request is checked
+  against the grant of `gco.reconcile.access` (the definition the Regional stack turns into the
+  reconciler's RBAC), as RBAC would check it: verb (get/list/patch/delete), API group, resource,
+  namespace (none for a cluster-wide list) and resource name; anything else is answered 403 with
+  the API server's `Status` (reason Forbidden, its message) before the path is even resolved;
+- namespaces as objects: an object may only be applied into an existing namespace (404
+  `namespaces "x" not found` otherwise); `default` and `kube-system` exist from the start;
+- a kind whose CRD is not installed (`crds`) is answered 404 `the server could not find the
+  requested resource`, as for any resource the server does not serve;
+- injected faults (any status such as 429/500/409, and timeouts that drop the request before or
+  after it takes effect), answered before authorization as API Priority and Fairness does.
 
 It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
 HPA/KEDA controllers (a Deployment without replicas has 1), garbage collection of dependants,
-namespaces as objects, finalizers beyond the fixed termination delay, strategic merge keys
-(lists are atomic), or YAML bodies (only JSON, which is valid YAML).
+namespace deletion (and the deletion of its objects), finalizers beyond the fixed termination
+delay, strategic merge keys (lists are atomic), YAML bodies (only JSON, which is valid YAML),
+RBAC objects themselves (the grant is fixed at start), or impersonation.
 """
 
 from __future__ import annotations
@@ -34,18 +44,24 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from gco.reconcile.objects import KINDS, Kind
+from gco.reconcile.access import RECONCILER_GRANT, Grant
+from gco.reconcile.apistatus import Attributes, forbidden, not_found, not_served
+from gco.reconcile.apistatus import status as _status
+from gco.reconcile.objects import ENDPOINT_LABEL, KINDS, NAMESPACE, SYSTEM_KINDS, Kind
 
 PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
 )
+# The user name EKS gives an IAM role's session through an access entry (its default username).
+RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
+PREEXISTING_NAMESPACES = ("default", "kube-system")
 SERVER_METADATA = (
     "uid",
     "resourceVersion",
@@ -113,7 +129,10 @@ class StandInKubeAPI:
     """The stand-in API server; use as a context manager or `start()`/`stop()`.
 
     Parameters:
-        token: the bearer token it accepts (None: any bearer token).
+        token: the bearer token it accepts (None: any bearer token), as `user`.
+        user: the user the token authenticates as.
+        grant: what that user may do (default: the reconciler's grant, as the stack binds it).
+        namespaces: namespaces that exist from the start besides `default` and `kube-system`.
         ready_delay: seconds from a Deployment's spec change to all replicas ready.
         deletion_delay: seconds a deleted object stays (terminating) before it is gone.
         crds: the custom-resource kinds installed (default: KEDA's ScaledObject).
@@ -125,6 +144,9 @@ class StandInKubeAPI:
         self,
         *,
         token: str | None = None,
+        user: str = RECONCILER_USER,
+        grant: Grant = RECONCILER_GRANT,
+        namespaces: Sequence[str] = (),
         ready_delay: float = 0.0,
         deletion_delay: float = 0.0,
         crds: frozenset[str] | None = None,
@@ -132,6 +154,8 @@ class StandInKubeAPI:
         fault_sleep: float = 1.0,
     ) -> None:
         self.token = token
+        self.user = user
+        self.grant = grant
         self.ready_delay = ready_delay
         self.deletion_delay = deletion_delay
         self.clock = clock
@@ -141,8 +165,10 @@ class StandInKubeAPI:
             kind for kind in KINDS if "." not in kind.api_version.split("/")[0] or kind.kind in custom
         ]
         installed += [kind for kind in KINDS if kind.api_version.endswith("k8s.io/v1")]
+        installed += SYSTEM_KINDS
         self._kinds = {(kind.prefix.lstrip("/"), kind.plural): kind for kind in installed}
         self._objects: dict[tuple[str, str, str], _Stored] = {}
+        self.forbidden: list[Attributes] = []  # every request refused 403, for tests
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
         self._version = 0
@@ -151,6 +177,10 @@ class StandInKubeAPI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        for namespace in (*PREEXISTING_NAMESPACES, *namespaces):
+            self.apply_as(
+                "kube-apiserver", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -194,6 +224,10 @@ class StandInKubeAPI:
             self._expire()
             return [self._render(stored, key) for key, stored in sorted(self._objects.items())]
 
+    def endpoint_objects(self) -> list[dict[str, Any]]:
+        """The stored objects that belong to an endpoint (labelled with one), without gco's shared ones."""
+        return [obj for obj in self.objects() if ENDPOINT_LABEL in (obj["metadata"].get("labels") or {})]
+
     def writes(self) -> int:
         return self.requests["PATCH"] + self.requests["DELETE"]
 
@@ -223,6 +257,20 @@ class StandInKubeAPI:
 
     def kind_for(self, prefix: str, plural: str) -> Kind | None:
         return self._kinds.get((prefix, plural))
+
+    def authorize(self, attributes: Attributes) -> bool:
+        """RBAC as the stack binds it: the grant's rules; a refusal is recorded in `forbidden`."""
+        allowed = self.grant.allows(
+            attributes.verb, attributes.group, attributes.resource, attributes.namespace, attributes.name
+        )
+        if not allowed:
+            with self._lock:
+                self.forbidden.append(attributes)
+        return allowed
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return sorted(key[2] for key in self._objects if key[0] == NAMESPACE.plural)
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
@@ -262,10 +310,16 @@ class StandInKubeAPI:
         config.pop("status", None)
         for server_field in SERVER_METADATA:
             config["metadata"].pop(server_field, None)
-        config["metadata"]["namespace"] = namespace
+        if kind.namespaced:
+            config["metadata"]["namespace"] = namespace
+        else:
+            namespace = ""
+            config["metadata"].pop("namespace", None)
         key = (kind.plural, namespace, name)
         with self._lock:
             self._expire()
+            if kind.namespaced and (NAMESPACE.plural, "", namespace) not in self._objects:
+                return 404, not_found("", NAMESPACE.plural, namespace)
             stored = self._objects.get(key)
             if stored is not None and stored.deleting_since is not None:
                 return 409, _status(409, f"{kind.kind} {name} is being deleted")
@@ -311,7 +365,7 @@ class StandInKubeAPI:
             self._expire()
             stored = self._objects.get(key)
             if stored is None or stored.kind != kind:
-                return 404, _status(404, f"{kind.kind} {name} not found")
+                return 404, not_found(kind.group, kind.plural, name)
             uid = (options.get("preconditions") or {}).get("uid")
             if uid and uid != stored.uid:
                 return 409, _status(409, f"precondition failed: uid {uid} is not {stored.uid}")
@@ -347,7 +401,6 @@ class StandInKubeAPI:
         meta = obj.setdefault("metadata", {})
         meta.update(
             name=key[2],
-            namespace=key[1],
             uid=stored.uid,
             resourceVersion=str(stored.resource_version),
             generation=stored.generation,
@@ -362,8 +415,12 @@ class StandInKubeAPI:
                 for manager, when in stored.managed.items()
             ],
         )
+        if stored.kind.namespaced:
+            meta["namespace"] = key[1]
         if stored.deleting_since is not None:
             meta["deletionTimestamp"] = stored.created
+        if stored.kind == NAMESPACE:
+            obj["status"] = {"phase": "Terminating" if stored.deleting_since is not None else "Active"}
         if stored.kind.kind == "Deployment":
             replicas = int(obj.get("spec", {}).get("replicas", 1))
             ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
@@ -374,22 +431,13 @@ class StandInKubeAPI:
         return obj
 
 
-def _status(code: int, message: str) -> dict[str, Any]:
-    reasons = {
-        400: "BadRequest",
-        401: "Unauthorized",
-        404: "NotFound",
-        409: "Conflict",
-        415: "UnsupportedMediaType",
-    }
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reasons.get(code, "InternalError" if code >= 500 else "TooManyRequests"),
-        "code": code,
-    }
+def _verb(method: str, name: str | None) -> str:
+    """The RBAC verb of a request, as the API server's request-info resolver names it."""
+    if method == "GET":
+        return "get" if name else "list"
+    if method == "DELETE":
+        return "delete" if name else "deletecollection"
+    return "patch"
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -452,10 +500,25 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         match = PATH.match(url.path)
-        kind = match and api.kind_for(match["prefix"], match["plural"])
-        if not match or not kind:
-            return 404, _status(404, f"no resource at {url.path}")
+        if not match:
+            return 404, not_served()
         namespace, name = match["ns"], match["name"]
+        prefix = match["prefix"]
+        attributes = Attributes(
+            user=api.user,
+            verb=_verb(method, name),
+            group="" if prefix == "api/v1" else prefix.split("/")[1],
+            resource=match["plural"],
+            namespace=namespace,
+            name=name,
+        )
+        if not api.authorize(attributes):
+            return 403, forbidden(attributes)
+        kind = api.kind_for(prefix, match["plural"])
+        if not kind:
+            return 404, not_served()
+        if not kind.namespaced:
+            namespace = ""
         if method == "GET" and name is None:
             items, version = api.list(kind, namespace, query.get("labelSelector", ""))
             start = int(query.get("continue") or 0)
@@ -474,7 +537,7 @@ class _Handler(BaseHTTPRequestHandler):
             return 405, _status(405, f"{method} needs a namespaced object path")
         if method == "GET":
             found = api.get(kind, namespace, name)
-            return (200, found) if found is not None else (404, _status(404, f"{kind.kind} {name} not found"))
+            return (200, found) if found is not None else (404, not_found(kind.group, kind.plural, name))
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
