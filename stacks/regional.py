@@ -7,17 +7,22 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
+from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV
+from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
+from stacks.cluster_access import ReconcilerClusterAccess
 from stacks.config import GcoConfig, NodeGroupConfig
+from stacks.front_door import FrontDoor
 from stacks.iam import managed_role, statement
+from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
-NAMESPACES = ["gco-inference", "gco-system"]
 
 
 class Network(Construct):
@@ -114,6 +119,11 @@ class GpuCluster(Construct):
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
             output_config_command=False,
+            # Manifests and Helm releases go through the kubectl provider, inside the VPC (private endpoint).
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV33Layer(self, "KubectlLayer"),
+                private_subnets=vpc.private_subnets,
+            ),
         )
         self.system = self.cluster.add_nodegroup_capacity(
             "SystemNodes",
@@ -202,6 +212,7 @@ class RegionalStack(Stack):
                 "RECONCILER_REGION": region,
                 "INFERENCE_ENDPOINTS_TABLE_NAME": config.table_name,
                 "DYNAMODB_REGION": config.home_region,
+                PROXY_SETTINGS_ENV: config.proxy.model_dump_json(),
             },
             home_region=config.home_region,
             table_name=config.table_name,
@@ -217,14 +228,27 @@ class RegionalStack(Stack):
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
         )
-        self.eks.cluster.grant_access(
-            "ReconcilerAccess",
-            self.reconciler.role.role_arn,
-            [
-                eks.AccessPolicy.from_access_policy_name(
-                    "AmazonEKSEditPolicy",
-                    access_scope_type=eks.AccessScopeType.NAMESPACE,
-                    namespaces=NAMESPACES,
-                )
-            ],
+        self.access = ReconcilerClusterAccess(
+            self, "ReconcilerAccess", cluster=self.eks.cluster, role_arn=self.reconciler.role.role_arn
         )
+        self.front_door = FrontDoor(
+            self,
+            "FrontDoor",
+            name=config.name("inference", region),
+            vpc=self.network.vpc,
+            pod_security_group=self.eks.cluster.cluster_security_group,
+            key=self.key,
+            log_retention=retention,
+        )
+        self.ingress = LoadBalancerController(
+            self,
+            "LoadBalancerController",
+            name=config.name("lb-controller"),
+            cluster=self.eks.cluster,
+            vpc_id=self.network.vpc.vpc_id,
+            target_group_arn=self.front_door.target_group.target_group_arn,
+        )
+        binding = self.eks.cluster.add_manifest(
+            "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)
+        )
+        binding.node.add_dependency(self.ingress.chart, self.access.manifest)

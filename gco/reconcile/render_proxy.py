@@ -36,6 +36,7 @@ from gco.reconcile.objects import (
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import PROXY_PORT_NAME
 from gco.reconcile.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, TLS_DIR, RouteTable, nginx_conf
+from gco.reconcile.settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
 PROXY_CONTAINER = "api-tls-proxy"
@@ -204,3 +205,30 @@ def render_proxy(settings: ProxySettings, table: RouteTable) -> list[dict[str, A
     config = _config_map(table)
     digest = content_hash(config["data"])
     return [_sealed(obj) for obj in (config, _deployment(settings, digest), _service(), _hpa(settings))]
+
+
+def ingress_class() -> dict[str, Any]:
+    """The IngressClass the routes name, implemented by the shared proxy (created by the stack)."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": {"name": PROXY_INGRESS_CLASS, "labels": {MANAGED_BY: MANAGER}},
+        "spec": {"controller": PROXY_CONTROLLER},
+    }
+
+
+def target_group_binding(target_group_arn: str) -> dict[str, Any]:
+    """Registers the proxy's pods (by IP) in the front door's load balancer target group.
+
+    The AWS Load Balancer Controller serves this kind (elbv2.k8s.aws); the stack applies it.
+    """
+    return {
+        "apiVersion": "elbv2.k8s.aws/v1beta1",
+        "kind": "TargetGroupBinding",
+        "metadata": {"name": PROXY_SERVICE, "namespace": SYSTEM_NAMESPACE, "labels": {MANAGED_BY: MANAGER}},
+        "spec": {
+            "serviceRef": {"name": PROXY_SERVICE, "port": PROXY_SERVICE_PORT},
+            "targetGroupARN": target_group_arn,
+            "targetType": "ip",
+        },
+    }
