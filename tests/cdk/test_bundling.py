@@ -63,11 +63,14 @@ def test_only_python_runtimes_have_a_python_version() -> None:
 
 
 def bundled_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
-    """The properties of every function whose code is the bundled asset (inline ones are not)."""
+    """The properties of every gco function (named; CDK's kubectl provider functions are not) whose
+    code is the bundled asset (inline ones are not)."""
     return [
         resource["Properties"]
         for resource in template["Resources"].values()
-        if resource["Type"] == "AWS::Lambda::Function" and "S3Key" in resource["Properties"].get("Code", {})
+        if resource["Type"] == "AWS::Lambda::Function"
+        and "S3Key" in resource["Properties"].get("Code", {})
+        and "FunctionName" in resource["Properties"]
     ]
 
 
