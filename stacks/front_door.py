@@ -28,6 +28,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from gco.front_door import INVOKE_URL_OUTPUT
 from gco.reconcile.routes import HEALTH_PATH, PROXY_PORT
 
 INFERENCE_PREFIX = "/inference"
@@ -178,8 +179,8 @@ class FrontDoor(Construct):
         self.invoke_url = f"{self.api.api_endpoint}{INFERENCE_PREFIX}"
         CfnOutput(
             self,
-            "InvokeUrl",
-            key="InvokeUrl",
+            INVOKE_URL_OUTPUT,
+            key=INVOKE_URL_OUTPUT,
             value=self.invoke_url,
             description="Base URL of this Region's inference endpoints: <InvokeUrl>/<name>/... (SigV4)",
             export_name=f"{name}-invoke-url",
