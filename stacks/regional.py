@@ -1,4 +1,6 @@
-"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler."""
+"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler, its
+cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`) and the front door
+(`front_door.py`)."""
 
 from __future__ import annotations
 
