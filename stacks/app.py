@@ -25,6 +25,7 @@ from stacks.suppressions import (
     regional_suppressions,
     runner_suppressions,
 )
+from stacks.suppressions_k8s import front_door_suppressions, kubectl_provider_suppressions
 
 CROSS_STACK_REFERENCES = "@aws-cdk/core:defaultCrossStackReferences"
 NAG_PACKS = (AwsSolutionsChecks, ServerlessChecks, NIST80053R5Checks, HIPAASecurityChecks, PCIDSS321Checks)
@@ -85,6 +86,8 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
     result.suppressions = [
         *global_suppressions(global_stack),
         *[item for stack in regional.values() for item in regional_suppressions(stack, config.home_region)],
+        *[item for stack in regional.values() for item in front_door_suppressions(stack)],
+        *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
         *runner_suppressions(runner),
     ]
     for stack in result.stacks:

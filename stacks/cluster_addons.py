@@ -188,7 +188,8 @@ class ClusterAddons(Construct):
             service_account=AUTOSCALER_SERVICE_ACCOUNT,
             role_arn=self.role.role_arn,
         )
-        association.node.add_dependency(policy, eks_addons["PodIdentityAgent"])
+        self.pod_identity_agent = eks_addons["PodIdentityAgent"]
+        association.node.add_dependency(policy, self.pod_identity_agent)
         names = [addons.DEVICE_PLUGIN, addons.CLUSTER_AUTOSCALER]
         if scaling:
             names += list(addons.SCALING_ADDONS)

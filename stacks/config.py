@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gco.nodes import gpu_type
+from gco.reconcile.proxy_settings import ProxySettings
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
@@ -144,6 +145,7 @@ class GcoConfig(_Model):
     sweep_minutes: int = Field(default=5, ge=1, le=1440)
     vpc_cidr: str = Field(default="10.64.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
     runner: RunnerConfig = RunnerConfig()
+    proxy: ProxySettings = ProxySettings()
     bundle_dependencies: bool = True
     operators: OperatorsConfig = OperatorsConfig()
     # Regions that get KEDA, Prometheus and the DCGM exporter (gpu, gpu_memory and queue_depth

@@ -1,4 +1,6 @@
-"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler."""
+"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler, its
+cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`) and the front door
+(`front_door.py`)."""
 
 from __future__ import annotations
 
@@ -10,19 +12,21 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from gco.addons import ADDONS_ENV, addons_value
+from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV
+from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
+from stacks.cluster_access import ReconcilerClusterAccess
 from stacks.cluster_addons import ClusterAddons, kubectl_provider_options
 from stacks.config import GcoConfig, NodeGroupConfig
 from stacks.data import stream_identity
+from stacks.front_door import FrontDoor
 from stacks.gpu_nodes import add_node_groups
 from stacks.iam import managed_role, statement
+from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
 from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
-
-NAMESPACES = ["gco-inference", "gco-system"]
-
 
 class Network(Construct):
     """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow logs."""
@@ -194,6 +198,7 @@ class RegionalStack(Stack):
                 "INFERENCE_ENDPOINTS_TABLE_NAME": config.table_name,
                 "DYNAMODB_REGION": config.home_region,
                 ADDONS_ENV: addons_value(self.addons.present),
+                PROXY_SETTINGS_ENV: config.proxy.model_dump_json(),
             },
             home_region=config.home_region,
             table_name=config.table_name,
@@ -209,14 +214,28 @@ class RegionalStack(Stack):
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
         )
-        self.eks.cluster.grant_access(
-            "ReconcilerAccess",
-            self.reconciler.role.role_arn,
-            [
-                eks.AccessPolicy.from_access_policy_name(
-                    "AmazonEKSEditPolicy",
-                    access_scope_type=eks.AccessScopeType.NAMESPACE,
-                    namespaces=NAMESPACES,
-                )
-            ],
+        self.access = ReconcilerClusterAccess(
+            self, "ReconcilerAccess", cluster=self.eks.cluster, role_arn=self.reconciler.role.role_arn
         )
+        self.front_door = FrontDoor(
+            self,
+            "FrontDoor",
+            name=config.name("inference", region),
+            vpc=self.network.vpc,
+            pod_security_group=self.eks.cluster.cluster_security_group,
+            key=self.key,
+            log_retention=retention,
+        )
+        self.ingress = LoadBalancerController(
+            self,
+            "LoadBalancerController",
+            name=config.name("lb-controller"),
+            cluster=self.eks.cluster,
+            vpc_id=self.network.vpc.vpc_id,
+            target_group_arn=self.front_door.target_group.target_group_arn,
+            pod_identity_agent=self.addons.pod_identity_agent,
+        )
+        binding = self.eks.cluster.add_manifest(
+            "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)
+        )
+        binding.node.add_dependency(self.ingress.chart, self.access.manifest)

@@ -18,6 +18,7 @@ from gco.cli.wait import Progress, wait_for
 from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.spec import spec_json_schema
+from gco.front_door import invoke_urls
 
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
@@ -196,7 +197,17 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
     record = store.get(name, consistent_read=True)
     if record is None:
         raise EndpointNotFoundError(name)
+    urls = invoke_urls(
+        name,
+        record.target_regions,
+        lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
+    )
+    if output == "json":
+        emit_json({**record.to_json(), "invoke_urls": urls})
+        return
     show(record, output)
+    for region, url in urls.items():
+        click.echo(f"invoke {region}: {url or '(no Regional stack output found)'}")
 
 
 @inference.command()

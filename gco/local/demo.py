@@ -19,6 +19,7 @@ from gco import aws
 from gco.endpoints import EndpointStore, default_table_name
 from gco.local.motoserver import MotoServer
 from gco.reconcile.local import LocalReconcilers
+from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 
 DEMO_SPEC = """\
 # A whole endpoint spec; command-line flags override its fields.
@@ -56,8 +57,22 @@ def cluster_summary(reconcilers: LocalReconcilers) -> list[str]:
     """One line per Region: the endpoint objects its (stand-in) cluster holds."""
     lines = []
     for region, local in reconcilers.regions.items():
-        kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in local.api.objects())
+        kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in local.api.endpoint_objects())
         lines.append(f"  {region}: {', '.join(kinds) if kinds else '(no objects)'}")
+    return lines
+
+
+def shared_summary(reconcilers: LocalReconcilers) -> list[str]:
+    """One line per Region: gco's shared objects there (namespaces, the inference proxy)."""
+    lines = []
+    for region, local in reconcilers.regions.items():
+        shared = [
+            f"{obj['kind']}/{obj['metadata']['name']}"
+            for obj in local.api.objects()
+            if (obj["metadata"].get("labels") or {}).get(MANAGED_BY) == MANAGER
+            and ENDPOINT_LABEL not in obj["metadata"]["labels"]
+        ]
+        lines.append(f"  {region} shared: {', '.join(sorted(shared))}")
     return lines
 
 
@@ -86,10 +101,17 @@ def walkthrough(echo: Callable[[str], None] = print) -> None:
         reconcilers = LocalReconcilers(store, DEMO_REGIONS, endpoint_url=server.url, ready_delay=0.5)
         echo(
             f"# Regional reconcilers for {', '.join(DEMO_REGIONS)}: each reads the table's stream and "
-            "applies to its own stand-in Kubernetes API on loopback"
+            "applies to its own stand-in Kubernetes API on loopback, which allows only what the "
+            "reconciler's RBAC grant allows"
         )
+        for line in shared_summary(reconcilers):
+            echo(line)
         with reconcilers.start(poll_interval=0.2, sweep_interval=5.0):
             _walk(step, echo, reconcilers, spec_file)
+        refused = sum(len(local.api.forbidden) for local in reconcilers.regions.values())
+        echo(f"\n# requests the stand-in clusters refused as outside the reconciler's grant: {refused}")
+        if refused:
+            raise DemoStepError(f"{refused} request(s) were outside the reconciler's grant")
         echo("\n# done: the reconcilers, the stand-in clusters and the local server are stopped")
 
 

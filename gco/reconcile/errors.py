@@ -5,6 +5,7 @@
     │   ├── ClusterUnavailableError  429/5xx/timeouts/conflicts after every retry (retry later)
     │   ├── ClusterAuthError         credentials refused even after a fresh token
     │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
+    │       └── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
     └── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
 
 httpx and botocore errors are converted at the client boundary with `raise ... from`.
@@ -13,6 +14,7 @@ httpx and botocore errors are converted at the client boundary with `raise ... f
 from __future__ import annotations
 
 from gco.errors import GcoError
+from gco.reconcile.objects import Kind
 
 
 class ReconcileError(GcoError):
@@ -37,6 +39,18 @@ class ClusterAuthError(ClusterError):
 
 class ClusterRejectedError(ClusterError):
     """The API server refused the request as invalid; retrying the same object cannot help."""
+
+
+class KindNotServedError(ClusterRejectedError):
+    """The API server answered 404 for the kind itself: what provides it (KEDA) is not installed.
+
+    `kind` is the object's kind (`gco.reconcile.objects.Kind`); `needs` names its provider.
+    """
+
+    def __init__(self, kind: Kind, message: str) -> None:
+        self.kind = kind
+        self.needs = kind.provided_by or f"the {kind.kind} API"
+        super().__init__(message, 404)
 
 
 class ClusterConfigError(ReconcileError):

@@ -7,8 +7,12 @@ protocol below is the documented one, and it is what tests exercise against the 
 - apply: `PATCH <object>?fieldManager=gco-reconciler&force=true` with
   `application/apply-patch+yaml` (JSON is YAML): one field manager owns what gco sets, and
   fields set by others (an HPA's replica count) are left alone.
-- list: `GET /apis/<group>/<version>/<plural>?labelSelector=...` across namespaces, paged with
-  `limit`/`continue`; a kind whose CRD is not installed (404) lists as empty.
+- list: `GET /apis/<group>/<version>/namespaces/<ns>/<plural>?labelSelector=...` in each namespace
+  where the grant (`gco.reconcile.access`) allows the kind, never cluster-wide (the reconciler may
+  not), paged with `limit`/`continue`; a kind whose CRD is not installed (404) lists as empty.
+- get: one object by name; 404 is None.
+- An apply answered 404 for a kind the API server does not serve (its CRD is not installed) raises
+  `KindNotServedError`, naming what provides the kind.
 - delete: `DELETE` with `preconditions.uid`, so a delete never hits a newer object of the same
   name; 404 (gone) and 409 (replaced) both mean the observed object no longer exists.
 - Retries: 429, 5xx, 409 on apply, timeouts and connection errors, with capped exponential
@@ -28,12 +32,14 @@ from typing import Any
 
 import httpx
 
+from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import (
     ClusterAuthError,
     ClusterRejectedError,
     ClusterUnavailableError,
+    KindNotServedError,
 )
-from gco.reconcile.objects import FIELD_MANAGER, KINDS, ObjectRef, kind_of, selector
+from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector
 
 log = logging.getLogger(__name__)
 TokenProvider = Callable[[bool], str]
@@ -74,12 +80,14 @@ class KubeCluster:
         *,
         verify: ssl.SSLContext | bool = True,
         field_manager: str = FIELD_MANAGER,
+        grant: Grant = RECONCILER_GRANT,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.server = server.rstrip("/")
         self.field_manager = field_manager
+        self.grant = grant
         self.retry = retry or RetryPolicy()
         self._token = token
         self._sleep = sleep
@@ -102,18 +110,38 @@ class KubeCluster:
             headers={"Content-Type": "application/apply-patch+yaml"},
             retry_conflict=True,
         )
+        if response.status_code == 404 and not _names_a_namespace(response):
+            raise KindNotServedError(kind, f"apply {ref}: HTTP 404: {_message(response)}")
         if response.status_code >= 400:
             raise _rejected(response, f"apply {ref}")
         stored: dict[str, Any] = response.json()
         return stored
 
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        response = self._request(
+            "GET", kind.path(namespace, name), what=f"get {kind.kind} {namespace}/{name}"
+        )
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise _rejected(response, f"get {kind.kind} {namespace}/{name}")
+        found: dict[str, Any] = response.json()
+        found.setdefault("apiVersion", kind.api_version)
+        found.setdefault("kind", kind.kind)
+        return found
+
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         label_selector = selector(labels)
-        for kind in KINDS:
+        for namespace, kind in self.grant.list_scopes(KINDS):
             params: dict[str, str] = {"labelSelector": label_selector, "limit": "500"}
             for _ in range(MAX_PAGES):
-                response = self._request("GET", kind.collection(), what=f"list {kind.plural}", params=params)
+                response = self._request(
+                    "GET",
+                    kind.collection(namespace),
+                    what=f"list {kind.plural} in {namespace}",
+                    params=params,
+                )
                 if response.status_code == 404:
                     break  # the kind's CRD is not installed: nothing of it exists
                 if response.status_code >= 400:
@@ -182,7 +210,10 @@ class KubeCluster:
                 if status == 401 and not refreshed:
                     refreshed = True
                     continue
-                raise ClusterAuthError(f"{what}: the API server answered {status}", status)
+                detail = _message(response) if status == 403 else ""
+                raise ClusterAuthError(
+                    f"{what}: the API server answered {status}" + (f": {detail}" if detail else ""), status
+                )
             if status in RETRYABLE or (status == 409 and retry_conflict):
                 problem = f"HTTP {status}"
                 self._backoff(what, attempt, problem, response.headers.get("Retry-After"))
@@ -198,9 +229,24 @@ class KubeCluster:
         self._sleep(delay)
 
 
-def _rejected(response: httpx.Response, what: str) -> ClusterRejectedError:
+def _body(response: httpx.Response) -> dict[str, Any]:
     try:
-        message = str(response.json().get("message", ""))
+        body = response.json()
     except ValueError:
-        message = response.text[:200]
-    return ClusterRejectedError(f"{what}: HTTP {response.status_code}: {message}", response.status_code)
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _message(response: httpx.Response) -> str:
+    return str(_body(response).get("message", "")) or response.text[:200]
+
+
+def _names_a_namespace(response: httpx.Response) -> bool:
+    """A 404 `Status` about the object's namespace (`namespaces "x" not found`), not its kind."""
+    return (_body(response).get("details") or {}).get("kind") == "namespaces"
+
+
+def _rejected(response: httpx.Response, what: str) -> ClusterRejectedError:
+    return ClusterRejectedError(
+        f"{what}: HTTP {response.status_code}: {_message(response)}", response.status_code
+    )

@@ -72,6 +72,7 @@ class LocalReconcilers:
             ).start()
             cluster = KubeCluster(api.url, static_token(LOCAL_TOKEN), timeout=client_timeout, retry=backoff)
             reconciler = Reconciler(store, cluster, region, wait=wait, poll=poll)
+            reconciler.ensure_system()  # on start: the Region's namespaces and shared proxy
             local = LocalRegion(
                 region,
                 api,

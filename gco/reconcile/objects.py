@@ -23,6 +23,7 @@ ROLE_LABEL = "gco.dev/role"
 LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
 GENERATION_ANNOTATION = "gco.dev/region-generation"
 HASH_ANNOTATION = "gco.dev/applied-hash"
+COMPONENT_LABEL = "gco.dev/component"
 SYSTEM_NAMESPACE = "gco-system"
 PROXY_SERVICE = "inference-proxy"
 FIELD_MANAGER = "gco-reconciler"
@@ -30,11 +31,22 @@ FIELD_MANAGER = "gco-reconciler"
 
 @dataclass(frozen=True)
 class Kind:
-    """A resource kind gco applies, with where its REST collection lives."""
+    """A resource kind gco applies, with where its REST collection lives.
+
+    `provided_by` names what installs a custom resource's CRD (a Region without it cannot serve
+    the kind); None for built-in kinds. `namespaced` is False for cluster-scoped kinds.
+    """
 
     api_version: str
     kind: str
     plural: str
+    provided_by: str | None = None
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        """The API group: `""` for the core group, `apps`, `keda.sh`, ..."""
+        return self.api_version.rpartition("/")[0]
 
     @property
     def prefix(self) -> str:
@@ -42,7 +54,7 @@ class Kind:
         return f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
 
     def collection(self, namespace: str | None = None) -> str:
-        if namespace is None:
+        if namespace is None or not self.namespaced:
             return f"{self.prefix}/{self.plural}"
         return f"{self.prefix}/namespaces/{namespace}/{self.plural}"
 
@@ -53,11 +65,15 @@ class Kind:
 DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments")
 SERVICE = Kind("v1", "Service", "services")
 HPA = Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers")
-SCALED_OBJECT = Kind("keda.sh/v1alpha1", "ScaledObject", "scaledobjects")
+SCALED_OBJECT = Kind("keda.sh/v1alpha1", "ScaledObject", "scaledobjects", provided_by="KEDA")
 PDB = Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 INGRESS = Kind("networking.k8s.io/v1", "Ingress", "ingresses")
 KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS)
-_BY_KEY = {(kind.api_version, kind.kind): kind for kind in KINDS}
+# Kinds of the Region's shared objects (not an endpoint's): its namespaces and the proxy's routes.
+NAMESPACE = Kind("v1", "Namespace", "namespaces", namespaced=False)
+CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")
+SYSTEM_KINDS: tuple[Kind, ...] = (NAMESPACE, CONFIG_MAP)
+_BY_KEY = {(kind.api_version, kind.kind): kind for kind in (*KINDS, *SYSTEM_KINDS)}
 
 
 def kind_of(obj: Mapping[str, Any]) -> Kind:

@@ -2,6 +2,7 @@
 
 `gco.reconcile.kubeapi.KubeCluster` implements it over the Kubernetes REST API (EKS in AWS,
 the stand-in API server locally); tests may pass any object with these methods.
+What it may reach is `gco.reconcile.access.RECONCILER_GRANT`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from gco.reconcile.objects import ObjectRef
+from gco.reconcile.objects import Kind, ObjectRef
 
 
 class Cluster(Protocol):
@@ -20,7 +21,11 @@ class Cluster(Protocol):
         ...
 
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        """Every managed object (all managed kinds, all namespaces) whose labels match."""
+        """Every managed object whose labels match, in every namespace where the grant allows its kind."""
+        ...
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object by name (None: it does not exist); `namespace` is ignored for cluster-scoped kinds."""
         ...
 
     def delete(self, refs: Sequence[ObjectRef]) -> None:

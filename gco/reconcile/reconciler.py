@@ -6,8 +6,9 @@ from the Region's cluster, and acts on those alone. Outcomes, as in controller-r
 
 - `done`: the Region is as desired (nothing is left to wait for);
 - `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
-- `terminal`: the API server rejected an object; logged and recorded as status `error`, not
-  retried until the record changes;
+- `terminal`: the API server rejected an object, the cluster does not serve a kind the endpoint
+  needs (`ScaledObject needs KEDA in <region>`), or the endpoint's namespace is not one gco is
+  granted; logged and recorded as status `error`, not retried until the record changes;
 - an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`): retry
   with backoff (the stream redelivers the record; the sweep picks it up in any case).
 """
@@ -22,11 +23,13 @@ from typing import Any, Literal
 
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
-from gco.reconcile.errors import ClusterRejectedError
-from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
+from gco.reconcile.access import RECONCILER_GRANT, Grant
+from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
+from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, ObjectRef
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
+from gco.reconcile.system import SystemReport, ensure_system
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
@@ -49,6 +52,7 @@ class _Tally:
     deleted: int = 0
     writes: int = 0
     purged: bool = False
+    routes_changed: bool = False
 
     def outcome(self, kind: OutcomeKind, detail: str, after: float = 0.0) -> Outcome:
         return Outcome(kind, after, detail, self.applied, self.deleted, self.writes, self.purged)
@@ -68,6 +72,7 @@ class Reconciler:
         store: the home Region's table (all reads strongly consistent, all writes fenced).
         cluster: the Region's cluster (the `Cluster` port).
         region: the Region this reconciler serves.
+        grant: what the reconciler may touch (its namespaces); the cluster client lists within it.
         wait: seconds one call may wait for readiness/termination before answering `requeue`.
         poll: seconds between observations while waiting.
         max_passes: bound on plan/act/observe passes in one call.
@@ -81,6 +86,7 @@ class Reconciler:
         region: str,
         *,
         settings: RenderSettings = DEFAULT_SETTINGS,
+        grant: Grant = RECONCILER_GRANT,
         wait: float = 0.0,
         poll: float = 0.5,
         max_passes: int = 50,
@@ -91,16 +97,38 @@ class Reconciler:
         self.cluster = cluster
         self.region = region
         self.settings = settings
+        self.grant = grant
+        self.system_ready = False
         self.wait = wait
         self.poll = poll
         self.max_passes = max_passes
         self._clock = clock
         self._sleep = sleep
 
+    def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
+        """Apply the Region's namespaces and shared proxy where they differ (see `system.py`)."""
+        report = ensure_system(self.cluster, self.settings, self.grant, observed)
+        self.system_ready = True
+        if report.applied:
+            log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
+        return report
+
     def reconcile(self, name: str, *, wait: float | None = None) -> Outcome:
-        """Bring endpoint `name` to its desired state in this Region, from fresh reads only."""
-        deadline = self._clock() + (self.wait if wait is None else wait)
+        """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
+
+        The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
+        a call that changed a route refreshes the proxy's route table before it returns.
+        """
+        if not self.system_ready:
+            self.ensure_system()
         tally = _Tally()
+        outcome = self._reconcile(name, wait, tally)
+        if tally.routes_changed:
+            self.ensure_system()
+        return outcome
+
+    def _reconcile(self, name: str, wait: float | None, tally: _Tally) -> Outcome:
+        deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
         for _ in range(self.max_passes):
@@ -110,6 +138,10 @@ class Reconciler:
             else:
                 record, observed = carried
                 carried = None
+            refused = self._namespace_refusal(record)
+            if refused is not None:
+                self._record_error(name, record, refused, tally)
+                return tally.outcome("terminal", refused)
             step = plan(name, record, self.region, observed, self.settings)
             last = step.reason
             if step.acts_on_cluster:
@@ -165,6 +197,10 @@ class Reconciler:
         tally: _Tally,
         answers: list[dict[str, Any]],
     ) -> str | None:
+        if any(ref.kind == INGRESS.kind for ref in step.delete) or any(
+            obj["kind"] == INGRESS.kind for obj in step.apply
+        ):
+            tally.routes_changed = True
         if step.delete:
             self.cluster.delete(step.delete)
             tally.deleted += len(step.delete)
@@ -174,19 +210,37 @@ class Reconciler:
                 answers.append(self.cluster.apply(obj))
             except ClusterRejectedError as error:
                 log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
-                if record is not None and not record.is_deleted:
-                    failed = StatusWrite(
-                        state="error",
-                        lifecycle_id=record.lifecycle_id,
-                        region_generation=record.region_generations.get(self.region),
-                        error=str(error)[:500],
-                    )
-                    current = record.region_status.get(self.region)
-                    if current is None or current.state != "error" or current.error != failed.error:
-                        self._write_status(name, record, failed, tally)
-                return str(error)
+                message = str(error)
+                if isinstance(error, KindNotServedError):
+                    message = f"{error.kind.kind} needs {error.needs} in {self.region}"
+                self._record_error(name, record, message, tally)
+                return message
             tally.applied += 1
         return None
+
+    def _namespace_refusal(self, record: EndpointRecord | None) -> str | None:
+        """Why a live record's namespace cannot be served here (not in the grant), or None."""
+        if record is None or record.is_deleted or self.region not in record.target_regions:
+            return None
+        granted = [ns for ns in self.grant.namespaces if ns != SYSTEM_NAMESPACE]
+        if record.namespace in granted:
+            return None
+        allowed = ", ".join(granted)
+        return f"namespace {record.namespace} is not granted to gco in {self.region} (granted: {allowed})"
+
+    def _record_error(self, name: str, record: EndpointRecord | None, message: str, tally: _Tally) -> None:
+        """A terminal `error` status for a live record, written only when it differs."""
+        if record is None or record.is_deleted:
+            return
+        failed = StatusWrite(
+            state="error",
+            lifecycle_id=record.lifecycle_id,
+            region_generation=record.region_generations.get(self.region),
+            error=message[:500],
+        )
+        current = record.region_status.get(self.region)
+        if current is None or current.state != "error" or current.error != failed.error:
+            self._write_status(name, record, failed, tally)
 
     def _write_status(
         self, name: str, record: EndpointRecord | None, status: StatusWrite, tally: _Tally

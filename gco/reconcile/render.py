@@ -7,10 +7,11 @@ What is rendered (all names deterministic, derived from the endpoint name):
 - `Service <name>` (the proxy's, with mooncake disaggregated) and one per extra role.
 - `HorizontalPodAutoscaler` or KEDA `ScaledObject` named like the Deployment it scales.
 - `PodDisruptionBudget` per serving Deployment.
-- The route: an `Ingress route-<name>` in `gco-system` sending `/inference/<name>` to the shared
-  `inference-proxy` Service there (an Ingress may only name a Service of its own namespace, so it
-  lives beside the proxy). Its annotations tell the proxy the upstream Service and the canary
-  Service and weight; the proxy splits traffic by that weight.
+- The route: an `Ingress route-<name>` of the proxy's class in `gco-system` sending
+  `/inference/<name>` to the shared `inference-proxy` Service there (an Ingress may only name a
+  Service of its own namespace, so it lives beside the proxy). Its annotations tell the proxy the
+  upstream Service and the canary Service and weight; `routes.py` turns the routes into the
+  proxy's configuration, which splits traffic by that weight.
 
 A stopped endpoint keeps its objects at 0 replicas, without autoscalers or budgets; a Region that
 is not a target (or a deleted record) renders nothing.
@@ -47,6 +48,7 @@ from gco.reconcile.render_scaling import autoscaler, disruption_budget
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 
 STORE_PORT = 50051
+PROXY_PORT_NAME = "https"  # the shared proxy Service's port (render_proxy.py)
 UPSTREAM_ANNOTATION = "gco.dev/upstream"
 CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
 CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
@@ -219,14 +221,13 @@ def _route(ctx: _Context) -> dict[str, Any]:
     namespace = ctx.record.namespace
     meta = ctx.meta(f"route-{ctx.name}", "route", SYSTEM_NAMESPACE)
     meta["annotations"][UPSTREAM_ANNOTATION] = f"http://{ctx.name}.{namespace}.svc:{spec.port}"
-    meta["annotations"]["alb.ingress.kubernetes.io/group.name"] = "gco-inference"
     if spec.canary is not None:
         meta["annotations"][CANARY_UPSTREAM_ANNOTATION] = (
             f"http://{ctx.name}-canary.{namespace}.svc:{spec.port}"
         )
         meta["annotations"][CANARY_WEIGHT_ANNOTATION] = str(spec.canary.weight)
     path = ctx.record.ingress_path or f"/inference/{ctx.name}"
-    backend = {"service": {"name": PROXY_SERVICE, "port": {"name": "http"}}}
+    backend = {"service": {"name": PROXY_SERVICE, "port": {"name": PROXY_PORT_NAME}}}
     return {
         "apiVersion": INGRESS.api_version,
         "kind": INGRESS.kind,

@@ -5,6 +5,7 @@ RECONCILER_REGION | AWS_REGION    the Region this reconciler serves (required)
 INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endpoints)
 DYNAMODB_REGION                   the table's home Region, where every read and write goes
 RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (default 10)
+GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
+from pydantic import ValidationError
+
 from gco.endpoints.errors import InvalidSpecError
+from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.settings import RenderSettings
 
 
 def _required(env: Mapping[str, str], *names: str) -> str:
@@ -36,6 +41,18 @@ def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def _proxy(env: Mapping[str, str]) -> ProxySettings:
+    raw = env.get(PROXY_SETTINGS_ENV)
+    if not raw:
+        return DEFAULT_PROXY
+    try:
+        return ProxySettings.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "value"
+        raise InvalidSpecError(PROXY_SETTINGS_ENV, f"{where}: {first['msg']}") from None
+
+
 def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     """The Region's reconciler: home-table store and IAM-authenticated EKS client.
 
@@ -50,8 +67,9 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     cluster_name = _required(source, "EKS_CLUSTER_NAME")
     region = _required(source, "RECONCILER_REGION", "AWS_REGION")
     wait = _seconds(source, "RECONCILE_WAIT_SECONDS", 10.0)
+    settings = RenderSettings(proxy=_proxy(source))
     store = EndpointStore.connect(table_name=source.get("INFERENCE_ENDPOINTS_TABLE_NAME") or None)
-    return Reconciler(store, connect_eks(cluster_name, region), region, wait=wait)
+    return Reconciler(store, connect_eks(cluster_name, region), region, settings=settings, wait=wait)
 
 
 class LazyReconciler:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gco.addons import PROMETHEUS_ADDRESS
 from gco.nodes import GPU_TAINT, NEURON_TAINT
+from gco.reconcile.proxy_settings import DEFAULT_PROXY, ProxySettings
+
+# The IngressClass the routes name: the Region's shared proxy implements it (the Regional stack
+# creates the IngressClass object; docs/deploy.md says why the load balancer controller does not).
+PROXY_INGRESS_CLASS = "gco-inference-proxy"
+PROXY_CONTROLLER = "gco.dev/inference-proxy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -13,22 +19,24 @@ class RenderSettings:
     """Parameters of the Regional cluster that every endpoint shares.
 
     Attributes:
-        ingress_class: IngressClass of the shared route objects (the AWS Load Balancer Controller's).
+        ingress_class: IngressClass of the route objects (the one the shared proxy implements).
         prometheus_address: where KEDA's Prometheus triggers query GPU and queue metrics.
         model_sync_image: image of the init container that syncs `model_source` from S3.
         model_dir: where the synced model is mounted in the serving container.
         gpu_taint_key: the taint on the GPU node groups (NoSchedule) that GPU pods tolerate
             (gco.nodes.GPU_TAINT, which the stack puts on the node groups).
         neuron_taint_key: the taint on Neuron node groups (gco.nodes.NEURON_TAINT).
+        proxy: the shared proxy's images, size and autoscaling.
     """
 
-    ingress_class: str = "alb"
+    ingress_class: str = PROXY_INGRESS_CLASS
     prometheus_address: str = PROMETHEUS_ADDRESS
     model_sync_image: str = "public.ecr.aws/aws-cli/aws-cli:2.17.0"
     model_dir: str = "/models"
     gpu_taint_key: str = GPU_TAINT.key
     neuron_taint_key: str = NEURON_TAINT.key
     termination_grace_seconds: int = 60
+    proxy: ProxySettings = field(default_factory=lambda: DEFAULT_PROXY)
 
 
 DEFAULT_SETTINGS = RenderSettings()

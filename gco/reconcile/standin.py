@@ -14,38 +14,46 @@ the adapter's real wire code is what runs against it:
   creationTimestamp, managedFields (manager and time only);
 - Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
   (on the injectable clock) after the last spec change;
-- bearer-token checks, and injected faults (any status such as 429/500/409, and timeouts that
-  drop the request before or after it takes effect).
+- authentication (a bearer token names a user) and authorization: every request is checked
+  against the grant of `gco.reconcile.access` (the definition the Regional stack turns into the
+  reconciler's RBAC), as RBAC would check it: verb (get/list/patch/delete), API group, resource,
+  namespace (none for a cluster-wide list) and resource name; anything else is answered 403 with
+  the API server's `Status` (reason Forbidden, its message) before the path is even resolved;
+- namespaces as objects: an object may only be applied into an existing namespace (404
+  `namespaces "x" not found` otherwise); `default` and `kube-system` exist from the start;
+- a kind whose CRD is not installed (`crds`) is answered 404 `the server could not find the
+  requested resource`, as for any resource the server does not serve;
+- injected faults (any status such as 429/500/409, and timeouts that drop the request before or
+  after it takes effect), answered before authorization as API Priority and Fairness does.
 
 It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
 HPA/KEDA controllers (a Deployment without replicas has 1), garbage collection of dependants,
-namespaces as objects, finalizers beyond the fixed termination delay, strategic merge keys
-(lists are atomic), or YAML bodies (only JSON, which is valid YAML).
+namespace deletion (and the deletion of its objects), finalizers beyond the fixed termination
+delay, strategic merge keys (lists are atomic), YAML bodies (only JSON, which is valid YAML),
+RBAC objects themselves (the grant is fixed at start), or impersonation.
 """
 
 from __future__ import annotations
 
 import copy
-import json
-import re
-import socket
-import sys
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
-from gco.reconcile.objects import KINDS, Kind
+from gco.reconcile import standin_http
+from gco.reconcile.access import RECONCILER_GRANT, Grant
+from gco.reconcile.apistatus import Attributes, not_found
+from gco.reconcile.apistatus import status as _status
+from gco.reconcile.objects import ENDPOINT_LABEL, KINDS, NAMESPACE, SYSTEM_KINDS, Kind
 
-PATH = re.compile(
-    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
-)
+RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
+PREEXISTING_NAMESPACES = ("default", "kube-system")
 SERVER_METADATA = (
     "uid",
     "resourceVersion",
@@ -113,7 +121,10 @@ class StandInKubeAPI:
     """The stand-in API server; use as a context manager or `start()`/`stop()`.
 
     Parameters:
-        token: the bearer token it accepts (None: any bearer token).
+        token: the bearer token it accepts (None: any bearer token), as `user`.
+        user: the user the token authenticates as.
+        grant: what that user may do (default: the reconciler's grant, as the stack binds it).
+        namespaces: namespaces that exist from the start besides `default` and `kube-system`.
         ready_delay: seconds from a Deployment's spec change to all replicas ready.
         deletion_delay: seconds a deleted object stays (terminating) before it is gone.
         crds: the custom-resource kinds installed (default: KEDA's ScaledObject).
@@ -125,6 +136,9 @@ class StandInKubeAPI:
         self,
         *,
         token: str | None = None,
+        user: str = RECONCILER_USER,
+        grant: Grant = RECONCILER_GRANT,
+        namespaces: Sequence[str] = (),
         ready_delay: float = 0.0,
         deletion_delay: float = 0.0,
         crds: frozenset[str] | None = None,
@@ -132,6 +146,8 @@ class StandInKubeAPI:
         fault_sleep: float = 1.0,
     ) -> None:
         self.token = token
+        self.user = user
+        self.grant = grant
         self.ready_delay = ready_delay
         self.deletion_delay = deletion_delay
         self.clock = clock
@@ -141,8 +157,10 @@ class StandInKubeAPI:
             kind for kind in KINDS if "." not in kind.api_version.split("/")[0] or kind.kind in custom
         ]
         installed += [kind for kind in KINDS if kind.api_version.endswith("k8s.io/v1")]
+        installed += SYSTEM_KINDS
         self._kinds = {(kind.prefix.lstrip("/"), kind.plural): kind for kind in installed}
         self._objects: dict[tuple[str, str, str], _Stored] = {}
+        self.forbidden: list[Attributes] = []  # every request refused 403, for tests
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
         self._version = 0
@@ -151,16 +169,20 @@ class StandInKubeAPI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        for namespace in (*PREEXISTING_NAMESPACES, *namespaces):
+            self.apply_as(
+                "kube-apiserver", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def start(self) -> StandInKubeAPI:
         api = self
 
-        class Handler(_Handler):
+        class Handler(standin_http.Handler):
             server_api = api
 
-        server = _QuietServer(("127.0.0.1", 0), Handler)
+        server = standin_http.QuietServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         self._server = server
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -194,6 +216,10 @@ class StandInKubeAPI:
             self._expire()
             return [self._render(stored, key) for key, stored in sorted(self._objects.items())]
 
+    def endpoint_objects(self) -> list[dict[str, Any]]:
+        """The stored objects that belong to an endpoint (labelled with one), without gco's shared ones."""
+        return [obj for obj in self.objects() if ENDPOINT_LABEL in (obj["metadata"].get("labels") or {})]
+
     def writes(self) -> int:
         return self.requests["PATCH"] + self.requests["DELETE"]
 
@@ -223,6 +249,20 @@ class StandInKubeAPI:
 
     def kind_for(self, prefix: str, plural: str) -> Kind | None:
         return self._kinds.get((prefix, plural))
+
+    def authorize(self, attributes: Attributes) -> bool:
+        """RBAC as the stack binds it: the grant's rules; a refusal is recorded in `forbidden`."""
+        allowed = self.grant.allows(
+            attributes.verb, attributes.group, attributes.resource, attributes.namespace, attributes.name
+        )
+        if not allowed:
+            with self._lock:
+                self.forbidden.append(attributes)
+        return allowed
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return sorted(key[2] for key in self._objects if key[0] == NAMESPACE.plural)
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:
@@ -262,10 +302,16 @@ class StandInKubeAPI:
         config.pop("status", None)
         for server_field in SERVER_METADATA:
             config["metadata"].pop(server_field, None)
-        config["metadata"]["namespace"] = namespace
+        if kind.namespaced:
+            config["metadata"]["namespace"] = namespace
+        else:
+            namespace = ""
+            config["metadata"].pop("namespace", None)
         key = (kind.plural, namespace, name)
         with self._lock:
             self._expire()
+            if kind.namespaced and (NAMESPACE.plural, "", namespace) not in self._objects:
+                return 404, not_found("", NAMESPACE.plural, namespace)
             stored = self._objects.get(key)
             if stored is not None and stored.deleting_since is not None:
                 return 409, _status(409, f"{kind.kind} {name} is being deleted")
@@ -311,7 +357,7 @@ class StandInKubeAPI:
             self._expire()
             stored = self._objects.get(key)
             if stored is None or stored.kind != kind:
-                return 404, _status(404, f"{kind.kind} {name} not found")
+                return 404, not_found(kind.group, kind.plural, name)
             uid = (options.get("preconditions") or {}).get("uid")
             if uid and uid != stored.uid:
                 return 409, _status(409, f"precondition failed: uid {uid} is not {stored.uid}")
@@ -347,7 +393,6 @@ class StandInKubeAPI:
         meta = obj.setdefault("metadata", {})
         meta.update(
             name=key[2],
-            namespace=key[1],
             uid=stored.uid,
             resourceVersion=str(stored.resource_version),
             generation=stored.generation,
@@ -362,8 +407,12 @@ class StandInKubeAPI:
                 for manager, when in stored.managed.items()
             ],
         )
+        if stored.kind.namespaced:
+            meta["namespace"] = key[1]
         if stored.deleting_since is not None:
             meta["deletionTimestamp"] = stored.created
+        if stored.kind == NAMESPACE:
+            obj["status"] = {"phase": "Terminating" if stored.deleting_since is not None else "Active"}
         if stored.kind.kind == "Deployment":
             replicas = int(obj.get("spec", {}).get("replicas", 1))
             ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
@@ -372,130 +421,3 @@ class StandInKubeAPI:
                 status.update(readyReplicas=ready, availableReplicas=ready, updatedReplicas=ready)
             obj["status"] = status
         return obj
-
-
-def _status(code: int, message: str) -> dict[str, Any]:
-    reasons = {
-        400: "BadRequest",
-        401: "Unauthorized",
-        404: "NotFound",
-        409: "Conflict",
-        415: "UnsupportedMediaType",
-    }
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reasons.get(code, "InternalError" if code >= 500 else "TooManyRequests"),
-        "code": code,
-    }
-
-
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that hung up (an injected timeout, a closed pool) is not an error here."""
-        error = sys.exc_info()[1]
-        if not isinstance(error, ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_api: StandInKubeAPI
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay per reply
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def _serve(self, method: str) -> None:
-        api = self.server_api
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        api.requests[method] += 1
-        expected = f"Bearer {api.token}" if api.token else None
-        header = self.headers.get("Authorization") or ""
-        if not header.startswith("Bearer ") or (expected is not None and header != expected):
-            self._send(401, _status(401, "Unauthorized"))
-            return
-        fault = api.take_fault(method)
-        if fault is not None and fault.timeout == "before":
-            time.sleep(api.fault_sleep)
-            self.close_connection = True
-            return
-        if fault is not None and fault.status is not None:
-            self._send(fault.status, _status(fault.status, "injected fault"), {"Retry-After": "0"})
-            return
-        code, body = self._dispatch(method, raw)
-        if fault is not None and fault.timeout == "after":
-            time.sleep(api.fault_sleep)
-            self.close_connection = True
-            return
-        self._send(code, body)
-
-    def _dispatch(self, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
-        api = self.server_api
-        url = urlparse(self.path)
-        query = {key: values[-1] for key, values in parse_qs(url.query).items()}
-        match = PATH.match(url.path)
-        kind = match and api.kind_for(match["prefix"], match["plural"])
-        if not match or not kind:
-            return 404, _status(404, f"no resource at {url.path}")
-        namespace, name = match["ns"], match["name"]
-        if method == "GET" and name is None:
-            items, version = api.list(kind, namespace, query.get("labelSelector", ""))
-            start = int(query.get("continue") or 0)
-            limit = int(query.get("limit") or 0) or len(items) or 1
-            meta: dict[str, Any] = {"resourceVersion": version}
-            if start + limit < len(items):
-                meta["continue"] = str(start + limit)
-            page = items[start : start + limit]
-            return 200, {
-                "kind": f"{kind.kind}List",
-                "apiVersion": kind.api_version,
-                "metadata": meta,
-                "items": page,
-            }
-        if namespace is None or name is None:
-            return 405, _status(405, f"{method} needs a namespaced object path")
-        if method == "GET":
-            found = api.get(kind, namespace, name)
-            return (200, found) if found is not None else (404, _status(404, f"{kind.kind} {name} not found"))
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            return 400, _status(400, "body is not JSON")
-        if method == "DELETE":
-            return api._delete(kind, namespace, name, body)
-        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
-            return 415, _status(415, "only server-side apply (application/apply-patch+yaml) is served")
-        if not query.get("fieldManager"):
-            return 400, _status(400, "fieldManager is required for apply")
-        return api._apply(kind, namespace, name, body, query["fieldManager"], query.get("force") == "true")
-
-    def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        try:
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (an injected timeout)
-            self.close_connection = True

@@ -5,6 +5,9 @@ an endpoint whose snapshot shows nothing to do costs no further call, so a sweep
 already as desired makes no DynamoDB write and no Kubernetes write. Anything to do is done by
 `Reconciler.reconcile` from fresh reads. Objects labelled for an endpoint that has no record are
 reconciled too (a fresh read confirms the record is gone before they are removed).
+
+Each sweep first ensures the Region's namespaces and shared proxy (`system.py`) from the same
+snapshot: reads, and writes only where something differs.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ def sweep(reconciler: Reconciler) -> SweepReport:
     report = SweepReport()
     records = reconciler.store.list(consistent_read=True)
     observed: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for obj in reconciler.cluster.list({MANAGED_BY: MANAGER}):
+    snapshot = reconciler.cluster.list({MANAGED_BY: MANAGER})
+    reconciler.ensure_system(snapshot)
+    for obj in snapshot:
         name = labels_of(obj).get(ENDPOINT_LABEL)
         if name:
             observed[name].append(obj)

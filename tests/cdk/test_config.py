@@ -38,6 +38,9 @@ def test_defaults_and_replica_regions() -> None:
         ({"regions": ["us-east-1", "us-east-1"]}, "gco.regions"),
         ({"regions": []}, "gco.regions"),
         ({"regions": ["us-west-2"]}, "gco"),
+        ({"proxy": {"image": "nginx:latest"}}, "gco.proxy.image"),
+        ({"proxy": {"cpu_request": "0.25"}}, "gco.proxy.cpu_request"),
+        ({"proxy": {"cpu_target": 150}}, "gco.proxy.cpu_target"),
         (
             {
                 "gpu_nodes": {

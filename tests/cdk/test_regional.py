@@ -68,25 +68,6 @@ def test_system_node_group(regional_template: Any) -> None:
     )
 
 
-def test_reconciler_access_entry_is_namespaced(regional_template: Any) -> None:
-    regional_template.has_resource_properties(
-        "AWS::EKS::AccessEntry",
-        {
-            "AccessPolicies": [
-                {
-                    "AccessScope": {"Type": "namespace", "Namespaces": ["gco-inference", "gco-system"]},
-                    "PolicyArn": {
-                        "Fn::Join": [
-                            "",
-                            Match.array_with([":eks::aws:cluster-access-policy/AmazonEKSEditPolicy"]),
-                        ]
-                    },
-                }
-            ],
-        },
-    )
-
-
 def test_functions_in_vpc_traced_named_with_environment(regional_template: Any) -> None:
     for kind, handler in (("stream", "reconciler.handler"), ("sweep", "sweep.handler")):
         regional_template.has_resource_properties(

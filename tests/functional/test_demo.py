@@ -31,6 +31,12 @@ def test_walkthrough_runs_every_step_and_stops_its_server() -> None:
         assert f"$ gco inference {command}" in transcript
     assert "error: name: 'Bad_Name' is not a DNS-1123 label" in transcript
     assert "demo-chat ready: 2/2" in transcript
+    assert "outside the reconciler's grant: 0" in transcript
+    assert (
+        "  us-east-1 shared: ConfigMap/inference-proxy-routes, Deployment/inference-proxy, "
+        "HorizontalPodAutoscaler/inference-proxy-hpa, Namespace/gco-inference, Namespace/gco-system, "
+        "Service/inference-proxy"
+    ) in transcript
     assert "  us-east-1: Deployment/demo-chat, Ingress/route-demo-chat" in transcript
     assert "  eu-west-1: Deployment/demo-chat" in transcript  # after the move
     assert "demo-chat: purged" in transcript

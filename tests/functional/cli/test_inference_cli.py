@@ -77,6 +77,7 @@ def test_deploy_status_list_surface(cli: Cli, tmp_path: Path) -> None:
     assert record["labels"] == {"team": "ml"}
     assert record["target_regions"] == ["us-east-1", "us-west-2"]
     status = cli.json("inference", "status", "chat")
+    assert status.pop("invoke_urls") == {"us-east-1": None, "us-west-2": None}  # no Regional stack here
     assert status == record
     listed = cli.json("inference", "list")
     assert [item["endpoint_name"] for item in listed] == ["chat"]
@@ -498,3 +499,25 @@ def test_malformed_spec_files_change_nothing(
     assert status == 2, err
     assert len(err.strip().splitlines()) == 1 and err.startswith(f"error: spec.{field}"), err
     assert table_items(store) == before
+
+
+def test_status_names_each_regions_invoke_url(cli: Cli, moto: MotoServer) -> None:
+    """The Regional stack's InvokeUrl output, read from CloudFormation in each target Region."""
+    from gco import aws
+
+    cli.json(
+        "inference", "deploy", "chat", "--image", IMAGE, "--region", "us-east-1", "--region", "us-west-2"
+    )
+    base = "https://abc123.execute-api.us-west-2.amazonaws.com/inference"
+    template = {
+        "Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+        "Outputs": {"InvokeUrl": {"Value": base}},
+    }
+    aws.client("cloudformation", region="us-west-2", endpoint_url=moto.url).create_stack(
+        StackName="gco-regional-us-west-2", TemplateBody=json.dumps(template)
+    )
+    status = cli.json("inference", "status", "chat")
+    assert status["invoke_urls"] == {"us-east-1": None, "us-west-2": f"{base}/chat"}
+    out, _ = cli("inference", "status", "chat")
+    assert f"invoke us-west-2: {base}/chat" in out
+    assert "invoke us-east-1: (no Regional stack output found)" in out

@@ -27,7 +27,7 @@ def status(store: EndpointStore, name: str = "llama") -> dict[str, tuple[str, in
 def deployments(local: LocalReconcilers, region: str) -> dict[str, dict[str, Any]]:
     return {
         obj["metadata"]["name"]: obj
-        for obj in local.regions[region].api.objects()
+        for obj in local.regions[region].api.endpoint_objects()
         if obj["kind"] == "Deployment"
     }
 
@@ -35,7 +35,7 @@ def deployments(local: LocalReconcilers, region: str) -> dict[str, dict[str, Any
 def keys(local: LocalReconcilers, region: str) -> set[tuple[str, str, str]]:
     return {
         (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
-        for obj in local.regions[region].api.objects()
+        for obj in local.regions[region].api.endpoint_objects()
     }
 
 
@@ -79,7 +79,7 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
     local.pump()
     assert status(store) == {EAST: ("stopped", 0, 0), WEST: ("stopped", 0, 0)}
     assert deployments(local, EAST)["llama"]["spec"]["replicas"] == 0
-    assert not any(obj["kind"] == "PodDisruptionBudget" for obj in local.regions[EAST].api.objects())
+    assert not any(obj["kind"] == "PodDisruptionBudget" for obj in local.regions[EAST].api.endpoint_objects())
 
     store.start("llama")
     local.pump()
@@ -94,7 +94,7 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
         expected_updated_at=snapshot.updated_at or "",
     )
     local.pump()
-    assert local.regions[WEST].api.objects() == []
+    assert local.regions[WEST].api.endpoint_objects() == []
     removed = current(store).region_status[WEST]
     assert (removed.state, removed.region_generation) == ("deleted", west_token)
     assert status(store)[EAST] == ("running", 3, 3)
@@ -119,8 +119,8 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
     store.update_desired_state("llama", "deleted")
     local.pump()
     assert store.get("llama") is None
-    assert local.regions[EAST].api.objects() == []
-    assert local.regions[WEST].api.objects() == []
+    assert local.regions[EAST].api.endpoint_objects() == []
+    assert local.regions[WEST].api.endpoint_objects() == []
 
 
 def test_sweep_over_settled_endpoints_writes_nothing(store: EndpointStore, local: LocalReconcilers) -> None:
@@ -169,13 +169,13 @@ def test_stale_events_after_a_replacement_lifecycle_change_nothing(
     local.pump()
     assert second.lifecycle_id != first.lifecycle_id
     settled = current(store)
-    objects = {region: stack.api.objects() for region, stack in local.regions.items()}
+    objects = {region: stack.api.endpoint_objects() for region, stack in local.regions.items()}
     # Every event of both lifecycles, delivered again from the start of the stream:
     for region, stack in local.regions.items():
         replay = StreamPoller(local.streams, local.stream_arn, stack.handle, region=region)
         assert replay.drain() > 0
     assert current(store).updated_at == settled.updated_at
-    assert {region: stack.api.objects() for region, stack in local.regions.items()} == objects
+    assert {region: stack.api.endpoint_objects() for region, stack in local.regions.items()} == objects
     assert objects[WEST] == []
     for obj in objects[EAST]:
         assert obj["metadata"]["annotations"][LIFECYCLE_ANNOTATION] == second.lifecycle_id
@@ -186,12 +186,12 @@ def test_objects_of_another_lifecycle_are_replaced_not_adopted(
 ) -> None:
     old = store.create("llama", SPEC, [EAST])
     local.pump()
-    leftovers = local.regions[EAST].api.objects()
+    leftovers = local.regions[EAST].api.endpoint_objects()
     # The record vanishes without a deletion (an operator's purge); a new lifecycle takes the name.
     store.client.delete_item(TableName=store.table_name, Key={"endpoint_name": {"S": "llama"}})
     new = store.create("llama", SPEC, [EAST])
     local.pump()
-    objects = local.regions[EAST].api.objects()
+    objects = local.regions[EAST].api.endpoint_objects()
     assert {obj["metadata"]["uid"] for obj in objects}.isdisjoint(
         {obj["metadata"]["uid"] for obj in leftovers}
     )

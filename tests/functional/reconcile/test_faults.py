@@ -29,7 +29,7 @@ def settled(store: EndpointStore, local: LocalReconcilers, name: str = "llama") 
         assert record.region_status[region].state == "running"
         objects = [
             obj
-            for obj in local.regions[region].api.objects()
+            for obj in local.regions[region].api.endpoint_objects()
             if obj["metadata"]["labels"]["gco.dev/endpoint"] == name
         ]
         keys = [(obj["kind"], obj["metadata"]["name"]) for obj in objects]
@@ -124,7 +124,7 @@ def test_dynamodb_throttling_slows_but_never_drops_work(
     throttled.left = 2
     local.pump()
     assert store.get("llama") is None  # no acknowledgement was lost
-    assert all(stack.api.objects() == [] for stack in local.regions.values())
+    assert all(stack.api.endpoint_objects() == [] for stack in local.regions.values())
     assert all(not stack.poller.dead_letters for stack in local.regions.values())
 
 

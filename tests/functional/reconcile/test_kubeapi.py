@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError, ClusterUnavailableError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
@@ -16,6 +17,7 @@ from gco.reconcile.standin import Fault, StandInKubeAPI
 from tests.unit.reconcile.records import EAST, make_record
 
 TOKEN = "test-token"
+NAMESPACES = RECONCILER_GRANT.namespaces  # as the Regional stack creates them
 FAST = RetryPolicy(attempts=4, base_delay=0.001, max_delay=0.01)
 
 
@@ -34,7 +36,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def api(clock: Clock) -> Iterator[StandInKubeAPI]:
-    with StandInKubeAPI(token=TOKEN, ready_delay=5.0, clock=clock, fault_sleep=0.3) as server:
+    with StandInKubeAPI(
+        token=TOKEN, namespaces=NAMESPACES, ready_delay=5.0, clock=clock, fault_sleep=0.3
+    ) as server:
         yield server
 
 
@@ -183,14 +187,14 @@ def test_token_is_refreshed_once_on_401(api: StandInKubeAPI) -> None:
 
 
 def test_missing_crd_lists_as_empty() -> None:
-    with StandInKubeAPI(crds=frozenset()) as server:
+    with StandInKubeAPI(crds=frozenset(), namespaces=NAMESPACES) as server:
         client = KubeCluster(server.url, static_token("any"), retry=FAST)
         assert client.list({ENDPOINT_LABEL: "llama"}) == []
         client.close()
 
 
 def test_terminating_objects_linger_for_the_deletion_delay(clock: Clock) -> None:
-    with StandInKubeAPI(deletion_delay=2.0, clock=clock) as server:
+    with StandInKubeAPI(deletion_delay=2.0, clock=clock, namespaces=NAMESPACES) as server:
         client = KubeCluster(server.url, static_token("any"), retry=FAST, sleep=lambda _: None)
         stored = client.apply(objects()[0])
         client.delete([ObjectRef.of(stored)])
@@ -208,8 +212,10 @@ def test_stand_in_answers_unknown_paths_and_bad_requests(api: StandInKubeAPI) ->
 
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=api.url, headers=headers) as http:
-        assert http.get("/apis/nope/v1/things").status_code == 404
-        assert http.get("/apis/apps/v1/namespaces/x/deployments/missing").status_code == 404
+        assert http.get("/apis/nope/v1/things").status_code == 403  # RBAC answers before routing
+        assert http.get("/apis/apps/v1/namespaces/x/deployments/missing").status_code == 403
+        assert http.get("/apis/apps/v1/namespaces/gco-inference/deployments/missing").status_code == 404
+        assert http.get("/apis/oops").status_code == 404
         path = "/apis/apps/v1/namespaces/gco-inference/deployments/llama"
         assert (
             http.patch(path, content=b"{}", headers={"Content-Type": "application/json"}).status_code == 415
@@ -217,7 +223,10 @@ def test_stand_in_answers_unknown_paths_and_bad_requests(api: StandInKubeAPI) ->
         apply = {"Content-Type": "application/apply-patch+yaml"}
         assert http.patch(path, content=b"{", headers=apply).status_code == 400
         assert http.patch(path, content=b"{}", headers=apply).status_code == 400
-        assert http.delete("/apis/apps/v1/deployments").status_code == 405
+        assert http.delete("/apis/apps/v1/deployments").status_code == 403  # deletecollection
+        assert http.delete("/apis/apps/v1/namespaces/gco-inference/deployments").status_code == 403
+        collection = "/apis/apps/v1/namespaces/gco-inference/deployments"
+        assert http.patch(collection, content=b"{}", headers=apply).status_code == 405
         body = objects()[0]
         created = http.patch(path, params={"fieldManager": "m"}, json=body, headers=apply)
         assert created.status_code == 201
@@ -225,4 +234,4 @@ def test_stand_in_answers_unknown_paths_and_bad_requests(api: StandInKubeAPI) ->
         mismatch = {**body, "kind": "Service"}
         assert http.patch(path, params={"fieldManager": "m"}, json=mismatch, headers=apply).status_code == 400
     assert api.writes() >= 1
-    assert len(api.objects()) == 1
+    assert len(api.endpoint_objects()) == 1

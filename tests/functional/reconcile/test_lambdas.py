@@ -92,6 +92,14 @@ def test_entry_points_build_their_reconciler_once_on_first_use() -> None:
             {"EKS_CLUSTER_NAME": "gco", "AWS_REGION": "us-east-1", "RECONCILE_WAIT_SECONDS": "900"},
             "RECONCILE_WAIT_SECONDS",
         ),
+        (
+            {
+                "EKS_CLUSTER_NAME": "gco",
+                "AWS_REGION": "us-east-1",
+                "GCO_PROXY_SETTINGS": '{"cpu_request": "1"}',
+            },
+            "GCO_PROXY_SETTINGS",
+        ),
     ],
 )
 def test_bad_environment_names_the_variable(env: dict[str, str], field: str) -> None:
@@ -103,5 +111,10 @@ def test_bad_environment_names_the_variable(env: dict[str, str], field: str) -> 
 def test_environment_reaches_eks(moto: MotoServer, dynamodb: Any) -> None:
     with pytest.raises(ClusterConfigError, match="DescribeCluster gco"):
         reconciler_from_env(
-            {"EKS_CLUSTER_NAME": "gco", "RECONCILER_REGION": "us-east-1", "RECONCILE_WAIT_SECONDS": ""}
+            {
+                "EKS_CLUSTER_NAME": "gco",
+                "RECONCILER_REGION": "us-east-1",
+                "RECONCILE_WAIT_SECONDS": "",
+                "GCO_PROXY_SETTINGS": '{"cpu_request": "500m"}',
+            }
         )

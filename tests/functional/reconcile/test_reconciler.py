@@ -89,11 +89,11 @@ def test_deletion_waits_for_termination(
     store.update_desired_state("llama", "deleted", expected_lifecycle_id=record.lifecycle_id)
     outcome = reconciler.reconcile("llama", wait=0.0)
     assert outcome.kind == "requeue"
-    assert api.objects()
+    assert api.endpoint_objects()
     outcome = reconciler.reconcile("llama", wait=5.0)
     assert (outcome.kind, outcome.purged) == ("done", True)
     assert store.get("llama") is None
-    assert api.objects() == []
+    assert api.endpoint_objects() == []
 
 
 def test_pass_limit_bounds_one_call(store: EndpointStore, reconciler: Reconciler) -> None:
@@ -151,7 +151,7 @@ def test_sweep_accounts_for_every_outcome(
     original = reconciler.cluster.apply
 
     def apply(obj: dict[str, Any]) -> dict[str, Any]:
-        name = obj["metadata"]["labels"]["gco.dev/endpoint"]
+        name = obj["metadata"]["labels"].get("gco.dev/endpoint")
         if name == "broken":
             api.inject(Fault(status=500, times=2))
         if name == "rejected":

@@ -83,7 +83,7 @@ def test_random_operations_converge(store: EndpointStore, local: LocalReconciler
         }
         held = {
             ObjectRef.of(obj).key: obj["metadata"]["annotations"][LIFECYCLE_ANNOTATION]
-            for obj in stack.api.objects()
+            for obj in stack.api.endpoint_objects()
         }
         assert held == wanted, f"seed {seed} region {region}"
     for record in records.values():

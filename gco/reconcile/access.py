@@ -1,0 +1,185 @@
+"""What the reconciler may touch in a Region's cluster: the one definition of its authorization.
+
+Both sides import this: the Regional stack renders it into the RBAC objects bound to the
+reconciler's EKS access-entry group (`Grant.rbac_objects`), and the reconciler lists, applies and
+deletes only where it grants (`Grant.list_scopes`). The local stand-in API server authorizes every
+request with `Grant.allows`, so a request the deployed API server would refuse is refused in tests.
+
+The grant, and why each part:
+
+- In each endpoint namespace (`gco-inference`): Deployments, Services, HPAs, KEDA ScaledObjects,
+  PodDisruptionBudgets; verbs get, list, patch (server-side apply: the API server authorizes an
+  apply that creates the object as `patch`), delete.
+- In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
+  ConfigMap of routes, with the same verbs.
+- Cluster scope: only `get` and `patch` of the gco namespaces themselves, by name (RBAC's
+  `resourceNames`), so the reconciler can create them idempotently with server-side apply. Nothing
+  is listed cluster-wide: lists go namespace by namespace, and a CRD that is not installed is
+  seen as the API server answers for a resource it does not serve (404), so no read of
+  CustomResourceDefinitions is needed.
+
+EKS access policies (`AmazonEKSEditPolicy`) are not used: they do not reach `keda.sh` objects, and a
+Role written from this definition is exactly as wide as what the reconciler does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gco.endpoints.record import DEFAULT_NAMESPACE
+from gco.reconcile.objects import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    HPA,
+    INGRESS,
+    NAMESPACE,
+    PDB,
+    SCALED_OBJECT,
+    SERVICE,
+    SYSTEM_NAMESPACE,
+    Kind,
+)
+
+# The Kubernetes group the reconciler's EKS access entry puts its IAM role in; RBAC binds to it.
+RECONCILER_GROUP = "gco:reconciler"
+# The name of the Roles, ClusterRole and bindings that grant the reconciler its access.
+RECONCILER_RBAC_NAME = "gco-reconciler"
+OBJECT_VERBS: tuple[str, ...] = ("get", "list", "patch", "delete")
+NAMESPACE_VERBS: tuple[str, ...] = ("get", "patch")
+ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
+SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
+RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One RBAC PolicyRule: verbs on resources of API groups, optionally only the named objects."""
+
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()
+
+    def allows(self, verb: str, group: str, resource: str, name: str | None) -> bool:
+        """As RBAC's rule matcher: a `resourceNames` rule never allows a request without a name."""
+        if verb not in self.verbs or group not in self.api_groups or resource not in self.resources:
+            return False
+        return not self.resource_names or (name is not None and name in self.resource_names)
+
+    def as_policy_rule(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {
+            "apiGroups": list(self.api_groups),
+            "resources": list(self.resources),
+            "verbs": list(self.verbs),
+        }
+        if self.resource_names:
+            rule["resourceNames"] = list(self.resource_names)
+        return rule
+
+
+def _rules(kinds: Sequence[Kind], verbs: tuple[str, ...]) -> tuple[Rule, ...]:
+    """One rule per API group, resources in a stable order."""
+    groups: dict[str, list[str]] = {}
+    for kind in kinds:
+        groups.setdefault(kind.group, []).append(kind.plural)
+    return tuple(Rule((group,), tuple(resources), verbs) for group, resources in groups.items())
+
+
+@dataclass(frozen=True)
+class Grant:
+    """The reconciler's access: per namespace the kinds it manages there, plus cluster-scoped rules."""
+
+    kinds_by_namespace: tuple[tuple[str, tuple[Kind, ...]], ...]
+    cluster_rules: tuple[Rule, ...]
+    group: str = RECONCILER_GROUP
+
+    @property
+    def namespaces(self) -> tuple[str, ...]:
+        return tuple(namespace for namespace, _ in self.kinds_by_namespace)
+
+    def kinds_in(self, namespace: str) -> tuple[Kind, ...]:
+        return dict(self.kinds_by_namespace).get(namespace, ())
+
+    def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
+        return _rules(self.kinds_in(namespace), OBJECT_VERBS)
+
+    def list_scopes(self, kinds: Sequence[Kind]) -> Iterator[tuple[str, Kind]]:
+        """(namespace, kind) of every namespaced list the reconciler may make among `kinds`."""
+        for namespace, granted in self.kinds_by_namespace:
+            for kind in kinds:
+                if kind in granted:
+                    yield namespace, kind
+
+    def allows(self, verb: str, group: str, resource: str, namespace: str | None, name: str | None) -> bool:
+        """Whether RBAC built from this grant allows the request (a cluster-wide request has no namespace).
+
+        A ClusterRole bound cluster-wide applies in every namespace too, as in Kubernetes.
+        """
+        rules = list(self.cluster_rules)
+        if namespace is not None:
+            rules += self.namespace_rules(namespace)
+        return any(rule.allows(verb, group, resource, name) for rule in rules)
+
+    def rbac_objects(self) -> list[dict[str, Any]]:
+        """The ClusterRole, and per namespace a Role, each bound to the access-entry group."""
+        subject = [{"kind": "Group", "name": self.group, "apiGroup": "rbac.authorization.k8s.io"}]
+        labels = {"app.kubernetes.io/managed-by": "gco"}
+        objects: list[dict[str, Any]] = [
+            {
+                "apiVersion": RBAC_API_VERSION,
+                "kind": "ClusterRole",
+                "metadata": {"name": RECONCILER_RBAC_NAME, "labels": labels},
+                "rules": [rule.as_policy_rule() for rule in self.cluster_rules],
+            },
+            {
+                "apiVersion": RBAC_API_VERSION,
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": RECONCILER_RBAC_NAME, "labels": labels},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": RECONCILER_RBAC_NAME,
+                },
+                "subjects": subject,
+            },
+        ]
+        for namespace in self.namespaces:
+            meta = {"name": RECONCILER_RBAC_NAME, "namespace": namespace, "labels": labels}
+            objects.append(
+                {
+                    "apiVersion": RBAC_API_VERSION,
+                    "kind": "Role",
+                    "metadata": meta,
+                    "rules": [rule.as_policy_rule() for rule in self.namespace_rules(namespace)],
+                }
+            )
+            objects.append(
+                {
+                    "apiVersion": RBAC_API_VERSION,
+                    "kind": "RoleBinding",
+                    "metadata": meta,
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Role",
+                        "name": RECONCILER_RBAC_NAME,
+                    },
+                    "subjects": subject,
+                }
+            )
+        return objects
+
+
+def reconciler_grant(endpoint_namespaces: Sequence[str] = (DEFAULT_NAMESPACE,)) -> Grant:
+    """The reconciler's grant for endpoints living in `endpoint_namespaces`."""
+    namespaces = (*dict.fromkeys(endpoint_namespaces), SYSTEM_NAMESPACE)
+    by_namespace = tuple(
+        (namespace, SYSTEM_NAMESPACE_KINDS if namespace == SYSTEM_NAMESPACE else ENDPOINT_KINDS)
+        for namespace in namespaces
+    )
+    cluster = (Rule((NAMESPACE.group,), (NAMESPACE.plural,), NAMESPACE_VERBS, namespaces),)
+    return Grant(kinds_by_namespace=by_namespace, cluster_rules=cluster)
+
+
+RECONCILER_GRANT = reconciler_grant()

@@ -1,0 +1,96 @@
+"""The `Status` objects the Kubernetes API server answers failures with, as it writes them.
+
+Used by the stand-in API server so that the adapter parses the same bodies it gets from EKS:
+
+- 403: `deployments.apps is forbidden: User "u" cannot list resource "deployments" in API group
+  "apps" at the cluster scope` (k8s.io/apiserver `responsewriters.forbiddenMessage` wrapped by
+  `apierrors.NewForbidden`: the qualified resource, the object's name when the request has one);
+- 404 for a resource the server does not serve (an API group whose CRD is not installed): `the
+  server could not find the requested resource`, with empty details;
+- 404 for an object: `deployments.apps "llama" not found`, details naming group, kind and name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    415: "UnsupportedMediaType",
+}
+NOT_SERVED = "the server could not find the requested resource"
+
+
+@dataclass(frozen=True)
+class Attributes:
+    """The authorization attributes of one resource request (as the API server derives them)."""
+
+    user: str
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None
+    name: str | None
+
+    @property
+    def qualified_resource(self) -> str:
+        """`deployments.apps`, or `services` for the core group."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+def status(code: int, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A `Status` of kind Failure; the reason follows the code."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": REASONS.get(code, "InternalError" if code >= 500 else "TooManyRequests"),
+        "code": code,
+    }
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def forbidden(attributes: Attributes) -> dict[str, Any]:
+    """The 403 `Status` for a request RBAC did not allow."""
+    where = (
+        f"in the namespace {_quote(attributes.namespace)}" if attributes.namespace else "at the cluster scope"
+    )
+    reason = (
+        f"User {_quote(attributes.user)} cannot {attributes.verb} resource {_quote(attributes.resource)} "
+        f"in API group {_quote(attributes.group)} {where}"
+    )
+    subject = attributes.qualified_resource
+    if attributes.name:
+        subject = f"{subject} {_quote(attributes.name)}"
+    details: dict[str, Any] = {"group": attributes.group, "kind": attributes.resource}
+    if attributes.name:
+        details["name"] = attributes.name
+    return status(403, f"{subject} is forbidden: {reason}", details)
+
+
+def not_found(group: str, resource: str, name: str) -> dict[str, Any]:
+    """The 404 `Status` for a missing object of a served resource."""
+    qualified = f"{resource}.{group}" if group else resource
+    return status(
+        404, f"{qualified} {_quote(name)} not found", {"name": name, "group": group, "kind": resource}
+    )
+
+
+def not_served() -> dict[str, Any]:
+    """The 404 `Status` for a resource the server does not serve (an uninstalled CRD)."""
+    return status(404, NOT_SERVED, {})
+
+
+def _quote(value: str | None) -> str:
+    """Go's `%q` for the plain names that appear here."""
+    return '"' + (value or "").replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,202 @@
+"""The shared proxy's routing, as pure functions: route objects -> a route table -> nginx configuration.
+
+Each endpoint's route is an Ingress `route-<name>` in `gco-system` (rendered by `render.py`) whose
+annotations name its upstream Service and, with a canary, the canary Service and weight. The
+reconciler reads those Ingresses, builds a `RouteTable` (`route_table`), and renders from it the
+proxy's configuration (`nginx_conf`), which the `api-tls-proxy` container serves.
+
+Routing rule, the same in every consumer:
+
+- `/inference/<name>` and everything under it go to that endpoint; the prefix is stripped, so
+  `/inference/llama/v1/completions` reaches the engine as `/v1/completions`;
+- with a canary of weight w, a request goes to the canary with probability w/100, decided per
+  request (nginx `split_clients` over `$request_id`; `choose` takes the uniform draw as an argument
+  so a local program, or a test, decides the same way);
+- any other path is 404.
+
+`choose` is the rule for a program that routes in-process (the local stack); `nginx_conf` for the
+deployed proxy. Upstream hosts are validated (`<service>.<namespace>.svc`, a port) so that a route
+object edited by hand cannot inject configuration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
+from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, UPSTREAM_ANNOTATION
+
+UPSTREAM = re.compile(
+    r"^http://(?P<host>[a-z0-9]([a-z0-9-]*[a-z0-9])?\.[a-z0-9]([a-z0-9-]*[a-z0-9])?\.svc):(?P<port>\d{1,5})$"
+)
+ROUTE_PATH = re.compile(r"^/inference/[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+CLUSTER_DOMAIN = "cluster.local"
+# The proxy's listening port (TLS), its health path, and where its files are mounted.
+PROXY_PORT = 8443
+HEALTH_PATH = "/healthz"
+CONFIG_DIR = "/etc/gco-proxy"
+TLS_DIR = "/tls"
+RESOLVER = f"kube-dns.kube-system.svc.{CLUSTER_DOMAIN}"
+
+
+class Route(BaseModel):
+    """One endpoint's route: its path prefix, upstream, and optional canary with its weight (0-100)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    endpoint: str
+    path: str
+    upstream: str
+    canary_upstream: str | None = None
+    canary_weight: int = Field(default=0, ge=0, le=100)
+
+    @field_validator("upstream", "canary_upstream")
+    @classmethod
+    def _upstream(cls, value: str | None) -> str | None:
+        if value is not None and not UPSTREAM.match(value):
+            raise ValueError(f"{value!r} is not http://<service>.<namespace>.svc:<port>")
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        if not ROUTE_PATH.match(value):
+            raise ValueError(f"{value!r} is not /inference/<name>")
+        return value
+
+
+class RouteTable(BaseModel):
+    """Every route of a Region, sorted by path (so equal tables render equal configurations)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    routes: tuple[Route, ...] = ()
+
+
+def _route_of(obj: Mapping[str, Any]) -> Route | None:
+    annotations = annotations_of(obj)
+    upstream = annotations.get(UPSTREAM_ANNOTATION)
+    try:
+        path = obj["spec"]["rules"][0]["http"]["paths"][0]["path"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not upstream:
+        return None
+    canary = annotations.get(CANARY_UPSTREAM_ANNOTATION)
+    weight = annotations.get(CANARY_WEIGHT_ANNOTATION, "0")
+    try:
+        return Route(
+            endpoint=labels_of(obj).get(ENDPOINT_LABEL, ""),
+            path=str(path),
+            upstream=upstream,
+            canary_upstream=canary,
+            canary_weight=int(weight) if canary and weight.isdigit() else 0,
+        )
+    except ValueError:
+        return None  # an invalid route (edited by hand) is left out, never rendered into the config
+
+
+def route_table(objects: Iterable[Mapping[str, Any]]) -> RouteTable:
+    """The routes among `objects`: Ingresses in gco-system that name an upstream; others are ignored."""
+    routes: dict[str, Route] = {}
+    for obj in objects:
+        if (
+            obj.get("kind") != INGRESS.kind
+            or (obj.get("metadata") or {}).get("namespace") != SYSTEM_NAMESPACE
+        ):
+            continue
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            continue
+        route = _route_of(obj)
+        if route is not None:
+            routes[route.path] = route
+    return RouteTable(routes=tuple(routes[path] for path in sorted(routes)))
+
+
+def choose(table: RouteTable, path: str, draw: float) -> tuple[str, str] | None:
+    """(upstream base URL, path to request there) for `path`, or None (404).
+
+    Parameters:
+        draw: a uniform number in [0, 1); the canary is chosen when `draw * 100 < weight`.
+    """
+    for route in table.routes:
+        if path == route.path or path.startswith(route.path + "/"):
+            rest = path[len(route.path) :] or "/"
+            if route.canary_upstream is not None and draw * 100 < route.canary_weight:
+                return route.canary_upstream, rest
+            return route.upstream, rest
+    return None
+
+
+def _backend(upstream: str) -> str:
+    match = UPSTREAM.match(upstream)
+    assert match is not None  # validated by Route
+    return f"{match['host']}.{CLUSTER_DOMAIN}:{match['port']}"
+
+
+def nginx_conf(table: RouteTable) -> str:
+    """The proxy's whole nginx.conf: TLS on PROXY_PORT, one location per route, canary splits."""
+    splits: list[str] = []
+    locations: list[str] = []
+    for index, route in enumerate(table.routes):
+        variable = f"$gco_upstream_{index}"
+        lines = [f'split_clients "${{request_id}}" {variable} {{']
+        if route.canary_upstream is not None and route.canary_weight > 0:
+            lines.append(f"        {route.canary_weight}% {_backend(route.canary_upstream)};")
+        lines.append(f"        * {_backend(route.upstream)};")
+        lines.append("    }")
+        splits.append("\n".join(lines))
+        prefix = re.escape(route.path)
+        locations.append(
+            f"        # {route.endpoint}\n"
+            f"        location ~ ^{prefix}(/|$) {{\n"
+            f"            rewrite ^{prefix}/?(.*)$ /$1 break;\n"
+            f"            proxy_pass http://{variable};\n"
+            "        }"
+        )
+    return _TEMPLATE.format(
+        resolver=RESOLVER,
+        splits="\n    ".join(splits) or "# no routes",
+        port=PROXY_PORT,
+        tls=TLS_DIR,
+        health=HEALTH_PATH,
+        locations="\n".join(locations) or "        # no routes",
+    )
+
+
+_TEMPLATE = """\
+# Rendered by the gco reconciler from the routes in gco-system; do not edit.
+worker_processes auto;
+pid /tmp/nginx.pid;
+error_log /dev/stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log /dev/stdout;
+    client_body_temp_path /tmp/client_body;
+    proxy_temp_path /tmp/proxy;
+    fastcgi_temp_path /tmp/fastcgi;
+    uwsgi_temp_path /tmp/uwsgi;
+    scgi_temp_path /tmp/scgi;
+    resolver {resolver} valid=30s ipv6=off;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host $proxy_host;
+    proxy_buffering off;
+    proxy_read_timeout 600s;
+    client_max_body_size 16m;
+    {splits}
+    server {{
+        listen {port} ssl;
+        ssl_certificate {tls}/tls.crt;
+        ssl_certificate_key {tls}/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        location = {health} {{ return 200 "ok\\n"; }}
+{locations}
+        location / {{ return 404; }}
+    }}
+}}
+"""

@@ -1,0 +1,161 @@
+"""The HTTP face of the stand-in API server: request parsing, authorization attributes, dispatch.
+
+Kept apart from the object store (`standin.py`): this module turns a request into the API server's
+answer (authenticate, inject a fault, authorize with the grant, resolve the path, serve), and the
+store holds and merges objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlparse
+
+from gco.reconcile.apistatus import Attributes, forbidden, not_found, not_served
+from gco.reconcile.apistatus import status as _status
+
+if TYPE_CHECKING:
+    from gco.reconcile.standin import StandInKubeAPI
+
+PATH = re.compile(
+    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+)
+
+
+def _verb(method: str, name: str | None) -> str:
+    """The RBAC verb of a request, as the API server's request-info resolver names it."""
+    if method == "GET":
+        return "get" if name else "list"
+    if method == "DELETE":
+        return "delete" if name else "deletecollection"
+    return "patch"
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up (an injected timeout, a closed pool) is not an error here."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_api: StandInKubeAPI
+    protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay per reply
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def _serve(self, method: str) -> None:
+        api = self.server_api
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        api.requests[method] += 1
+        expected = f"Bearer {api.token}" if api.token else None
+        header = self.headers.get("Authorization") or ""
+        if not header.startswith("Bearer ") or (expected is not None and header != expected):
+            self._send(401, _status(401, "Unauthorized"))
+            return
+        fault = api.take_fault(method)
+        if fault is not None and fault.timeout == "before":
+            time.sleep(api.fault_sleep)
+            self.close_connection = True
+            return
+        if fault is not None and fault.status is not None:
+            self._send(fault.status, _status(fault.status, "injected fault"), {"Retry-After": "0"})
+            return
+        code, body = self._dispatch(method, raw)
+        if fault is not None and fault.timeout == "after":
+            time.sleep(api.fault_sleep)
+            self.close_connection = True
+            return
+        self._send(code, body)
+
+    def _dispatch(self, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+        api = self.server_api
+        url = urlparse(self.path)
+        query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        match = PATH.match(url.path)
+        if not match:
+            return 404, not_served()
+        namespace, name = match["ns"], match["name"]
+        prefix = match["prefix"]
+        attributes = Attributes(
+            user=api.user,
+            verb=_verb(method, name),
+            group="" if prefix == "api/v1" else prefix.split("/")[1],
+            resource=match["plural"],
+            namespace=namespace,
+            name=name,
+        )
+        if not api.authorize(attributes):
+            return 403, forbidden(attributes)
+        kind = api.kind_for(prefix, match["plural"])
+        if not kind:
+            return 404, not_served()
+        if not kind.namespaced:
+            namespace = ""
+        if method == "GET" and name is None:
+            items, version = api.list(kind, namespace, query.get("labelSelector", ""))
+            start = int(query.get("continue") or 0)
+            limit = int(query.get("limit") or 0) or len(items) or 1
+            meta: dict[str, Any] = {"resourceVersion": version}
+            if start + limit < len(items):
+                meta["continue"] = str(start + limit)
+            page = items[start : start + limit]
+            return 200, {
+                "kind": f"{kind.kind}List",
+                "apiVersion": kind.api_version,
+                "metadata": meta,
+                "items": page,
+            }
+        if namespace is None or name is None:
+            return 405, _status(405, f"{method} needs a namespaced object path")
+        if method == "GET":
+            found = api.get(kind, namespace, name)
+            return (200, found) if found is not None else (404, not_found(kind.group, kind.plural, name))
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, _status(400, "body is not JSON")
+        if method == "DELETE":
+            return api._delete(kind, namespace, name, body)
+        if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+            return 415, _status(415, "only server-side apply (application/apply-patch+yaml) is served")
+        if not query.get("fieldManager"):
+            return 400, _status(400, "fieldManager is required for apply")
+        return api._apply(kind, namespace, name, body, query["fieldManager"], query.get("force") == "true")
+
+    def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (an injected timeout)
+            self.close_connection = True

@@ -1,0 +1,146 @@
+"""cdk-nag suppressions for the Regional stack's Kubernetes plumbing: the kubectl provider (CDK's own
+Lambda functions that apply manifests and Helm releases) and the front door's internal ALB.
+
+Each is one path, one rule, one reason, like `stacks/suppressions.py`; the provider's are generated
+from one table because CDK builds the same two functions in every Regional stack.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Stack
+from cdk_nag import RegexAppliesTo
+
+from stacks.suppressions import Suppression, _each_pack
+
+MANAGED = "Policy::arn:<AWS::Partition>:iam::aws:policy/"
+PROVIDER_FUNCTION = (
+    "CDK's kubectl provider function runs only at deploy time, invoked by CloudFormation through the "
+    "provider framework, which retries and reports failures to the stack; it is not configurable"
+)
+PROVIDER_POLICY = (
+    "CDK's kubectl provider attaches this policy itself (describe its cluster, invoke its handler); "
+    "the construct offers no way to move it into a managed policy"
+)
+
+
+def kubectl_provider_suppressions(stack: Stack) -> list[Suppression]:
+    """The findings on the kubectl provider's handler and its provider-framework function."""
+    root = f"/{stack.stack_name}/Eks/Cluster/KubectlProvider"
+    handler, framework = f"{root}/Handler", f"{root}/Provider/framework-onEvent"
+    function_rules = {
+        handler: (
+            "AwsSolutions-L1", "HIPAA.Security-LambdaConcurrency", "NIST.800.53.R5-LambdaConcurrency",
+            "HIPAA.Security-LambdaDLQ", "NIST.800.53.R5-LambdaDLQ", "Serverless-LambdaDLQ",
+            "Serverless-LambdaLatestVersion", "Serverless-LambdaTracing",
+        ),
+        framework: (
+            "HIPAA.Security-LambdaConcurrency", "NIST.800.53.R5-LambdaConcurrency",
+            "HIPAA.Security-LambdaDLQ", "NIST.800.53.R5-LambdaDLQ", "Serverless-LambdaDLQ",
+            "Serverless-LambdaDefaultMemorySize", "Serverless-LambdaTracing",
+        ),
+    }  # fmt: skip
+    found = [
+        Suppression(f"{path}/Resource", rule, PROVIDER_FUNCTION)
+        for path, rules in function_rules.items()
+        for rule in rules
+    ]
+    for path in (handler, framework):
+        policy = f"{path}/ServiceRole/DefaultPolicy/Resource"
+        found += _each_pack(policy, "IAMNoInlinePolicy", PROVIDER_POLICY)
+    found += [
+        Suppression(
+            f"{handler}/ServiceRole/Resource",
+            "AwsSolutions-IAM4",
+            "the kubectl handler's own role: logs, ENIs in the private subnets, and pulling Helm charts from "
+            "ECR, as CDK's kubectl provider defines it",
+            (
+                f"{MANAGED}service-role/AWSLambdaBasicExecutionRole",
+                f"{MANAGED}service-role/AWSLambdaVPCAccessExecutionRole",
+                f"{MANAGED}AmazonEC2ContainerRegistryReadOnly",
+                RegexAppliesTo(
+                    regex=r"/^Policy::\{\"Fn::If\".*AmazonElasticContainerRegistryPublicReadOnly.*$/g"
+                ),
+            ),
+        ),
+        Suppression(
+            f"{framework}/ServiceRole/Resource",
+            "AwsSolutions-IAM4",
+            "the provider framework's own role: logs and ENIs in the private subnets, as CDK defines it",
+            (
+                f"{MANAGED}service-role/AWSLambdaBasicExecutionRole",
+                f"{MANAGED}service-role/AWSLambdaVPCAccessExecutionRole",
+            ),
+        ),
+        Suppression(
+            f"{framework}/ServiceRole/DefaultPolicy/Resource",
+            "AwsSolutions-IAM5",
+            "the provider framework invokes its one handler function, any version of it",
+            (RegexAppliesTo(regex=r"/^Resource::<EksClusterKubectlProviderHandler[0-9A-F]{8}\.Arn>:\*$/g"),),
+        ),
+    ]
+    return found
+
+
+def front_door_suppressions(stack: Stack) -> list[Suppression]:
+    """The internal ALB behind the VPC link, the invoke policy and the load balancer controller's role."""
+    root, region = f"/{stack.stack_name}", stack.region
+    alb = f"{root}/FrontDoor/Alb"
+    internal = (
+        "internal ALB reached only from the API Gateway VPC link's security group; callers are "
+        "SigV4-authenticated and TLS-terminated by API Gateway, and the ALB re-encrypts to the proxy pods"
+    )
+    return [
+        *_each_pack(f"{alb}/Listener/Resource", "ALBHttpToHttpsRedirection", internal),
+        *_each_pack(
+            f"{alb}/Listener/Resource",
+            "ELBv2ACMCertificateRequired",
+            f"an ACM certificate needs a domain the deployer owns; the listener is internal ({internal})",
+        ),
+        Suppression(
+            f"{alb}/Resource",
+            "AwsSolutions-ELB2",
+            "every request is logged by the API Gateway stage's access log (caller identity included) "
+            "before it reaches this internal ALB",
+        ),
+        *_each_pack(
+            f"{alb}/Resource",
+            "ELBLoggingEnabled",
+            "every request is logged by the API Gateway stage's access log (caller identity included)",
+        ),
+        *[
+            Suppression(
+                f"{alb}/Resource",
+                f"{pack}-ELBDeletionProtectionEnabled",
+                "the ALB holds no state and is recreated with the stack; protection would block cdk destroy",
+            )
+            for pack in ("HIPAA.Security", "NIST.800.53.R5")
+        ],
+        *[
+            Suppression(
+                f"{alb}/Resource",
+                f"{pack}-ALBWAFEnabled",
+                "HTTP APIs take no WAF ACL and this ALB is internal; IAM authorization at API Gateway is "
+                f"the gate ({internal})",
+            )
+            for pack in ("NIST.800.53.R5", "PCI.DSS.321")
+        ],
+        Suppression(
+            f"{root}/FrontDoor/InvokePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "invoke any method of any endpoint under /inference of this one API: endpoints come and go "
+            "with the table, and this policy exists to be attached to their callers",
+            (
+                RegexAppliesTo(
+                    regex=rf"/^Resource::arn:<AWS::Partition>:execute-api:{region}:<AWS::AccountId>:"
+                    r"<FrontDoorApi[0-9A-F]{8}>\/\*\/\*\/inference\/\*$/g"
+                ),
+            ),
+        ),
+        Suppression(
+            f"{root}/LoadBalancerController/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "Elastic Load Balancing and EC2 Describe actions take no resource; registering targets is "
+            "limited to the front door's one target group",
+            ("Resource::*",),
+        ),
+    ]

@@ -1,0 +1,198 @@
+"""The Regional stack's way into the cluster and the way in for callers: the reconciler's access entry
+and RBAC (held against the grant the stand-in enforces), the load balancer controller and its role,
+the IAM-authorized front door and its outputs."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match
+
+from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP
+from gco.reconcile.objects import KINDS, SYSTEM_KINDS
+from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
+from stacks.cluster_access import cluster_objects
+from tests.cdk.conftest import OTHER, Synthesized, iam_statements
+
+PRUNE = "aws.cdk.eks/prune-"
+
+
+def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: r["Properties"] for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def manifests(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every object the stack applies through the kubectl provider; tokens become "TOKEN"."""
+    found = []
+    for props in resources(template, "Custom::AWSCDK-EKS-KubernetesResource").values():
+        body = props["Manifest"]
+        if isinstance(body, dict):
+            body = "".join(part if isinstance(part, str) else "TOKEN" for part in body["Fn::Join"][1])
+        for obj in json.loads(body):
+            labels = obj["metadata"].get("labels") or {}
+            for key in [key for key in labels if key.startswith(PRUNE)]:
+                del labels[key]  # CDK's own pruning label
+            found.append(obj)
+    return found
+
+
+def rbac_allows(objects: list[dict[str, Any]], group: str, verb: str, api_group: str, resource: str,
+                namespace: str | None, name: str | None) -> bool:  # fmt: skip
+    """Kubernetes RBAC over the synthesized objects: the group's bindings, their roles' rules."""
+    roles = {
+        (o["kind"], o["metadata"].get("namespace")): o
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole")
+    }
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        if not any(s["kind"] == "Group" and s["name"] == group for s in binding["subjects"]):
+            continue
+        scope = binding["metadata"].get("namespace")
+        if binding["kind"] == "RoleBinding" and scope != namespace:
+            continue
+        ref = binding["roleRef"]
+        role = roles.get((ref["kind"], scope if ref["kind"] == "Role" else None))
+        for rule in (role or {}).get("rules", []):
+            names = rule.get("resourceNames")
+            if (
+                verb in rule["verbs"]
+                and api_group in rule["apiGroups"]
+                and resource in rule["resources"]
+                and (not names or name in names)
+            ):
+                return True
+    return False
+
+
+def test_the_stack_grants_exactly_what_the_stand_in_enforces(synthesized: Synthesized) -> None:
+    """One definition, two derivations: RBAC in the template and `Grant.allows` agree everywhere."""
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    objects = manifests(template)
+    assert [o for o in objects if o["kind"] != "TargetGroupBinding"] == cluster_objects()
+    resources_ = sorted({(k.group, k.plural) for k in (*KINDS, *SYSTEM_KINDS)} | {("", "secrets")})
+    verbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
+    namespaces = [None, "gco-inference", "gco-system", "kube-system", "default"]
+    names = [None, "gco-inference", "gco-system", "kube-system", "llama"]
+    compared = 0
+    for verb, (group, resource), namespace, name in itertools.product(verbs, resources_, namespaces, names):
+        expected = RECONCILER_GRANT.allows(verb, group, resource, namespace, name)
+        assert rbac_allows(objects, RECONCILER_GROUP, verb, group, resource, namespace, name) == expected, (
+            verb, group, resource, namespace, name,
+        )  # fmt: skip
+        compared += 1
+    assert compared == 8 * len(resources_) * 25
+
+
+def test_the_reconciler_access_entry_names_the_group_and_no_policy(regional_template: Any) -> None:
+    regional_template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {
+            "KubernetesGroups": [RECONCILER_GROUP],
+            "Type": "STANDARD",
+            "PrincipalArn": {"Fn::GetAtt": [Match.string_like_regexp("^ReconcilerRole"), "Arn"]},
+            "AccessPolicies": Match.absent(),
+        },
+    )
+
+
+def test_reconciler_gets_the_proxy_settings(synthesized: Synthesized) -> None:
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    functions = [p for p in resources(template, "AWS::Lambda::Function").values() if "FunctionName" in p]
+    reconcilers = [p for p in functions if p["FunctionName"].startswith("gco-reconciler-")]
+    assert len(reconcilers) == 2
+    for props in reconcilers:
+        raw = props["Environment"]["Variables"][PROXY_SETTINGS_ENV]
+        assert ProxySettings.model_validate_json(raw) == ProxySettings()
+
+
+def test_load_balancer_controller_chart_and_role(synthesized: Synthesized) -> None:
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    [chart] = resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
+    assert (chart["Chart"], chart["Namespace"], chart["Repository"]) == (
+        "aws-load-balancer-controller", "kube-system", "https://aws.github.io/eks-charts",
+    )  # fmt: skip
+    assert chart["Version"] == "1.13.0"
+    [association] = resources(template, "AWS::EKS::PodIdentityAssociation").values()
+    assert association["ServiceAccount"] == "aws-load-balancer-controller"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    actions = {a for s in trust for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert actions == {"sts:AssumeRole", "sts:TagSession"}
+    assert {s["Principal"]["Service"] for s in trust} == {"pods.eks.amazonaws.com"}
+    statements = {
+        s.get("Sid"): s for owner, s in iam_statements(template) if owner.startswith("LoadBalancerController")
+    }
+    register = statements["FrontDoorTargets"]
+    assert register["Resource"]["Ref"].startswith("FrontDoorProxyTargets")
+    assert statements["Describe"]["Resource"] == "*"
+    assert all(not a.endswith("*") for s in statements.values() for a in s["Action"])
+    [binding] = [o for o in manifests(template) if o["kind"] == "TargetGroupBinding"]
+    assert binding["spec"] == {
+        "serviceRef": {"name": "inference-proxy", "port": 443},
+        "targetGroupARN": "TOKEN",
+        "targetType": "ip",
+    }
+
+
+def test_front_door_is_an_iam_authorized_http_api_over_a_vpc_link(regional_template: Any) -> None:
+    regional_template.has_resource_properties("AWS::ApiGatewayV2::Api", {"ProtocolType": "HTTP"})
+    regional_template.resource_count_is("AWS::ApiGatewayV2::Route", 1)
+    regional_template.has_resource_properties(
+        "AWS::ApiGatewayV2::Route", {"RouteKey": "ANY /inference/{proxy+}", "AuthorizationType": "AWS_IAM"}
+    )
+    regional_template.has_resource_properties(
+        "AWS::ApiGatewayV2::Integration",
+        {
+            "ConnectionType": "VPC_LINK",
+            "IntegrationType": "HTTP_PROXY",
+            "IntegrationUri": {"Ref": Match.string_like_regexp("^FrontDoorAlbListener")},
+        },
+    )
+    regional_template.has_resource_properties(
+        "AWS::ApiGatewayV2::Stage",
+        {
+            "StageName": "$default",
+            "AccessLogSettings": Match.object_like({"DestinationArn": Match.any_value()}),
+        },
+    )
+    regional_template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::LoadBalancer", {"Scheme": "internal", "Type": "application"}
+    )
+    regional_template.has_resource_properties(
+        "AWS::ElasticLoadBalancingV2::TargetGroup",
+        {"TargetType": "ip", "Protocol": "HTTPS", "Port": 8443, "HealthCheckPath": "/healthz"},
+    )
+    regional_template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": [Match.object_like({"Action": "execute-api:Invoke", "Sid": "InvokeInference"})]
+            }
+        },
+    )
+
+
+def test_each_region_outputs_its_invoke_url(synthesized: Synthesized) -> None:
+    for region in synthesized.gco.regional:
+        outputs = synthesized.template_json(f"gco-regional-{region}")["Outputs"]
+        url = outputs["InvokeUrl"]
+        assert url["Export"]["Name"] == f"gco-inference-{region}-invoke-url"
+        parts = url["Value"]["Fn::Join"][1]
+        assert parts[0]["Fn::GetAtt"][1] == "ApiEndpoint" and parts[1] == "/inference"
+        assert "InvokePolicyArn" in outputs
+
+
+def test_alb_admits_only_the_vpc_link(regional_template: Any) -> None:
+    regional_template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "IpProtocol": "tcp",
+            "FromPort": 80,
+            "ToPort": 80,
+            "SourceSecurityGroupId": {
+                "Fn::GetAtt": [Match.string_like_regexp("^FrontDoorVpcLinkSecurityGroup"), "GroupId"]
+            },
+        },
+    )

@@ -1,0 +1,169 @@
+"""The reconciler under the enforcing stand-in: only what the grant allows, as the API server answers
+refusals; namespaces created, the shared proxy applied once and kept, a missing CRD is terminal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.reconcile.errors import ClusterAuthError
+from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.objects import Kind
+from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.standin import RECONCILER_USER, StandInKubeAPI
+from gco.reconcile.sweep import sweep
+from tests.unit.reconcile.records import EAST, IMAGE
+
+SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
+FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+PROXY = {
+    ("Namespace", "", "gco-inference"),
+    ("Namespace", "", "gco-system"),
+    ("ConfigMap", "gco-system", "inference-proxy-routes"),
+    ("Deployment", "gco-system", "inference-proxy"),
+    ("Service", "gco-system", "inference-proxy"),
+    ("HorizontalPodAutoscaler", "gco-system", "inference-proxy-hpa"),
+}
+
+
+def build(api: StandInKubeAPI, store: EndpointStore) -> Reconciler:
+    cluster = KubeCluster(api.url, static_token("t"), retry=FAST, sleep=lambda _: None)
+    return Reconciler(store, cluster, EAST, wait=0.0)
+
+
+@pytest.fixture
+def api() -> Iterator[StandInKubeAPI]:
+    with StandInKubeAPI() as server:
+        yield server
+
+
+def keys(api: StandInKubeAPI) -> set[tuple[str, str, str]]:
+    return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in api.objects()}
+
+
+def routes(api: StandInKubeAPI) -> list[dict[str, Any]]:
+    config = next(o for o in api.objects() if o["kind"] == "ConfigMap")
+    routes_json: list[dict[str, Any]] = json.loads(config["data"]["routes.json"])["routes"]
+    return routes_json
+
+
+def test_a_cluster_wide_list_is_refused_as_the_api_server_refuses_it(api: StandInKubeAPI) -> None:
+    with httpx.Client(base_url=api.url, headers={"Authorization": "Bearer t"}) as http:
+        answer = http.get("/apis/apps/v1/deployments", params={"labelSelector": "gco.dev/endpoint=llama"})
+        named = http.patch(
+            "/apis/apps/v1/namespaces/kube-system/deployments/coredns",
+            params={"fieldManager": "x"},
+            content=b"{}",
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+    assert answer.status_code == 403
+    assert answer.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f'deployments.apps is forbidden: User "{RECONCILER_USER}" cannot list resource '
+        '"deployments" in API group "apps" at the cluster scope',
+        "reason": "Forbidden",
+        "details": {"group": "apps", "kind": "deployments"},
+        "code": 403,
+    }
+    assert named.status_code == 403
+    assert named.json()["message"] == (
+        f'deployments.apps "coredns" is forbidden: User "{RECONCILER_USER}" cannot patch resource '
+        '"deployments" in API group "apps" in the namespace "kube-system"'
+    )
+    assert named.json()["details"] == {"group": "apps", "kind": "deployments", "name": "coredns"}
+
+
+def test_the_reconciler_stays_within_its_grant(api: StandInKubeAPI, store: EndpointStore) -> None:
+    reconciler = build(api, store)
+    store.create("llama", SPEC, [EAST])
+    assert reconciler.reconcile("llama").kind == "done"
+    assert sweep(reconciler).done == 1
+    assert api.forbidden == []
+    assert ("Deployment", "gco-inference", "llama") in keys(api)
+
+
+def test_an_all_namespace_list_fails_under_enforcement(
+    api: StandInKubeAPI, store: EndpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list the reconciler made before it had a grant (every kind, cluster-wide) is refused."""
+    reconciler = build(api, store)
+    reconciler.ensure_system()
+    store.create("llama", SPEC, [EAST])
+    monkeypatch.setattr(Kind, "collection", lambda self, namespace=None: f"{self.prefix}/{self.plural}")
+    with pytest.raises(ClusterAuthError, match="cannot list resource"):
+        reconciler.reconcile("llama")
+    assert api.forbidden[0].namespace is None
+
+
+def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    reconciler = build(api, store)
+    assert api.namespaces() == ["default", "kube-system"]
+    assert set(reconciler.ensure_system().applied) == {
+        "Namespace /gco-inference",
+        "Namespace /gco-system",
+        "ConfigMap gco-system/inference-proxy-routes",
+        "Deployment gco-system/inference-proxy",
+        "Service gco-system/inference-proxy",
+        "HorizontalPodAutoscaler gco-system/inference-proxy-hpa",
+    }
+    assert keys(api) >= PROXY
+    writes = api.writes()
+    assert reconciler.ensure_system().applied == []  # as desired: reads only
+    assert api.writes() == writes
+    canary = {**SPEC, "replicas": 2, "canary": {"image": IMAGE, "weight": 30, "replicas": 1}}
+    record = store.create("llama", canary, [EAST])
+    assert reconciler.reconcile("llama").kind == "done"
+    assert [(r["path"], r["canary_weight"]) for r in routes(api)] == [("/inference/llama", 30)]
+    settled = api.writes()
+    assert sweep(reconciler).done == 1
+    assert api.writes() == settled  # a sweep over a settled Region writes nothing
+    assert record is not None
+    store.update_desired_state("llama", "deleted", expected_lifecycle_id=record.lifecycle_id)
+    reconciler.reconcile("llama")
+    assert store.get("llama") is None  # purged
+    assert keys(api) == PROXY | {("Namespace", "", "default"), ("Namespace", "", "kube-system")}
+    assert routes(api) == []
+
+
+def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> None:
+    spec = {
+        **SPEC,
+        "autoscaling": {"enabled": True, "max_replicas": 3, "metrics": [{"type": "gpu", "target": 60}]},
+    }
+    with StandInKubeAPI(crds=frozenset()) as api:
+        reconciler = build(api, store)
+        store.create("llama", spec, [EAST])
+        first = reconciler.reconcile("llama")
+        assert (first.kind, first.detail) == ("terminal", f"ScaledObject needs KEDA in {EAST}")
+        record = store.get("llama")
+        assert record is not None
+        status = record.region_status[EAST]
+        assert (status.state, status.error) == ("error", f"ScaledObject needs KEDA in {EAST}")
+        again = reconciler.reconcile("llama")
+        assert (again.kind, again.status_writes) == ("terminal", 0)
+        assert api.forbidden == []
+
+
+def test_a_namespace_outside_the_grant_is_a_terminal_status(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    reconciler = build(api, store)
+    store.create("llama", SPEC, [EAST], namespace="team-x")
+    outcome = reconciler.reconcile("llama")
+    assert outcome.kind == "terminal"
+    record = store.get("llama")
+    assert record is not None
+    assert record.region_status[EAST].error == (
+        f"namespace team-x is not granted to gco in {EAST} (granted: gco-inference)"
+    )
+    assert not any(o["metadata"].get("namespace") == "team-x" for o in api.objects())

@@ -1,0 +1,83 @@
+"""The reconciler's grant: what it allows, and the RBAC objects written from it."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+
+from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, Rule, reconciler_grant
+from gco.reconcile.objects import CONFIG_MAP, DEPLOYMENT, INGRESS, KINDS, PDB, SCALED_OBJECT, SERVICE
+from tests.unit.reconcile.test_render import K8S_VERSION
+
+INFERENCE, SYSTEM = "gco-inference", "gco-system"
+
+
+@pytest.mark.parametrize("verb", ["get", "list", "patch", "delete"])
+def test_endpoint_kinds_are_granted_in_the_endpoint_namespace(verb: str) -> None:
+    for kind in (DEPLOYMENT, SERVICE, SCALED_OBJECT, PDB):
+        assert RECONCILER_GRANT.allows(verb, kind.group, kind.plural, INFERENCE, "llama")
+
+
+def test_nothing_cluster_wide_but_its_own_namespaces_by_name() -> None:
+    for kind in KINDS:
+        assert not RECONCILER_GRANT.allows("list", kind.group, kind.plural, None, None)
+    assert RECONCILER_GRANT.allows("patch", "", "namespaces", None, INFERENCE)
+    assert RECONCILER_GRANT.allows("get", "", "namespaces", None, SYSTEM)
+    assert not RECONCILER_GRANT.allows("patch", "", "namespaces", None, "kube-system")
+    assert not RECONCILER_GRANT.allows("list", "", "namespaces", None, None)  # resourceNames: never a list
+    assert not RECONCILER_GRANT.allows("delete", "", "namespaces", None, INFERENCE)
+
+
+def test_kinds_only_where_they_live_and_no_other_verbs() -> None:
+    assert RECONCILER_GRANT.allows("patch", INGRESS.group, INGRESS.plural, SYSTEM, "route-llama")
+    assert not RECONCILER_GRANT.allows("patch", INGRESS.group, INGRESS.plural, INFERENCE, "route-llama")
+    assert RECONCILER_GRANT.allows("patch", CONFIG_MAP.group, CONFIG_MAP.plural, SYSTEM, "x")
+    assert not RECONCILER_GRANT.allows("patch", CONFIG_MAP.group, CONFIG_MAP.plural, INFERENCE, "x")
+    assert not RECONCILER_GRANT.allows("list", "", "secrets", INFERENCE, None)
+    assert not RECONCILER_GRANT.allows("watch", DEPLOYMENT.group, DEPLOYMENT.plural, INFERENCE, None)
+    assert not RECONCILER_GRANT.allows(
+        "deletecollection", DEPLOYMENT.group, DEPLOYMENT.plural, INFERENCE, None
+    )
+    assert not RECONCILER_GRANT.allows("get", DEPLOYMENT.group, DEPLOYMENT.plural, "default", "x")
+
+
+def test_list_scopes_follow_the_grant() -> None:
+    scopes = set(RECONCILER_GRANT.list_scopes(KINDS))
+    assert (INFERENCE, SCALED_OBJECT) in scopes
+    assert (SYSTEM, INGRESS) in scopes
+    assert (INFERENCE, INGRESS) not in scopes
+    assert (SYSTEM, SCALED_OBJECT) not in scopes
+    grant = reconciler_grant(["team-a", "team-b"])
+    assert grant.namespaces == ("team-a", "team-b", SYSTEM)
+
+
+def test_rbac_objects_are_valid_and_bound_to_the_access_entry_group() -> None:
+    objects = RECONCILER_GRANT.rbac_objects()
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    kinds = sorted(obj["kind"] for obj in objects)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "Role", "Role", "RoleBinding", "RoleBinding"]
+    for binding in (obj for obj in objects if obj["kind"].endswith("Binding")):
+        assert binding["subjects"] == [
+            {"kind": "Group", "name": RECONCILER_GROUP, "apiGroup": "rbac.authorization.k8s.io"}
+        ]
+    cluster_role = next(obj for obj in objects if obj["kind"] == "ClusterRole")
+    assert cluster_role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["get", "patch"],
+            "resourceNames": [INFERENCE, SYSTEM],
+        }
+    ]
+    verbs = {
+        verb for obj in objects if obj["kind"] == "Role" for rule in obj["rules"] for verb in rule["verbs"]
+    }
+    assert verbs == {"get", "list", "patch", "delete"}
+
+
+def test_a_rule_with_resource_names_needs_a_name() -> None:
+    rule = Rule(("",), ("namespaces",), ("get",), ("a",))
+    assert rule.allows("get", "", "namespaces", "a")
+    assert not rule.allows("get", "", "namespaces", None)
+    assert not rule.allows("get", "", "namespaces", "b")
