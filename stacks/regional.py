@@ -28,6 +28,7 @@ from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.stream_lookup import StreamArnLookup
 
+
 class Network(Construct):
     """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow logs."""
 
