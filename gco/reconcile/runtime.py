@@ -6,6 +6,7 @@ INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endp
 DYNAMODB_REGION                   the table's home Region, where every read and write goes
 RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (default 10)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
+GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping
 
 from pydantic import ValidationError
 
+from gco.addons import addons_from_env
 from gco.endpoints.errors import InvalidSpecError
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 from gco.reconcile.reconciler import Reconciler
@@ -67,7 +69,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     cluster_name = _required(source, "EKS_CLUSTER_NAME")
     region = _required(source, "RECONCILER_REGION", "AWS_REGION")
     wait = _seconds(source, "RECONCILE_WAIT_SECONDS", 10.0)
-    settings = RenderSettings(proxy=_proxy(source))
+    settings = RenderSettings(proxy=_proxy(source), addons=addons_from_env(source))
     store = EndpointStore.connect(table_name=source.get("INFERENCE_ENDPOINTS_TABLE_NAME") or None)
     return Reconciler(store, connect_eks(cluster_name, region), region, settings=settings, wait=wait)
 
