@@ -115,14 +115,14 @@ def item_size(values: Mapping[str, Any]) -> int:
 
 
 def largest_field(values: Mapping[str, Any], prefix: str = "") -> str:
-    """The dotted path of the field that holds most of `values`' bytes (descending while one
-    child holds more than half of its parent)."""
+    """The dotted path of the field that holds most of `values`' bytes: it descends into the
+    largest child while that child holds at least half of its parent."""
     path, current = prefix, values
     while isinstance(current, Mapping) and current:
         name, child = max(current.items(), key=lambda item: value_size(item[1]))
+        if path and value_size(child) * 2 < value_size(current):
+            break
         shown = str(name) if str(name).isprintable() and len(str(name)) <= 64 else "<key>"
         path = f"{path}.{shown}" if path else shown
-        if not isinstance(child, Mapping) or value_size(child) * 2 < value_size(current):
-            break
         current = child
     return path or "record"
