@@ -100,6 +100,36 @@ def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
     return pairs
 
 
+class StrictInt(click.ParamType[int]):
+    """An integer written as digits only: `int()` would also take " 3\n" or "1_000"."""
+
+    name = "integer"
+    pattern = re.compile(r"[+-]?[0-9]{1,9}")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if not isinstance(value, str) or not self.pattern.fullmatch(value):
+            self.fail(f"{str(value)[:40]!r} is not an integer", param, ctx)
+        return int(value)
+
+
+class StrictFloat(click.ParamType[float]):
+    """A decimal number written plainly: `float()` would also take "nan", "inf" or " 5\n"."""
+
+    name = "number"
+    pattern = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,6})?|\.[0-9]{1,6})")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, str) or not self.pattern.fullmatch(value):
+            self.fail(f"{str(value)[:40]!r} is not a number of seconds", param, ctx)
+        return float(value)
+
+
+STRICT_INT = StrictInt()
+STRICT_FLOAT = StrictFloat()
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
@@ -112,7 +142,12 @@ def timeout_option(command: F) -> F:
         return value
 
     return click.option(
-        "--timeout", default=1800.0, show_default=True, type=float, callback=check, help="Seconds to wait."
+        "--timeout",
+        default=1800.0,
+        show_default=True,
+        type=STRICT_FLOAT,
+        callback=check,
+        help="Seconds to wait.",
     )(command)
 
 

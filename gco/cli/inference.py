@@ -14,6 +14,7 @@ import click
 
 from gco import aws
 from gco.cli.common import (
+    STRICT_INT,
     allow_new_regions_option,
     check_connection,
     connection_options,
@@ -33,9 +34,9 @@ from gco.endpoints.spec import spec_json_schema
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
     ("--framework", "framework", click.Choice(["vllm", "tgi", "sglang"]), "Serving framework."),
-    ("--port", "port", int, "Container port."),
-    ("--replicas", "replicas", int, "Replicas per Region."),
-    ("--gpu-count", "gpu_count", int, "GPUs per replica."),
+    ("--port", "port", STRICT_INT, "Container port."),
+    ("--replicas", "replicas", STRICT_INT, "Replicas per Region."),
+    ("--gpu-count", "gpu_count", STRICT_INT, "GPUs per replica."),
     ("--gpu-type", "gpu_type", str, "GPU instance family or type."),
     ("--accelerator", "accelerator", click.Choice(["nvidia", "neuron"]), "Accelerator kind."),
     ("--capacity-type", "capacity_type", click.Choice(["on-demand", "spot"]), "Node capacity type."),
@@ -222,7 +223,7 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
 
 @inference.command()
 @name_argument
-@click.option("--replicas", required=True, type=int, help="Replicas per Region.")
+@click.option("--replicas", required=True, type=STRICT_INT, help="Replicas per Region.")
 @connection_options
 def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Set the replicas of a live endpoint (not autoscaled, not mooncake)."""

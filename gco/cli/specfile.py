@@ -39,6 +39,8 @@ def read_bounded(path: Path) -> str:
             data = handle.read(MAX_SPEC_FILE_BYTES + 1)
     except OSError as error:
         raise InvalidSpecError(FIELD, f"cannot read {shown(path)}: {error.strerror or error}") from None
+    except ValueError as error:  # a NUL byte in the path
+        raise InvalidSpecError(FIELD, f"cannot read {shown(path)}: {error}") from None
     if len(data) > MAX_SPEC_FILE_BYTES:
         raise InvalidSpecError(FIELD, f"{shown(path)} is larger than {MAX_SPEC_FILE_BYTES} bytes")
     try:

@@ -14,7 +14,7 @@ from gco.endpoints.codec import MAX_ITEM_BYTES, item_size, largest_field, value_
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import EndpointSpec, parse_spec
 
-SPEC_MAX_BYTES = 256 * 1024
+SPEC_MAX_BYTES = 192 * 1024
 
 
 def checked_spec(spec: EndpointSpec | Mapping[str, Any]) -> EndpointSpec:

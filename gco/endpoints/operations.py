@@ -16,6 +16,7 @@ from gco.endpoints.errors import (
     InvalidTransitionError,
     LostRaceError,
 )
+from gco.endpoints.fenced import require_token
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import parse_spec
 from gco.endpoints.store import EndpointStore
@@ -152,6 +153,11 @@ def delete(
 ) -> EndpointRecord:
     """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record."""
     names.endpoint_name(name)
+    if expected_lifecycle_id is not None:
+        require_token(expected_lifecycle_id, "expected_lifecycle_id")
+    if expected_owner_label is not None:
+        names.label_key(expected_owner_label[0], "expected_label")
+        names.label_value(expected_owner_label[1], "expected_label")
     pinned = expected_lifecycle_id is not None or expected_owner_label is not None
 
     def write(record: EndpointRecord) -> EndpointRecord | None:

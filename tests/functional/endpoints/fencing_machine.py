@@ -16,11 +16,12 @@ after every deletion Region acknowledged) are checked after every step too.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, rule
@@ -55,7 +56,7 @@ class Tally:
     """What one run did: steps, and writes by the kind of staleness they carried."""
 
     steps = 0
-    kinds: Counter[str] = Counter()
+    kinds: ClassVar[Counter[str]] = Counter()
 
     @classmethod
     def reset(cls) -> None:
@@ -91,7 +92,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.purged_lifecycles: set[str] = set()
         self.last: EndpointRecord | None = None
         self.hosts = [skewed_store(self.store, skew) for skew in SKEWS]
-        self.seen: EndpointRecord | None | str = UNREAD
+        self.seen: EndpointRecord | str | None = UNREAD
 
     # -- the harness of every write -------------------------------------------------------------
 
@@ -112,12 +113,11 @@ class FencedStoreMachine(RuleBasedStateMachine):
         Tally.steps += 1
         Tally.kinds[kind if not lands else "fresh"] += 1
         before = self.current()
-        try:
+        with contextlib.suppress(InvalidTransitionError, EndpointNotFoundError, EndpointExistsError):
             action()
-        except (InvalidTransitionError, EndpointNotFoundError, EndpointExistsError):
-            pass
         self.seen = UNREAD
         after = self.current()
+        self.check(after)
         if not lands:
             assert after == before, f"a stale writer ({kind}) changed the record"
             return
@@ -158,22 +158,102 @@ class FencedStoreMachine(RuleBasedStateMachine):
         """An older gco creates a record without lifecycle fencing when the name is free."""
         Tally.steps += 1
         if self.current() is None:
-            generations = {"ap-south-1": uuid.uuid4().hex * 2} if stray else {}
-            item = {
-                "endpoint_name": self.name,
-                "desired_state": "running",
-                "target_regions": ["us-east-1"],
-                "spec": SPECS["plain"],
-                "labels": {"owner": "a"},
-                "updated_at": self.store.clock.now(),
-                "region_generations": generations,
-            }
-            self.store.client.put_item(
-                TableName=self.store.table_name,
-                Item=to_item(item),
-                ConditionExpression="attribute_not_exists(endpoint_name)",
-            )
+            self.write_legacy(stray)
         return self.snapshot()
+
+    def write_legacy(self, stray: bool) -> None:
+        generations = {"ap-south-1": uuid.uuid4().hex * 2} if stray else {}
+        item = {
+            "endpoint_name": self.name,
+            "desired_state": "running",
+            "target_regions": ["us-east-1"],
+            "spec": SPECS["plain"],
+            "labels": {"owner": "a"},
+            "updated_at": self.store.clock.now(),
+            "region_generations": generations,
+        }
+        self.store.client.put_item(
+            TableName=self.store.table_name,
+            Item=to_item(item),
+            ConditionExpression="attribute_not_exists(endpoint_name)",
+        )
+
+    @rule(target=snapshots, regions=region_sets, legacy=st.sampled_from([False, False, False, True]))
+    def lifecycle_turns_over(self, regions: list[str], legacy: bool) -> Any:
+        """Fresh actors end the lifecycle (delete, every acknowledgement, purge) and start the next
+        one, so the snapshots held by everyone else go stale across lifecycles."""
+        seen: list[EndpointRecord] = []
+        record = self.current()
+        if record is not None and record.is_legacy:
+            self.write("fresh", True, lambda: self.store.ensure_lifecycle_metadata(record))
+            record = self.current()
+        if record is not None and not record.is_deleted:
+            self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))
+            record = self.current()
+        if record is not None:
+            seen.append(record)
+            for region in record.pending_deletion_regions():
+                self.write(
+                    "fresh",
+                    True,
+                    lambda region=region: self.store.update_region_status(  # type: ignore[misc]
+                        self.name, region, "deleted", expected_deletion_generation=record.deletion_generation
+                    ),
+                )
+            done = self.current()
+            assert done is not None
+            seen.append(done)
+            self.write(
+                "fresh",
+                True,
+                lambda: self.store.purge(
+                    self.name, expected_deletion_generation=done.deletion_generation or ""
+                ),
+            )
+            self.purged_lifecycles.add(done.lifecycle_id or "")
+        if legacy:
+            self.write_legacy(stray=True)
+        else:
+            self.write(
+                "fresh",
+                True,
+                lambda: self.store.create(self.name, SPECS["plain"], regions, labels={"owner": "a"}),
+            )
+        self.invariants_hold()
+        return multiple(*seen, *([fresh] if (fresh := self.current()) else []))
+
+    @rule(target=snapshots, region=st.sampled_from(REGIONS))
+    def region_leaves_and_rejoins(self, region: str) -> Any:
+        """A fresh operator removes a Region and adds it back: its token rotates, and the
+        snapshots from its earlier membership go stale."""
+        record = self.current()
+        if record is None or record.is_legacy or record.is_deleted or record.target_regions == [region]:
+            Tally.steps += 1
+            return multiple()
+        others = [r for r in record.target_regions if r != region]
+        self.write(
+            "fresh",
+            True,
+            lambda: self.store.update_target_regions(
+                self.name,
+                others,
+                expected_lifecycle_id=record.lifecycle_id or "",
+                expected_updated_at=record.updated_at or "",
+            ),
+        )
+        left = self.current()
+        assert left is not None
+        self.write(
+            "fresh",
+            True,
+            lambda: self.store.update_target_regions(
+                self.name,
+                [*others, region],
+                expected_lifecycle_id=left.lifecycle_id or "",
+                expected_updated_at=left.updated_at or "",
+            ),
+        )
+        return multiple(record, left)
 
     @rule(target=snapshots)
     def someone_reads(self) -> Any:
@@ -419,8 +499,11 @@ class FencedStoreMachine(RuleBasedStateMachine):
     @invariant()
     def invariants_hold(self) -> None:
         seen = self.seen
-        record = self.current() if isinstance(seen, str) else seen
+        self.check(self.current() if isinstance(seen, str) else seen)
         self.seen = UNREAD
+
+    def check(self, record: EndpointRecord | None) -> None:
+        """The record's invariants against what this machine saw of it before."""
         if record is None:
             if self.last is not None and not self.last.is_legacy:
                 # Purged: only a deleted record whose every Region acknowledged, and every Region

@@ -111,9 +111,9 @@ def test_a_status_write_without_its_fences_is_refused(
 def test_start_and_purge_need_their_fences(store: EndpointStore) -> None:
     store.create("chat", SPEC, [EAST])
     before = scan(store)
-    with pytest.raises(InvalidSpecError, match="^expected_lifecycle_id"):
+    with pytest.raises(InvalidSpecError, match=r"^expected_lifecycle_id"):
         store.start("chat", None)  # type: ignore[arg-type]
-    with pytest.raises(InvalidSpecError, match="^expected_deletion_generation"):
+    with pytest.raises(InvalidSpecError, match=r"^expected_deletion_generation"):
         store.purge("chat", expected_deletion_generation=None)  # type: ignore[arg-type]
     assert scan(store) == before
 
