@@ -86,7 +86,6 @@ def observation(e: Expression, region: str, lifecycle_id: str, region_generation
 
 def acknowledgement(e: Expression, region: str, generation: str, lifecycle_id: str | None) -> None:
     """A deletion acknowledgement: the current deletion generation, once per deletion Region."""
-    e.exists("ack.exists", "endpoint_name")
     if lifecycle_id is not None:
         e.equals("ack.lifecycle", lifecycle_id, "lifecycle_id")
     e.equals("ack.deleted", DELETED, "desired_state")
