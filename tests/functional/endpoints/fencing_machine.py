@@ -178,8 +178,13 @@ class FencedStoreMachine(RuleBasedStateMachine):
             ConditionExpression="attribute_not_exists(endpoint_name)",
         )
 
-    @rule(target=snapshots, regions=region_sets, legacy=st.sampled_from([False, False, False, True]))
-    def lifecycle_turns_over(self, regions: list[str], legacy: bool) -> Any:
+    @rule(
+        target=snapshots,
+        regions=region_sets,
+        legacy=st.sampled_from([False, False, False, True]),
+        recreate=st.sampled_from([True, True, False]),
+    )
+    def lifecycle_turns_over(self, regions: list[str], legacy: bool, recreate: bool) -> Any:
         """Fresh actors end the lifecycle (delete, every acknowledgement, purge) and start the next
         one, so the snapshots held by everyone else go stale across lifecycles."""
         seen: list[EndpointRecord] = []
@@ -211,7 +216,9 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 ),
             )
             self.purged_lifecycles.add(done.lifecycle_id or "")
-        if legacy:
+        if not recreate:
+            pass  # the name stays free: held snapshots now point at nothing
+        elif legacy:
             self.write_legacy(stray=True)
         else:
             self.write(
