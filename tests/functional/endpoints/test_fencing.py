@@ -232,3 +232,20 @@ def test_an_item_too_large_for_dynamodb_is_refused_before_the_write(store: Endpo
         store.update_spec("chat", {**SPEC, "env": env}, record.lifecycle_id or "")
     assert scan(store) == before
     assert is_token(record.lifecycle_id)
+
+
+def test_two_hosts_reading_the_same_microsecond_still_move_updated_at(store: EndpointStore) -> None:
+    frozen = datetime(2030, 1, 1, tzinfo=UTC)
+    first, second = (
+        EndpointStore(store.client, store.table_name, clock=MonotonicClock(lambda: frozen)) for _ in range(2)
+    )
+    record = first.create("chat", SPEC, [EAST])
+    fences = {
+        "expected_lifecycle_id": record.lifecycle_id,
+        "expected_region_generation": record.region_generations[EAST],
+    }
+    # The second host's first reading equals the stored stamp: it must still move past it.
+    b = second.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
+    a = first.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
+    assert a is not None and b is not None
+    assert (record.updated_at or "") < (b.updated_at or "") < (a.updated_at or "")
