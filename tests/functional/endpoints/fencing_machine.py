@@ -103,6 +103,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     def snapshot(self) -> Any:
         record = self.current()
+        if record is not None and record.is_legacy:
+            self.legacy.append(record)
         return multiple() if record is None else record
 
     def host(self, index: int) -> EndpointStore:
@@ -227,7 +229,10 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 lambda: self.store.create(self.name, SPECS["plain"], regions, labels={"owner": "a"}),
             )
         self.invariants_hold()
-        return multiple(*seen, *([fresh] if (fresh := self.current()) else []))
+        fresh = self.current()
+        if fresh is not None and fresh.is_legacy:
+            self.legacy.append(fresh)
+        return multiple(*seen, *([fresh] if fresh else []))
 
     @rule(target=snapshots, region=st.sampled_from(REGIONS))
     def region_leaves_and_rejoins(self, region: str) -> Any:
@@ -260,7 +265,34 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 expected_updated_at=left.updated_at or "",
             ),
         )
+        self.retired.append((record, region))
         return multiple(record, left)
+
+    @rule(target=snapshots, spec=st.sampled_from(sorted(SPECS)))
+    def two_operators_update_from_one_read(self, spec: str) -> Any:
+        """Both read the same record; the first spec change lands, the second is a lost update."""
+        record = self.current()
+        if record is None or record.is_legacy or record.is_deleted:
+            Tally.steps += 1
+            return multiple()
+        for kind, lands in (("fresh", True), ("snapshot", False)):
+            new = {**SPECS[spec], "image": f"{IMAGE}{uuid.uuid4().hex[:6]}"}
+            self.write(
+                kind,
+                lands,
+                lambda new=new: self.store.update_spec(  # type: ignore[misc]
+                    self.name, new, record.lifecycle_id or "", record.updated_at
+                ),
+            )
+        return record
+
+    @rule(pick=st.integers(0, 10**6))
+    def late_backfill(self, pick: int) -> None:
+        """A back-fill planned from a legacy record's snapshot, run after the record moved on."""
+        if not self.legacy:
+            Tally.steps += 1
+            return
+        self.backfill(self.legacy[pick % len(self.legacy)])
 
     @rule(target=snapshots)
     def someone_reads(self) -> Any:
@@ -381,6 +413,18 @@ class FencedStoreMachine(RuleBasedStateMachine):
     )
     def reconciler_observes(self, snapshot: EndpointRecord, region: str, removal: bool, host: int) -> None:
         """An observation, or the acknowledgement of a Region's removal, under the snapshot's fences."""
+        self.observe(snapshot, region, removal, host)
+
+    @rule(pick=st.integers(0, 10**6), removal=st.booleans(), host=st.integers(0, 2))
+    def reconciler_of_an_earlier_membership(self, pick: int, removal: bool, host: int) -> None:
+        """A reconciler that read the record during a Region's earlier membership writes late."""
+        if not self.retired:
+            Tally.steps += 1
+            return
+        snapshot, region = self.retired[pick % len(self.retired)]
+        self.observe(snapshot, region, removal, host)
+
+    def observe(self, snapshot: EndpointRecord, region: str, removal: bool, host: int) -> None:
         token = snapshot.region_generations.get(region)
         if snapshot.is_legacy or token is None:
             return

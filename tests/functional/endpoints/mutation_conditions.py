@@ -135,6 +135,11 @@ def main() -> int:
         client = aws.client("dynamodb", endpoint_url=server.url)
         init_table(client, "gco-mutation")
         store = EndpointStore(client, "gco-mutation")
+        baseline = machine_kills(store, frozenset())
+        if baseline is not None:
+            print(f"FAIL: the machine fails with every clause in place: {baseline}")
+            return 1
+        print(f"baseline  all clauses in place: the machine passes {STEPS} steps", flush=True)
         for labels in variants:
             name = "+".join(sorted(labels))
             started = time.monotonic()

@@ -41,12 +41,12 @@ MIN_STEPS = int(os.environ.get("GCO_STATEFUL_STEPS", "20000" if soak_enabled() e
 STALE_KINDS = {
     "lifecycle": 100,
     "region_token": 200,
-    "snapshot": 100,
-    "state": 100,
+    "snapshot": 200,
+    "state": 200,
     "purged": 400,
     "slow_purge": 400,
     "label": 400,
-    "legacy": 800,
+    "legacy": 400,
 }
 
 
