@@ -93,6 +93,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.last: EndpointRecord | None = None
         self.hosts = [skewed_store(self.store, skew) for skew in SKEWS]
         self.seen: EndpointRecord | str | None = UNREAD
+        self.retired: list[tuple[EndpointRecord, str]] = []  # snapshots holding a rotated token
+        self.legacy: list[EndpointRecord] = []  # snapshots of legacy records
 
     # -- the harness of every write -------------------------------------------------------------
 
