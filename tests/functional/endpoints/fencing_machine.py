@@ -187,8 +187,9 @@ class FencedStoreMachine(RuleBasedStateMachine):
         regions=region_sets,
         legacy=st.sampled_from([False, False, False, True]),
         recreate=st.sampled_from([True, True, False]),
+        then_stop=st.booleans(),
     )
-    def lifecycle_turns_over(self, regions: list[str], legacy: bool, recreate: bool) -> Any:
+    def lifecycle_turns_over(self, regions: list[str], legacy: bool, recreate: bool, then_stop: bool) -> Any:
         """Fresh actors end the lifecycle (delete, every acknowledgement, purge) and start the next
         one, so the snapshots held by everyone else go stale across lifecycles."""
         seen: list[EndpointRecord] = []
@@ -232,6 +233,14 @@ class FencedStoreMachine(RuleBasedStateMachine):
             )
         self.invariants_hold()
         fresh = self.current()
+        if then_stop and fresh is not None and not fresh.is_legacy:
+            lid = fresh.lifecycle_id or ""
+            self.write(
+                "fresh",
+                True,
+                lambda: self.store.update_desired_state(self.name, "stopped", expected_lifecycle_id=lid),
+            )
+            fresh = self.current()
         if fresh is not None and fresh.is_legacy:
             self.legacy.append(fresh)
         return multiple(*seen, *([fresh] if fresh else []))
@@ -317,7 +326,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     @rule(
         snapshot=snapshots,
-        action=st.sampled_from(["stop", "start", "delete", "scale", "spec"]),
+        action=st.sampled_from(["stop", "start", "delete", "scale", "spec", "spec-blind"]),
         spec=st.sampled_from(sorted(SPECS)),
         host=st.integers(0, 2),
     )
@@ -349,11 +358,58 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 and not before.spec.autoscaled
             )
             act = lambda: store.scale(self.name, 3, lid)  # noqa: E731
+        elif action == "spec-blind":  # fenced by the lifecycle alone, not by a snapshot
+            blind = {**SPECS[spec], "image": f"{IMAGE}{uuid.uuid4().hex[:6]}"}
+            lands = live
+            act = lambda: store.update_spec(self.name, blind, lid)  # noqa: E731
         else:
             new = {**SPECS[spec], "image": f"{IMAGE}{uuid.uuid4().hex[:6]}"}
             lands = live and before is not None and before.updated_at == snapshot.updated_at
             act = lambda: store.update_spec(self.name, new, lid, snapshot.updated_at)  # noqa: E731
         self.write(self.staleness(snapshot, before), lands, act)
+
+    @rule(
+        target=snapshots,
+        action=st.sampled_from(["stop", "start", "delete", "scale", "spec", "regions", "observe"]),
+    )
+    def a_write_races_a_delete(self, action: str) -> Any:
+        """An operator or reconciler read the live record; a delete lands before its write."""
+        record = self.current()
+        if record is None or record.is_legacy or record.is_deleted:
+            Tally.steps += 1
+            return multiple()
+        self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))
+        lid = record.lifecycle_id or ""
+        region = record.target_regions[0]
+        late: dict[str, Callable[[], object]] = {
+            "stop": lambda: self.store.update_desired_state(self.name, "stopped", expected_lifecycle_id=lid),
+            "start": lambda: self.store.start(self.name, lid),
+            "delete": lambda: self.store.update_desired_state(
+                self.name, "deleted", expected_lifecycle_id=lid
+            ),
+            "scale": lambda: self.store.scale(self.name, 2, lid),
+            "spec": lambda: self.store.update_spec(self.name, SPECS["plain"], lid),
+            "regions": lambda: self.store.update_target_regions(
+                self.name, REGIONS, expected_lifecycle_id=lid, expected_updated_at=record.updated_at or ""
+            ),
+            "observe": lambda: self.store.update_region_status(
+                self.name,
+                region,
+                "running",
+                expected_lifecycle_id=lid,
+                expected_region_generation=record.region_generations[region],
+            ),
+        }
+        self.write("state", False, late[action])
+        return record
+
+    @rule()
+    def operator_deletes_by_name(self) -> None:
+        """`gco inference delete NAME`: no fence but the record's own state."""
+        before = self.current()
+        lands = before is not None and not before.is_legacy and not before.is_deleted
+        kind = "purged" if before is None else "legacy" if before.is_legacy else "state"
+        self.write(kind, lands, lambda: self.store.update_desired_state(self.name, "deleted"))
 
     @rule(snapshot=snapshots, owner=st.sampled_from(["a", "b"]))
     def automation_deletes_by_label(self, snapshot: EndpointRecord, owner: str) -> None:
