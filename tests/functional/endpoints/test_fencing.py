@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, InvalidSpecError
+from gco.endpoints.codec import to_item
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
 
@@ -249,3 +250,65 @@ def test_two_hosts_reading_the_same_microsecond_still_move_updated_at(store: End
     a = first.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
     assert a is not None and b is not None
     assert (record.updated_at or "") < (b.updated_at or "") < (a.updated_at or "")
+
+
+def legacy_item(store: EndpointStore, **fields: Any) -> EndpointRecord:
+    item = {"endpoint_name": "old", "desired_state": "running", "target_regions": [EAST], "spec": SPEC}
+    store.client.put_item(TableName=store.table_name, Item=to_item({**item, **fields}))
+    record = store.get("old")
+    assert record is not None and record.is_legacy
+    return record
+
+
+def test_a_backfill_never_replaces_a_lifecycle_set_meanwhile(store: EndpointStore) -> None:
+    snapshot = legacy_item(store, updated_at="2025-01-01T00:00:00.000000Z")
+    # Another tool set a lifecycle id and left updated_at as it was.
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"endpoint_name": {"S": "old"}},
+        UpdateExpression="SET lifecycle_id = :l",
+        ExpressionAttributeValues={":l": {"S": "e" * 64}},
+    )
+    assert store.ensure_lifecycle_metadata(snapshot) is None
+    assert store.get("old").lifecycle_id == "e" * 64  # type: ignore[union-attr]
+
+
+def test_a_backfill_of_an_unstamped_record_loses_to_a_later_stamp(store: EndpointStore) -> None:
+    snapshot = legacy_item(store)
+    assert snapshot.updated_at is None
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"endpoint_name": {"S": "old"}},
+        UpdateExpression="SET updated_at = :u, target_regions = :t",
+        ExpressionAttributeValues={
+            ":u": {"S": "2025-01-01T00:00:00.000000Z"},
+            ":t": {"L": [{"S": EAST}, {"S": WEST}]},
+        },
+    )
+    assert store.ensure_lifecycle_metadata(snapshot) is None
+    fresh = store.get("old")
+    assert fresh is not None and fresh.is_legacy
+    filled = store.ensure_lifecycle_metadata(fresh)
+    assert filled is not None and WEST in filled.cleanup_regions
+
+
+def test_a_running_endpoint_scales(store: EndpointStore) -> None:
+    record = store.create("chat", SPEC, [EAST])
+    lid = record.lifecycle_id or ""
+    assert store.update_desired_state("chat", "running", expected_lifecycle_id=lid) is not None
+    scaled = store.scale("chat", 5, lid)
+    assert scaled is not None and scaled.spec.replicas == 5 and scaled.desired_state == "running"
+
+
+def test_a_purge_pinned_to_the_current_snapshot_lands(store: EndpointStore) -> None:
+    store.create("chat", SPEC, [EAST])
+    deleted = store.update_desired_state("chat", "deleted")
+    assert deleted is not None
+    generation = deleted.deletion_generation or ""
+    acked = store.update_region_status("chat", EAST, "deleted", expected_deletion_generation=generation)
+    assert acked is not None
+    assert not store.purge(
+        "chat", expected_deletion_generation=generation, expected_updated_at=deleted.updated_at
+    )
+    assert store.purge("chat", expected_deletion_generation=generation, expected_updated_at=acked.updated_at)
+    assert store.get("chat") is None
