@@ -10,7 +10,12 @@ from typing import Any
 
 from gco.endpoints import conditions
 from gco.endpoints.dynamo import ConditionLost, RecordTable
-from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError, InvalidTransitionError
+from gco.endpoints.errors import (
+    EndpointError,
+    EndpointNotFoundError,
+    InvalidSpecError,
+    InvalidTransitionError,
+)
 from gco.endpoints.expressions import Expression
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
@@ -55,7 +60,7 @@ class FencedTable(RecordTable):
             token = self.token()
             if is_token(token) and token not in taken:
                 return token
-        raise RuntimeError("the token source keeps repeating tokens: it is not a CSPRNG")
+        raise EndpointError("the token source keeps repeating tokens: it is not a CSPRNG")
 
     # -- plumbing ------------------------------------------------------------------------------
 

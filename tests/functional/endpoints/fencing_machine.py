@@ -95,6 +95,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.seen: EndpointRecord | str | None = UNREAD
         self.retired: list[tuple[EndpointRecord, str]] = []  # snapshots holding a rotated token
         self.legacy: list[EndpointRecord] = []  # snapshots of legacy records
+        self.ended: list[EndpointRecord] = []  # snapshots of lifecycles that were purged
 
     # -- the harness of every write -------------------------------------------------------------
 
@@ -221,6 +222,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 ),
             )
             self.purged_lifecycles.add(done.lifecycle_id or "")
+            self.ended.append(done)
         if not recreate:
             pass  # the name stays free: held snapshots now point at nothing
         elif legacy:
@@ -402,6 +404,98 @@ class FencedStoreMachine(RuleBasedStateMachine):
         }
         self.write("state", False, late[action])
         return record
+
+    # -- races that are rare by chance: each rule sets one up and runs the late writer ----------
+
+    @rule(target=snapshots, wrong_owner=st.booleans())
+    def automation_acts_on_what_it_saw(self, wrong_owner: bool) -> Any:
+        """Automation read the record; an operator stops it, or the label is not the automation's."""
+        record = self.current()
+        if record is None or record.is_legacy or record.is_deleted:
+            Tally.steps += 1
+            return multiple()
+        if not wrong_owner:
+            lid = record.lifecycle_id or ""
+            self.write(
+                "fresh",
+                True,
+                lambda: self.store.update_desired_state(self.name, "stopped", expected_lifecycle_id=lid),
+            )
+        owner = "b" if wrong_owner or record.labels.get("owner") != "a" else "a"
+        moved = self.current()
+        assert moved is not None
+        kind = "label" if moved.labels.get("owner") != owner else "state"
+        self.write(
+            kind,
+            kind == "state" and moved.desired_state == record.desired_state,
+            lambda: self.store.update_desired_state(
+                self.name,
+                "deleted",
+                expected_label=("owner", owner),
+                expected_desired_state=record.desired_state,
+            ),
+        )
+        return record
+
+    @rule(pick=st.integers(0, 10**6), action=st.sampled_from(["start", "stop", "scale", "spec", "observe"]))
+    def an_operator_of_an_ended_lifecycle(self, pick: int, action: str) -> None:
+        """A writer that read a lifecycle which has ended since writes to its successor."""
+        record = self.current()
+        if not self.ended or record is None or record.is_legacy or record.is_deleted:
+            Tally.steps += 1
+            return
+        old = self.ended[pick % len(self.ended)]
+        if old.lifecycle_id == record.lifecycle_id:
+            Tally.steps += 1
+            return
+        if action == "start" and record.desired_state != "stopped":
+            lid = record.lifecycle_id or ""
+            self.write(
+                "fresh",
+                True,
+                lambda: self.store.update_desired_state(self.name, "stopped", expected_lifecycle_id=lid),
+            )
+        old_lid = old.lifecycle_id or ""
+        region = record.target_regions[0]
+        late: dict[str, Callable[[], object]] = {
+            "start": lambda: self.store.start(self.name, old_lid),
+            "stop": lambda: self.store.update_desired_state(
+                self.name, "stopped", expected_lifecycle_id=old_lid
+            ),
+            "scale": lambda: self.store.scale(self.name, 2, old_lid),
+            "spec": lambda: self.store.update_spec(self.name, SPECS["plain"], old_lid),
+            "observe": lambda: self.store.update_region_status(
+                self.name,
+                region,
+                "running",
+                expected_lifecycle_id=old_lid,
+                expected_region_generation=record.region_generations[region],
+            ),
+        }
+        self.write("lifecycle", False, late[action])
+
+    @rule(spec=st.sampled_from(["autoscaled", "mooncake"]))
+    def a_scale_races_a_spec_change(self, spec: str) -> None:
+        """An operator scales what another just made autoscaled or mooncake."""
+        record = self.current()
+        if record is None or record.is_legacy or record.is_deleted:
+            Tally.steps += 1
+            return
+        lid = record.lifecycle_id or ""
+        self.write("fresh", True, lambda: self.store.update_spec(self.name, SPECS[spec], lid))
+        self.write("state", False, lambda: self.store.scale(self.name, 2, lid))
+
+    @rule()
+    def an_older_gcos_record_is_deleted_by_name(self) -> None:
+        """A plain delete must not land on a legacy record: its cleanup set is unknown."""
+        if self.current() is None:
+            Tally.steps += 1
+            self.write_legacy(stray=False)
+            self.check(self.current())
+        before = self.current()
+        if before is None or not before.is_legacy:
+            return
+        self.write("legacy", False, lambda: self.store.update_desired_state(self.name, "deleted"))
 
     @rule()
     def operator_deletes_by_name(self) -> None:

@@ -78,7 +78,7 @@ GROUPS = (
     ("ack.generation", "ack.lifecycle"),
 )
 REQUIRED_REVIEW_KILLS = 20
-STEPS = int(os.environ.get("GCO_MUTATION_STEPS", "800"))
+STEPS = int(os.environ.get("GCO_MUTATION_STEPS", "1000"))
 DROP_ENV = "GCO_DROP_CLAUSES"
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_TESTS = ("tests/functional/endpoints/test_store.py", "tests/functional/endpoints/test_fencing.py")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gco.endpoints import EndpointStore, InvalidSpecError
+from gco.endpoints import EndpointError, EndpointStore, InvalidSpecError
 from gco.endpoints.codec import to_item
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
@@ -85,7 +85,7 @@ def test_callers_cannot_propose_tokens(store: EndpointStore) -> None:
 
 def test_a_token_source_that_keeps_repeating_is_refused(store: EndpointStore) -> None:
     store.token = lambda: "a" * 64
-    with pytest.raises(RuntimeError, match="CSPRNG"):
+    with pytest.raises(EndpointError, match="CSPRNG"):
         store.create("chat", SPEC, [EAST, WEST])
     assert scan(store) == []
 

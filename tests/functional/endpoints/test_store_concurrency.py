@@ -46,7 +46,7 @@ STALE_KINDS = {
     "purged": 400,
     "slow_purge": 400,
     "label": 400,
-    "legacy": 400,
+    "legacy": 1000,
 }
 
 
