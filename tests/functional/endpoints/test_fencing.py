@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gco.endpoints import EndpointError, EndpointStore, InvalidSpecError
+from gco.endpoints import EndpointError, EndpointStore, InvalidSpecError, InvalidTransitionError
 from gco.endpoints.codec import to_item
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
@@ -312,3 +312,15 @@ def test_a_purge_pinned_to_the_current_snapshot_lands(store: EndpointStore) -> N
     )
     assert store.purge("chat", expected_deletion_generation=generation, expected_updated_at=acked.updated_at)
     assert store.get("chat") is None
+
+
+def test_a_plain_delete_of_a_legacy_record_is_refused_until_it_is_backfilled(store: EndpointStore) -> None:
+    legacy = legacy_item(store, updated_at="2025-01-01T00:00:00.000000Z")
+    before = scan(store)
+    with pytest.raises(InvalidTransitionError, match="back-fill it first"):
+        store.update_desired_state("old", "deleted")
+    assert scan(store) == before
+    filled = store.ensure_lifecycle_metadata(legacy)
+    assert filled is not None
+    deleted = store.update_desired_state("old", "deleted")
+    assert deleted is not None and deleted.deletion_regions == [EAST]
