@@ -279,6 +279,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
             ),
         )
         self.retired.append((record, region))
+        # The reconciler that read the earlier membership writes only now.
+        self.observe(record, region, removal=False, host=1)
         return multiple(record, left)
 
     @rule(target=snapshots, spec=st.sampled_from(sorted(SPECS)))
