@@ -324,3 +324,23 @@ def test_a_plain_delete_of_a_legacy_record_is_refused_until_it_is_backfilled(sto
     assert filled is not None
     deleted = store.update_desired_state("old", "deleted")
     assert deleted is not None and deleted.deletion_regions == [EAST]
+
+
+def test_a_token_of_a_region_that_is_no_member_lets_no_status_in(store: EndpointStore) -> None:
+    """An older gco left a token for a Region outside every list; the back-fill keeps tokens."""
+    stray = "d" * 64
+    legacy = legacy_item(
+        store, updated_at="2025-01-01T00:00:00.000000Z", region_generations={"ap-south-1": stray}
+    )
+    filled = store.ensure_lifecycle_metadata(legacy)
+    assert filled is not None and "ap-south-1" not in filled.cleanup_regions
+    assert filled.region_generations["ap-south-1"] == stray
+    before = scan(store)
+    written = store.update_region_status(
+        "old",
+        "ap-south-1",
+        "running",
+        expected_lifecycle_id=filled.lifecycle_id,
+        expected_region_generation=stray,
+    )
+    assert written is None and scan(store) == before
