@@ -13,7 +13,8 @@ the adapter's real wire code is what runs against it:
 - resourceVersions (one counter), metadata.generation bumped on spec changes, uids,
   creationTimestamp, managedFields (manager and time only);
 - Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
-  (on the injectable clock) after the last spec change;
+  (on the injectable clock) after the last spec change, unless a `replica_source` (the local
+  stack's engine runner, `gco.local.kubelet`, which runs real processes) reports the replicas;
 - authentication (a bearer token names a user) and authorization: every request is checked
   against the grant of `gco.reconcile.access` (the definition the Regional stack turns into the
   reconciler's RBAC), as RBAC would check it: verb (get/list/patch/delete), API group, resource,
@@ -44,7 +45,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from gco.reconcile import standin_http
 from gco.reconcile.access import RECONCILER_GRANT, Grant
@@ -62,6 +63,12 @@ SERVER_METADATA = (
     "managedFields",
     "deletionTimestamp",
 )
+
+
+class ReplicaSource(Protocol):
+    """Observed replica counts of a Deployment (what kubelets report), or None where it runs none."""
+
+    def __call__(self, deployment: Mapping[str, Any]) -> dict[str, int] | None: ...
 
 
 @dataclass
@@ -169,6 +176,7 @@ class StandInKubeAPI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        self.replica_source: ReplicaSource | None = None  # set before start; called under the lock
         for namespace in (*PREEXISTING_NAMESPACES, *namespaces):
             self.apply_as(
                 "kube-apiserver", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
@@ -415,8 +423,12 @@ class StandInKubeAPI:
             obj["status"] = {"phase": "Terminating" if stored.deleting_since is not None else "Active"}
         if stored.kind.kind == "Deployment":
             replicas = int(obj.get("spec", {}).get("replicas", 1))
-            ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
             status: dict[str, Any] = {"observedGeneration": stored.generation, "replicas": replicas}
+            observed = self.replica_source(obj) if self.replica_source else None
+            if observed is not None:
+                obj["status"] = {**status, **{k: v for k, v in observed.items() if v}}
+                return obj
+            ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
             if ready:
                 status.update(readyReplicas=ready, availableReplicas=ready, updatedReplicas=ready)
             obj["status"] = status

@@ -1,0 +1,81 @@
+"""The local clusters: per Region the stand-in API server and reconciler (`LocalReconcilers`),
+the engines behind it (`LocalKubelet`) and the Region's route (`LocalRouter`).
+
+What `gco local up` runs in its background process and what the functional tests drive; the
+reconcilers come from `gco.reconcile.local`, everything that stands in for the cluster below the
+API server lives here, outside the package shipped to Lambda.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from gco.endpoints.store import EndpointStore
+from gco.local.engines import EngineTable
+from gco.local.kubelet import LocalKubelet
+from gco.local.router import LocalRouter
+from gco.reconcile.local import LocalReconcilers
+
+
+class LocalClusters:
+    """Reconcilers, engines and routes for `regions`; a context manager.
+
+    Parameters:
+        store: the endpoint store on the local (moto) endpoint.
+        log_dir: where each engine process writes its log.
+        table: the engine table (default: the fake engine for every framework).
+        sync_interval: seconds between engine syncs.
+    """
+
+    def __init__(
+        self,
+        store: EndpointStore,
+        regions: Iterable[str],
+        *,
+        endpoint_url: str | None,
+        log_dir: Path,
+        table: EngineTable | None = None,
+        wait: float = 2.0,
+        poll: float = 0.05,
+    ) -> None:
+        self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
+        self.kubelets: dict[str, LocalKubelet] = {}
+        self.routers: dict[str, LocalRouter] = {}
+        engines = table or EngineTable.fake()
+        for region, local in self.reconcilers.regions.items():
+            kubelet = LocalKubelet(local.api, engines, log_dir / region)
+            self.kubelets[region] = kubelet
+            self.routers[region] = LocalRouter(local.api, kubelet).start()
+
+    def invoke_urls(self) -> dict[str, str]:
+        """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""
+        return {region: f"{router.url}/inference" for region, router in self.routers.items()}
+
+    def start(
+        self,
+        *,
+        sync_interval: float = 0.2,
+        poll_interval: float = 0.2,
+        sweep_interval: float = 5.0,
+        engines: bool = True,
+    ) -> LocalClusters:
+        """Engines (unless `engines` is False: the caller syncs them), stream pollers and sweeps on
+        background threads."""
+        for kubelet in self.kubelets.values() if engines else ():
+            kubelet.start(sync_interval)
+        self.reconcilers.start(poll_interval=poll_interval, sweep_interval=sweep_interval)
+        return self
+
+    def stop(self) -> None:
+        self.reconcilers.stop()
+        for router in self.routers.values():
+            router.stop()
+        for kubelet in self.kubelets.values():
+            kubelet.stop()
+
+    def __enter__(self) -> LocalClusters:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
