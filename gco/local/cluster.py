@@ -15,6 +15,7 @@ from gco.endpoints.store import EndpointStore
 from gco.local.engines import EngineTable
 from gco.local.kubelet import LocalKubelet
 from gco.local.router import LocalRouter
+from gco.local.services import ServiceNetwork
 from gco.reconcile.local import LocalReconcilers
 
 
@@ -42,11 +43,13 @@ class LocalClusters:
         self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
         self.kubelets: dict[str, LocalKubelet] = {}
         self.routers: dict[str, LocalRouter] = {}
+        self.services: dict[str, ServiceNetwork] = {}
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
             kubelet = LocalKubelet(local.api, engines, log_dir / region)
             self.kubelets[region] = kubelet
-            self.routers[region] = LocalRouter(local.api, kubelet).start()
+            self.services[region] = ServiceNetwork(local.api, kubelet)
+            self.routers[region] = LocalRouter(local.api, self.services[region])
 
     def invoke_urls(self) -> dict[str, str]:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""
@@ -71,6 +74,8 @@ class LocalClusters:
         self.reconcilers.stop()
         for router in self.routers.values():
             router.stop()
+        for network in self.services.values():
+            network.stop()
         for kubelet in self.kubelets.values():
             kubelet.stop()
 

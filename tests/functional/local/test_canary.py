@@ -11,7 +11,7 @@ import httpx
 
 from gco.endpoints import EndpointStore, canary
 from gco.local.cluster import LocalClusters
-from gco.local.router import UPSTREAM_HEADER
+from gco.local.services import UPSTREAM_HEADER
 from tests.functional.local.conftest import eventually
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.reconcile.records import EAST
