@@ -3,7 +3,8 @@
 In AWS a Region is reached at its Regional stack's `InvokeUrl` (`gco.front_door`), an
 IAM-authorized API: the request is signed with the caller's credentials (SigV4, service
 `execute-api`). On the local stack `gco local env` sets `GCO_INVOKE_URLS` (JSON, Region -> base
-URL of the Region's local route), and requests go there unsigned over loopback. Either way the
+URL of the Region's local proxy) and `GCO_INVOKE_CA_BUNDLE` (the local proxy's self-signed
+certificate, which TLS verification then trusts), and requests go there unsigned over loopback. Either way the
 endpoint answers at `<base>/<name>/<path>`.
 
 The default request is the framework's: vLLM and SGLang `POST /v1/completions` with
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,6 +32,7 @@ from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
+INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
 EXECUTE_API = "execute-api"
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_PROMPT = "Say hello."
@@ -161,9 +164,12 @@ def send(
     """
     data = json.dumps(body).encode()
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    verify: ssl.SSLContext | bool = True
+    if bundle := os.environ.get(INVOKE_CA_BUNDLE_ENV):
+        verify = ssl.create_default_context(cafile=bundle)
     started = clock()
     try:
-        answer = httpx.post(url, content=data, headers=headers, timeout=timeout)
+        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=verify)
     except httpx.HTTPError as error:
         raise InvokeFailedError(f"{region}: {url}: {error}") from error
     latency = (clock() - started) * 1000

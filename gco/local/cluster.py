@@ -10,13 +10,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal, Protocol
 
 from gco.endpoints.store import EndpointStore
 from gco.local.engines import EngineTable
 from gco.local.kubelet import LocalKubelet
+from gco.local.nginx import NginxProxy, nginx_path
 from gco.local.router import LocalRouter
 from gco.local.services import ServiceNetwork
 from gco.reconcile.local import LocalReconcilers
+
+ProxyKind = Literal["auto", "nginx", "python"]
+
+
+class RegionProxy(Protocol):
+    """The Region's way in: `<url>/inference/<name>/...`."""
+
+    url: str
+
+    def stop(self) -> None: ...
 
 
 class LocalClusters:
@@ -26,7 +38,8 @@ class LocalClusters:
         store: the endpoint store on the local (moto) endpoint.
         log_dir: where each engine process writes its log.
         table: the engine table (default: the fake engine for every framework).
-        sync_interval: seconds between engine syncs.
+        proxy: `nginx` (the rendered configuration served by Debian's nginx, over TLS), `python`
+            (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
     """
 
     def __init__(
@@ -39,21 +52,29 @@ class LocalClusters:
         table: EngineTable | None = None,
         wait: float = 2.0,
         poll: float = 0.05,
+        proxy: ProxyKind = "auto",
     ) -> None:
         self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
         self.kubelets: dict[str, LocalKubelet] = {}
-        self.routers: dict[str, LocalRouter] = {}
+        self.proxies: dict[str, RegionProxy] = {}
         self.services: dict[str, ServiceNetwork] = {}
+        self.nginx = proxy == "nginx" or (proxy == "auto" and nginx_path() is not None)
+        self.ca_bundle: Path | None = None
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
             kubelet = LocalKubelet(local.api, engines, log_dir / region)
             self.kubelets[region] = kubelet
-            self.services[region] = ServiceNetwork(local.api, kubelet)
-            self.routers[region] = LocalRouter(local.api, self.services[region])
+            network = self.services[region] = ServiceNetwork(local.api, kubelet)
+            if self.nginx:
+                nginx = NginxProxy(local.api, network, log_dir / region / "nginx", tls_dir=log_dir / "tls")
+                self.ca_bundle = nginx.ca_bundle
+                self.proxies[region] = nginx
+            else:
+                self.proxies[region] = LocalRouter(local.api, network)
 
     def invoke_urls(self) -> dict[str, str]:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""
-        return {region: f"{router.url}/inference" for region, router in self.routers.items()}
+        return {region: f"{router.url}/inference" for region, router in self.proxies.items()}
 
     def start(
         self,
@@ -67,13 +88,16 @@ class LocalClusters:
         background threads."""
         for kubelet in self.kubelets.values() if engines else ():
             kubelet.start(sync_interval)
+        for proxy in self.proxies.values():
+            if isinstance(proxy, NginxProxy):
+                proxy.start(sync_interval)
         self.reconcilers.start(poll_interval=poll_interval, sweep_interval=sweep_interval)
         return self
 
     def stop(self) -> None:
         self.reconcilers.stop()
-        for router in self.routers.values():
-            router.stop()
+        for proxy in self.proxies.values():
+            proxy.stop()
         for network in self.services.values():
             network.stop()
         for kubelet in self.kubelets.values():

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import httpx
 import pytest
 
 from gco.endpoints import EndpointStore
@@ -41,7 +43,17 @@ def eventually(check: Callable[[], T | None], what: str, deadline_s: float = DEA
 
 @pytest.fixture
 def manual(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
-    """One Region whose engines the test syncs itself (reconcilers and sweeps on threads)."""
-    with LocalClusters(store, [EAST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.2) as stack:
+    """One Region whose engines the test syncs itself, behind the in-process router."""
+    with LocalClusters(
+        store, [EAST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.2, proxy="python"
+    ) as stack:
         stack.start(poll_interval=0.05, sweep_interval=0.2, engines=False)
         yield stack
+
+
+def client(clusters: LocalClusters) -> httpx.Client:
+    """An HTTP client for the Regions' proxies (nginx's self-signed certificate verified)."""
+    verify: ssl.SSLContext | bool = True
+    if clusters.ca_bundle is not None:
+        verify = ssl.create_default_context(cafile=str(clusters.ca_bundle))
+    return httpx.Client(timeout=10, verify=verify)

@@ -13,7 +13,7 @@ import httpx
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, operations
 from gco.local.cluster import LocalClusters
-from tests.functional.local.conftest import eventually
+from tests.functional.local.conftest import client, eventually
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
 MODEL = "HuggingFaceTB/SmolLM2-135M"
@@ -44,8 +44,8 @@ def engines(clusters: LocalClusters, region: str) -> list[int]:
 def invoke(
     clusters: LocalClusters, region: str, name: str, path: str, body: dict[str, Any]
 ) -> httpx.Response:
-    url = f"{clusters.invoke_urls()[region]}/{name}{path}"
-    return httpx.post(url, json=body, timeout=10)
+    with client(clusters) as http:
+        return http.post(f"{clusters.invoke_urls()[region]}/{name}{path}", json=body)
 
 
 def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clusters: LocalClusters) -> None:
@@ -58,7 +58,7 @@ def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clu
         assert answer.status_code == 200, answer.text
         assert answer.json()["model"] == MODEL
         assert answer.json()["choices"][0]["text"]
-        models = httpx.get(f"{clusters.invoke_urls()[region]}/smol/v1/models", timeout=10).json()
+        models = client(clusters).get(f"{clusters.invoke_urls()[region]}/smol/v1/models").json()
         assert models["data"][0]["id"] == MODEL
         assert len(engines(clusters, region)) == 1
 
@@ -117,5 +117,5 @@ def test_tgi_engine_answers_its_protocol(store: EndpointStore, clusters: LocalCl
     body = {"inputs": "hello", "parameters": {"do_sample": False, "max_new_tokens": 4}}
     answer = invoke(clusters, EAST, "tgi", "/generate", body)
     assert answer.status_code == 200 and answer.json()["generated_text"]
-    info = httpx.get(f"{clusters.invoke_urls()[EAST]}/tgi/info", timeout=10).json()
+    info = client(clusters).get(f"{clusters.invoke_urls()[EAST]}/tgi/info").json()
     assert (info["model_id"], info["model_sha"]) == (MODEL, REVISION)

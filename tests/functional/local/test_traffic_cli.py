@@ -8,7 +8,7 @@ import json
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.invoke import INVOKE_URLS_ENV
+from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.cluster import LocalClusters
 from gco.local.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli
@@ -26,6 +26,8 @@ def cli(store: EndpointStore, moto: MotoServer, capsys: pytest.CaptureFixture[st
 @pytest.fixture
 def local_cli(cli: Cli, clusters: LocalClusters, monkeypatch: pytest.MonkeyPatch) -> Cli:
     monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps(clusters.invoke_urls()))
+    if clusters.ca_bundle is not None:
+        monkeypatch.setenv(INVOKE_CA_BUNDLE_ENV, str(clusters.ca_bundle))
     return cli
 
 
