@@ -1,5 +1,6 @@
 """The local clusters: per Region the stand-in API server and reconciler (`LocalReconcilers`),
-the engines behind it (`LocalKubelet`) and the Region's route (`LocalRouter`).
+the engines behind it (`LocalKubelet`), its autoscaler (`LocalAutoscaler`), the Service network
+and the Region's proxy (nginx, `NginxProxy`, or the in-process `LocalRouter`).
 
 What `gco local up` runs in its background process and what the functional tests drive; the
 reconcilers come from `gco.reconcile.local`, everything that stands in for the cluster below the
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from gco.endpoints.store import EndpointStore
+from gco.local.autoscaler import LocalAutoscaler
 from gco.local.engines import EngineTable
 from gco.local.kubelet import LocalKubelet
 from gco.local.nginx import NginxProxy, nginx_path
@@ -58,12 +60,14 @@ class LocalClusters:
         self.kubelets: dict[str, LocalKubelet] = {}
         self.proxies: dict[str, RegionProxy] = {}
         self.services: dict[str, ServiceNetwork] = {}
+        self.autoscalers: dict[str, LocalAutoscaler] = {}
         self.nginx = proxy == "nginx" or (proxy == "auto" and nginx_path() is not None)
         self.ca_bundle: Path | None = None
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
             kubelet = LocalKubelet(local.api, engines, log_dir / region)
             self.kubelets[region] = kubelet
+            self.autoscalers[region] = LocalAutoscaler(local.api, kubelet)
             network = self.services[region] = ServiceNetwork(local.api, kubelet)
             if self.nginx:
                 nginx = NginxProxy(local.api, network, log_dir / region / "nginx", tls_dir=log_dir / "tls")
@@ -88,6 +92,8 @@ class LocalClusters:
         background threads."""
         for kubelet in self.kubelets.values() if engines else ():
             kubelet.start(sync_interval)
+        for autoscaler in self.autoscalers.values():
+            autoscaler.start(sync_interval)
         for proxy in self.proxies.values():
             if isinstance(proxy, NginxProxy):
                 proxy.start(sync_interval)
@@ -95,6 +101,8 @@ class LocalClusters:
         return self
 
     def stop(self) -> None:
+        for autoscaler in self.autoscalers.values():
+            autoscaler.stop()
         self.reconcilers.stop()
         for proxy in self.proxies.values():
             proxy.stop()

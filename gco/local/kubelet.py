@@ -163,6 +163,12 @@ class LocalKubelet:
                 if replica.ready
             ]
 
+    def ready_urls(self, namespace: str, name: str) -> list[str]:
+        """Base URLs of the ready engines of Deployment `namespace/name`."""
+        with self._lock:
+            workload = self._workloads.get((namespace, name))
+            return [r.url for r in workload.running if r.ready] if workload is not None else []
+
     def pids(self) -> list[int]:
         """Process-group ids of every engine this runner started and has not stopped."""
         with self._lock:
