@@ -42,6 +42,7 @@ class LocalClusters:
         table: the engine table (default: the fake engine for every framework).
         proxy: `nginx` (the rendered configuration served by Debian's nginx, over TLS), `python`
             (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
+        tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class LocalClusters:
         wait: float = 2.0,
         poll: float = 0.05,
         proxy: ProxyKind = "auto",
+        tls_dir: Path | None = None,
     ) -> None:
         self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
         self.kubelets: dict[str, LocalKubelet] = {}
@@ -70,7 +72,9 @@ class LocalClusters:
             self.autoscalers[region] = LocalAutoscaler(local.api, kubelet)
             network = self.services[region] = ServiceNetwork(local.api, kubelet)
             if self.nginx:
-                nginx = NginxProxy(local.api, network, log_dir / region / "nginx", tls_dir=log_dir / "tls")
+                nginx = NginxProxy(
+                    local.api, network, log_dir / region / "nginx", tls_dir=tls_dir or log_dir / "tls"
+                )
                 self.ca_bundle = nginx.ca_bundle
                 self.proxies[region] = nginx
             else:
