@@ -8,13 +8,14 @@ import os
 import shlex
 import signal
 import socket
-import subprocess
-import sys
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
+
 from gco.bench.process import group_members
+from gco.cli import main
 from gco.local.node import children_path
 from tests.functional.local.conftest import eventually
 
@@ -23,17 +24,18 @@ MODEL = "HuggingFaceTB/SmolLM2-135M"
 REGIONS = ("us-east-1", "us-west-2")
 
 
-def gco(*args: str, env: dict[str, str] | None = None, code: int = 0) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "gco.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == code, (args, result.returncode, result.stdout, result.stderr)
-    return result.stdout + result.stderr
+class Gco:
+    """Runs `gco` in-process (as the console script does), capturing its output."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *args: str, code: int = 0) -> str:
+        self.capsys.readouterr()
+        status = main(list(args))
+        out, err = self.capsys.readouterr()
+        assert status == code, (args, status, out, err)
+        return out + err
 
 
 def reported(state_dir: Path, region: str) -> list[int]:
@@ -48,7 +50,10 @@ def port_free(url: str) -> bool:
         return probe.connect_ex((parsed.hostname or "127.0.0.1", parsed.port or 0)) != 0
 
 
-def test_up_use_down_after_a_crash(tmp_path: Path) -> None:
+def test_up_use_down_after_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gco = Gco(capsys)
     state_dir = tmp_path / "state"
     flag = ("--state-dir", str(state_dir))
     gco("local", "up", "--regions", ",".join(REGIONS), *flag)
@@ -59,14 +64,13 @@ def test_up_use_down_after_a_crash(tmp_path: Path) -> None:
         assert [row["part"] for row in status] == ["moto", *(f"region {r}" for r in REGIONS)]
         assert all(row["alive"] and row["answers"] for row in status)
 
-        env = dict(os.environ)
         for line in gco("local", "env", *flag).splitlines():
             name, _, value = line.removeprefix("export ").partition("=")
-            env[name] = shlex.split(value)[0]
+            monkeypatch.setenv(name, shlex.split(value)[0])
         deploy = ["inference", "deploy", "smol", "--image", IMAGE, "--model-id", MODEL]
-        gco(*deploy, "--region", REGIONS[0], "--region", REGIONS[1], "--wait", "--timeout", "60", env=env)
+        gco(*deploy, "--region", REGIONS[0], "--region", REGIONS[1], "--wait", "--timeout", "60")
         for region in REGIONS:
-            answer = json.loads(gco("inference", "invoke", "smol", "--region", region, "-o", "json", env=env))
+            answer = json.loads(gco("inference", "invoke", "smol", "--region", region, "-o", "json"))
             assert answer["status"] == 200 and answer["body"]["model"] == MODEL
 
         state = json.loads((state_dir / "stack.json").read_text())
