@@ -92,3 +92,11 @@ def test_up_use_down_after_a_crash(
     assert not (state_dir / "stack.json").exists()
     assert gco("local", "down", *flag).strip() == "the local stack was not up"
     assert "not up" in gco("local", "env", *flag, code=1)
+
+
+def test_bad_regions_start_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = Gco(capsys)(
+        "local", "up", "--regions", "us-east-1,Us_East", "--state-dir", str(tmp_path / "s"), code=2
+    )
+    assert out == "error: --regions[1]: 'Us_East' is not an AWS Region name (for example us-east-1)\n"
+    assert not (tmp_path / "s").exists()
