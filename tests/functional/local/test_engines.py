@@ -71,7 +71,7 @@ def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clu
     operations.stop(store, "smol")
     for region in (EAST, WEST):
         eventually(functools.partial(stopped_in, store, region), f"stopped in {region}")
-        assert engines(clusters, region) == []
+        eventually(lambda r=region: not engines(clusters, r), f"no engine in {region}")  # type: ignore[misc]
     stopped = invoke(clusters, EAST, "smol", "/v1/completions", {"prompt": "x"})
     assert stopped.status_code == 503
     operations.start(store, "smol")
@@ -81,7 +81,7 @@ def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clu
     operations.delete(store, "smol")
     eventually(lambda: store.get("smol") is None, "purged")
     eventually(lambda: not engines(clusters, EAST) and not engines(clusters, WEST), "no engine left")
-    assert all(not group_members(pgid) for pgid in groups)
+    eventually(lambda: not any(group_members(pgid) for pgid in groups), "every engine group gone")
     gone = lambda: invoke(clusters, EAST, "smol", "/v1/completions", {}).status_code == 404  # noqa: E731
     eventually(gone, "the route removed (the proxy reloaded)")
 
