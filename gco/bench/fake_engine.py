@@ -1,9 +1,11 @@
 """A fake OpenAI-compatible engine for tests and the local stack: SSE completions, clips, /health, /metrics.
 
-It stands in for vLLM, TGI or SGLang (and, in clip mode, a video engine answering whole clips on
-POST /v1/videos) where no GPU is available. Configurable speed, noise, drift and failures; logs start-up
-lines in vLLM, TGI or SGLang style. It does not model batching, memory or a tokenizer: a token is a fixed
-chunk and a clip is a fixed-size body after a known time per size.
+It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`, TGI's `/generate`
+and `/info`, naming the model id and revision it was started with), and, in clip mode, a video
+engine answering whole clips on POST /v1/videos, where no GPU is available. Configurable speed,
+noise, drift and failures; logs start-up lines in vLLM, TGI or SGLang style. It does not model
+batching, memory or a tokenizer: a token is a fixed chunk and a clip is a fixed-size body after a
+known time per size.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class Behaviour:
     tokens: int
     trace: bool = False
     model: str = FAKE_MODEL
+    revision: str = ""
     clip_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -127,8 +130,14 @@ class FakeEngine:
             rows = [{"arrived": a, "ttft_s": t, "itl_s": i} for a, t, i in trace]
             await self.respond(writer, 200, json.dumps(rows).encode())
         elif path == "/v1/models":
-            models = {"object": "list", "data": [{"id": self.behaviour.model, "object": "model"}]}
+            entry = {"id": self.behaviour.model, "object": "model", "root": self.behaviour.model}
+            models = {"object": "list", "data": [entry]}
             await self.respond(writer, 200, json.dumps(models).encode())
+        elif path == "/info":
+            info = {"model_id": self.behaviour.model, "model_sha": self.behaviour.revision or None}
+            await self.respond(writer, 200, json.dumps(info).encode())
+        elif method == "POST" and path == "/generate":
+            await self.generate_tgi(body, writer)
         elif method == "POST" and path == CLIP_PATH and self.behaviour.clip_s:
             await self.clip(body, writer)
         elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
@@ -202,12 +211,37 @@ class FakeEngine:
                     else {"index": 0, "text": text}
                 )
                 usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}
-                await self.respond(writer, 200, json.dumps({"choices": [choice], "usage": usage}).encode())
+                answer = {"model": b.model, "choices": [choice], "usage": usage}
+                await self.respond(writer, 200, json.dumps(answer).encode())
         finally:
             self.counters.running -= 1
         self.counters.prompt_tokens += prompt_tokens
         self.counters.generation_tokens += tokens
         self.counters.success += 1
+
+    async def generate_tgi(self, body: bytes, writer: asyncio.StreamWriter) -> None:
+        """TGI's `/generate`: `{inputs, parameters {max_new_tokens}}` -> `{generated_text}`."""
+        b = self.behaviour
+        self.requests += 1
+        self.maybe_crash()
+        try:
+            request = json.loads(body)
+            prompt = str(request["inputs"])
+            tokens = int((request.get("parameters") or {}).get("max_new_tokens") or b.tokens)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self.counters.failed += 1
+            await self.respond(writer, 422, b'{"error":"inputs required","error_type":"validation"}')
+            return
+        self.counters.running += 1
+        try:
+            factor = self.slowdown()
+            await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
+        finally:
+            self.counters.running -= 1
+        self.counters.prompt_tokens += max(1, len(prompt.split()))
+        self.counters.generation_tokens += tokens
+        self.counters.success += 1
+        await self.respond(writer, 200, json.dumps({"generated_text": " tok" * tokens}).encode())
 
     def slowdown(self) -> float:
         """This request's time factor: drift over requests served, over speed, times the noise."""
@@ -341,7 +375,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--log-line", action="append", default=[], help="An extra start-up log line.")
     add("--seed", type=int, default=0)
     add("--trace", action="store_true", help="Record arrivals and own TTFT/ITL; GET /debug/trace reads them.")
-    add("--model", default=FAKE_MODEL, help="The model id GET /v1/models lists.")
+    add("--model", default=FAKE_MODEL, help="The model id GET /v1/models and /info name.")
+    add("--revision", default="", help="The model revision GET /info names (model_sha).")
     add(
         "--clip-ms",
         action="append",
@@ -379,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         tokens=args.tokens,
         model=args.model,
+        revision=args.revision,
         clip_s={size: float(ms) / 1000 for size, _, ms in (item.partition("=") for item in args.clip_ms)},
     )
     asyncio.run(serve(FakeEngine(behaviour)))

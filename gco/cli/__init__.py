@@ -15,6 +15,7 @@ from gco import __version__
 from gco.cli.bench import bench
 from gco.cli.inference import inference
 from gco.cli.local import local
+from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
 from gco.errors import GcoError
 
 
@@ -30,6 +31,8 @@ def cli(verbose: bool) -> None:
     )
 
 
+for _command in TRAFFIC_COMMANDS:
+    inference.add_command(_command)
 cli.add_command(inference)
 cli.add_command(local)
 cli.add_command(bench)

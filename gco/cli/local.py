@@ -1,15 +1,36 @@
-"""`gco local ...`: the embedded stack on one machine (no AWS account)."""
+"""`gco local ...`: the embedded stack on one machine (no AWS account).
+
+`up` starts it in the background, `env` prints the variables that point gco at it, `status` shows
+each part, `down` stops them all; `demo` walks through the main job on a stack of its own.
+"""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
 import click
 
+from gco.cli.common import emit_json, emit_table
+from gco.local import stack
 from gco.local.demo import DemoStepError, walkthrough
+
+F = TypeVar("F", bound=Callable[..., Any])
+STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOME/gco/local]."
+
+
+def state_dir_option(command: F) -> F:
+    option = click.option(
+        "--state-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=STATE_DIR_HELP
+    )
+    return option(command)
 
 
 @click.group()
 def local() -> None:
-    """The embedded local stack: a moto server on loopback standing in for AWS."""
+    """The embedded local stack: a moto server and stand-in clusters on loopback."""
 
 
 @local.command()
@@ -19,3 +40,54 @@ def demo() -> None:
         walkthrough(click.echo)
     except DemoStepError as error:
         raise click.ClickException(str(error)) from error
+
+
+@local.command()
+@click.option(
+    "--regions", default=",".join(stack.DEFAULT_REGIONS), show_default=True, help="Regions, comma-separated."
+)
+@state_dir_option
+def up(regions: str, state_dir: Path | None) -> None:
+    """Start the stack in the background; then `eval "$(gco local env)"`."""
+    state = stack.up([region.strip() for region in regions.split(",")], state_dir)
+    for part in state.parts:
+        click.echo(f"started {part.name} (pid {part.pid}) {part.url}")
+    click.echo(f'use it: eval "$(gco local env{_dir_flag(state_dir)})"')
+
+
+def _dir_flag(state_dir: Path | None) -> str:
+    return f" --state-dir {shlex.quote(str(state_dir))}" if state_dir else ""
+
+
+@local.command()
+@state_dir_option
+def env(state_dir: Path | None) -> None:
+    """Print `export` lines that point gco (and boto3) at the running stack."""
+    for name, value in stack.environment(stack.require(state_dir)).items():
+        click.echo(f"export {name}={shlex.quote(value)}")
+
+
+@local.command()
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@state_dir_option
+def status(output: str, state_dir: Path | None) -> None:
+    """Show every part, whether its process lives and whether it answers (exit 1 if one does not)."""
+    rows = stack.status(stack.require(state_dir))
+    if output == "json":
+        emit_json(rows)
+    else:
+        emit_table(
+            ["PART", "PID", "ALIVE", "ANSWERS", "URL"],
+            [[r["part"], r["pid"], r["alive"], r["answers"], r["url"]] for r in rows],
+        )
+    failing = [str(row["part"]) for row in rows if not row["answers"]]
+    if failing:
+        raise stack.LocalStackError(f"not answering: {', '.join(failing)}")
+
+
+@local.command()
+@state_dir_option
+def down(state_dir: Path | None) -> None:
+    """Stop every process the stack started (also after one crashed) and free its ports."""
+    stopped = stack.down(state_dir)
+    click.echo(f"stopped {', '.join(stopped)}" if stopped else "the local stack was not up")

@@ -5,6 +5,7 @@
     ├── EndpointExistsError       create refused: the name is taken
     ├── InvalidSpecError          bad field value (also GcoInputError: exit 2)
     ├── InvalidTransitionError    the record's current state forbids the operation
+    ├── NoCanaryError             promote or roll back an endpoint that has no canary
     ├── LostRaceError             a fenced write lost to a concurrent writer
     └── StoreUnavailableError     DynamoDB failed after retries
 
@@ -52,6 +53,14 @@ class InvalidTransitionError(EndpointError):
         self.current_state = current_state
         message = f"cannot {operation} endpoint {name!r}: its desired_state is {current_state}"
         super().__init__(f"{message}; {hint}" if hint else message)
+
+
+class NoCanaryError(EndpointError):
+    """Promote or rollback of an endpoint whose spec has no canary."""
+
+    def __init__(self, name: str, operation: str) -> None:
+        self.name = name
+        super().__init__(f"cannot {operation} endpoint {name!r}: it has no canary")
 
 
 class LostRaceError(EndpointError):

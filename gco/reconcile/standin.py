@@ -8,12 +8,13 @@ the adapter's real wire code is what runs against it:
   manager: each manager's last applied configuration is kept, and the object is their deep merge
   (maps merge, lists and scalars are replaced whole), so a manager that stops setting a field
   drops it unless another manager sets it; a non-forced apply that changes a value another
-  manager set answers 409;
+  manager set answers 409, a forced one takes those fields from the other managers;
 - `DELETE` with `preconditions.uid` (409 on mismatch), immediate or after a termination delay;
 - resourceVersions (one counter), metadata.generation bumped on spec changes, uids,
   creationTimestamp, managedFields (manager and time only);
 - Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
-  (on the injectable clock) after the last spec change;
+  (on the injectable clock) after the last spec change, unless a `replica_source` (the local
+  stack's engine runner, `gco.local.kubelet`, which runs real processes) reports the replicas;
 - authentication (a bearer token names a user) and authorization: every request is checked
   against the grant of `gco.reconcile.access` (the definition the Regional stack turns into the
   reconciler's RBAC), as RBAC would check it: verb (get/list/patch/delete), API group, resource,
@@ -26,8 +27,11 @@ the adapter's real wire code is what runs against it:
 - injected faults (any status such as 429/500/409, and timeouts that drop the request before or
   after it takes effect), answered before authorization as API Priority and Fairness does.
 
+A controller's status (an autoscaler's) is written with `write_status`, without HTTP.
+
 It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
-HPA/KEDA controllers (a Deployment without replicas has 1), garbage collection of dependants,
+HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.autoscaler` scales and
+writes HPA status for the local stack), garbage collection of dependants,
 namespace deletion (and the deletion of its objects), finalizers beyond the fixed termination
 delay, strategic merge keys (lists are atomic), YAML bodies (only JSON, which is valid YAML),
 RBAC objects themselves (the grant is fixed at start), or impersonation.
@@ -44,7 +48,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from gco.reconcile import standin_http
 from gco.reconcile.access import RECONCILER_GRANT, Grant
@@ -62,6 +66,12 @@ SERVER_METADATA = (
     "managedFields",
     "deletionTimestamp",
 )
+
+
+class ReplicaSource(Protocol):
+    """Observed replica counts of a Deployment (what kubelets report), or None where it runs none."""
+
+    def __call__(self, deployment: Mapping[str, Any]) -> dict[str, int] | None: ...
 
 
 @dataclass
@@ -86,6 +96,7 @@ class _Stored:
     deleting_since: float | None = None
     managed: dict[str, str] = field(default_factory=dict)
     merged: dict[str, Any] = field(default_factory=dict)  # the managers' configurations, merged
+    status: dict[str, Any] | None = None  # written through the status subresource (a controller)
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
@@ -102,6 +113,16 @@ def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str,
             yield from _leaves(value, (*prefix, str(key)))
     else:
         yield prefix, obj
+
+
+def _drop(obj: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Remove the leaf at `path` (and maps left empty by it)."""
+    parent = obj
+    for key in path[:-1]:
+        parent = parent[key]
+    parent.pop(path[-1], None)
+    if len(path) > 1 and not parent:
+        _drop(obj, path[:-1])
 
 
 def _matches(labels: Mapping[str, str], query: str) -> bool:
@@ -169,6 +190,7 @@ class StandInKubeAPI:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ""
+        self.replica_source: ReplicaSource | None = None  # set before start; called under the lock
         for namespace in (*PREEXISTING_NAMESPACES, *namespaces):
             self.apply_as(
                 "kube-apiserver", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
@@ -234,6 +256,19 @@ class StandInKubeAPI:
             if k.kind == obj.get("kind") and k.api_version == obj.get("apiVersion")
         )
         return self._apply(kind, str(meta.get("namespace")), str(meta.get("name")), dict(obj), manager, force)
+
+    def write_status(self, kind: Kind, namespace: str, name: str, status: Mapping[str, Any]) -> bool:
+        """Replace an object's status as its controller does (the status subresource: no new
+        generation); False when the object is not there."""
+        with self._lock:
+            stored = self._objects.get((kind.plural, namespace, name))
+            if stored is None or stored.kind != kind:
+                return False
+            if stored.status != status:
+                self._version += 1
+                stored.resource_version = self._version
+                stored.status = copy.deepcopy(dict(status))
+            return True
 
     # -- the API -------------------------------------------------------------------------------
 
@@ -336,6 +371,13 @@ class StandInKubeAPI:
                 self.created_at[key] = stored.changed_at
                 return 201, self._render(stored, key)
             before = stored.merged
+            if force:  # a forced apply takes the fields it sets from their other managers
+                mine = dict(_leaves(config))
+                for other, applied in stored.applied.items():
+                    if other != manager:
+                        for path, value in list(_leaves(applied)):
+                            if path in mine and mine[path] != value and path[0] != "metadata":
+                                _drop(applied, path)
             stored.applied[manager] = config
             after = stored.merged = self._merged(stored)
             if after != before:
@@ -411,12 +453,18 @@ class StandInKubeAPI:
             meta["namespace"] = key[1]
         if stored.deleting_since is not None:
             meta["deletionTimestamp"] = stored.created
+        if stored.status is not None:
+            obj["status"] = copy.deepcopy(stored.status)
         if stored.kind == NAMESPACE:
             obj["status"] = {"phase": "Terminating" if stored.deleting_since is not None else "Active"}
         if stored.kind.kind == "Deployment":
             replicas = int(obj.get("spec", {}).get("replicas", 1))
-            ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
             status: dict[str, Any] = {"observedGeneration": stored.generation, "replicas": replicas}
+            observed = self.replica_source(obj) if self.replica_source else None
+            if observed is not None:
+                obj["status"] = {**status, **{k: v for k, v in observed.items() if v}}
+                return obj
+            ready = replicas if self.clock() - stored.changed_at >= self.ready_delay else 0
             if ready:
                 status.update(readyReplicas=ready, availableReplicas=ready, updatedReplicas=ready)
             obj["status"] = status

@@ -1,0 +1,119 @@
+"""`gco inference invoke|canary|promote|rollback`: requests to an endpoint and its traffic split.
+
+`invoke` parses, reads the record, picks the Region and sends one request (`gco.invoke`); the
+canary commands call the fenced actions of `gco.endpoints.canary`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from gco import aws
+from gco.cli.common import connection_options, emit_json, open_store
+from gco.cli.inference import show
+from gco.endpoints import canary as canary_actions
+from gco.endpoints import operations
+from gco.errors import GcoInputError
+from gco.front_door import invoke_urls
+from gco.invoke import InvokeFailedError, default_request, local_bases, parse_body, send, serving_region
+
+
+@click.command()
+@click.argument("name")
+@click.option(
+    "--region", default=None, help="Region to invoke [default: the first target Region running it]."
+)
+@click.option("--prompt", default=None, help="Prompt of the framework's completion request.")
+@click.option(
+    "--body", "body_text", default=None, metavar="JSON", help="The whole request body (a JSON object)."
+)
+@click.option(
+    "--path", default=None, help="Path under the endpoint [default: the framework's completion path]."
+)
+@click.option("--timeout", default=120.0, show_default=True, help="Seconds to wait for the answer.")
+@connection_options
+def invoke(
+    name: str,
+    region: str | None,
+    prompt: str | None,
+    body_text: str | None,
+    path: str | None,
+    timeout: float,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+) -> None:
+    """Send one request to NAME through its Region's route and print the answer."""
+    if prompt is not None and body_text is not None:
+        raise GcoInputError("--body", "give --prompt or --body, not both")
+    if path is not None and not path.startswith("/"):
+        raise GcoInputError("--path", f"{path!r} must start with /")
+    body = parse_body(body_text) if body_text is not None else None
+    bases = local_bases()
+    record = operations.fresh(open_store(endpoint_url, table_name), name)
+    target = serving_region(record, region)
+    default_path, default_body = default_request(record.spec, prompt)
+    if bases:
+        base = bases.get(target)
+        url = f"{base.rstrip('/')}/{name}" if base else None
+    else:
+        found = invoke_urls(
+            name, [target], lambda r: aws.client("cloudformation", region=r, endpoint_url=endpoint_url)
+        )
+        url = found.get(target)
+    if not url:
+        raise InvokeFailedError(f"no invoke URL for {target} (is its Regional stack deployed?)")
+    result = send(
+        target, url + (path or default_path), body or default_body, signed=not bases, timeout=timeout
+    )
+    if output == "json":
+        emit_json(result.model_dump(mode="json"))
+    else:
+        click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms")
+        click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
+    if not 200 <= result.status < 300:
+        raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--image", required=True, help="The canary's container image.")
+@click.option("--weight", required=True, type=int, help="Percent of requests the canary takes (0-100).")
+@click.option(
+    "--replicas", default=None, type=int, help="Canary replicas per Region [default: kept, else 1]."
+)
+@connection_options
+def canary(
+    name: str,
+    image: str,
+    weight: int,
+    replicas: int | None,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
+) -> None:
+    """Give NAME a canary taking --weight percent of its requests."""
+    show(
+        canary_actions.set_canary(open_store(endpoint_url, table_name), name, image, weight, replicas), output
+    )
+
+
+@click.command()
+@click.argument("name")
+@connection_options
+def promote(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Make NAME's canary its version; the canary goes."""
+    show(canary_actions.promote(open_store(endpoint_url, table_name), name), output)
+
+
+@click.command()
+@click.argument("name")
+@connection_options
+def rollback(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
+    """Remove NAME's canary; its own version answers every request."""
+    show(canary_actions.rollback(open_store(endpoint_url, table_name), name), output)
+
+
+COMMANDS = (invoke, canary, promote, rollback)

@@ -1,0 +1,88 @@
+"""Canary actions over the fenced store: add or change a canary, promote it, roll it back.
+
+- `set_canary`: the spec gains (or changes) `canary {image, weight, replicas}`; the reconciler
+  renders the canary Deployment and Service and the route's weight;
+- `promote`: the canary becomes the spec (its image replaces the spec's image) and the canary is
+  removed, so one version answers;
+- `rollback`: the canary is removed and the spec's own version answers.
+
+Each is one fenced `update_spec` built from a fresh strongly consistent read (lifecycle id and
+`updated_at` as fences), retried a few times when a concurrent change wins, never overwriting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gco.endpoints.errors import InvalidTransitionError, LostRaceError, NoCanaryError
+from gco.endpoints.operations import ATTEMPTS, fresh
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.spec import parse_spec
+from gco.endpoints.store import EndpointStore
+
+
+def _rewrite(
+    store: EndpointStore, name: str, operation: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+) -> EndpointRecord:
+    for _ in range(ATTEMPTS):
+        record = fresh(store, name)
+        if record.is_deleted:
+            raise InvalidTransitionError(name, operation, "deleted")
+        spec = parse_spec(change(record.spec.model_dump(mode="json", exclude_none=True)))
+        if spec == record.spec:
+            return record  # already so: no write, no rollout
+        written = store.update_spec(
+            name, spec, expected_lifecycle_id=record.lifecycle_id or "", expected_updated_at=record.updated_at
+        )
+        if written is not None:
+            return written
+    raise LostRaceError(name, operation)
+
+
+def set_canary(
+    store: EndpointStore, name: str, image: str, weight: int, replicas: int | None = None
+) -> EndpointRecord:
+    """Give `name` a canary of `image` taking `weight`% of requests (replicas: kept, else 1).
+
+    Raises:
+        InvalidSpecError: a bad image, weight (0-100) or replica count, or a mooncake endpoint.
+    """
+
+    def change(spec: dict[str, Any]) -> dict[str, Any]:
+        previous = spec.get("canary") or {}
+        canary = {"image": image, "weight": weight, "replicas": replicas or previous.get("replicas", 1)}
+        return {**spec, "canary": canary}
+
+    return _rewrite(store, name, "canary", change)
+
+
+def promote(store: EndpointStore, name: str) -> EndpointRecord:
+    """The canary's image becomes the endpoint's; the canary goes.
+
+    Raises:
+        NoCanaryError: the endpoint has no canary.
+    """
+
+    def change(spec: dict[str, Any]) -> dict[str, Any]:
+        canary = spec.pop("canary", None)
+        if canary is None:
+            raise NoCanaryError(name, "promote")
+        return {**spec, "image": canary["image"]}
+
+    return _rewrite(store, name, "promote", change)
+
+
+def rollback(store: EndpointStore, name: str) -> EndpointRecord:
+    """The canary goes; the endpoint's own image answers every request.
+
+    Raises:
+        NoCanaryError: the endpoint has no canary.
+    """
+
+    def change(spec: dict[str, Any]) -> dict[str, Any]:
+        if spec.pop("canary", None) is None:
+            raise NoCanaryError(name, "roll back")
+        return spec
+
+    return _rewrite(store, name, "rollback", change)

@@ -1,0 +1,180 @@
+"""One request to an endpoint through its Region's way in, as `gco inference invoke` sends it.
+
+In AWS a Region is reached at its Regional stack's `InvokeUrl` (`gco.front_door`), an
+IAM-authorized API: the request is signed with the caller's credentials (SigV4, service
+`execute-api`). On the local stack `gco local env` sets `GCO_INVOKE_URLS` (JSON, Region -> base
+URL of the Region's local proxy) and `GCO_INVOKE_CA_BUNDLE` (the local proxy's self-signed
+certificate, which TLS verification then trusts), and requests go there unsigned over loopback. Either way the
+endpoint answers at `<base>/<name>/<path>`.
+
+The default request is the framework's: vLLM and SGLang `POST /v1/completions` with
+`{model, prompt, max_tokens, temperature 0, stream false}`, TGI `POST /generate` with
+`{inputs, parameters {do_sample false, max_new_tokens}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import boto3
+import httpx
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from pydantic import BaseModel, ConfigDict
+
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.spec import EndpointSpec
+from gco.errors import GcoError, GcoInputError
+
+INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
+INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
+EXECUTE_API = "execute-api"
+DEFAULT_MAX_TOKENS = 32
+DEFAULT_PROMPT = "Say hello."
+TIMEOUT_S = 120.0
+
+
+class NotServingError(GcoError):
+    """The endpoint does not run in the Region asked (its observed state is named)."""
+
+
+class InvokeFailedError(GcoError):
+    """The request could not be sent, or no way in to the Region is known."""
+
+
+class InvokeResult(BaseModel):
+    """What one request got back."""
+
+    model_config = ConfigDict(frozen=True)
+
+    region: str
+    url: str
+    status: int
+    latency_ms: float
+    body: Any
+
+
+def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of the framework's completion request for `prompt`."""
+    text = prompt if prompt is not None else DEFAULT_PROMPT
+    if spec.framework == "tgi":
+        return "/generate", {
+            "inputs": text,
+            "parameters": {"do_sample": False, "max_new_tokens": DEFAULT_MAX_TOKENS},
+        }
+    body = {
+        "model": spec.model_id or "",
+        "prompt": text,
+        "max_tokens": DEFAULT_MAX_TOKENS,
+        "temperature": 0,
+        "stream": False,
+    }
+    return "/v1/completions", body
+
+
+def parse_body(text: str) -> dict[str, Any]:
+    """`--body` as a JSON object.
+
+    Raises:
+        GcoInputError: not JSON, or not an object (field `--body`).
+    """
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise GcoInputError("--body", f"is not JSON: {error.msg} at position {error.pos}") from None
+    if not isinstance(body, dict):
+        raise GcoInputError("--body", "must be a JSON object")
+    return body
+
+
+def serving_region(record: EndpointRecord, region: str | None) -> str:
+    """The Region to invoke: `region` if it runs the endpoint, else the first target that does.
+
+    Raises:
+        NotServingError: naming the Region and its state (or that no target Region runs it).
+    """
+    candidates = [region] if region else list(record.target_regions)
+    for candidate in candidates:
+        status = record.region_status.get(candidate)
+        if candidate not in record.target_regions:
+            raise NotServingError(f"endpoint {record.endpoint_name!r} does not target {candidate}")
+        running = (
+            record.desired_state != "deleted"
+            and status is not None
+            and status.state == "running"
+            and status.lifecycle_id == record.lifecycle_id
+            and status.replicas_ready > 0
+        )
+        if running:
+            return candidate
+        if region:
+            state = status.state if status is not None else "pending"
+            raise NotServingError(
+                f"endpoint {record.endpoint_name!r} is not running in {candidate}: its state is {state}"
+            )
+    raise NotServingError(f"endpoint {record.endpoint_name!r} is not running in any target Region")
+
+
+def local_bases(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The local stack's Region -> base URL (`GCO_INVOKE_URLS`), or {} outside it."""
+    raw = (environ if environ is not None else os.environ).get(INVOKE_URLS_ENV)
+    if not raw:
+        return {}
+    try:
+        bases = json.loads(raw)
+    except json.JSONDecodeError:
+        raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL") from None
+    if not isinstance(bases, dict) or not all(isinstance(v, str) for v in bases.values()):
+        raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL")
+    return bases
+
+
+def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, str]:
+    """Headers of `url` signed for API Gateway (`execute-api`) with the caller's credentials.
+
+    Raises:
+        InvokeFailedError: no AWS credentials are configured.
+    """
+    credentials = boto3.session.Session().get_credentials()
+    if credentials is None:
+        raise InvokeFailedError("no AWS credentials to sign the request with (IAM-authorized API)")
+    request = AWSRequest(method=method, url=url, data=body, headers={"content-type": "application/json"})
+    SigV4Auth(credentials.get_frozen_credentials(), EXECUTE_API, region).add_auth(request)
+    return dict(request.headers.items())
+
+
+def send(
+    region: str,
+    url: str,
+    body: dict[str, Any],
+    *,
+    signed: bool,
+    timeout: float = TIMEOUT_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> InvokeResult:
+    """POST `body` to `url` (signed for `region` when `signed`) and time the answer.
+
+    Raises:
+        InvokeFailedError: the request could not be sent or got no answer.
+    """
+    data = json.dumps(body).encode()
+    headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    verify: ssl.SSLContext | bool = True
+    if bundle := os.environ.get(INVOKE_CA_BUNDLE_ENV):
+        verify = ssl.create_default_context(cafile=bundle)
+    started = clock()
+    try:
+        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=verify)
+    except httpx.HTTPError as error:
+        raise InvokeFailedError(f"{region}: {url}: {error}") from error
+    latency = (clock() - started) * 1000
+    try:
+        parsed: Any = answer.json()
+    except ValueError:
+        parsed = answer.text
+    return InvokeResult(region=region, url=url, status=answer.status_code, latency_ms=latency, body=parsed)

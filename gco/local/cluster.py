@@ -1,0 +1,122 @@
+"""The local clusters: per Region the stand-in API server and reconciler (`LocalReconcilers`),
+the engines behind it (`LocalKubelet`), its autoscaler (`LocalAutoscaler`), the Service network
+and the Region's proxy (nginx, `NginxProxy`, or the in-process `LocalRouter`).
+
+What `gco local up` runs in its background process and what the functional tests drive; the
+reconcilers come from `gco.reconcile.local`, everything that stands in for the cluster below the
+API server lives here, outside the package shipped to Lambda.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal, Protocol
+
+from gco.endpoints.store import EndpointStore
+from gco.local.autoscaler import LocalAutoscaler
+from gco.local.engines import EngineTable
+from gco.local.kubelet import LocalKubelet
+from gco.local.nginx import NginxProxy, nginx_path
+from gco.local.router import LocalRouter
+from gco.local.services import ServiceNetwork
+from gco.reconcile.local import LocalReconcilers
+
+ProxyKind = Literal["auto", "nginx", "python"]
+
+
+class RegionProxy(Protocol):
+    """The Region's way in: `<url>/inference/<name>/...`."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+class LocalClusters:
+    """Reconcilers, engines and routes for `regions`; a context manager.
+
+    Parameters:
+        store: the endpoint store on the local (moto) endpoint.
+        log_dir: where each engine process writes its log.
+        table: the engine table (default: the fake engine for every framework).
+        proxy: `nginx` (the rendered configuration served by Debian's nginx, over TLS), `python`
+            (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
+        tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
+    """
+
+    def __init__(
+        self,
+        store: EndpointStore,
+        regions: Iterable[str],
+        *,
+        endpoint_url: str | None,
+        log_dir: Path,
+        table: EngineTable | None = None,
+        wait: float = 2.0,
+        poll: float = 0.05,
+        proxy: ProxyKind = "auto",
+        tls_dir: Path | None = None,
+    ) -> None:
+        self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
+        self.kubelets: dict[str, LocalKubelet] = {}
+        self.proxies: dict[str, RegionProxy] = {}
+        self.services: dict[str, ServiceNetwork] = {}
+        self.autoscalers: dict[str, LocalAutoscaler] = {}
+        self.nginx = proxy == "nginx" or (proxy == "auto" and nginx_path() is not None)
+        self.ca_bundle: Path | None = None
+        engines = table or EngineTable.fake()
+        for region, local in self.reconcilers.regions.items():
+            kubelet = LocalKubelet(local.api, engines, log_dir / region)
+            self.kubelets[region] = kubelet
+            self.autoscalers[region] = LocalAutoscaler(local.api, kubelet)
+            network = self.services[region] = ServiceNetwork(local.api, kubelet)
+            if self.nginx:
+                nginx = NginxProxy(
+                    local.api, network, log_dir / region / "nginx", tls_dir=tls_dir or log_dir / "tls"
+                )
+                self.ca_bundle = nginx.ca_bundle
+                self.proxies[region] = nginx
+            else:
+                self.proxies[region] = LocalRouter(local.api, network)
+
+    def invoke_urls(self) -> dict[str, str]:
+        """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""
+        return {region: f"{router.url}/inference" for region, router in self.proxies.items()}
+
+    def start(
+        self,
+        *,
+        sync_interval: float = 0.2,
+        poll_interval: float = 0.2,
+        sweep_interval: float = 5.0,
+        engines: bool = True,
+    ) -> LocalClusters:
+        """Engines (unless `engines` is False: the caller syncs them), stream pollers and sweeps on
+        background threads."""
+        for kubelet in self.kubelets.values() if engines else ():
+            kubelet.start(sync_interval)
+        for autoscaler in self.autoscalers.values():
+            autoscaler.start(sync_interval)
+        for proxy in self.proxies.values():
+            if isinstance(proxy, NginxProxy):
+                proxy.start(sync_interval)
+        self.reconcilers.start(poll_interval=poll_interval, sweep_interval=sweep_interval)
+        return self
+
+    def stop(self) -> None:
+        for autoscaler in self.autoscalers.values():
+            autoscaler.stop()
+        self.reconcilers.stop()
+        for proxy in self.proxies.values():
+            proxy.stop()
+        for network in self.services.values():
+            network.stop()
+        for kubelet in self.kubelets.values():
+            kubelet.stop()
+
+    def __enter__(self) -> LocalClusters:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

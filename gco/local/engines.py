@@ -1,0 +1,93 @@
+"""The local engine table: which program runs one replica of a Deployment on this machine.
+
+A kubelet would pull the container image and run it on a GPU node; the local stack has neither,
+so it reads from the pod template what the engine was asked to serve (model id and revision, as
+the renderer passes them: vLLM's `--model`/`--revision` arguments, TGI's `MODEL_ID`/`REVISION`
+environment, SGLang's `--model-path`) and runs, per framework, the command of the engine table on
+a loopback port. The default table runs the project's fake engine for every framework; a
+different command (a real CPU engine) can be named per framework with `{port}`, `{model}` and
+`{revision}` placeholders.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+FRAMEWORKS = ("vllm", "tgi", "sglang")
+DEFAULT_HEALTH_PATH = "/health"
+FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
+
+
+class EngineLaunch(BaseModel):
+    """What one replica serves, read from its pod template."""
+
+    model_config = ConfigDict(frozen=True)
+
+    framework: str
+    model: str
+    revision: str
+    health_path: str
+
+
+def _arg(args: Sequence[str], flag: str) -> str:
+    for index, arg in enumerate(args[:-1]):
+        if arg == flag:
+            return str(args[index + 1])
+    return ""
+
+
+def serving_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod template's model server (a container probed over HTTP), or None (a proxy, a store)."""
+    for container in (template.get("spec") or {}).get("containers") or []:
+        if "httpGet" in (container.get("readinessProbe") or {}):
+            return container  # type: ignore[no-any-return]
+    return None
+
+
+def launch_of(template: Mapping[str, Any]) -> EngineLaunch | None:
+    """The framework, model and health path of a pod template, or None when it serves no model."""
+    container = serving_container(template)
+    if container is None:
+        return None
+    env = {item.get("name"): str(item.get("value", "")) for item in container.get("env") or []}
+    args = [str(arg) for arg in container.get("args") or []]
+    health = str(container["readinessProbe"]["httpGet"].get("path") or DEFAULT_HEALTH_PATH)
+    if "MODEL_ID" in env:
+        return EngineLaunch(
+            framework="tgi", model=env["MODEL_ID"], revision=env.get("REVISION", ""), health_path=health
+        )
+    if "--model-path" in args:
+        return EngineLaunch(
+            framework="sglang", model=_arg(args, "--model-path"), revision="", health_path=health
+        )
+    return EngineLaunch(
+        framework="vllm", model=_arg(args, "--model"), revision=_arg(args, "--revision"), health_path=health
+    )
+
+
+class EngineTable(BaseModel):
+    """Per framework the argv of a local engine; placeholders {port}, {model}, {revision}, {framework}."""
+
+    model_config = ConfigDict(frozen=True)
+
+    commands: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def fake(cls, *extra: str) -> EngineTable:
+        """The fake engine for every framework (its protocol style follows the framework)."""
+        argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
+        return cls(commands={f: (*argv, "--revision", "{revision}", *extra) for f in FRAMEWORKS})
+
+    def argv(self, launch: EngineLaunch, port: int) -> list[str]:
+        command = self.commands.get(launch.framework) or self.commands["vllm"]
+        values = {
+            "port": str(port),
+            "model": launch.model,
+            "revision": launch.revision,
+            "framework": launch.framework,
+        }
+        return [part.format(**values) for part in command]

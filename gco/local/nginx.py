@@ -1,0 +1,213 @@
+"""The Region's shared proxy on the local stack: Debian's nginx serving the configuration the
+reconciler rendered, adapted to one machine.
+
+The reconciler renders `nginx.conf` into the ConfigMap `inference-proxy-routes` for the
+`api-tls-proxy` container. Here the same file is served by a real nginx process after a pure,
+line-for-line local adaptation (`local_conf`):
+
+- each upstream `<service>.<namespace>.svc.cluster.local:<port>` becomes the Service's loopback
+  address on the local Service network (there is no cluster DNS), so the `resolver` line goes;
+- `listen 8443 ssl` becomes `listen 127.0.0.1:<port> ssl`, with a self-signed certificate made by
+  the same `openssl req` the `tls-cert` init container runs (plus a subjectAltName for
+  127.0.0.1, so a client can verify it against the certificate itself);
+- the pid file and temporary paths move from `/tmp` into the stack's run directory, and one worker
+  process serves (a development machine, not a node).
+
+Routing, the canary `split_clients`, the prefix rewrite, `/healthz` and 404 stay as rendered.
+`NginxProxy.sync()` rewrites the file when the rendered configuration or a Service address
+changes, checks it with `nginx -t`, and reloads (SIGHUP) the running master; a master that died is
+started again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from gco.bench.process import EngineProcess, clean_env
+from gco.local.kubelet import LOOPBACK, free_port
+from gco.local.router import rendered_table
+from gco.local.services import ServiceNetwork
+from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
+from gco.reconcile.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
+from gco.reconcile.routes import CLUSTER_DOMAIN, PROXY_PORT, TLS_DIR, UPSTREAM
+from gco.reconcile.standin import StandInKubeAPI
+
+log = logging.getLogger(__name__)
+NGINX = "nginx"
+CHECK_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 5.0
+
+
+class NginxError(RuntimeError):
+    """nginx refused the adapted configuration, or could not be started."""
+
+
+def nginx_path() -> str | None:
+    """The nginx program on PATH (or Debian's /usr/sbin), or None where it is not installed."""
+    return shutil.which(NGINX) or shutil.which(NGINX, path="/usr/sbin:/usr/local/sbin")
+
+
+def local_conf(
+    rendered: str, addresses: Mapping[str, str], *, port: int, tls_dir: Path, run_dir: Path
+) -> str:
+    """The rendered configuration adapted to loopback (see the module docstring); pure.
+
+    Parameters:
+        addresses: `<service>.<namespace>.svc` -> `127.0.0.1:<port>` of every upstream it names.
+    """
+    out: list[str] = []
+    for original in rendered.splitlines():
+        stripped = original.strip()
+        if stripped.startswith("resolver "):
+            continue
+        line = "worker_processes 1;" if stripped.startswith("worker_processes ") else original
+        line = line.replace(f"listen {PROXY_PORT} ssl;", f"listen {LOOPBACK}:{port} ssl;")
+        line = line.replace(" /tmp/", f" {run_dir}/").replace(f" {TLS_DIR}/", f" {tls_dir}/")
+        for host, address in addresses.items():
+            line = re.sub(rf"\b{re.escape(host)}\.{re.escape(CLUSTER_DOMAIN)}:\d+\b", address, line)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def self_signed(tls_dir: Path) -> Path:
+    """`tls.key` and `tls.crt` in `tls_dir` (made once); returns the certificate's path."""
+    cert = tls_dir / "tls.crt"
+    if cert.exists():
+        return cert
+    tls_dir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        "openssl",
+        *CERT_ARGS,
+        "-subj",
+        f"/CN={LOOPBACK}",
+        "-addext",
+        f"subjectAltName=IP:{LOOPBACK}",
+        "-keyout",
+        str(tls_dir / "tls.key"),
+        "-out",
+        str(cert),
+    ]
+    subprocess.run(argv, check=True, capture_output=True, timeout=CHECK_TIMEOUT_S)
+    return cert
+
+
+class NginxProxy:
+    """One Region's nginx; `url` is its base (`<url>/inference/<name>/...`), `ca_bundle` its certificate.
+
+    Parameters:
+        api: the Region's stand-in (the rendered ConfigMap is read from it).
+        services: the Region's Service network (the upstreams' loopback addresses).
+        run_dir: configuration, certificate, pid file, temporary files and log.
+        port: the port to listen on (0: a free one).
+        tls_dir: where the certificate is (made there once; default `<run_dir>/tls`).
+    """
+
+    def __init__(
+        self,
+        api: StandInKubeAPI,
+        services: ServiceNetwork,
+        run_dir: Path,
+        *,
+        port: int = 0,
+        tls_dir: Path | None = None,
+    ) -> None:
+        program = nginx_path()
+        if program is None:
+            raise NginxError("nginx is not installed (Debian: apt-get install -y nginx)")
+        self.program = program
+        self.api = api
+        self.services = services
+        self.run_dir = run_dir
+        self.port = port or free_port()
+        self.url = f"https://{LOOPBACK}:{self.port}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.tls_dir = tls_dir or run_dir / "tls"
+        self.ca_bundle = self_signed(self.tls_dir)
+        self.conf_path = run_dir / NGINX_CONF
+        self._conf = ""
+        self._process: EngineProcess | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def pid(self) -> int | None:
+        return self._process.pgid if self._process is not None and not self._process.exited() else None
+
+    def desired_conf(self) -> str:
+        config = self.api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+        rendered = ((config or {}).get("data") or {}).get(NGINX_CONF) or ""
+        if not rendered:
+            return ""
+        addresses: dict[str, str] = {}
+        for route in rendered_table(self.api).routes:
+            for upstream in (route.upstream, route.canary_upstream):
+                match = UPSTREAM.match(upstream or "")
+                if match is not None:
+                    service, namespace, _ = match["host"].split(".")
+                    addresses[match["host"]] = self.services.address(namespace, service)
+        return local_conf(rendered, addresses, port=self.port, tls_dir=self.tls_dir, run_dir=self.run_dir)
+
+    def _argv(self, *extra: str) -> list[str]:
+        return [self.program, "-p", f"{self.run_dir}/", "-c", str(self.conf_path), "-e", "stderr", *extra]
+
+    def sync(self) -> None:
+        """Serve the rendered configuration: write and check it when it changed, then start or reload."""
+        with self._lock:
+            conf = self.desired_conf()
+            if not conf:
+                return  # the reconciler has not rendered the proxy yet
+            exited = self._process is not None and self._process.exited()
+            if conf == self._conf and not exited:
+                return
+            candidate = self.run_dir / "nginx.conf.next"
+            candidate.write_text(conf, encoding="utf-8")
+            check = subprocess.run(
+                [self.program, "-t", "-p", f"{self.run_dir}/", "-c", str(candidate), "-e", "stderr"],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=CHECK_TIMEOUT_S,
+            )
+            if check.returncode != 0:
+                raise NginxError(f"nginx -t refused the configuration: {check.stderr.strip()[-400:]}")
+            os.replace(candidate, self.conf_path)
+            self._conf = conf
+            if self._process is None or exited:
+                if self._process is not None:
+                    log.warning("nginx exited (%s); starting it again", self._process.popen.returncode)
+                env = clean_env({}, os.environ).env
+                self._process = EngineProcess(
+                    self._argv("-g", "daemon off;"), env, self.run_dir / "nginx.log"
+                )
+            else:
+                os.kill(self._process.popen.pid, signal.SIGHUP)  # graceful reload of the master
+
+    def start(self, interval: float = 0.2) -> NginxProxy:
+        def loop() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.sync()
+                except Exception:  # keep the proxy served; the next pass retries
+                    log.exception("nginx sync failed")
+                self._stop.wait(interval)
+
+        self._thread = threading.Thread(target=loop, name="local-nginx", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self._lock:
+            if self._process is not None:
+                self._process.stop(STOP_TIMEOUT_S)
+                self._process = None

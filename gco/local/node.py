@@ -1,0 +1,102 @@
+"""One Region of `gco local up`, as its own background process: `python -m gco.local.node`.
+
+Runs `LocalClusters` for the Region (stand-in API server, reconciler with its stream poller and
+sweep, engines, autoscaler, Service network and proxy) until SIGTERM, then stops every engine
+and the proxy. It reports to the stack's state directory:
+
+- `region-<R>.json` once it serves: its pid, the proxy's and the API server's URLs, the proxy
+  certificate;
+- `region-<R>.children`: the process groups it started (engines, nginx), rewritten as they
+  change, so `gco local down` can stop them even when this process was killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from gco import aws
+from gco.endpoints import EndpointStore
+from gco.local.cluster import LocalClusters
+from gco.local.nginx import NginxProxy
+
+log = logging.getLogger("gco.local.node")
+REPORT_INTERVAL_S = 0.2
+TLS_DIR_NAME = "tls"  # one certificate for every Region's proxy, made by `up` before they start
+
+
+def report_path(state_dir: Path, region: str) -> Path:
+    return state_dir / f"region-{region}.json"
+
+
+def children_path(state_dir: Path, region: str) -> Path:
+    return state_dir / f"region-{region}.children"
+
+
+def _write(path: Path, text: str) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def children(clusters: LocalClusters) -> list[int]:
+    """Process groups started for the Region: its engines and its nginx master."""
+    groups = [pgid for kubelet in clusters.kubelets.values() for pgid in kubelet.pids()]
+    for proxy in clusters.proxies.values():
+        if isinstance(proxy, NginxProxy) and (pid := proxy.pid()) is not None:
+            groups.append(pid)
+    return sorted(groups)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gco.local.node", description=__doc__)
+    parser.add_argument("--region", required=True)
+    parser.add_argument("--endpoint-url", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    options = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    state: Path = options.state_dir
+    store = EndpointStore(aws.client("dynamodb", endpoint_url=options.endpoint_url), options.table)
+    with LocalClusters(
+        store,
+        [options.region],
+        endpoint_url=options.endpoint_url,
+        log_dir=state / options.region,
+        tls_dir=state / TLS_DIR_NAME,
+    ) as clusters:
+        clusters.start()
+        local = clusters.reconcilers.regions[options.region]
+        report = {
+            "pid": os.getpid(),
+            "region": options.region,
+            "proxy_url": clusters.proxies[options.region].url,
+            "invoke_url": clusters.invoke_urls()[options.region],
+            "api_url": local.api.url,
+            "ca_bundle": str(clusters.ca_bundle) if clusters.ca_bundle else None,
+        }
+        _write(report_path(state, options.region), json.dumps(report, sort_keys=True))
+        written: list[int] | None = None
+        while not stop.wait(REPORT_INTERVAL_S):
+            now = children(clusters)
+            if now != written:
+                _write(children_path(state, options.region), "\n".join(map(str, now)) + "\n")
+                written = now
+    children_path(state, options.region).unlink(missing_ok=True)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the Region's background process
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The Service network on the local stack: a loopback address per Service, sending each request to
+one of its ready engines (what kube-proxy and the Service's endpoints do in a cluster).
+
+The Region's proxy (nginx with the rendered configuration, or the in-process router) sends a
+route's traffic to `<service>.<namespace>.svc:<port>`; here each such Service gets a loopback
+listener (`address`), started on first use, that resolves the Service's selector against the
+ready engines of `LocalKubelet` on every request, picks one at random, relays the request, and
+names the Service in the `x-gco-upstream` answer header (so a caller can count a canary split).
+
+It does not model: session affinity, `targetPort` by number (engines listen where the kubelet put
+them), streaming (an answer is relayed whole), or Services that no route names.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+
+from gco.local.kubelet import LOOPBACK, LocalKubelet
+from gco.reconcile.objects import SERVICE
+from gco.reconcile.standin import StandInKubeAPI
+
+log = logging.getLogger(__name__)
+MAX_BODY = 16 << 20
+FORWARD_TIMEOUT_S = 600.0
+UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
+
+
+def answer(
+    request: BaseHTTPRequestHandler,
+    status: int,
+    body: bytes,
+    ctype: str = "application/json",
+    upstream: str | None = None,
+) -> None:
+    """Write one whole HTTP answer."""
+    request.send_response(status)
+    request.send_header("content-type", ctype)
+    request.send_header("content-length", str(len(body)))
+    if upstream:
+        request.send_header(UPSTREAM_HEADER, upstream)
+    request.end_headers()
+    request.wfile.write(body)
+
+
+def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
+    """A threaded loopback HTTP server calling `handle(request)` for every method, on a daemon thread."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            handle(self)
+
+        def do_POST(self) -> None:
+            handle(self)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug(name + ": " + format, *args)
+
+    server = ThreadingHTTPServer((LOOPBACK, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True
+    ).start()
+    return server
+
+
+def read_body(request: BaseHTTPRequestHandler) -> bytes | None:
+    """The request body, or None (answered 413) when it is larger than MAX_BODY."""
+    length = int(request.headers.get("content-length") or 0)
+    if length > MAX_BODY:
+        answer(request, 413, b'{"error":"request body too large"}')
+        return None
+    return request.rfile.read(length) if length else b""
+
+
+class ServiceNetwork:
+    """Loopback addresses for the Services of one stand-in cluster; `stop()` closes them all."""
+
+    def __init__(self, api: StandInKubeAPI, kubelet: LocalKubelet, rng: random.Random | None = None) -> None:
+        self.api = api
+        self.kubelet = kubelet
+        self.rng = rng or random.Random()
+        self._rng_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._servers: dict[tuple[str, str], ThreadingHTTPServer] = {}
+        self._client = httpx.Client(timeout=FORWARD_TIMEOUT_S)
+
+    def address(self, namespace: str, service: str) -> str:
+        """`127.0.0.1:<port>` of the Service (its listener starts on first use)."""
+        with self._lock:
+            server = self._servers.get((namespace, service))
+            if server is None:
+                server = serve(lambda request: self._forward(namespace, service, request), f"svc-{service}")
+                self._servers[(namespace, service)] = server
+            return f"{LOOPBACK}:{server.server_address[1]}"
+
+    def backend(self, namespace: str, service: str) -> str | None:
+        """One ready engine's base URL behind the Service, or None."""
+        obj = self.api.get(SERVICE, namespace, service)
+        selector = ((obj or {}).get("spec") or {}).get("selector") or {}
+        backends = self.kubelet.backends(namespace, selector)
+        if not backends:
+            return None
+        with self._rng_lock:
+            return self.rng.choice(backends)
+
+    def _forward(self, namespace: str, service: str, request: BaseHTTPRequestHandler) -> None:
+        body = read_body(request)
+        if body is None:
+            return
+        target = self.backend(namespace, service)
+        if target is None:
+            answer(request, 503, json.dumps({"error": f"no ready backend for {service}"}).encode())
+            return
+        try:
+            headers = {"content-type": request.headers.get("content-type") or "application/json"}
+            reply = self._client.request(
+                request.command, target + request.path, content=body, headers=headers
+            )
+        except httpx.HTTPError as error:
+            answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
+            return
+        ctype = reply.headers.get("content-type", "application/json")
+        answer(request, reply.status_code, reply.content, ctype, service)
+
+    def stop(self) -> None:
+        with self._lock:
+            servers = list(self._servers.values())
+            self._servers.clear()
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        self._client.close()

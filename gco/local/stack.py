@@ -1,0 +1,280 @@
+"""`gco local up|env|status|down`: the embedded stack as background processes tracked by pid.
+
+`up` starts, each in its own session so that a terminal's signals do not reach them:
+
+- the moto server (DynamoDB with streams, S3, Step Functions) on a loopback port, then creates the
+  endpoint table with its stream and the evidence bucket in it;
+- per Region a `gco.local.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
+
+and records them in `<state-dir>/stack.json` (parts with pid and URL, the environment to use).
+The state directory is per user (`$XDG_STATE_HOME/gco/local`, else `~/.local/state/gco/local`)
+unless `--state-dir` names another; every command takes the same option.
+
+`down` stops every part by pid (SIGTERM to its group, SIGKILL after a timeout) and then every
+engine or nginx group the Regions reported (their `.children` files), so a crashed part leaves
+nothing behind; a second `up` while one runs is refused and changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict
+
+from gco import aws
+from gco.bench.process import group_members
+from gco.endpoints import init_table
+from gco.endpoints.names import region_list
+from gco.errors import GcoError
+from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local.kubelet import free_port
+from gco.local.nginx import nginx_path, self_signed
+from gco.local.node import TLS_DIR_NAME, children_path, report_path
+
+STATE_FILE = "stack.json"
+TABLE = "gco-inference-endpoints"
+EVIDENCE_BUCKET = "gco-local-evidence"
+EVIDENCE_BUCKET_ENV = "GCO_EVIDENCE_BUCKET"
+DEFAULT_REGIONS = ("us-east-1", "us-west-2")
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+POLL_S = 0.1
+
+
+class LocalStackError(GcoError):
+    """The local stack is already up, not up, or a part failed to start."""
+
+
+class Part(BaseModel):
+    """One background process of the stack."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    pid: int
+    url: str
+    log: str
+
+
+class StackState(BaseModel):
+    """What `up` started and what `env` prints."""
+
+    model_config = ConfigDict(frozen=True)
+
+    endpoint_url: str
+    table: str
+    home_region: str
+    regions: list[str]
+    evidence_bucket: str
+    parts: list[Part]
+    invoke_urls: dict[str, str]
+    ca_bundle: str | None = None
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gco" / "local"
+
+
+def read_state(state_dir: Path) -> StackState | None:
+    path = state_dir / STATE_FILE
+    if not path.exists():
+        return None
+    return StackState.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def alive(pid: int) -> bool:
+    return bool(group_members(pid))
+
+
+def _spawn(argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+
+
+def _until(check: Callable[[], bool], deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(POLL_S)
+    return check()
+
+
+def _answers(url: str, verify: str | None = None) -> bool:
+    try:
+        context: ssl.SSLContext | bool = ssl.create_default_context(cafile=verify) if verify else True
+        httpx.get(url, timeout=2.0, verify=context)
+        return True
+    except (httpx.HTTPError, OSError):
+        return False
+
+
+def up(regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None) -> StackState:
+    """Start the stack in the background and record it.
+
+    Raises:
+        LocalStackError: it already runs from this state directory, or a part did not start.
+    """
+    state_dir = state_dir or default_state_dir()
+    chosen = region_list(regions, "--regions")
+    current = read_state(state_dir)
+    if current is not None:
+        running = [part for part in current.parts if alive(part.pid)]
+        if running:
+            raise LocalStackError(
+                f"the local stack already runs from {state_dir} (pid {running[0].pid}); "
+                "`gco local down` first"
+            )
+        down(state_dir)  # a stale record: clear what is left of it
+    state_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    endpoint_url = f"http://127.0.0.1:{port}"
+    parts: list[Part] = []
+    moto_log = state_dir / "moto.log"
+    moto = _spawn(
+        [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(port)], moto_log
+    )
+    parts.append(Part(name="moto", pid=moto.pid, url=endpoint_url, log=str(moto_log)))
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        if not _until(lambda: moto.poll() is None and _answers(f"{endpoint_url}/moto-api/"), deadline):
+            raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
+        init_table(aws.client("dynamodb", endpoint_url=endpoint_url), TABLE)
+        with contextlib.suppress(Exception):  # already there
+            aws.client("s3", endpoint_url=endpoint_url).create_bucket(Bucket=EVIDENCE_BUCKET)
+        if nginx_path() is not None:
+            self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
+        nodes = {}
+        for region in chosen:
+            report_path(state_dir, region).unlink(missing_ok=True)
+            log = state_dir / f"region-{region}.log"
+            argv = [
+                sys.executable,
+                "-m",
+                "gco.local.node",
+                "--region",
+                region,
+                "--endpoint-url",
+                endpoint_url,
+            ]
+            argv += ["--table", TABLE, "--state-dir", str(state_dir)]
+            nodes[region] = (_spawn(argv, log), log)
+            parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
+        reports = {}
+        for region, (process, log) in nodes.items():
+            path = report_path(state_dir, region)
+            if not _until(lambda p=process, f=path: p.poll() is None and f.exists(), deadline):  # type: ignore[misc]
+                raise LocalStackError(f"Region {region} did not start (see {log})")
+            reports[region] = json.loads(path.read_text(encoding="utf-8"))
+    except BaseException:
+        _stop_groups([part.pid for part in parts])
+        raise
+    parts = [parts[0]] + [
+        part.model_copy(update={"url": reports[part.name.split(" ", 1)[1]]["proxy_url"]})
+        for part in parts[1:]
+    ]
+    state = StackState(
+        endpoint_url=endpoint_url,
+        table=TABLE,
+        home_region=chosen[0],
+        regions=chosen,
+        evidence_bucket=EVIDENCE_BUCKET,
+        parts=parts,
+        invoke_urls={region: report["invoke_url"] for region, report in reports.items()},
+        ca_bundle=next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None),
+    )
+    (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    return state
+
+
+def environment(state: StackState) -> dict[str, str]:
+    """The variables that point the CLI (and boto3) at the local stack."""
+    env = {
+        "AWS_ENDPOINT_URL": state.endpoint_url,
+        "AWS_ACCESS_KEY_ID": aws.LOCAL_CREDENTIALS["aws_access_key_id"],
+        "AWS_SECRET_ACCESS_KEY": aws.LOCAL_CREDENTIALS["aws_secret_access_key"],
+        "AWS_DEFAULT_REGION": state.home_region,
+        "DYNAMODB_REGION": state.home_region,
+        "INFERENCE_ENDPOINTS_TABLE_NAME": state.table,
+        EVIDENCE_BUCKET_ENV: state.evidence_bucket,
+        INVOKE_URLS_ENV: json.dumps(state.invoke_urls, sort_keys=True),
+    }
+    if state.ca_bundle:
+        env[INVOKE_CA_BUNDLE_ENV] = state.ca_bundle
+    return env
+
+
+def require(state_dir: Path | None) -> StackState:
+    state = read_state(state_dir or default_state_dir())
+    if state is None:
+        raise LocalStackError(
+            f"the local stack is not up in {state_dir or default_state_dir()}; run `gco local up`"
+        )
+    return state
+
+
+def status(state: StackState) -> list[dict[str, object]]:
+    """Every part: pid, whether the process lives, and whether it answers on its URL."""
+    rows: list[dict[str, object]] = []
+    for part in state.parts:
+        health = part.url + ("/moto-api/" if part.name == "moto" else "/healthz")
+        living = alive(part.pid)
+        answers = living and _answers(health, None if part.name == "moto" else state.ca_bundle)
+        rows.append(
+            {"part": part.name, "pid": part.pid, "alive": living, "answers": answers, "url": part.url}
+        )
+    return rows
+
+
+def _stop_groups(groups: Sequence[int]) -> list[int]:
+    """SIGTERM each group, SIGKILL what is left after the timeout; returns the groups that survived."""
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    _until(lambda: not any(group_members(pgid) for pgid in groups), deadline)
+    for pgid in groups:
+        if group_members(pgid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+    _until(lambda: not any(group_members(pgid) for pgid in groups), time.monotonic() + STOP_TIMEOUT_S)
+    return [pgid for pgid in groups if group_members(pgid)]
+
+
+def down(state_dir: Path | None = None) -> list[str]:
+    """Stop every part and every group the Regions reported; returns what was stopped (names).
+
+    Raises:
+        LocalStackError: a process group survived SIGKILL.
+    """
+    state_dir = state_dir or default_state_dir()
+    state = read_state(state_dir)
+    if state is None:
+        return []
+    nodes = [part.pid for part in state.parts if part.name != "moto"]
+    survivors = _stop_groups(nodes)  # each Region stops its engines and nginx on SIGTERM
+    reported: list[int] = []
+    for region in state.regions:
+        path = children_path(state_dir, region)
+        if path.exists():
+            reported += [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
+        path.unlink(missing_ok=True)
+        report_path(state_dir, region).unlink(missing_ok=True)
+    survivors += _stop_groups(reported)  # what a crashed Region left
+    survivors += _stop_groups([part.pid for part in state.parts if part.name == "moto"])
+    if survivors:
+        raise LocalStackError(f"process groups {survivors} survived SIGKILL; the state stays in {state_dir}")
+    (state_dir / STATE_FILE).unlink(missing_ok=True)
+    return [part.name for part in state.parts]

@@ -1,0 +1,59 @@
+"""Two Regions of local clusters (reconcilers, engine processes, routes) over the moto server."""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.local.cluster import LocalClusters
+from gco.local.motoserver import MotoServer
+from tests.unit.reconcile.records import EAST, WEST
+
+T = TypeVar("T")
+DEADLINE_S = 30.0
+
+
+@pytest.fixture
+def clusters(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
+    with LocalClusters(
+        store, [EAST, WEST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.5, poll=0.02
+    ) as stack:
+        stack.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
+        yield stack
+
+
+def eventually(check: Callable[[], T | None], what: str, deadline_s: float = DEADLINE_S) -> T:
+    """Poll `check` until it returns a truthy value (bounded); fail naming `what`."""
+    end = time.monotonic() + deadline_s
+    last: T | None = None
+    while time.monotonic() < end:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+@pytest.fixture
+def manual(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
+    """One Region whose engines the test syncs itself, behind the in-process router."""
+    with LocalClusters(
+        store, [EAST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.2, proxy="python"
+    ) as stack:
+        stack.start(poll_interval=0.05, sweep_interval=0.2, engines=False)
+        yield stack
+
+
+def client(clusters: LocalClusters) -> httpx.Client:
+    """An HTTP client for the Regions' proxies (nginx's self-signed certificate verified)."""
+    verify: ssl.SSLContext | bool = True
+    if clusters.ca_bundle is not None:
+        verify = ssl.create_default_context(cafile=str(clusters.ca_bundle))
+    return httpx.Client(timeout=10, verify=verify)

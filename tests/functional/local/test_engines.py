@@ -1,0 +1,119 @@
+"""Engines behind the stand-in over real HTTP: deploy, invoke in two Regions, scale, stop and start,
+a killed engine replaced, delete leaving no process."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+from typing import Any
+
+import httpx
+
+from gco.bench.process import group_members
+from gco.endpoints import EndpointStore, operations
+from gco.local.cluster import LocalClusters
+from tests.functional.local.conftest import client, eventually
+from tests.unit.reconcile.records import EAST, IMAGE, WEST
+
+MODEL = "HuggingFaceTB/SmolLM2-135M"
+REVISION = "a" * 40
+SPEC: dict[str, Any] = {"image": IMAGE, "model_id": MODEL, "model_revision": REVISION}
+
+
+def region_state(store: EndpointStore, name: str, region: str) -> tuple[str, int, int] | None:
+    record = store.get(name, consistent_read=True)
+    status = record.region_status.get(region) if record else None
+    if status is None or record is None or status.lifecycle_id != record.lifecycle_id:
+        return None
+    return status.state, status.replicas_ready, status.replicas_desired
+
+
+def running(store: EndpointStore, name: str, region: str, replicas: int) -> bool:
+    return region_state(store, name, region) == ("running", replicas, replicas)
+
+
+def stopped_in(store: EndpointStore, region: str) -> bool:
+    return region_state(store, "smol", region) == ("stopped", 0, 0)
+
+
+def engines(clusters: LocalClusters, region: str) -> list[int]:
+    return clusters.kubelets[region].pids()
+
+
+def invoke(
+    clusters: LocalClusters, region: str, name: str, path: str, body: dict[str, Any]
+) -> httpx.Response:
+    with client(clusters) as http:
+        return http.post(f"{clusters.invoke_urls()[region]}/{name}{path}", json=body)
+
+
+def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clusters: LocalClusters) -> None:
+    store.create("smol", SPEC, [EAST, WEST])
+    for region in (EAST, WEST):
+        eventually(functools.partial(running, store, "smol", region, 1), f"smol running in {region}")
+        answer = invoke(
+            clusters, region, "smol", "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 3}
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["model"] == MODEL
+        assert answer.json()["choices"][0]["text"]
+        models = client(clusters).get(f"{clusters.invoke_urls()[region]}/smol/v1/models").json()
+        assert models["data"][0]["id"] == MODEL
+        assert len(engines(clusters, region)) == 1
+
+    operations.scale(store, "smol", 3)
+    eventually(lambda: running(store, "smol", EAST, 3), "3 replicas")
+    assert len(engines(clusters, EAST)) == 3
+    operations.scale(store, "smol", 1)
+    eventually(lambda: running(store, "smol", EAST, 1) and len(engines(clusters, EAST)) == 1, "back to 1")
+
+    operations.stop(store, "smol")
+    for region in (EAST, WEST):
+        eventually(functools.partial(stopped_in, store, region), f"stopped in {region}")
+        eventually(lambda r=region: not engines(clusters, r), f"no engine in {region}")  # type: ignore[misc]
+    stopped = invoke(clusters, EAST, "smol", "/v1/completions", {"prompt": "x"})
+    assert stopped.status_code == 503
+    operations.start(store, "smol")
+    eventually(lambda: running(store, "smol", WEST, 1), "started again")
+
+    groups = engines(clusters, EAST) + engines(clusters, WEST)
+    operations.delete(store, "smol")
+    eventually(lambda: store.get("smol") is None, "purged")
+    eventually(lambda: not engines(clusters, EAST) and not engines(clusters, WEST), "no engine left")
+    eventually(lambda: not any(group_members(pgid) for pgid in groups), "every engine group gone")
+    gone = lambda: invoke(clusters, EAST, "smol", "/v1/completions", {}).status_code == 404  # noqa: E731
+    eventually(gone, "the route removed (the proxy reloaded)")
+
+
+def test_killed_engine_is_unready_seen_and_replaced(store: EndpointStore, manual: LocalClusters) -> None:
+    kubelet = manual.kubelets[EAST]
+
+    def synced_running() -> bool:
+        kubelet.sync()
+        return running(store, "smol", EAST, 1)
+
+    store.create("smol", SPEC, [EAST])
+    eventually(synced_running, "smol running")
+    (victim,) = kubelet.pids()
+    os.killpg(victim, signal.SIGKILL)
+    eventually(lambda: not group_members(victim), "the engine gone (a zombie until reaped)")
+    kubelet.sync()  # the dead engine is seen gone and a new one started (not ready yet)
+    assert victim not in kubelet.pids() and len(kubelet.pids()) == 1
+    unready = eventually(
+        lambda: region_state(store, "smol", EAST) == ("updating", 0, 1), "the reconciler sees it"
+    )
+    assert unready
+    eventually(synced_running, "a replacement serves")
+    answer = invoke(manual, EAST, "smol", "/v1/completions", {"prompt": "x", "max_tokens": 1})
+    assert answer.status_code == 200
+
+
+def test_tgi_engine_answers_its_protocol(store: EndpointStore, clusters: LocalClusters) -> None:
+    store.create("tgi", {**SPEC, "framework": "tgi", "port": 8080}, [EAST])
+    eventually(lambda: running(store, "tgi", EAST, 1), "tgi running")
+    body = {"inputs": "hello", "parameters": {"do_sample": False, "max_new_tokens": 4}}
+    answer = invoke(clusters, EAST, "tgi", "/generate", body)
+    assert answer.status_code == 200 and answer.json()["generated_text"]
+    info = client(clusters).get(f"{clusters.invoke_urls()[EAST]}/tgi/info").json()
+    assert (info["model_id"], info["model_sha"]) == (MODEL, REVISION)

@@ -1,0 +1,102 @@
+"""`gco local up|env|status|down` as a user runs them: real background processes, the user's own
+deploy and invoke, a second `up` refused, `down` after a killed part leaving no pid and no port."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+from functools import partial
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from gco.bench.process import group_members
+from gco.cli import main
+from gco.local.node import children_path
+from tests.functional.local.conftest import eventually
+
+IMAGE = "vllm/vllm-openai:v0.6.3"
+MODEL = "HuggingFaceTB/SmolLM2-135M"
+REGIONS = ("us-east-1", "us-west-2")
+
+
+class Gco:
+    """Runs `gco` in-process (as the console script does), capturing its output."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+
+    def __call__(self, *args: str, code: int = 0) -> str:
+        self.capsys.readouterr()
+        status = main(list(args))
+        out, err = self.capsys.readouterr()
+        assert status == code, (args, status, out, err)
+        return out + err
+
+
+def reported(state_dir: Path, region: str) -> list[int]:
+    """The engine and nginx groups a Region's process reported."""
+    path = children_path(state_dir, region)
+    return [int(pgid) for pgid in path.read_text().split()] if path.exists() else []
+
+
+def port_free(url: str) -> bool:
+    parsed = urlparse(url)
+    with socket.socket() as probe:
+        return probe.connect_ex((parsed.hostname or "127.0.0.1", parsed.port or 0)) != 0
+
+
+def test_up_use_down_after_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gco = Gco(capsys)
+    state_dir = tmp_path / "state"
+    flag = ("--state-dir", str(state_dir))
+    gco("local", "up", "--regions", ",".join(REGIONS), *flag)
+    try:
+        second = gco("local", "up", *flag, code=1)
+        assert "already runs" in second and second.count("\n") == 1
+        status = json.loads(gco("local", "status", "-o", "json", *flag))
+        assert [row["part"] for row in status] == ["moto", *(f"region {r}" for r in REGIONS)]
+        assert all(row["alive"] and row["answers"] for row in status)
+
+        for line in gco("local", "env", *flag).splitlines():
+            name, _, value = line.removeprefix("export ").partition("=")
+            monkeypatch.setenv(name, shlex.split(value)[0])
+        deploy = ["inference", "deploy", "smol", "--image", IMAGE, "--model-id", MODEL]
+        gco(*deploy, "--region", REGIONS[0], "--region", REGIONS[1], "--wait", "--timeout", "60")
+        for region in REGIONS:
+            answer = json.loads(gco("inference", "invoke", "smol", "--region", region, "-o", "json"))
+            assert answer["status"] == 200 and answer["body"]["model"] == MODEL
+
+        state = json.loads((state_dir / "stack.json").read_text())
+        engines = [
+            pgid for region in REGIONS for pgid in eventually(partial(reported, state_dir, region), "engines")
+        ]
+        assert len(engines) >= 2 and all(group_members(pgid) for pgid in engines)
+        crashed = next(part for part in state["parts"] if part["name"] == f"region {REGIONS[1]}")
+        os.killpg(crashed["pid"], signal.SIGKILL)  # a Region's process dies; its engines live on
+        eventually(lambda: not group_members(crashed["pid"]), "the crashed part gone")
+        failing = gco("local", "status", *flag, code=1)
+        assert f"error: not answering: region {REGIONS[1]}" in failing
+    finally:
+        out = gco("local", "down", *flag)
+    assert out.startswith("stopped moto")
+    groups = [part["pid"] for part in state["parts"]] + engines
+    assert [pgid for pgid in groups if group_members(pgid)] == []
+    assert all(port_free(part["url"]) for part in state["parts"])
+    assert not (state_dir / "stack.json").exists()
+    assert gco("local", "down", *flag).strip() == "the local stack was not up"
+    assert "not up" in gco("local", "env", *flag, code=1)
+
+
+def test_bad_regions_start_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = Gco(capsys)(
+        "local", "up", "--regions", "us-east-1,Us_East", "--state-dir", str(tmp_path / "s"), code=2
+    )
+    assert out == "error: --regions[1]: 'Us_East' is not an AWS Region name (for example us-east-1)\n"
+    assert not (tmp_path / "s").exists()
