@@ -16,6 +16,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from gco.env import HOME_REGION_ENV, TABLE_ENV
 from stacks.config import GcoConfig
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
@@ -63,7 +64,7 @@ def user_data(
             " -v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)"
             f" -e GCO_HEARTBEAT_SECONDS={heartbeat_seconds}"
             f' -e GCO_JOB_KEY="$JOB_KEY" -e GCO_EVIDENCE_BUCKET={bucket} -e AWS_REGION={region}'
-            f" -e DYNAMODB_REGION={home_region} -e INFERENCE_ENDPOINTS_TABLE_NAME={table} {image_uri}",
+            f" -e {HOME_REGION_ENV}={home_region} -e {TABLE_ENV}={table} {image_uri}",
         ]
     )
 

@@ -35,9 +35,8 @@ from gco.endpoints.record import (
 )
 from gco.endpoints.spec import EndpointSpec, parse_spec
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
+from gco.env import DEFAULT_TABLE, TABLE_ENV
 
-DEFAULT_TABLE = "gco-inference-endpoints"
-TABLE_ENV = "INFERENCE_ENDPOINTS_TABLE_NAME"
 log = logging.getLogger(__name__)
 
 
