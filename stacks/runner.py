@@ -18,6 +18,7 @@ from constructs import Construct
 
 from gco.env import HOME_REGION_ENV, TABLE_ENV
 from stacks.config import GcoConfig
+from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
 from stacks.regional import RegionalStack
@@ -109,11 +110,16 @@ class RunnerStack(Stack):
             description="gco GPU runner: its job, evidence and run prefixes, task tokens, the endpoint table",
             statements=[
                 statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
+                # New objects only (If-None-Match): the runner adds evidence and run files and can
+                # replace none, its own run's or another's; the bucket denies an unconditional
+                # evidence write to every caller (stacks/data.py EvidenceBucket).
                 statement(
-                    "WriteEvidenceAndRuns",
-                    ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
-                    [bucket.arn_for_objects("evidence/*"), bucket.arn_for_objects("runs/*")],
+                    "CreateEvidenceAndRunObjects",
+                    ["s3:PutObject"],
+                    [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects("runs/*")],
+                    Null={IF_NONE_MATCH: "false"},
                 ),
+                statement("ReadEvidence", ["s3:GetObject"], [bucket.arn_for_objects(EVIDENCE_OBJECTS)]),
                 statement("BucketAndTableKey", ["kms:Decrypt", "kms:GenerateDataKey"], [bucket_key.key_arn]),
                 statement(
                     "AnswerOwnTasks",
