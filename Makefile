@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit bench clean synth lambda-lock
+.PHONY: demo test lint types unit bench clean synth lambda-lock mutation mutation-conditions
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,18 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/client_capacity.py
 	$(BIN)/python benchmarks/synth.py
 
+# Mutation checks of the store's conditions (minutes each; not part of `make test`), docs/fencing.md.
+# mutmut mutates gco/endpoints/conditions.py and runs the store's fast tests against each mutant.
+mutation: $(STAMP)
+	rm -rf mutants
+	timeout 3600 $(BIN)/mutmut run --max-children 2
+	$(BIN)/mutmut results --all true | tee mutants/results.txt
+	$(BIN)/python -m tests.functional.endpoints.mutmut_report mutants/results.txt
+
+# Each clause of the store's ConditionExpressions dropped in turn, against the stateful machine.
+mutation-conditions: $(STAMP)
+	timeout 5400 $(BIN)/python -m tests.functional.endpoints.mutation_conditions
+
 # The CDK CLI pinned in package.json; `cdk synth` offline, without AWS credentials (Lambda wheels are
 # not installed: `-c gco.bundle_dependencies=true` does that and needs PyPI).
 node_modules/.package-lock.json: package.json package-lock.json
@@ -51,4 +63,4 @@ lambda-lock: $(STAMP)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage cdk.out node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage cdk.out node_modules mutants

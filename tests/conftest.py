@@ -57,3 +57,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def soak_enabled() -> bool:
     return os.environ.get("GCO_SOAK") == "1"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _dropped_clauses() -> Iterator[None]:
+    """With GCO_DROP_CLAUSES=a,b (set only by `make mutation-conditions`), the store's conditions
+    leave those clauses out, so the harness can see whether the example tests notice."""
+    labels = frozenset(filter(None, os.environ.get("GCO_DROP_CLAUSES", "").split(",")))
+    if not labels:
+        yield
+        return
+    from tests.functional.endpoints.mutation_conditions import dropped
+
+    with dropped(labels):
+        yield

@@ -6,14 +6,14 @@ Every command takes `--endpoint-url`, `--table` and `--output`; errors become on
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import yaml
 
-from gco.endpoints import EndpointStore
+from gco.endpoints import EndpointStore, names
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 
@@ -45,8 +45,30 @@ def connection_options(command: F) -> F:
     )(command)
 
 
-def open_store(endpoint_url: str | None, table_name: str | None) -> EndpointStore:
-    return EndpointStore.connect(endpoint_url=endpoint_url, table_name=table_name)
+TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+ENDPOINT_URL = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?")
+
+
+def open_store(
+    endpoint_url: str | None, table_name: str | None, *, allow_new_regions: bool | None = None
+) -> EndpointStore:
+    """A store on the table the options name; both options checked before any call.
+
+    Raises:
+        InvalidSpecError: `--table` is not a DynamoDB table name or `--endpoint-url` not an
+            http(s) URL.
+    """
+    check_connection(endpoint_url, table_name)
+    return EndpointStore.connect(
+        endpoint_url=endpoint_url, table_name=table_name, allow_new_regions=allow_new_regions
+    )
+
+
+def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
+    if table_name is not None and not TABLE_NAME.fullmatch(table_name):
+        raise InvalidSpecError("--table", "must be 3-255 letters, digits, '_', '-' or '.'")
+    if endpoint_url is not None and (len(endpoint_url) > 2048 or not ENDPOINT_URL.fullmatch(endpoint_url)):
+        raise InvalidSpecError("--endpoint-url", "must be an http:// or https:// URL")
 
 
 def emit_json(data: Any) -> None:
@@ -61,31 +83,89 @@ def emit_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         click.echo("  ".join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip())
 
 
-def load_spec_file(path: Path) -> dict[str, Any]:
-    """Read a whole spec from a JSON or YAML file.
-
-    Raises:
-        InvalidSpecError: unreadable, unparsable, or not a mapping (field `--spec`).
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidSpecError("--spec", f"cannot read {path}: {error}") from None
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        detail = str(error).splitlines()[0]
-        raise InvalidSpecError("--spec", f"{path} is not valid JSON/YAML: {detail}") from None
-    if not isinstance(data, dict):
-        raise InvalidSpecError("--spec", f"{path} must hold a mapping of spec fields")
-    return data
+MAX_PAIRS = 256
 
 
 def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
-    """`KEY=VALUE` options as a mapping."""
+    """`KEY=VALUE` options as a mapping; a key given twice is refused, naming it."""
+    if len(values) > MAX_PAIRS:
+        raise InvalidSpecError(option, f"at most {MAX_PAIRS} may be given (got {len(values)})")
     pairs: dict[str, str] = {}
     for value in values:
         key, sep, item = value.partition("=")
         if not sep or not key:
-            raise InvalidSpecError(option, f"{value!r} is not KEY=VALUE")
+            raise InvalidSpecError(option, f"{value[:80]!r} is not KEY=VALUE")
+        if key in pairs:
+            raise InvalidSpecError(option, f"duplicate key {key[:64]!r}")
         pairs[key] = item
     return pairs
+
+
+class StrictInt(click.ParamType[int]):
+    """An integer written as digits only: `int()` would also take " 3\n" or "1_000"."""
+
+    name = "integer"
+    pattern = re.compile(r"[+-]?[0-9]{1,9}")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if not isinstance(value, str) or not self.pattern.fullmatch(value):
+            self.fail(f"{str(value)[:40]!r} is not an integer", param, ctx)
+        return int(value)
+
+
+class StrictFloat(click.ParamType[float]):
+    """A decimal number written plainly: `float()` would also take "nan", "inf" or " 5\n"."""
+
+    name = "number"
+    pattern = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,6})?|\.[0-9]{1,6})")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float | int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, str) or not self.pattern.fullmatch(value):
+            self.fail(f"{str(value)[:40]!r} is not a number of seconds", param, ctx)
+        return float(value)
+
+
+STRICT_INT = StrictInt()
+STRICT_FLOAT = StrictFloat()
+MAX_TIMEOUT = 7 * 24 * 3600.0
+
+
+def timeout_option(command: F) -> F:
+    """`--timeout SECONDS`, checked when parsed, so a bad value stops the command before any write."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: float) -> float:
+        if not math.isfinite(value) or not 0 <= value <= MAX_TIMEOUT:
+            raise click.BadParameter(f"must be a number of seconds from 0 to {MAX_TIMEOUT:g}")
+        return value
+
+    return click.option(
+        "--timeout",
+        default=1800.0,
+        show_default=True,
+        type=STRICT_FLOAT,
+        callback=check,
+        help="Seconds to wait.",
+    )(command)
+
+
+def name_argument(command: F) -> F:
+    """The NAME argument, checked as an endpoint name when parsed (exit 2 naming `name`)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        return names.endpoint_name(value)
+
+    return click.argument("name", callback=check)(command)
+
+
+def allow_new_regions_option(command: F) -> F:
+    return click.option(
+        "--allow-new-regions",
+        is_flag=True,
+        default=None,
+        help="Accept a Region newer than this gco's botocore if it fits an AWS partition's pattern "
+        "[env GCO_ALLOW_NEW_REGIONS=1].",
+    )(command)

@@ -13,7 +13,19 @@ from typing import Any
 import click
 
 from gco import aws
-from gco.cli.common import connection_options, emit_json, emit_table, load_spec_file, open_store, parse_pairs
+from gco.cli.common import (
+    STRICT_INT,
+    allow_new_regions_option,
+    check_connection,
+    connection_options,
+    emit_json,
+    emit_table,
+    name_argument,
+    open_store,
+    parse_pairs,
+    timeout_option,
+)
+from gco.cli.specfile import load_spec_file
 from gco.cli.wait import Progress, wait_for
 from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
@@ -24,9 +36,9 @@ from gco.front_door import invoke_urls
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
     ("--framework", "framework", click.Choice(["vllm", "tgi", "sglang"]), "Serving framework."),
-    ("--port", "port", int, "Container port."),
-    ("--replicas", "replicas", int, "Replicas per Region."),
-    ("--gpu-count", "gpu_count", int, "GPUs per replica."),
+    ("--port", "port", STRICT_INT, "Container port."),
+    ("--replicas", "replicas", STRICT_INT, "Replicas per Region."),
+    ("--gpu-count", "gpu_count", STRICT_INT, "GPUs per replica."),
     ("--gpu-type", "gpu_type", str, "GPU instance family or type."),
     ("--accelerator", "accelerator", click.Choice(["nvidia", "neuron"]), "Accelerator kind."),
     ("--capacity-type", "capacity_type", click.Choice(["on-demand", "spot"]), "Node capacity type."),
@@ -115,13 +127,14 @@ def inference() -> None:
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @click.option("--region", "regions", multiple=True, help="Target Region (repeatable).")
 @click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True)
 @click.option("--label", "label_pairs", multiple=True, metavar="KEY=VALUE", help="Record label (repeatable).")
 @click.option("--created-by", default=None, help="Who created it [default: the OS user].")
 @click.option("--wait/--no-wait", default=False, help="Wait until every Region runs it.")
-@click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
+@timeout_option
+@allow_new_regions_option
 @spec_options
 @connection_options
 def deploy(
@@ -132,6 +145,7 @@ def deploy(
     created_by: str | None,
     wait: bool,
     timeout: float,
+    allow_new_regions: bool | None,
     spec_file: Path | None,
     endpoint_url: str | None,
     table_name: str | None,
@@ -139,13 +153,14 @@ def deploy(
     **options: Any,
 ) -> None:
     """Create endpoint NAME in every --region."""
+    check_connection(endpoint_url, table_name)
     spec = load_spec_file(spec_file) if spec_file else {}
     spec.update(spec_changes(options))
     if "image" not in spec:
         raise InvalidSpecError("--image", "is required (or give image in --spec)")
     if not regions:
         raise InvalidSpecError("--region", "name at least one Region")
-    store = open_store(endpoint_url, table_name)
+    store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     record = store.create(
         name,
         spec,
@@ -162,12 +177,19 @@ def deploy(
 @inference.command(name="list")
 @click.option("--state", default=None, type=click.Choice(DESIRED_STATES))
 @click.option("--region", default=None, help="Only endpoints targeting this Region.")
+@allow_new_regions_option
 @connection_options
 def list_(
-    state: str | None, region: str | None, endpoint_url: str | None, table_name: str | None, output: str
+    state: str | None,
+    region: str | None,
+    allow_new_regions: bool | None,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
 ) -> None:
     """List endpoints, newest first."""
-    records = open_store(endpoint_url, table_name).list(desired_state=state, target_region=region)
+    store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
+    records = store.list(desired_state=state, target_region=region)
     if output == "json":
         emit_json([record.to_json() for record in records])
         return
@@ -190,7 +212,7 @@ def list_(
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @connection_options
 def status(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Show the record of NAME (strongly consistent read)."""
@@ -212,8 +234,8 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
 
 
 @inference.command()
-@click.argument("name")
-@click.option("--replicas", required=True, type=int, help="Replicas per Region.")
+@name_argument
+@click.option("--replicas", required=True, type=STRICT_INT, help="Replicas per Region.")
 @connection_options
 def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Set the replicas of a live endpoint (not autoscaled, not mooncake)."""
@@ -221,7 +243,7 @@ def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | 
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @connection_options
 def stop(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Scale NAME to zero in every Region, keeping its record."""
@@ -229,7 +251,7 @@ def stop(name: str, endpoint_url: str | None, table_name: str | None, output: st
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @connection_options
 def start(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Start a stopped endpoint."""
@@ -237,7 +259,7 @@ def start(name: str, endpoint_url: str | None, table_name: str | None, output: s
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @spec_options
 @connection_options
 def update(
@@ -249,6 +271,7 @@ def update(
     **options: Any,
 ) -> None:
     """Change the spec: --spec FILE replaces it whole, flags change single fields."""
+    check_connection(endpoint_url, table_name)
     replace = load_spec_file(spec_file) if spec_file else None
     changes = spec_changes(options)
     if replace is None and not changes:
@@ -257,22 +280,24 @@ def update(
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @click.option("--add", "add", multiple=True, help="Region to add (repeatable).")
 @click.option("--remove", "remove", multiple=True, help="Region to remove (repeatable).")
 @click.option("--set", "replace", multiple=True, help="The whole target list (repeatable).")
+@allow_new_regions_option
 @connection_options
 def regions(
     name: str,
     add: tuple[str, ...],
     remove: tuple[str, ...],
     replace: tuple[str, ...],
+    allow_new_regions: bool | None,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
 ) -> None:
     """Show or change the target Regions; a removed Region is cleaned up by its reconciler."""
-    store = open_store(endpoint_url, table_name)
+    store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
         record = operations.change_regions(store, name, add=add, remove=remove, replace=replace or None)
     else:
@@ -281,13 +306,13 @@ def regions(
 
 
 @inference.command()
-@click.argument("name")
+@name_argument
 @click.option("--expected-lifecycle-id", default=None, help="Delete only this lifecycle (automation).")
 @click.option("--expected-owner-label", default=None, metavar="KEY=VALUE", help="Delete only if labelled so.")
 @click.option(
     "--wait/--no-wait", default=False, help="Wait until every Region cleaned up and the record is purged."
 )
-@click.option("--timeout", default=1800.0, show_default=True, help="Seconds to wait.")
+@timeout_option
 @connection_options
 def delete(
     name: str,
@@ -300,6 +325,7 @@ def delete(
     output: str,
 ) -> None:
     """Delete NAME in every Region it was ever in; the record is purged after all acknowledge."""
+    check_connection(endpoint_url, table_name)
     label = None
     if expected_owner_label is not None:
         ((key, value),) = parse_pairs([expected_owner_label], "--expected-owner-label").items()
@@ -329,6 +355,7 @@ def schema(endpoint_url: str | None, table_name: str | None, output: str) -> Non
 @connection_options
 def init_table_command(endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Create the endpoint table with its stream where it does not exist (CDK owns it in AWS)."""
+    check_connection(endpoint_url, table_name)
     table = table_name or default_table_name()
     created, description = init_table(aws.client("dynamodb", endpoint_url=endpoint_url), table)
     stream = description.get("LatestStreamArn", "")

@@ -1,7 +1,15 @@
 """Python values <-> DynamoDB attribute values, with floats that survive the round trip.
 
-DynamoDB has no float type: a float is stored as the shortest decimal that reads back to the
-same float (its `repr`), and numbers read back as int when integral, else float.
+DynamoDB has no float type, and it trims leading and trailing zeros of every number it stores
+(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/CapacityUnitCalculations.html):
+`2.0` comes back as `2`. So the stored text cannot say int or float. A float is written as the
+shortest decimal that reads back to the same float (its `repr`); a number reads back as an int
+when its value is integral, else as a float, and the typed models decide the rest: a field
+declared float turns an integral number back into a float. Untyped places (Region status
+details) accept no floats for that reason.
+
+`item_size` estimates an item's size by DynamoDB's published rules, so a record too large for
+the 400 KB item limit is refused before the write, naming its largest field.
 """
 
 from __future__ import annotations
@@ -50,9 +58,8 @@ def _prepare(value: Any, field: str) -> Any:
 
 def _restore(value: Any) -> Any:
     if isinstance(value, Decimal):
-        text = str(value)
-        # Integers are written without a point or exponent; anything else was a float.
-        return int(value) if "." not in text and "E" not in text.upper() else float(value)
+        # By value, never by text: the service normalises the text (2.0 -> 2, 1.50 -> 1.5).
+        return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):
         return {key: _restore(item) for key, item in value.items()}
     if isinstance(value, list | set | frozenset):
@@ -76,3 +83,46 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A DynamoDB item as plain Python values (int, float, str, bool, None, list, dict)."""
     return {name: _restore(_deserializer.deserialize(value)) for name, value in item.items()}
+
+
+# DynamoDB's item size limit (400 KB, counted as 400 * 1024 bytes) for one record.
+MAX_ITEM_BYTES = 400 * 1024
+
+
+def value_size(value: Any) -> int:
+    """Bytes one value counts toward the item size (an upper estimate of DynamoDB's rules)."""
+    if value is None or isinstance(value, bool):
+        return 1
+    if isinstance(value, int | float | Decimal):
+        digits = len(
+            str(Decimal(repr(value)) if isinstance(value, float) else value).strip("-0.").replace(".", "")
+        )
+        return 1 + (max(digits, 1) + 1) // 2
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, Mapping):
+        return 3 + sum(
+            1 + len(str(k).encode("utf-8", "surrogatepass")) + value_size(v) for k, v in value.items()
+        )
+    if isinstance(value, list | tuple):
+        return 3 + sum(1 + value_size(item) for item in value)
+    return len(str(value))
+
+
+def item_size(values: Mapping[str, Any]) -> int:
+    """Bytes of a whole item: attribute names plus their values."""
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in values.items())
+
+
+def largest_field(values: Mapping[str, Any], prefix: str = "") -> str:
+    """The dotted path of the field that holds most of `values`' bytes: it descends into the
+    largest child while that child holds at least half of its parent."""
+    path, current = prefix, values
+    while isinstance(current, Mapping) and current:
+        name, child = max(current.items(), key=lambda item: value_size(item[1]))
+        if path and value_size(child) * 2 < value_size(current):
+            break
+        shown = str(name) if str(name).isprintable() and len(str(name)) <= 64 else "<key>"
+        path = f"{path}.{shown}" if path else shown
+        current = child
+    return path or "record"

@@ -10,7 +10,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from gco.endpoints.codec import from_item
+from gco.endpoints.codec import from_item, to_item
 from gco.endpoints.errors import StoreUnavailableError
 from gco.endpoints.expressions import Expression
 from gco.endpoints.record import EndpointRecord, parse_record
@@ -45,6 +45,9 @@ class RecordTable:
             "update_item", Key=self._key(name), ReturnValues="ALL_NEW", **expression.request()
         )
         return parse_record(from_item(response["Attributes"]))
+
+    def _put(self, fields: dict[str, Any], expression: Expression) -> None:
+        self._write("put_item", Item=to_item(fields), **expression.request())
 
     def _write(self, operation: str, **arguments: Any) -> dict[str, Any]:
         """A conditional put/update/delete; raises `ConditionLost` when its condition fails."""

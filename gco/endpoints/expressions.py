@@ -2,6 +2,8 @@
 
 Attribute names (Region names, label keys with dots and slashes) always go through `#n`
 placeholders and values through `:v` placeholders, so no user string reaches the grammar.
+Every condition clause carries a label (`status.lifecycle`): docs/fencing.md says what each
+one stops, error logs can name it, and the mutation check drops one label at a time.
 """
 
 from __future__ import annotations
@@ -12,13 +14,13 @@ from gco.endpoints.codec import to_attribute
 
 
 class Expression:
-    """Collects placeholders, SET clauses and AND-ed conditions for one request."""
+    """Collects placeholders, SET clauses and AND-ed, labelled conditions for one request."""
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
         self._name_ids: dict[str, str] = {}
         self.values: dict[str, Any] = {}
-        self.conditions: list[str] = []
+        self.conditions: list[tuple[str, str]] = []
         self.assignments: list[str] = []
 
     def path(self, *segments: str) -> str:
@@ -38,17 +40,23 @@ class Expression:
         self.values[placeholder] = to_attribute(value, field)
         return placeholder
 
-    def require(self, condition: str) -> None:
-        self.conditions.append(condition)
+    def require(self, label: str, condition: str) -> None:
+        self.conditions.append((label, condition))
 
-    def equals(self, value: Any, *segments: str) -> None:
-        self.require(f"{self.path(*segments)} = {self.value(value)}")
+    def equals(self, label: str, value: Any, *segments: str) -> None:
+        self.require(label, f"{self.path(*segments)} = {self.value(value)}")
 
-    def exists(self, *segments: str) -> None:
-        self.require(f"attribute_exists({self.path(*segments)})")
+    def differs(self, label: str, value: Any, *segments: str) -> None:
+        self.require(label, f"{self.path(*segments)} <> {self.value(value)}")
 
-    def missing(self, *segments: str) -> None:
-        self.require(f"attribute_not_exists({self.path(*segments)})")
+    def exists(self, label: str, *segments: str) -> None:
+        self.require(label, f"attribute_exists({self.path(*segments)})")
+
+    def missing(self, label: str, *segments: str) -> None:
+        self.require(label, f"attribute_not_exists({self.path(*segments)})")
+
+    def contains(self, label: str, item: Any, *segments: str) -> None:
+        self.require(label, f"contains({self.path(*segments)}, {self.value(item)})")
 
     def set(self, value: Any, *segments: str) -> None:
         self.assignments.append(f"{self.path(*segments)} = {self.value(value, '.'.join(segments))}")
@@ -56,15 +64,34 @@ class Expression:
     def set_expression(self, expression: str, *segments: str) -> None:
         self.assignments.append(f"{self.path(*segments)} = {expression}")
 
+    @property
+    def labels(self) -> list[str]:
+        return [label for label, _ in self.conditions]
+
     def request(self) -> dict[str, Any]:
         """Keyword arguments for put_item / update_item / delete_item."""
         arguments: dict[str, Any] = {}
         if self.conditions:
-            arguments["ConditionExpression"] = " AND ".join(f"({c})" for c in self.conditions)
+            arguments["ConditionExpression"] = " AND ".join(f"({c})" for _, c in self.conditions)
         if self.assignments:
             arguments["UpdateExpression"] = "SET " + ", ".join(self.assignments)
-        if self.names:
-            arguments["ExpressionAttributeNames"] = dict(self.names)
-        if self.values:
-            arguments["ExpressionAttributeValues"] = dict(self.values)
+        used = " ".join([arguments.get("ConditionExpression", ""), arguments.get("UpdateExpression", "")])
+        # A clause left out (the mutation check) must not leave unused placeholders behind.
+        names = {key: name for key, name in self.names.items() if _used(key, used)}
+        values = {key: value for key, value in self.values.items() if _used(key, used)}
+        if names:
+            arguments["ExpressionAttributeNames"] = names
+        if values:
+            arguments["ExpressionAttributeValues"] = values
         return arguments
+
+
+def _used(placeholder: str, text: str) -> bool:
+    """Whether `placeholder` (e.g. `#n1`) occurs in `text` as a whole token (not `#n10`)."""
+    start = text.find(placeholder)
+    while start != -1:
+        end = start + len(placeholder)
+        if end == len(text) or not text[end].isdigit():
+            return True
+        start = text.find(placeholder, end)
+    return False

@@ -6,7 +6,7 @@ snapshot, so a concurrent change makes the write lose instead of being overwritt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from gco.endpoints.record import DEFAULT_NAMESPACE, EndpointRecord, ingress_path_for
@@ -31,29 +31,35 @@ class RegionPlan:
     left: list[str]
 
 
+def tokens_of(record: EndpointRecord) -> set[str]:
+    """Every token the record holds or its statuses were fenced with: none may be minted again."""
+    held = {record.lifecycle_id, record.deletion_generation, *record.region_generations.values()}
+    for status in record.region_status.values():
+        held.update((status.lifecycle_id, status.region_generation, status.deletion_generation))
+    return {token for token in held if token}
+
+
 def plan_target_regions(
     snapshot: EndpointRecord,
     targets: list[str],
     cleanup: Iterable[str],
-    proposed_generations: Mapping[str, str] | None,
-    new_token: Callable[[], str],
+    mint: Callable[[Collection[str]], str],
 ) -> RegionPlan:
     """New membership for a record.
 
     cleanup_regions only grows within a lifecycle (history, request and targets). A Region that
-    joins gets a NEW token even if it was a member before, so an acknowledgement written for an
-    earlier membership can never suppress cleanup of the current one. A proposed token is used
-    only when it is not the Region's previous one.
+    joins gets a token minted now, never one the record holds or was fenced with, even if it was
+    a member before, so an acknowledgement written for an earlier membership can never suppress
+    cleanup of the current one. Callers cannot propose tokens.
     """
     current = snapshot.target_regions
     joined = [region for region in targets if region not in current]
     left = [region for region in current if region not in targets]
     generations = dict(snapshot.region_generations)
-    proposed = proposed_generations or {}
+    taken = tokens_of(snapshot)
     for region in joined:
-        candidate = proposed.get(region)
-        previous = generations.get(region)
-        generations[region] = candidate if candidate and candidate != previous else new_token()
+        generations[region] = mint(taken)
+        taken.add(generations[region])
     return RegionPlan(
         target_regions=list(targets),
         cleanup_regions=ordered_union(snapshot.cleanup_regions, cleanup, targets),

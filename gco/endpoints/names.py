@@ -1,23 +1,69 @@
-"""Syntax of the names gco stores: endpoint names, namespaces, AWS Regions, Kubernetes labels.
+"""Syntax of the names gco stores: endpoint names, namespaces, AWS Regions, labels and free text.
 
-Each check returns the value or raises `InvalidSpecError` naming the field.
+Each check returns the value or raises `InvalidSpecError` naming the field. Every pattern is
+matched against the whole string (`fullmatch`): `re.match` with `$` would accept a trailing
+newline. No stored string may hold a control character or a lone surrogate (which cannot even
+be encoded as UTF-8 for DynamoDB).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 from gco.endpoints.errors import InvalidSpecError
 
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # Kubernetes Service names are DNS-1035 labels (must start with a letter); the endpoint's
 # Service and its role Deployments (`<name>-prefill`, the longest suffix) are derived from it.
-ENDPOINT_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+ENDPOINT_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 ENDPOINT_NAME_MAX = 63 - len("-prefill")
-REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$")
-LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+REGION_SYNTAX = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]{1,2}")
+REGION_MAX = 25
+MAX_REGIONS = 32
+MAX_LABELS = 64
+LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Regions newer than this host's botocore are accepted (by their partition's pattern) only on request.
+ALLOW_NEW_REGIONS_ENV = "GCO_ALLOW_NEW_REGIONS"
+# Unicode categories refused in every stored string: control characters and lone surrogates.
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cs"})
+
+
+def first_unsafe(value: str) -> int | None:
+    """Index of the first control character or lone surrogate in `value`, or None."""
+    for index, char in enumerate(value):
+        if unicodedata.category(char) in UNSAFE_CATEGORIES:
+            return index
+    return None
+
+
+def text(value: Any, field: str, *, max_length: int, allow_empty: bool = True) -> str:
+    """Free text: a string of at most `max_length` characters without control characters."""
+    if not isinstance(value, str):
+        raise InvalidSpecError(field, "must be a string")
+    if not value and not allow_empty:
+        raise InvalidSpecError(field, "must be a non-empty string")
+    if len(value) > max_length:
+        raise InvalidSpecError(field, f"must be at most {max_length} characters (got {len(value)})")
+    index = first_unsafe(value)
+    if index is not None:
+        raise InvalidSpecError(field, f"holds a control character {value[index]!r} at index {index}")
+    return value
+
+
+def _shown(value: object) -> str:
+    """A value for an error message: one line, and short whatever it holds."""
+    shown = repr(value)
+    return (
+        shown
+        if len(shown) <= 80
+        else f"{shown[:60]}... ({len(value) if isinstance(value, str) else '?'} chars)"
+    )
 
 
 def endpoint_name(value: str, field: str = "name") -> str:
@@ -26,10 +72,10 @@ def endpoint_name(value: str, field: str = "name") -> str:
         raise InvalidSpecError(field, "must be a non-empty string")
     if len(value) > ENDPOINT_NAME_MAX:
         raise InvalidSpecError(field, f"must be at most {ENDPOINT_NAME_MAX} characters (got {len(value)})")
-    if not ENDPOINT_NAME.match(value):
+    if not ENDPOINT_NAME.fullmatch(value):
         raise InvalidSpecError(
             field,
-            f"{value!r} is not a DNS-1123 label starting with a letter "
+            f"{_shown(value)} is not a DNS-1123 label starting with a letter "
             "(lowercase letters, digits and '-', alphanumeric at both ends)",
         )
     return value
@@ -37,29 +83,77 @@ def endpoint_name(value: str, field: str = "name") -> str:
 
 def namespace(value: str, field: str = "namespace") -> str:
     """Validate a Kubernetes namespace name (DNS-1123 label, at most 63 characters)."""
-    if not isinstance(value, str) or not value or len(value) > 63 or not DNS1123_LABEL.match(value):
-        raise InvalidSpecError(field, f"{value!r} is not a DNS-1123 label of at most 63 characters")
+    if not isinstance(value, str) or not value or len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
+        raise InvalidSpecError(field, f"{_shown(value)} is not a DNS-1123 label of at most 63 characters")
     return value
 
 
-def region(value: str, field: str = "region") -> str:
-    """Validate an AWS Region name such as `us-east-1`."""
-    if not isinstance(value, str) or not REGION.match(value):
-        raise InvalidSpecError(field, f"{value!r} is not an AWS Region name (for example us-east-1)")
-    return value
+@functools.cache
+def partitions() -> tuple[frozenset[str], tuple[re.Pattern[str], ...]]:
+    """The Regions and Region patterns of every partition this host's botocore knows."""
+    import botocore.loaders
+
+    data = botocore.loaders.create_loader().load_data("partitions")
+    patterns = tuple(re.compile(p["regionRegex"].strip("^$"), re.ASCII) for p in data["partitions"])
+    known = frozenset(
+        region
+        for p in data["partitions"]
+        for region in p["regions"]
+        if any(pattern.fullmatch(region) for pattern in patterns)
+    )
+    return known, patterns
+
+
+def allow_new_regions_default() -> bool:
+    return os.environ.get(ALLOW_NEW_REGIONS_ENV, "") in ("1", "true", "yes")
+
+
+def region(value: str, field: str = "region", *, allow_new: bool | None = None) -> str:
+    """Validate an AWS Region name such as `us-east-1`.
+
+    A Region must be one botocore's partitions list; with `allow_new` (default: env
+    `GCO_ALLOW_NEW_REGIONS=1`) a Region newer than this host's botocore passes when it fits one
+    of the partitions' Region patterns.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidSpecError(field, "must be a non-empty string")
+    if len(value) > REGION_MAX:
+        raise InvalidSpecError(field, f"must be at most {REGION_MAX} characters (got {len(value)})")
+    if not REGION_SYNTAX.fullmatch(value):
+        raise InvalidSpecError(field, f"{_shown(value)} is not an AWS Region name (for example us-east-1)")
+    known, patterns = partitions()
+    if value in known:
+        return value
+    if allow_new if allow_new is not None else allow_new_regions_default():
+        if any(pattern.fullmatch(value) for pattern in patterns):
+            return value
+        raise InvalidSpecError(field, f"{value!r} fits no AWS partition's Region pattern")
+    raise InvalidSpecError(
+        field,
+        f"{value!r} is not a Region this gco knows "
+        f"(set {ALLOW_NEW_REGIONS_ENV}=1 for a Region newer than it)",
+    )
 
 
 def region_list(
-    values: Iterable[str], field: str = "target_regions", *, allow_empty: bool = False
+    values: Iterable[str],
+    field: str = "target_regions",
+    *,
+    allow_empty: bool = False,
+    allow_new: bool | None = None,
 ) -> list[str]:
     """Validate Regions and keep first-seen order without duplicates."""
-    if isinstance(values, str):
+    if isinstance(values, str) or not isinstance(values, Iterable):
         raise InvalidSpecError(field, "must be a list of Region names, not a string")
     ordered: list[str] = []
     for index, value in enumerate(values):
-        region(value, f"{field}[{index}]")
+        if index >= MAX_REGIONS * 4:
+            raise InvalidSpecError(field, f"must name at most {MAX_REGIONS} Regions")
+        region(value, f"{field}[{index}]", allow_new=allow_new)
         if value not in ordered:
             ordered.append(value)
+    if len(ordered) > MAX_REGIONS:
+        raise InvalidSpecError(field, f"must name at most {MAX_REGIONS} Regions (got {len(ordered)})")
     if not ordered and not allow_empty:
         raise InvalidSpecError(field, "must name at least one Region")
     return ordered
@@ -69,11 +163,13 @@ def label_key(value: str, field: str = "labels") -> str:
     """Validate a Kubernetes label key: `[prefix/]name`, prefix a DNS subdomain."""
     if not isinstance(value, str) or not value:
         raise InvalidSpecError(field, "label key must be a non-empty string")
+    if len(value) > 253 + 1 + 63:
+        raise InvalidSpecError(field, f"label key is too long ({len(value)} characters)")
     prefix, _, name = value.rpartition("/")
-    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.match(prefix)):
-        raise InvalidSpecError(field, f"label key prefix {prefix!r} is not a DNS subdomain")
-    if len(name) > 63 or not LABEL_NAME.match(name):
-        raise InvalidSpecError(field, f"label key {value!r} is not a valid Kubernetes label name")
+    if prefix and (len(prefix) > 253 or not DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        raise InvalidSpecError(field, f"label key prefix {_shown(prefix)} is not a DNS subdomain")
+    if len(name) > 63 or not LABEL_NAME.fullmatch(name):
+        raise InvalidSpecError(field, f"label key {_shown(value)} is not a valid Kubernetes label name")
     return value
 
 
@@ -81,8 +177,8 @@ def label_value(value: str, field: str = "labels") -> str:
     """Validate a Kubernetes label value (may be empty)."""
     if not isinstance(value, str):
         raise InvalidSpecError(field, "label value must be a string")
-    if value and (len(value) > 63 or not LABEL_NAME.match(value)):
-        raise InvalidSpecError(field, f"label value {value!r} is not a valid Kubernetes label value")
+    if value and (len(value) > 63 or not LABEL_NAME.fullmatch(value)):
+        raise InvalidSpecError(field, f"label value {_shown(value)} is not a valid Kubernetes label value")
     return value
 
 
@@ -90,7 +186,10 @@ def labels(values: dict[str, str], field: str = "labels") -> dict[str, str]:
     """Validate a label mapping; every key and value is checked."""
     if not isinstance(values, dict):
         raise InvalidSpecError(field, "must be a mapping of label keys to values")
+    if len(values) > MAX_LABELS:
+        raise InvalidSpecError(field, f"must have at most {MAX_LABELS} labels (got {len(values)})")
     for key, value in values.items():
-        label_key(key, f"{field}.{key}")
-        label_value(value, f"{field}.{key}")
+        shown_key = key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else "<key>"
+        label_key(key, f"{field}.{shown_key}")
+        label_value(value, f"{field}.{shown_key}")
     return dict(values)

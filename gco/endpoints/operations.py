@@ -10,7 +10,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gco.endpoints import names
-from gco.endpoints.errors import EndpointNotFoundError, InvalidTransitionError, LostRaceError
+from gco.endpoints.errors import (
+    EndpointNotFoundError,
+    InvalidSpecError,
+    InvalidTransitionError,
+    LostRaceError,
+)
+from gco.endpoints.fenced import require_token
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import parse_spec
 from gco.endpoints.store import EndpointStore
@@ -19,7 +25,13 @@ ATTEMPTS = 5
 
 
 def fresh(store: EndpointStore, name: str) -> EndpointRecord:
-    """A strongly consistent read, back-filling a legacy record first."""
+    """A strongly consistent read, back-filling a legacy record first.
+
+    Raises:
+        InvalidSpecError: `name` is not an endpoint name (never "not found" for a bad name).
+        EndpointNotFoundError: no record has that name.
+    """
+    names.endpoint_name(name)
     for _ in range(ATTEMPTS):
         record = store.get(name, consistent_read=True)
         if record is None:
@@ -59,11 +71,17 @@ def stop(store: EndpointStore, name: str) -> EndpointRecord:
 
 def start(store: EndpointStore, name: str) -> EndpointRecord:
     return _retry(
-        store, name, "start", lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id)
+        store,
+        name,
+        "start",
+        lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id or ""),
     )
 
 
 def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:
+    names.endpoint_name(name)
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
+        raise InvalidSpecError("replicas", "must be an integer from 0 to 1000")
     return _retry(
         store,
         name,
@@ -104,14 +122,16 @@ def change_regions(
     replace: Iterable[str] | None = None,
 ) -> EndpointRecord:
     """New target Regions: `replace` them, or `add` and `remove` some."""
-    additions = names.region_list(add, "--add", allow_empty=True)
-    removals = names.region_list(remove, "--remove", allow_empty=True)
-    replacement = None if replace is None else names.region_list(replace, "--set")
+    names.endpoint_name(name)
+    allow = store.allow_new_regions
+    additions = names.region_list(add, "--add", allow_empty=True, allow_new=allow)
+    removals = names.region_list(remove, "--remove", allow_empty=True, allow_new=True)
+    replacement = None if replace is None else names.region_list(replace, "--set", allow_new=allow)
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
         base = replacement if replacement is not None else record.target_regions
         targets = [region for region in [*base, *additions] if region not in removals]
-        targets = names.region_list(targets, "target_regions")
+        targets = names.region_list(targets, "target_regions", allow_new=True)
         if targets == record.target_regions:
             return record
         return store.update_target_regions(
@@ -132,6 +152,12 @@ def delete(
     expected_owner_label: tuple[str, str] | None = None,
 ) -> EndpointRecord:
     """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record."""
+    names.endpoint_name(name)
+    if expected_lifecycle_id is not None:
+        require_token(expected_lifecycle_id, "expected_lifecycle_id")
+    if expected_owner_label is not None:
+        names.label_key(expected_owner_label[0], "expected_label")
+        names.label_value(expected_owner_label[1], "expected_label")
     pinned = expected_lifecycle_id is not None or expected_owner_label is not None
 
     def write(record: EndpointRecord) -> EndpointRecord | None:

@@ -14,44 +14,82 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gco.endpoints import names
 from gco.endpoints.errors import InvalidSpecError
 
+# Every pattern is matched with `fullmatch`: `$` alone would accept a trailing newline.
 IMAGE_REFERENCE = re.compile(
-    r"^(?P<name>[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*)"
+    r"(?P<name>[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*)"
     r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(@(?P<digest>sha256:[0-9a-f]{64}))?$"
+    r"(@(?P<digest>sha256:[0-9a-f]{64}))?"
 )
 QUANTITY = re.compile(
-    r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+    r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?"
 )
-RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-HTTP_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
+RESOURCE_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
+HTTP_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
+# Size limits: each named in the error of a value past it, and together far below the 400 KB
+# DynamoDB item (the store also measures the whole item before it writes).
+MAX_ITEMS = 256
+MAX_TEXT = 4096
+MAX_KEY = 253
+MAX_IMAGE = 512
 Port = Annotated[int, Field(ge=1, le=65535)]
 Replicas = Annotated[int, Field(ge=0, le=1000)]
 NonEmpty = Annotated[str, Field(min_length=1, max_length=1024)]
+Text = Annotated[str, Field(max_length=MAX_TEXT)]
+Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY)]
+Image = Annotated[str, Field(max_length=MAX_IMAGE)]
+HttpPath = Annotated[str, Field(max_length=1024)]
 
 
 class FieldValueError(ValueError):
     """A model-level check's failure, tied to the field it is about (relative to the model)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
+    def __init__(self, field: str | tuple[str | int, ...], message: str) -> None:
+        self.parts: tuple[str | int, ...] = tuple(field.split(".")) if isinstance(field, str) else field
         super().__init__(message)
+
+
+def unsafe_location(value: Any) -> tuple[str | int, ...] | None:
+    """Where in a (nested) value a string holds a control character; None when nowhere."""
+    if isinstance(value, str):
+        return () if names.first_unsafe(value) is not None else None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = unsafe_location(item)
+            if found is not None:
+                return (index, *found)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if unsafe_location(key) is not None:
+                return (str(key),)
+            found = unsafe_location(item)
+            if found is not None:
+                return (str(key), *found)
+    return None
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: Any) -> Any:
+        found = unsafe_location(value)
+        if found is not None:
+            raise FieldValueError(found, "holds a control character")
+        return value
+
 
 def _image(value: str) -> str:
-    if not IMAGE_REFERENCE.match(value):
+    if not IMAGE_REFERENCE.fullmatch(value):
         raise ValueError(f"{value!r} is not a container image reference (name[:tag][@sha256:<64 hex>])")
     return value
 
 
 def _quantity(value: str) -> str:
-    if not QUANTITY.match(value):
+    if not QUANTITY.fullmatch(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity (for example 500m, 4Gi, 2)")
     return value
 
@@ -59,23 +97,23 @@ def _quantity(value: str) -> str:
 class ResourceRequirements(_Strict):
     """Container requests and limits; GPU resources are added from gpu_count, not here."""
 
-    requests: dict[str, str] = Field(default_factory=dict)
-    limits: dict[str, str] = Field(default_factory=dict)
+    requests: dict[Key, Annotated[str, Field(max_length=64)]] = Field(default_factory=dict, max_length=32)
+    limits: dict[Key, Annotated[str, Field(max_length=64)]] = Field(default_factory=dict, max_length=32)
 
     @field_validator("requests", "limits")
     @classmethod
     def _check(cls, value: dict[str, str]) -> dict[str, str]:
         for key, quantity in value.items():
-            if not RESOURCE_NAME.match(key):
+            if not RESOURCE_NAME.fullmatch(key):
                 raise ValueError(f"{key!r} is not a resource name")
             _quantity(quantity)
         return value
 
 
 class Toleration(_Strict):
-    key: str | None = None
+    key: Key | None = None
     operator: Literal["Equal", "Exists"] = "Equal"
-    value: str | None = None
+    value: Annotated[str, Field(max_length=63)] | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: Annotated[int, Field(ge=0)] | None = None
 
@@ -110,7 +148,7 @@ class Autoscaling(_Strict):
     enabled: bool = False
     min_replicas: Annotated[int, Field(ge=0, le=1000)] = 1
     max_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
-    metrics: list[AutoscalingMetric] = Field(default_factory=list)
+    metrics: list[AutoscalingMetric] = Field(default_factory=list, max_length=8)
 
     @model_validator(mode="after")
     def _check(self) -> Autoscaling:
@@ -130,7 +168,7 @@ class Autoscaling(_Strict):
 
 
 class Canary(_Strict):
-    image: str
+    image: Image
     weight: Annotated[int, Field(ge=0, le=100)] = 10
     replicas: Annotated[int, Field(ge=1, le=1000)] = 1
 
@@ -152,9 +190,9 @@ class Mooncake(_Strict):
     prefill_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
     decode_replicas: Annotated[int, Field(ge=1, le=1000)] = 1
     transfer_protocol: Literal["rdma", "tcp"] = "tcp"
-    store_global_segment_size: str = "4Gi"
-    store_local_buffer_size: str = "1Gi"
-    proxy_image: str | None = None
+    store_global_segment_size: Annotated[str, Field(max_length=64)] = "4Gi"
+    store_local_buffer_size: Annotated[str, Field(max_length=64)] = "1Gi"
+    proxy_image: Image | None = None
     autoscaling: MooncakeRoleAutoscaling | None = None
 
     @field_validator("store_global_segment_size", "store_local_buffer_size")
@@ -177,7 +215,7 @@ class Mooncake(_Strict):
 class EndpointSpec(_Strict):
     """What to run for one endpoint; identical in every target Region."""
 
-    image: str
+    image: Image
     require_digest: bool = False
     framework: Literal["vllm", "tgi", "sglang"] = "vllm"
     port: Port = 8000
@@ -188,15 +226,17 @@ class EndpointSpec(_Strict):
     capacity_type: Literal["on-demand", "spot"] = "on-demand"
     model_id: NonEmpty | None = None
     model_revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")] | None = None
-    model_source: str | None = None
-    health_check_path: str = "/health"
-    env: dict[str, str] = Field(default_factory=dict)
+    model_source: HttpPath | None = None
+    health_check_path: HttpPath = "/health"
+    env: dict[Key, Text] = Field(default_factory=dict, max_length=MAX_ITEMS)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
-    command: list[str] | None = None
-    args: list[str] | None = None
-    extra_args: list[str] = Field(default_factory=list)
-    tolerations: list[Toleration] = Field(default_factory=list)
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    command: Annotated[list[Text], Field(max_length=MAX_ITEMS)] | None = None
+    args: Annotated[list[Text], Field(max_length=MAX_ITEMS)] | None = None
+    extra_args: list[Text] = Field(default_factory=list, max_length=MAX_ITEMS)
+    tolerations: list[Toleration] = Field(default_factory=list, max_length=64)
+    node_selector: dict[Key, Annotated[str, Field(max_length=63)]] = Field(
+        default_factory=dict, max_length=64
+    )
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     canary: Canary | None = None
     mooncake: Mooncake | None = None
@@ -216,14 +256,14 @@ class EndpointSpec(_Strict):
     @field_validator("model_source")
     @classmethod
     def _model_source(cls, value: str | None) -> str | None:
-        if value is not None and not S3_URI.match(value):
+        if value is not None and not S3_URI.fullmatch(value):
             raise ValueError(f"{value!r} is not an s3://bucket/prefix URI")
         return value
 
     @field_validator("health_check_path")
     @classmethod
     def _path(cls, value: str) -> str:
-        if not HTTP_PATH.match(value):
+        if not HTTP_PATH.fullmatch(value):
             raise ValueError(f"{value!r} is not an absolute HTTP path")
         return value
 
@@ -231,7 +271,7 @@ class EndpointSpec(_Strict):
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not ENV_NAME.match(key):
+            if not ENV_NAME.fullmatch(key):
                 raise ValueError(f"{key!r} is not an environment variable name")
         return value
 
@@ -295,7 +335,7 @@ def invalid_spec_from(error: ValidationError, prefix: str = "spec") -> InvalidSp
     message = str(first["msg"]).removeprefix("Value error, ")
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, FieldValueError):
-        location = (*location, *cause.field.split("."))
+        location = (*location, *cause.parts)
         message = str(cause)
     if first["type"] == "extra_forbidden":
         message = "unknown field"

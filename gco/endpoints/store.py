@@ -1,8 +1,12 @@
-"""The fenced endpoint store (SPEC section 2): every write is one conditional DynamoDB request.
+"""The fenced endpoint store: every write is one conditional DynamoDB request.
 
 A write that loses its condition returns None (False for purge) and logs; when the failure is
 a definite fact about the current record (missing, deleted, wrong state) it raises instead.
 The diagnosis uses the item DynamoDB returns with the failed condition: no extra read.
+The conditions themselves are in `conditions.py`; docs/fencing.md explains each clause.
+
+Every token is minted here, from the CSPRNG, never proposed by a caller. Every write moves
+`updated_at` strictly forward, even when this host's clock is behind the last writer's.
 """
 
 from __future__ import annotations
@@ -13,28 +17,29 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gco import aws
-from gco.endpoints import names
-from gco.endpoints.codec import from_item, to_item
-from gco.endpoints.dynamo import ConditionLost, RecordTable
+from gco.endpoints import conditions, names
+from gco.endpoints.codec import from_item
+from gco.endpoints.dynamo import ConditionLost
 from gco.endpoints.errors import (
     EndpointExistsError,
-    EndpointNotFoundError,
     InvalidSpecError,
     InvalidTransitionError,
 )
 from gco.endpoints.expressions import Expression
-from gco.endpoints.lifecycle import plan_backfill, plan_target_regions
+from gco.endpoints.fenced import require_token
+from gco.endpoints.lifecycle import plan_backfill, plan_target_regions, tokens_of
+from gco.endpoints.limits import check_item_size, checked_spec
+from gco.endpoints.observations import ObservationWrites
 from gco.endpoints.record import (
     DEFAULT_NAMESPACE,
     LIVE_STATES,
     EndpointRecord,
     check_desired_state,
-    check_region_state,
     ingress_path_for,
     parse_record,
 )
-from gco.endpoints.spec import EndpointSpec, parse_spec
-from gco.endpoints.tokens import MonotonicClock, is_token, new_token
+from gco.endpoints.spec import EndpointSpec
+from gco.endpoints.tokens import MonotonicClock, new_token
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 
 log = logging.getLogger(__name__)
@@ -44,13 +49,7 @@ def default_table_name() -> str:
     return os.environ.get(TABLE_ENV) or DEFAULT_TABLE
 
 
-def _require_token(value: str | None, field: str) -> str:
-    if not is_token(value):
-        raise InvalidSpecError(field, "must be a 64-character lowercase hex token")
-    return value  # type: ignore[return-value]
-
-
-class EndpointStore(RecordTable):
+class EndpointStore(ObservationWrites):
     """Conditional reads and writes of endpoint records in the home Region's table."""
 
     def __init__(
@@ -60,15 +59,24 @@ class EndpointStore(RecordTable):
         *,
         clock: MonotonicClock | None = None,
         token: Callable[[], str] = new_token,
+        allow_new_regions: bool | None = None,
     ) -> None:
-        super().__init__(client, table_name)
-        self.clock = clock or MonotonicClock()
-        self.token = token
+        super().__init__(client, table_name, clock=clock, token=token, allow_new_regions=allow_new_regions)
 
     @classmethod
-    def connect(cls, *, endpoint_url: str | None = None, table_name: str | None = None) -> EndpointStore:
+    def connect(
+        cls,
+        *,
+        endpoint_url: str | None = None,
+        table_name: str | None = None,
+        allow_new_regions: bool | None = None,
+    ) -> EndpointStore:
         """A store on the home Region's table (env `INFERENCE_ENDPOINTS_TABLE_NAME`, `DYNAMODB_REGION`)."""
-        return cls(aws.client("dynamodb", endpoint_url=endpoint_url), table_name or default_table_name())
+        return cls(
+            aws.client("dynamodb", endpoint_url=endpoint_url),
+            table_name or default_table_name(),
+            allow_new_regions=allow_new_regions,
+        )
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -82,12 +90,10 @@ class EndpointStore(RecordTable):
         """Every record (all pages), newest first, optionally filtered."""
         expression = Expression()
         if desired_state is not None:
-            expression.equals(check_desired_state(desired_state), "desired_state")
+            expression.equals("list.state", check_desired_state(desired_state), "desired_state")
         if target_region is not None:
-            names.region(target_region, "target_region")
-            expression.require(
-                f"contains({expression.path('target_regions')}, {expression.value(target_region)})"
-            )
+            names.region(target_region, "target_region", allow_new=self.allow_new_regions)
+            expression.contains("list.region", target_region, "target_regions")
         arguments: dict[str, Any] = {"ConsistentRead": consistent_read}
         request = expression.request()
         if "ConditionExpression" in request:
@@ -117,22 +123,28 @@ class EndpointStore(RecordTable):
         """A new lifecycle: deploying, a token per Region, cleanup = targets.
 
         Raises:
-            InvalidSpecError: a bad name, spec, Region, namespace or label; nothing is written.
+            InvalidSpecError: a bad name, spec, Region, namespace, label or an item too large;
+                nothing is written.
             EndpointExistsError: the name is taken (also while a deleted record awaits purge).
         """
         names.endpoint_name(name)
-        parsed = parse_spec(dict(spec) if isinstance(spec, Mapping) else spec)
-        regions = names.region_list(target_regions)
+        parsed = checked_spec(spec)
+        regions = names.region_list(target_regions, allow_new=self.allow_new_regions)
         names.namespace(namespace)
         label_map = names.labels(dict(labels or {}))
+        creator = names.text(created_by or "unknown", "created_by", max_length=256)
         now = self.clock.now()
+        lifecycle = self.mint()
+        generations: dict[str, str] = {}
+        for region in regions:
+            generations[region] = self.mint({lifecycle, *generations.values()})
         fields: dict[str, Any] = {
             "endpoint_name": name,
-            "lifecycle_id": self.token(),
+            "lifecycle_id": lifecycle,
             "desired_state": "deploying",
             "target_regions": regions,
             "cleanup_regions": list(regions),
-            "region_generations": {region: self.token() for region in regions},
+            "region_generations": generations,
             "namespace": namespace,
             "spec": parsed.model_dump(mode="json", exclude_none=True),
             "ingress_path": ingress_path_for(name),
@@ -140,12 +152,13 @@ class EndpointStore(RecordTable):
             "updated_at": now,
             "region_status": {},
             "labels": label_map,
-            "created_by": created_by or "unknown",
+            "created_by": creator,
         }
+        check_item_size(fields)
         expression = Expression()
-        expression.missing("endpoint_name")
+        conditions.create(expression)
         try:
-            self._write("put_item", Item=to_item(fields), **expression.request())
+            self._put(fields, expression)
         except ConditionLost as lost:
             raise EndpointExistsError(name, lost.old.desired_state if lost.old else None) from None
         return parse_record(fields)
@@ -154,14 +167,10 @@ class EndpointStore(RecordTable):
         """Back-fill a legacy record from this strong snapshot; None if it changed meanwhile."""
         if not record.is_legacy:
             return record
-        fields = plan_backfill(record, self.token, self.clock.after(record.updated_at))
+        taken = tokens_of(record)
+        fields = plan_backfill(record, lambda: self.mint(taken), self.clock.after(record.updated_at))
         expression = Expression()
-        expression.exists("endpoint_name")
-        expression.missing("lifecycle_id")
-        if record.updated_at is None:
-            expression.missing("updated_at")
-        else:
-            expression.equals(record.updated_at, "updated_at")
+        conditions.backfill(expression, record.updated_at)
         for field, value in fields.items():
             expression.set(value, field)
         expression.set_expression(
@@ -185,30 +194,27 @@ class EndpointStore(RecordTable):
             EndpointNotFoundError, InvalidTransitionError: the record is missing or deleted.
         """
         check_desired_state(state)
-        expression = Expression()
-        expression.exists("endpoint_name")
-        if expected_lifecycle_id is not None:
-            expression.equals(_require_token(expected_lifecycle_id, "expected_lifecycle_id"), "lifecycle_id")
-        elif state != "deleted":
-            raise InvalidSpecError("expected_lifecycle_id", f"is required to set desired_state {state}")
+        if expected_lifecycle_id is not None or state != "deleted":
+            require_token(expected_lifecycle_id, "expected_lifecycle_id")
         if expected_desired_state is not None:
-            expression.equals(
-                check_desired_state(expected_desired_state, "expected_desired_state"), "desired_state"
-            )
+            check_desired_state(expected_desired_state, "expected_desired_state")
         if expected_label is not None:
-            key, value = expected_label
-            names.label_key(key, "expected_label")
-            names.label_value(value, "expected_label")
-            expression.equals(value, "labels", key)
-        expression.require(f"{expression.path('desired_state')} <> {expression.value('deleted')}")
-        expression.set(state, "desired_state")
-        expression.set(self.clock.now(), "updated_at")
-        if state == "deleted":
-            expression.exists("lifecycle_id")
-            expression.set(self.token(), "deletion_generation")
-            expression.set_expression(expression.path("cleanup_regions"), "deletion_regions")
+            names.label_key(expected_label[0], "expected_label")
+            names.label_value(expected_label[1], "expected_label")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.desired_state(
+                expression, state, expected_lifecycle_id, expected_desired_state, expected_label
+            )
+            expression.set(state, "desired_state")
+            if state == "deleted":
+                expression.set(self.mint(), "deletion_generation")
+                expression.set_expression(expression.path("cleanup_regions"), "deletion_regions")
+            return expression
+
         try:
-            return self._update(name, expression)
+            return self._advance(name, build)
         except ConditionLost as lost:
             old = self._present(name, lost.old)
             if old.is_legacy:
@@ -234,24 +240,25 @@ class EndpointStore(RecordTable):
             log.info("stale desired_state write lost: endpoint=%s state=%s", name, state)
             return None
 
-    def start(self, name: str, expected_lifecycle_id: str | None = None) -> EndpointRecord | None:
-        """stopped -> running only."""
-        expression = Expression()
-        expression.exists("endpoint_name")
-        expression.equals("stopped", "desired_state")
-        if expected_lifecycle_id is not None:
-            expression.equals(_require_token(expected_lifecycle_id, "expected_lifecycle_id"), "lifecycle_id")
-        expression.set("running", "desired_state")
-        expression.set(self.clock.now(), "updated_at")
+    def start(self, name: str, expected_lifecycle_id: str) -> EndpointRecord | None:
+        """stopped -> running only, of the lifecycle the caller read."""
+        lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.start(expression, lifecycle)
+            expression.set("running", "desired_state")
+            return expression
+
         try:
-            return self._update(name, expression)
+            return self._advance(name, build)
         except ConditionLost as lost:
             old = self._present(name, lost.old)
             if old.is_deleted:
                 raise InvalidTransitionError(
                     name, "start", "deleted", "redeploy it under a new lifecycle"
                 ) from None
-            if old.desired_state != "stopped":
+            if old.desired_state != "stopped" and old.lifecycle_id == lifecycle:
                 raise InvalidTransitionError(
                     name, "start", old.desired_state, "only a stopped endpoint can be started"
                 ) from None
@@ -266,59 +273,65 @@ class EndpointStore(RecordTable):
         expected_updated_at: str | None = None,
     ) -> EndpointRecord | None:
         """Replace the spec and set deploying."""
-        parsed = parse_spec(dict(spec) if isinstance(spec, Mapping) else spec)
-        expression = self._live_fences(expected_lifecycle_id, expected_updated_at)
-        expression.set(parsed.model_dump(mode="json", exclude_none=True), "spec")
-        expression.set("deploying", "desired_state")
-        expression.set(self.clock.after(expected_updated_at), "updated_at")
-        return self._update_fenced(name, expression, "update the spec of")
+        parsed = checked_spec(spec)
+        lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.live(expression, lifecycle, expected_updated_at)
+            expression.set(parsed.model_dump(mode="json", exclude_none=True), "spec")
+            expression.set("deploying", "desired_state")
+            return expression
+
+        return self._fenced(name, build, expected_updated_at, "update the spec of")
 
     def update_target_regions(
         self,
         name: str,
         targets: Iterable[str],
         cleanup: Iterable[str] = (),
-        generations: Mapping[str, str] | None = None,
         *,
         expected_lifecycle_id: str,
         expected_updated_at: str,
     ) -> EndpointRecord | None:
-        """New target Regions; cleanup only grows; a (re-)joining Region gets a new token."""
-        regions = names.region_list(targets)
-        extra_cleanup = names.region_list(cleanup, "cleanup_regions", allow_empty=True)
-        for region, token in (generations or {}).items():
-            names.region(region, "region_generations")
-            _require_token(token, f"region_generations.{region}")
+        """New target Regions; cleanup only grows; a (re-)joining Region gets a freshly minted token."""
+        regions = names.region_list(targets, allow_new=self.allow_new_regions)
+        extra_cleanup = names.region_list(
+            cleanup, "cleanup_regions", allow_empty=True, allow_new=self.allow_new_regions
+        )
+        lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
         snapshot = self._present(name, self.get(name))
-        if snapshot.updated_at != expected_updated_at or snapshot.lifecycle_id != expected_lifecycle_id:
+        if snapshot.updated_at != expected_updated_at or snapshot.lifecycle_id != lifecycle:
             if snapshot.is_deleted:
                 raise InvalidTransitionError(name, "change the Regions of", "deleted")
             log.info("stale region change lost: endpoint=%s", name)
             return None
-        plan = plan_target_regions(snapshot, regions, extra_cleanup, generations, self.token)
-        expression = self._live_fences(expected_lifecycle_id, expected_updated_at)
-        expression.set(plan.target_regions, "target_regions")
-        expression.set(plan.cleanup_regions, "cleanup_regions")
-        expression.set(plan.region_generations, "region_generations")
-        expression.set(self.clock.after(expected_updated_at), "updated_at")
-        return self._update_fenced(name, expression, "change the Regions of")
+        plan = plan_target_regions(snapshot, regions, extra_cleanup, self.mint)
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.live(expression, lifecycle, expected_updated_at)
+            expression.set(plan.target_regions, "target_regions")
+            expression.set(plan.cleanup_regions, "cleanup_regions")
+            expression.set(plan.region_generations, "region_generations")
+            return expression
+
+        return self._fenced(name, build, expected_updated_at, "change the Regions of")
 
     def scale(self, name: str, replicas: int, expected_lifecycle_id: str) -> EndpointRecord | None:
         """Set spec.replicas of a live, non-mooncake, non-autoscaled endpoint."""
         if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
             raise InvalidSpecError("replicas", "must be an integer from 0 to 1000")
-        expression = Expression()
-        expression.exists("endpoint_name")
-        expression.equals(_require_token(expected_lifecycle_id, "expected_lifecycle_id"), "lifecycle_id")
-        state = expression.path("desired_state")
-        expression.require(f"{state} IN ({expression.value('deploying')}, {expression.value('running')})")
-        expression.missing("spec", "mooncake")
-        enabled = expression.path("spec", "autoscaling", "enabled")
-        expression.require(f"attribute_not_exists({enabled}) OR {enabled} = {expression.value(False)}")
-        expression.set(replicas, "spec", "replicas")
-        expression.set(self.clock.now(), "updated_at")
+        lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.scale(expression, lifecycle)
+            expression.set(replicas, "spec", "replicas")
+            return expression
+
         try:
-            return self._update(name, expression)
+            return self._advance(name, build)
         except ConditionLost as lost:
             old = self._present(name, lost.old)
             if old.desired_state not in LIVE_STATES:
@@ -338,153 +351,3 @@ class EndpointStore(RecordTable):
                 ) from None
             log.info("stale scale lost: endpoint=%s", name)
             return None
-
-    # -- reconciler writes ---------------------------------------------------------------------
-
-    def update_region_status(
-        self,
-        name: str,
-        region: str,
-        state: str,
-        *,
-        replicas_ready: int = 0,
-        replicas_desired: int = 0,
-        error: str | None = None,
-        details: Mapping[str, Any] | None = None,
-        expected_lifecycle_id: str | None = None,
-        expected_region_generation: str | None = None,
-        expected_deletion_generation: str | None = None,
-    ) -> EndpointRecord | None:
-        """Record one Region's observation under its fences; None (and a log line) when stale.
-
-        An ordinary observation never lands on a deleted record. A deletion acknowledgement
-        (`expected_deletion_generation`) needs desired_state deleted, that generation, the Region
-        among deletion_regions, and no acknowledgement of that generation from it yet.
-        """
-        names.region(region)
-        check_region_state(state)
-        status: dict[str, Any] = {
-            **dict(details or {}),
-            "state": state,
-            "replicas_ready": replicas_ready,
-            "replicas_desired": replicas_desired,
-            "last_sync": self.clock.now(),
-        }
-        for key, value in (
-            ("lifecycle_id", expected_lifecycle_id),
-            ("region_generation", expected_region_generation),
-            ("deletion_generation", expected_deletion_generation),
-            ("error", error),
-        ):
-            if value is not None:
-                status[key] = value
-        expression = Expression()
-        expression.exists("endpoint_name")
-        if expected_lifecycle_id is not None:
-            expression.equals(_require_token(expected_lifecycle_id, "expected_lifecycle_id"), "lifecycle_id")
-        if expected_region_generation is not None:
-            token = _require_token(expected_region_generation, "expected_region_generation")
-            expression.equals(token, "region_generations", region)
-        if expected_deletion_generation is None:
-            expression.require(f"{expression.path('desired_state')} <> {expression.value('deleted')}")
-            expression.require(f"contains({expression.path('cleanup_regions')}, {expression.value(region)})")
-        else:
-            if state != "deleted":
-                raise InvalidSpecError("state", "a deletion acknowledgement must have state deleted")
-            generation = _require_token(expected_deletion_generation, "expected_deletion_generation")
-            expression.equals("deleted", "desired_state")
-            expression.equals(generation, "deletion_generation")
-            expression.require(f"contains({expression.path('deletion_regions')}, {expression.value(region)})")
-            acked = expression.path("region_status", region, "deletion_generation")
-            expression.require(f"attribute_not_exists({acked}) OR {acked} <> {expression.value(generation)}")
-        expression.set(status, "region_status", region)
-        expression.set(self.clock.now(), "updated_at")
-        try:
-            return self._update(name, expression)
-        except ConditionLost:
-            log.info("stale region status ignored: endpoint=%s region=%s state=%s", name, region, state)
-            return None
-
-    def purge(
-        self,
-        name: str,
-        *,
-        expected_updated_at: str | None = None,
-        expected_lifecycle_id: str | None = None,
-        expected_deletion_generation: str | None = None,
-    ) -> bool:
-        """Remove a deleted record once every deletion Region acknowledged its generation.
-
-        Returns True when the record is gone (also when it already was), False otherwise.
-        """
-        snapshot = self.get(name)
-        if snapshot is None:
-            return True
-        generation = expected_deletion_generation or snapshot.deletion_generation
-        pending = snapshot.pending_deletion_regions()
-        if not snapshot.is_deleted or generation != snapshot.deletion_generation or pending:
-            log.info("purge refused: endpoint=%s state=%s pending=%s", name, snapshot.desired_state, pending)
-            return False
-        expression = Expression()
-        expression.equals("deleted", "desired_state")
-        expression.equals(generation, "deletion_generation")
-        expression.equals(snapshot.deletion_regions or [], "deletion_regions")
-        for region in snapshot.deletion_regions or []:
-            expression.equals(generation, "region_status", region, "deletion_generation")
-        if expected_updated_at is not None:
-            expression.equals(expected_updated_at, "updated_at")
-        if expected_lifecycle_id is not None:
-            expression.equals(expected_lifecycle_id, "lifecycle_id")
-        try:
-            self._write("delete_item", Key=self._key(name), **expression.request())
-        except ConditionLost:
-            log.info("purge lost a race: endpoint=%s", name)
-            return False
-        return True
-
-    # -- plumbing ------------------------------------------------------------------------------
-
-    def _live_fences(self, lifecycle_id: str, updated_at: str | None) -> Expression:
-        expression = Expression()
-        expression.exists("endpoint_name")
-        expression.equals(_require_token(lifecycle_id, "expected_lifecycle_id"), "lifecycle_id")
-        expression.require(f"{expression.path('desired_state')} <> {expression.value('deleted')}")
-        if updated_at is not None:
-            expression.equals(updated_at, "updated_at")
-        return expression
-
-    def _update_fenced(self, name: str, expression: Expression, operation: str) -> EndpointRecord | None:
-        try:
-            return self._update(name, expression)
-        except ConditionLost as lost:
-            old = self._present(name, lost.old)
-            if old.is_deleted:
-                raise InvalidTransitionError(name, operation, "deleted", "redeploy it") from None
-            log.info("stale write lost: endpoint=%s operation=%s", name, operation)
-            return None
-
-    def _update_or_none(self, name: str, expression: Expression, operation: str) -> EndpointRecord | None:
-        try:
-            return self._update(name, expression)
-        except ConditionLost:
-            log.info("conditional write lost: endpoint=%s operation=%s", name, operation)
-            return None
-
-    @staticmethod
-    def _fences_hold(
-        old: EndpointRecord,
-        lifecycle_id: str | None,
-        desired_state: str | None,
-        label: tuple[str, str] | None,
-    ) -> bool:
-        return (
-            (lifecycle_id is None or old.lifecycle_id == lifecycle_id)
-            and (desired_state is None or old.desired_state == desired_state)
-            and (label is None or old.labels.get(label[0]) == label[1])
-        )
-
-    @staticmethod
-    def _present(name: str, record: EndpointRecord | None) -> EndpointRecord:
-        if record is None:
-            raise EndpointNotFoundError(name)
-        return record

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-TOKEN_PATTERN = re.compile(r"^[0-9a-f]{64}$")
+TOKEN_PATTERN = re.compile(r"[0-9a-f]{64}")
 _ONE_MICROSECOND = timedelta(microseconds=1)
 
 
@@ -23,7 +23,7 @@ def new_token() -> str:
 
 
 def is_token(value: object) -> bool:
-    return isinstance(value, str) and bool(TOKEN_PATTERN.match(value))
+    return isinstance(value, str) and bool(TOKEN_PATTERN.fullmatch(value))
 
 
 def format_timestamp(moment: datetime) -> str:

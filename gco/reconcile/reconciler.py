@@ -282,7 +282,7 @@ class Reconciler:
         return written
 
     def _purge(self, name: str, record: EndpointRecord | None, tally: _Tally) -> None:
-        if record is None or tally.purged:
+        if record is None or record.deletion_generation is None or tally.purged:
             return
         tally.purged = self.store.purge(
             name,

@@ -177,7 +177,11 @@ def test_delete_wait_until_purged(cli: Cli, store: EndpointStore, monkeypatch: p
             store.update_region_status(
                 name, "us-east-1", "deleted", expected_deletion_generation=current.deletion_generation
             )
-            assert store.purge(name, expected_lifecycle_id=record["lifecycle_id"])
+            assert store.purge(
+                name,
+                expected_lifecycle_id=record["lifecycle_id"],
+                expected_deletion_generation=current.deletion_generation or "",
+            )
         return current
 
     monkeypatch.setattr(EndpointStore, "connect", classmethod(lambda cls, **_: store))
@@ -223,6 +227,7 @@ def test_deploy_wait_reports_ready_and_errors(
             replicas_ready=1,
             replicas_desired=1,
             expected_lifecycle_id=record.lifecycle_id,
+            expected_region_generation=record.region_generations["us-east-1"],
         )
 
     monkeypatch.setattr("gco.cli.wait.pause", observe)
@@ -232,7 +237,16 @@ def test_deploy_wait_reports_ready_and_errors(
     assert ready["region_status"]["us-east-1"]["state"] == "running" and calls["count"] == 1
 
     def fail(_: float) -> None:
-        store.update_region_status("bad", "us-east-1", "error", error="ImagePullBackOff")
+        record = store.get("bad")
+        assert record is not None
+        store.update_region_status(
+            "bad",
+            "us-east-1",
+            "error",
+            error="ImagePullBackOff",
+            expected_lifecycle_id=record.lifecycle_id,
+            expected_region_generation=record.region_generations["us-east-1"],
+        )
 
     monkeypatch.setattr("gco.cli.wait.pause", fail)
     args = (
@@ -336,9 +350,9 @@ def test_bad_input_exits_2_with_one_line_naming_the_field(
 
 def test_bad_spec_files(cli: Cli, store: EndpointStore, tmp_path: Path) -> None:
     for name, text, expected in [
-        ("a.yaml", "image: [unclosed", "not valid JSON/YAML"),
+        ("a.yaml", "image: [unclosed", "not valid YAML"),
         ("b.yaml", "- a list\n", "must hold a mapping"),
-        ("c.json", "{", "not valid JSON/YAML"),
+        ("c.json", "{", "not valid JSON"),
         ("d.yaml", "image: x:1\nbogus: 1\n", "spec.bogus: unknown field"),
     ]:
         path = tmp_path / name
@@ -379,9 +393,9 @@ def test_unreachable_endpoint_is_a_runtime_error(
         "CLIENT_CONFIG",
         Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=1, read_timeout=1),
     )
-    assert main(["inference", "list", "--endpoint-url", "http://127.0.0.1:9", "--table", "t"]) == 1
+    assert main(["inference", "list", "--endpoint-url", "http://127.0.0.1:9", "--table", "tbl"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: DynamoDB scan on t failed") and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: DynamoDB scan on tbl failed") and len(err.strip().splitlines()) == 1
 
 
 def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:

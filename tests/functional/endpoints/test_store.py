@@ -87,7 +87,7 @@ def test_get_missing_is_none(store: EndpointStore) -> None:
 
 def test_list_pages_through_everything_newest_first_with_filters(store: EndpointStore) -> None:
     # Items of ~40 KB make moto's 1 MB scan page cut the 60 records into several pages.
-    padding = {"PADDING": "x" * 40_000}
+    padding = {f"PADDING_{index}": "x" * 4000 for index in range(10)}
     for index in range(60):
         store.create(
             f"ep{index:02d}", {**SPEC, "env": padding}, ["us-east-1"] if index % 2 else ["eu-west-1"]
@@ -186,7 +186,7 @@ def test_a_deleted_lifecycle_never_comes_back(store: EndpointStore) -> None:
         with pytest.raises(InvalidTransitionError, match="desired_state is deleted"):
             store.update_desired_state("chat", state, expected_lifecycle_id=record.lifecycle_id)
     with pytest.raises(InvalidTransitionError, match="redeploy"):
-        store.start("chat")
+        store.start("chat", record.lifecycle_id or "")
     with pytest.raises(InvalidTransitionError, match="deleted"):
         store.update_spec("chat", SPEC, expected_lifecycle_id=record.lifecycle_id)  # type: ignore[arg-type]
     with pytest.raises(InvalidTransitionError, match="deleted"):
@@ -198,13 +198,18 @@ def test_missing_records_raise_not_found(store: EndpointStore) -> None:
     with pytest.raises(EndpointNotFoundError):
         store.update_desired_state("ghost", "deleted")
     with pytest.raises(EndpointNotFoundError):
-        store.start("ghost")
+        store.start("ghost", OTHER)
     with pytest.raises(EndpointNotFoundError):
         store.scale("ghost", 1, expected_lifecycle_id=OTHER)
     with pytest.raises(EndpointNotFoundError):
         store.update_spec("ghost", SPEC, expected_lifecycle_id=OTHER)
-    assert store.update_region_status("ghost", "us-east-1", "running") is None
-    assert store.purge("ghost") is True
+    assert (
+        store.update_region_status(
+            "ghost", "us-east-1", "running", expected_lifecycle_id=OTHER, expected_region_generation=OTHER
+        )
+        is None
+    )
+    assert store.purge("ghost", expected_deletion_generation=OTHER) is True
 
 
 # -- start / spec / scale --------------------------------------------------------------------------
@@ -213,7 +218,9 @@ def test_missing_records_raise_not_found(store: EndpointStore) -> None:
 def test_start_only_from_stopped(store: EndpointStore) -> None:
     record = create(store)
     with pytest.raises(InvalidTransitionError, match="desired_state is deploying"):
-        store.start("chat")
+        store.start("chat", record.lifecycle_id or "")
+    with pytest.raises(InvalidSpecError, match="expected_lifecycle_id"):
+        store.start("chat", None)  # type: ignore[arg-type]
     store.update_desired_state("chat", "stopped", expected_lifecycle_id=record.lifecycle_id)
     assert store.start("chat", expected_lifecycle_id=OTHER) is None
     started = store.start("chat", expected_lifecycle_id=record.lifecycle_id)
@@ -289,7 +296,6 @@ def test_region_removal_keeps_cleanup_and_readd_rotates_the_token(store: Endpoin
     readded = store.update_target_regions(
         "chat",
         ["us-east-1", "us-west-2", "eu-west-1"],
-        generations={"us-west-2": old_token},
         expected_lifecycle_id=lid,
         expected_updated_at=acked.updated_at or "",
     )
@@ -300,10 +306,14 @@ def test_region_removal_keeps_cleanup_and_readd_rotates_the_token(store: Endpoin
     assert readded.cleanup_regions == ["us-east-1", "us-west-2", "eu-west-1"]
     # The acknowledgement of the earlier membership cannot stand for the current one.
     assert (
-        store.update_region_status("chat", "us-west-2", "deleted", expected_region_generation=old_token)
+        store.update_region_status(
+            "chat", "us-west-2", "deleted", expected_lifecycle_id=lid, expected_region_generation=old_token
+        )
         is None
     )
-    assert store.update_region_status("chat", "us-west-2", "running", expected_region_generation=new_token)
+    assert store.update_region_status(
+        "chat", "us-west-2", "running", expected_lifecycle_id=lid, expected_region_generation=new_token
+    )
 
 
 def test_region_change_is_fenced_by_snapshot(store: EndpointStore) -> None:
@@ -327,14 +337,6 @@ def test_region_change_is_fenced_by_snapshot(store: EndpointStore) -> None:
     with pytest.raises(InvalidSpecError, match="target_regions"):
         store.update_target_regions(
             "chat", [], expected_lifecycle_id=lid, expected_updated_at=current.updated_at or ""
-        )
-    with pytest.raises(InvalidSpecError, match="region_generations"):
-        store.update_target_regions(
-            "chat",
-            ["eu-west-1"],
-            generations={"eu-west-1": "short"},
-            expected_lifecycle_id=lid,
-            expected_updated_at=current.updated_at or "",
         )
     assert store.get("chat") == current
     store.update_desired_state("chat", "deleted")
@@ -371,7 +373,7 @@ def test_ordinary_status_is_fenced_and_never_lands_on_a_deleted_record(store: En
         "running",
         replicas_ready=2,
         replicas_desired=2,
-        details={"ratio": 0.5},
+        details={"ratio_percent": 50, "reason": "ok", "rollout": True},
         expected_lifecycle_id=lid,
         expected_region_generation=token,
     )
@@ -383,19 +385,30 @@ def test_ordinary_status_is_fenced_and_never_lands_on_a_deleted_record(store: En
         lid,
         token,
     )
-    assert status.model_extra == {"ratio": 0.5}
-    assert store.update_region_status("chat", "us-east-1", "running", expected_lifecycle_id=OTHER) is None
+    assert status.model_extra == {"ratio_percent": 50, "reason": "ok", "rollout": True}
+    fences = {"expected_lifecycle_id": lid, "expected_region_generation": token}
     assert (
-        store.update_region_status("chat", "us-east-1", "running", expected_region_generation=OTHER) is None
+        store.update_region_status(
+            "chat", "us-east-1", "running", **{**fences, "expected_lifecycle_id": OTHER}
+        )
+        is None
     )
-    assert store.update_region_status("chat", "ap-south-1", "running") is None  # never a member
+    assert (
+        store.update_region_status(
+            "chat", "us-east-1", "running", **{**fences, "expected_region_generation": OTHER}
+        )
+        is None
+    )
+    assert store.update_region_status("chat", "ap-south-1", "running", **fences) is None  # never a member
     with pytest.raises(InvalidSpecError, match="state"):
-        store.update_region_status("chat", "us-east-1", "sleeping")
+        store.update_region_status("chat", "us-east-1", "sleeping", **fences)
     with pytest.raises(InvalidSpecError, match="expected_region_generation"):
-        store.update_region_status("chat", "us-east-1", "running", expected_region_generation="abc")
+        store.update_region_status(
+            "chat", "us-east-1", "running", expected_lifecycle_id=lid, expected_region_generation="abc"
+        )
     store.update_desired_state("chat", "deleted")
     before = raw(store, "chat")
-    assert store.update_region_status("chat", "us-east-1", "running", expected_lifecycle_id=lid) is None
+    assert store.update_region_status("chat", "us-east-1", "running", **fences) is None
     assert raw(store, "chat") == before
 
 
@@ -434,21 +447,25 @@ def test_deletion_acknowledgement_rules(store: EndpointStore) -> None:
 
 def test_purge_only_after_every_acknowledgement(store: EndpointStore) -> None:
     record = create(store)
-    assert store.purge("chat") is False  # not deleted
+    assert store.purge("chat", expected_deletion_generation=OTHER) is False  # not deleted
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
-    assert store.purge("chat") is False  # nobody acknowledged
-    store.update_region_status(
-        "chat", "us-east-1", "deleted", expected_deletion_generation=deleted.deletion_generation
-    )
-    assert store.purge("chat") is False  # us-west-2 still pending
+    generation = deleted.deletion_generation or ""
+    assert store.purge("chat", expected_deletion_generation=generation) is False  # nobody acknowledged
+    store.update_region_status("chat", "us-east-1", "deleted", expected_deletion_generation=generation)
+    assert store.purge("chat", expected_deletion_generation=generation) is False  # us-west-2 pending
     assert store.get("chat") is not None
     store.update_region_status(
         "chat", "us-west-2", "deleted", expected_deletion_generation=deleted.deletion_generation
     )
     assert store.purge("chat", expected_deletion_generation=OTHER) is False
-    assert store.purge("chat", expected_lifecycle_id=OTHER) is False
-    assert store.purge("chat", expected_updated_at="2000-01-01T00:00:00.000000Z") is False
+    assert store.purge("chat", expected_deletion_generation=generation, expected_lifecycle_id=OTHER) is False
+    assert (
+        store.purge(
+            "chat", expected_deletion_generation=generation, expected_updated_at="2000-01-01T00:00:00.000000Z"
+        )
+        is False
+    )
     assert (
         store.purge(
             "chat",
@@ -458,7 +475,7 @@ def test_purge_only_after_every_acknowledgement(store: EndpointStore) -> None:
         is True
     )
     assert store.get("chat") is None
-    assert store.purge("chat") is True  # already gone
+    assert store.purge("chat", expected_deletion_generation=generation) is True  # already gone
 
 
 def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
@@ -466,7 +483,7 @@ def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
     ack_all(store, deleted)
-    assert store.purge("chat")
+    assert store.purge("chat", expected_deletion_generation=deleted.deletion_generation or "")
     second = create(store)
     assert second.lifecycle_id != first.lifecycle_id
     # Stale writers of the first lifecycle change nothing on the second.
@@ -637,4 +654,4 @@ def test_backfill_of_legacy_without_timestamps_or_status(store: EndpointStore) -
     assert filled.region_status == {}
     assert filled.deletion_regions == ["us-east-1"] and is_token(filled.deletion_generation)
     ack_all(store, filled)
-    assert store.purge("bare")
+    assert store.purge("bare", expected_deletion_generation=filled.deletion_generation or "")

@@ -81,7 +81,7 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
     assert deployments(local, EAST)["llama"]["spec"]["replicas"] == 0
     assert not any(obj["kind"] == "PodDisruptionBudget" for obj in local.regions[EAST].api.endpoint_objects())
 
-    store.start("llama")
+    store.start("llama", record.lifecycle_id)
     local.pump()
     assert status(store) == {EAST: ("running", 3, 3), WEST: ("running", 3, 3)}
 

@@ -44,7 +44,7 @@ def act(store: EndpointStore, rng: random.Random, name: str) -> None:
         elif choice == "stop":
             store.update_desired_state(name, "stopped", expected_lifecycle_id=record.lifecycle_id)
         elif choice == "start":
-            store.start(name)
+            store.start(name, record.lifecycle_id)
         elif choice == "regions":
             targets = rng.choice([[EAST], [WEST], [EAST, WEST]])
             store.update_target_regions(

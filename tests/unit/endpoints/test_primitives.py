@@ -109,9 +109,8 @@ def test_clock_never_repeats_or_goes_back() -> None:
 )
 def test_floats_round_trip_exactly(value: float) -> None:
     restored = from_item({"x": to_attribute(value)})["x"]
-    # DynamoDB keeps the value, not the type: an integral float may come back as an int (the
-    # typed models turn it back into a float); anything else comes back as the same float.
-    assert restored == value
+    # DynamoDB keeps the value, not the type: an integral float comes back as an int (the
+    # typed models turn it back into the same float); anything else as the same float.
     assert float(restored) == value
     if not value.is_integer():
         assert isinstance(restored, float)
@@ -143,9 +142,9 @@ def test_codec_refuses_what_dynamodb_cannot_hold() -> None:
 
 def test_expression_placeholders_keep_user_strings_out_of_the_grammar() -> None:
     expression = Expression()
-    expression.equals("v", "labels", "gco.dev/owner")
-    expression.exists("endpoint_name")
-    expression.missing("labels", "gco.dev/owner")
+    expression.equals("a", "v", "labels", "gco.dev/owner")
+    expression.exists("b", "endpoint_name")
+    expression.missing("c", "labels", "gco.dev/owner")
     expression.set(1, "spec", "replicas")
     request = expression.request()
     assert request["ConditionExpression"] == (
@@ -153,7 +152,19 @@ def test_expression_placeholders_keep_user_strings_out_of_the_grammar() -> None:
     )
     assert request["UpdateExpression"] == "SET #n3.#n4 = :v1"
     assert request["ExpressionAttributeNames"]["#n1"] == "gco.dev/owner"
+    assert expression.labels == ["a", "b", "c"]
     assert Expression().request() == {}
+
+
+def test_expression_sends_only_the_placeholders_it_uses() -> None:
+    expression = Expression()
+    for index in range(12):
+        expression.path(f"name{index}")
+    expression.value("unused")
+    expression.equals("x", 1, "name11")
+    request = expression.request()
+    assert request["ExpressionAttributeNames"] == {"#n11": "name11"}
+    assert request["ExpressionAttributeValues"] == {":v1": {"N": "1"}}
 
 
 # -- planners --------------------------------------------------------------------------------------
@@ -172,23 +183,30 @@ def test_ordered_union() -> None:
     assert ordered_union(["b", "a"], ["a", "c"], ["b", "d"]) == ["b", "a", "c", "d"]
 
 
-def test_plan_target_regions_rotates_joining_tokens_only() -> None:
+def test_plan_target_regions_mints_joining_tokens_only() -> None:
     snapshot = record(
         lifecycle_id="1" * 64,
         target_regions=["us-east-1", "us-west-2"],
         cleanup_regions=["us-east-1", "us-west-2", "eu-west-1"],
         region_generations={"us-east-1": "a" * 64, "us-west-2": "b" * 64, "eu-west-1": "c" * 64},
+        region_status={"eu-west-1": {"state": "deleted", "region_generation": "c" * 64}},
     )
-    plan = plan_target_regions(
-        snapshot, ["us-east-1", "eu-west-1"], ["ap-south-1"], {"eu-west-1": "c" * 64}, tokens()
-    )
-    assert plan.joined == ["eu-west-1"] and plan.left == ["us-west-2"]
+    seen: list[set[str]] = []
+
+    def mint(taken: Any) -> str:
+        seen.append(set(taken))
+        return f"{len(seen):064x}"
+
+    plan = plan_target_regions(snapshot, ["us-east-1", "eu-west-1", "ap-south-1"], ["sa-east-1"], mint)
+    assert plan.joined == ["eu-west-1", "ap-south-1"] and plan.left == ["us-west-2"]
     assert plan.region_generations["us-east-1"] == "a" * 64
-    assert plan.region_generations["us-west-2"] == "b" * 64
-    assert plan.region_generations["eu-west-1"] == f"{0:064x}"  # the proposed old token is not reused
-    assert plan.cleanup_regions == ["us-east-1", "us-west-2", "eu-west-1", "ap-south-1"]
-    fresh = plan_target_regions(snapshot, ["ap-south-1"], [], {"ap-south-1": "d" * 64}, tokens())
-    assert fresh.region_generations["ap-south-1"] == "d" * 64
+    assert plan.region_generations["us-west-2"] == "b" * 64  # kept for its removal's acknowledgement
+    assert plan.region_generations["eu-west-1"] == f"{1:064x}"  # a re-joining Region: a new token
+    assert plan.region_generations["ap-south-1"] == f"{2:064x}"
+    # Every token the record holds, or was fenced with, is out of bounds for the mint.
+    assert {"1" * 64, "a" * 64, "b" * 64, "c" * 64} <= seen[0]
+    assert f"{1:064x}" in seen[1]
+    assert plan.cleanup_regions == ["us-east-1", "us-west-2", "eu-west-1", "sa-east-1", "ap-south-1"]
 
 
 def test_plan_backfill() -> None:

@@ -1,0 +1,119 @@
+"""The reconcilers' writes: one Region's status under its fences, and the purge.
+
+An ordinary observation is fenced by the lifecycle id and the Region's membership token; a
+deletion acknowledgement by the deletion generation. A stale writer gets None / False and a
+log line, never an exception, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from gco.endpoints import conditions, names
+from gco.endpoints.dynamo import ConditionLost
+from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.expressions import Expression
+from gco.endpoints.fenced import FencedTable, require_token
+from gco.endpoints.record import EndpointRecord, check_region_state
+from gco.endpoints.status import status_fields
+
+log = logging.getLogger(__name__)
+
+
+class ObservationWrites(FencedTable):
+    """Region status and purge: what each Region's reconciler writes."""
+
+    def update_region_status(
+        self,
+        name: str,
+        region: str,
+        state: str,
+        *,
+        replicas_ready: int = 0,
+        replicas_desired: int = 0,
+        error: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        expected_lifecycle_id: str | None = None,
+        expected_region_generation: str | None = None,
+        expected_deletion_generation: str | None = None,
+    ) -> EndpointRecord | None:
+        """Record one Region's observation under its fences; None (and a log line) when stale.
+
+        An ordinary observation needs `expected_lifecycle_id` and `expected_region_generation`
+        and never lands on a deleted record. A deletion acknowledgement needs
+        `expected_deletion_generation` (the lifecycle id is checked when given), desired_state
+        deleted, the Region among deletion_regions, and no acknowledgement of that generation
+        from it yet. `details` add fields to the status but never its fences.
+        """
+        names.region(region, allow_new=True)  # membership is the condition's business
+        check_region_state(state)
+        acknowledging = expected_deletion_generation is not None
+        if acknowledging:
+            if state != "deleted":
+                raise InvalidSpecError("state", "a deletion acknowledgement must have state deleted")
+            generation = require_token(expected_deletion_generation, "expected_deletion_generation")
+            if expected_lifecycle_id is not None:
+                require_token(expected_lifecycle_id, "expected_lifecycle_id")
+        else:
+            lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+            token = require_token(expected_region_generation, "expected_region_generation")
+        fences = {
+            "lifecycle_id": expected_lifecycle_id,
+            "region_generation": None if acknowledging else expected_region_generation,
+            "deletion_generation": expected_deletion_generation,
+        }
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            if acknowledging:
+                conditions.acknowledgement(expression, region, generation, expected_lifecycle_id)
+            else:
+                conditions.observation(expression, region, lifecycle, token)
+            status = status_fields(state, replicas_ready, replicas_desired, now, error, details, fences)
+            expression.set(status, "region_status", region)
+            return expression
+
+        try:
+            return self._advance(name, build)
+        except ConditionLost:
+            log.info("stale region status ignored: endpoint=%s region=%s state=%s", name, region, state)
+            return None
+
+    def purge(
+        self,
+        name: str,
+        *,
+        expected_deletion_generation: str,
+        expected_updated_at: str | None = None,
+        expected_lifecycle_id: str | None = None,
+    ) -> bool:
+        """Remove a deleted record once every deletion Region acknowledged its generation.
+
+        Returns True when the record is gone (also when it already was), False otherwise.
+        """
+        generation = require_token(expected_deletion_generation, "expected_deletion_generation")
+        if expected_lifecycle_id is not None:
+            require_token(expected_lifecycle_id, "expected_lifecycle_id")
+        snapshot = self.get(name)
+        if snapshot is None:
+            return True
+        pending = snapshot.pending_deletion_regions()
+        if not snapshot.is_deleted or generation != snapshot.deletion_generation or pending:
+            log.info("purge refused: endpoint=%s state=%s pending=%s", name, snapshot.desired_state, pending)
+            return False
+        expression = Expression()
+        conditions.purge(
+            expression,
+            generation,
+            snapshot.deletion_regions or [],
+            expected_lifecycle_id,
+            expected_updated_at,
+        )
+        try:
+            self._write("delete_item", Key=self._key(name), **expression.request())
+        except ConditionLost:
+            log.info("purge lost a race: endpoint=%s", name)
+            return False
+        return True
