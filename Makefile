@@ -24,8 +24,11 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 # The tests include `npx cdk synth` with the CLI pinned in package.json (tests/cdk/test_cli_synth.py).
+# They run on every CPU (pytest-xdist; the tests of the synthesized app stay on one worker, which
+# synthesizes it once) and print the ten slowest.
 test: lint types node_modules/.package-lock.json
-	$(BIN)/python -m pytest --cov=gco --cov-report=term --cov-fail-under=90 -p no:cacheprovider
+	$(BIN)/python -m pytest -n auto --dist loadgroup --durations=10 \
+		--cov=gco --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/store_fencing.py

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from gco.namespaces import SYSTEM_NAMESPACE
+
 ADDONS_ENV = "GCO_CLUSTER_ADDONS"
 
 METRICS_SERVER = "metrics-server"
@@ -33,7 +35,7 @@ NEEDS = {
     "queue_depth": (KEDA, PROMETHEUS),
 }
 
-PROMETHEUS_NAMESPACE = "gco-system"
+PROMETHEUS_NAMESPACE = SYSTEM_NAMESPACE
 PROMETHEUS_RELEASE = "prometheus"
 # The chart names the server's Service `<release>-server` and serves it on port 80.
 PROMETHEUS_ADDRESS = f"http://{PROMETHEUS_RELEASE}-server.{PROMETHEUS_NAMESPACE}.svc:80"

@@ -13,6 +13,8 @@ from urllib.parse import urlparse
 import boto3
 from botocore.config import Config
 
+from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
+
 DEFAULT_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}
 CLIENT_CONFIG = Config(
@@ -26,7 +28,7 @@ CLIENT_CONFIG = Config(
 
 def home_region() -> str:
     """The table's home Region: DYNAMODB_REGION, else REGION, else us-east-1."""
-    return os.environ.get("DYNAMODB_REGION") or os.environ.get("REGION") or DEFAULT_REGION
+    return os.environ.get(HOME_REGION_ENV) or os.environ.get(FALLBACK_REGION_ENV) or DEFAULT_REGION
 
 
 def endpoint_url_from_env(explicit: str | None = None) -> str | None:

@@ -34,6 +34,8 @@ STOP_TIMEOUT = 30.0
 # Step Functions' answers for a task that no longer waits: no later heartbeat can succeed.
 CLOSED_TASK = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 LOG = logging.getLogger("gpu_runner")
+# S3's answers to a conditional create whose key exists (412), or is being written meanwhile (409).
+EXISTS = ("PreconditionFailed", "ConditionalRequestConflict")
 
 
 class RunnerError(Exception):
@@ -98,11 +100,23 @@ def read_job(s3: Any, bucket: str, key: str) -> JobMessage:
 
 
 def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
-    """Every file under `directory` to `prefix`; returns the keys written."""
+    """Every file under `directory` to `prefix`, each created once; returns the keys written.
+
+    Each file is one PUT with If-None-Match (the instance role may only create objects: S3 refuses
+    a replacement with 412). A key that already exists (an earlier attempt of the same execution
+    wrote it) is kept as it is and logged, not returned.
+    """
     keys = []
     for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()):
         key = prefix + path.relative_to(directory).as_posix()
-        s3.upload_file(str(path), bucket, key)
+        with path.open("rb") as body:
+            try:
+                s3.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+            except ClientError as error:
+                if error.response.get("Error", {}).get("Code") not in EXISTS:
+                    raise
+                LOG.warning("s3://%s/%s exists already: kept, not replaced", bucket, key)
+                continue
         keys.append(key)
     return keys
 

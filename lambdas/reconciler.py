@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.runtime import LazyReconciler
+from gco.tracing import LazyTracer
 
 logger = Logger(service="gco-reconciler")
-tracer = Tracer(service="gco-reconciler")
+tracer = LazyTracer(service="gco-reconciler")
 metrics = Metrics(namespace="gco", service="gco-reconciler")
 reconciler = LazyReconciler()
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
+from gco.tracing import LazyTracer
 
 logger = Logger(service="gco-sweep")
-tracer = Tracer(service="gco-sweep")
+tracer = LazyTracer(service="gco-sweep")
 metrics = Metrics(namespace="gco", service="gco-sweep")
 reconciler = LazyReconciler()
 

@@ -6,12 +6,21 @@ every wheel pinned by version and hash for the functions' Python and architectur
 `pip --platform ... --only-binary=:all: --require-hashes`, so every machine builds the same bundle.
 The Docker image CDK would otherwise use is never pulled: `try_bundle` always succeeds or raises.
 
+Lambda's task root is read-only, so a bundle without bytecode is compiled from source on every cold
+start (and the result thrown away): where the build's interpreter is the runtime's Python (same
+CPython minor version), `compile_bundle` ships `__pycache__` in the bundle, hash-based and unchecked
+(the zip's timestamps cannot invalidate it, and the bundle never changes after the build). A build on
+another Python ships source only and says so on stderr: bytecode of one minor version is refused by
+another (`benchmarks/cold_start.py` measures the difference).
+
     .venv/bin/python -m stacks.bundling     # re-resolve LAMBDA_REQUIREMENTS into the lock
 """
 
 from __future__ import annotations
 
+import compileall
 import json
+import py_compile
 import re
 import shutil
 import subprocess
@@ -46,6 +55,8 @@ _AL2023_FROM = (3, 12)
 _GLIBC_AL2023, _GLIBC_AL2, _GLIBC_MANYLINUX2014 = 34, 26, 17
 # Lambda names architectures as Docker does; manylinux tags use the kernel's machine names.
 _MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}
+# Where Lambda unpacks the bundle (LAMBDA_TASK_ROOT): the path the bytecode names in tracebacks.
+TASK_ROOT = "/var/task"
 # Packages no handler reaches; `evidence` would also need jsonschema, which the bundle does not carry.
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "local", "bench", "cli", "validation", "evidence")
 
@@ -151,7 +162,41 @@ class LocalPythonBundling:
         if self.install_dependencies:
             subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
             _drop_machine_specific(out)
+        if not compile_bundle(out, self.runtime):
+            print(
+                f"gco bundling: no bytecode shipped (this build runs Python {_this_python()}, the functions "
+                f"{python_version(self.runtime)}): every cold start compiles the bundle from source",
+                file=sys.stderr,
+            )
         return True
+
+
+def _this_python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def compile_bundle(out: Path, runtime: lambda_.Runtime) -> bool:
+    """Write the bundle's bytecode for `runtime` if this interpreter can (the same CPython X.Y).
+
+    Hash-based and unchecked: Lambda imports it without reading the source's timestamp, which the
+    asset's zip does not keep. The recorded source paths are Lambda's (`TASK_ROOT`), not this
+    machine's, so tracebacks name the deployed files and the output is the same on every build machine.
+
+    Returns:
+        True when the bytecode was written; False when this interpreter is not the runtime's Python.
+    """
+    if sys.implementation.name != "cpython" or _this_python() != python_version(runtime):
+        return False
+    # A file that does not compile (a wheel's template or test data) is left as source: importing
+    # it would fail on Lambda too, so nothing that works is lost.
+    compileall.compile_dir(
+        out,
+        ddir=TASK_ROOT,
+        quiet=1,
+        workers=0,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    return True
 
 
 def _drop_machine_specific(out: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gco.env import DEFAULT_TABLE
 from gco.nodes import gpu_type
 from gco.reconcile.proxy_settings import ProxySettings
 
@@ -131,7 +132,7 @@ class GcoConfig(_Model):
     account: str | None = Field(default=None, pattern=r"^\d{12}$")
     home_region: str = "us-east-1"
     regions: list[str] = Field(default_factory=lambda: ["us-east-1"], min_length=1)
-    table_name: str = Field(default="gco-inference-endpoints", pattern=r"^[A-Za-z0-9_.-]{3,255}$")
+    table_name: str = Field(default=DEFAULT_TABLE, pattern=r"^[A-Za-z0-9_.-]{3,255}$")
     table_replicas: bool = True
     kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}$")
     gpu_nodes: NodeGroupConfig = NodeGroupConfig(

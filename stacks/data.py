@@ -105,8 +105,22 @@ def replica_guard(stack: Stack) -> iam.PolicyDocument:
     )
 
 
+# The S3 condition key present when a write carries If-None-Match (create only, never replace):
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html
+IF_NONE_MATCH = "s3:if-none-match"
+EVIDENCE_OBJECTS = "evidence/*"
+
+
 class EvidenceBucket(Construct):
-    """Evidence and run directories: versioned, KMS, TLS-only, no public access, logged, expiring."""
+    """Evidence and run directories: versioned, KMS, TLS-only, no public access, logged, expiring.
+
+    The bucket itself makes evidence write-once: its policy denies every `PutObject` under
+    `evidence/` that does not carry `If-None-Match` (S3 then refuses, with 412, a write to a key
+    that exists), whoever the caller; so no client, role or bug can replace a record, only add one.
+    (Object Lock would not do it: it protects versions from deletion, while a PUT to an existing key
+    just adds a newer version.) It also denies a write that asks for an encryption other than its
+    own KMS key, so no client setting (`ServerSideEncryption=AES256`) can opt out of the key.
+    """
 
     def __init__(
         self, scope: Construct, construct_id: str, *, name: str, key: kms.IKey, retention_days: int
@@ -153,3 +167,29 @@ class EvidenceBucket(Construct):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="EvidenceIsWriteOnce",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:PutObject"],
+                resources=[self.bucket.arn_for_objects(EVIDENCE_OBJECTS)],
+                conditions={"Null": {IF_NONE_MATCH: "true"}},
+            )
+        )
+        # A request that names an encryption must name the bucket's own: each header, when present,
+        # must match (a header left out means the bucket's default, its key).
+        for sid, header, value in (
+            ("OnlyKmsEncryption", "s3:x-amz-server-side-encryption", "aws:kms"),
+            ("OnlyTheBucketKey", "s3:x-amz-server-side-encryption-aws-kms-key-id", key.key_arn),
+        ):
+            self.bucket.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["s3:PutObject"],
+                    resources=[self.bucket.arn_for_objects("*")],
+                    conditions={"StringNotEquals": {header: value}, "Null": {header: "false"}},
+                )
+            )

@@ -16,6 +16,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from gco.reconcile.environment import ReconcilerEnvironment
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.iam import managed_role, statement
 
@@ -78,9 +79,7 @@ class Reconciler(Construct):
         *,
         name: str,
         code: lambda_.Code,
-        environment: dict[str, str],
-        home_region: str,
-        table_name: str,
+        environment: ReconcilerEnvironment,
         stream_arn: str,
         cluster_arn: str,
         vpc: ec2.IVpc,
@@ -92,6 +91,7 @@ class Reconciler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        home_region, table_name = environment.home_region or stack.region, environment.table_name
         regions = list(dict.fromkeys([home_region, stack.region]))
         self.security_group, self.dlq = security_group, dlq
         log_groups = {
@@ -159,7 +159,7 @@ class Reconciler(Construct):
                 memory_size=512,
                 timeout=Duration.seconds(timeout),
                 reserved_concurrent_executions=4 if kind == "stream" else 1,
-                environment={**environment, "POWERTOOLS_SERVICE_NAME": f"gco-{kind}"},
+                environment={**environment.to_env(), "POWERTOOLS_SERVICE_NAME": f"gco-{kind}"},
                 environment_encryption=key,
                 tracing=lambda_.Tracing.ACTIVE,
                 vpc=vpc,

@@ -11,8 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from gco.addons import ADDONS_ENV, addons_value
-from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV
+from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
 from stacks.cluster_access import ReconcilerClusterAccess
@@ -193,16 +192,14 @@ class RegionalStack(Stack):
             "Reconciler",
             name=name,
             code=lambda_code(install_dependencies=config.bundle_dependencies),
-            environment={
-                "EKS_CLUSTER_NAME": cluster_name,
-                "RECONCILER_REGION": region,
-                "INFERENCE_ENDPOINTS_TABLE_NAME": config.table_name,
-                "DYNAMODB_REGION": config.home_region,
-                ADDONS_ENV: addons_value(self.addons.present),
-                PROXY_SETTINGS_ENV: config.proxy.model_dump_json(),
-            },
-            home_region=config.home_region,
-            table_name=config.table_name,
+            environment=ReconcilerEnvironment(
+                cluster_name=cluster_name,
+                region=region,
+                table_name=config.table_name,
+                home_region=config.home_region,
+                proxy=config.proxy,
+                addons=frozenset(self.addons.present),
+            ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,
             vpc=self.network.vpc,

@@ -16,7 +16,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from gco.env import HOME_REGION_ENV, TABLE_ENV
 from stacks.config import GcoConfig
+from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
 from stacks.iam import managed_role, statement
 from stacks.reconciler import TABLE_ACTIONS
 from stacks.regional import RegionalStack
@@ -63,7 +65,7 @@ def user_data(
             " -v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)"
             f" -e GCO_HEARTBEAT_SECONDS={heartbeat_seconds}"
             f' -e GCO_JOB_KEY="$JOB_KEY" -e GCO_EVIDENCE_BUCKET={bucket} -e AWS_REGION={region}'
-            f" -e DYNAMODB_REGION={home_region} -e INFERENCE_ENDPOINTS_TABLE_NAME={table} {image_uri}",
+            f" -e {HOME_REGION_ENV}={home_region} -e {TABLE_ENV}={table} {image_uri}",
         ]
     )
 
@@ -108,11 +110,16 @@ class RunnerStack(Stack):
             description="gco GPU runner: its job, evidence and run prefixes, task tokens, the endpoint table",
             statements=[
                 statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
+                # New objects only (If-None-Match): the runner adds evidence and run files and can
+                # replace none, its own run's or another's; the bucket denies an unconditional
+                # evidence write to every caller (stacks/data.py EvidenceBucket).
                 statement(
-                    "WriteEvidenceAndRuns",
-                    ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
-                    [bucket.arn_for_objects("evidence/*"), bucket.arn_for_objects("runs/*")],
+                    "CreateEvidenceAndRunObjects",
+                    ["s3:PutObject"],
+                    [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects("runs/*")],
+                    Null={IF_NONE_MATCH: "false"},
                 ),
+                statement("ReadEvidence", ["s3:GetObject"], [bucket.arn_for_objects(EVIDENCE_OBJECTS)]),
                 statement("BucketAndTableKey", ["kms:Decrypt", "kms:GenerateDataKey"], [bucket_key.key_arn]),
                 statement(
                     "AnswerOwnTasks",

@@ -44,6 +44,17 @@ def store(dynamodb: Any) -> EndpointStore:
     return EndpointStore(dynamodb, TABLE)
 
 
+# The xdist group of every test that reads the synthesized app (tests/cdk/synth_cache.py synthesizes it
+# once per process, in tens of seconds): `--dist loadgroup` keeps them on one worker.
+SYNTH_GROUP = "synthesized-app"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "synthesized" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))
+
+
 def soak_enabled() -> bool:
     return os.environ.get("GCO_SOAK") == "1"
 

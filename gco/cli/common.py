@@ -15,6 +15,7 @@ import click
 
 from gco.endpoints import EndpointStore, names
 from gco.endpoints.errors import InvalidSpecError
+from gco.env import DEFAULT_TABLE, TABLE_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,9 +33,9 @@ def connection_options(command: F) -> F:
     command = click.option(
         "--table",
         "table_name",
-        envvar="INFERENCE_ENDPOINTS_TABLE_NAME",
+        envvar=TABLE_ENV,
         default=None,
-        help="Endpoint table name [env INFERENCE_ENDPOINTS_TABLE_NAME; default gco-inference-endpoints].",
+        help=f"Endpoint table name [env {TABLE_ENV}; default {DEFAULT_TABLE}].",
     )(command)
     return click.option(
         "--endpoint-url",

@@ -29,6 +29,7 @@ from gco.cli.specfile import load_spec_file
 from gco.cli.wait import Progress, wait_for
 from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
+from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
 from gco.front_door import invoke_urls
 
@@ -128,7 +129,7 @@ def inference() -> None:
 @inference.command()
 @name_argument
 @click.option("--region", "regions", multiple=True, help="Target Region (repeatable).")
-@click.option("--namespace", default="gco-inference", show_default=True)
+@click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True)
 @click.option("--label", "label_pairs", multiple=True, metavar="KEY=VALUE", help="Record label (repeatable).")
 @click.option("--created-by", default=None, help="Who created it [default: the OS user].")
 @click.option("--wait/--no-wait", default=False, help="Wait until every Region runs it.")
@@ -174,7 +175,7 @@ def deploy(
 
 
 @inference.command(name="list")
-@click.option("--state", default=None, type=click.Choice(["deploying", "running", "stopped", "deleted"]))
+@click.option("--state", default=None, type=click.Choice(DESIRED_STATES))
 @click.option("--region", default=None, help="Only endpoints targeting this Region.")
 @allow_new_regions_option
 @connection_options

@@ -13,6 +13,9 @@ import click
 from gco.errors import GcoError
 
 T = TypeVar("T")
+# The pause between polls when the caller gives none: a name of this module, so that a test replaces
+# it here rather than `time.sleep` for the whole process.
+pause: Callable[[float], None] = time.sleep
 
 
 class WaitTimeoutError(GcoError):
@@ -38,7 +41,7 @@ def wait_for(
     clock: Callable[[], float] | None = None,
 ) -> T:
     """Poll until `finished`, showing done/total; raise `WaitTimeoutError` naming what is pending."""
-    sleep = sleep or time.sleep
+    sleep = sleep or pause
     clock = clock or time.monotonic
     deadline = clock() + timeout
     last_line = ""

@@ -11,8 +11,9 @@ from gco.endpoints.errors import (
 )
 from gco.endpoints.record import EndpointRecord, RegionStatus
 from gco.endpoints.spec import EndpointSpec, parse_spec, spec_json_schema
-from gco.endpoints.store import DEFAULT_TABLE, EndpointStore, default_table_name
+from gco.endpoints.store import EndpointStore, default_table_name
 from gco.endpoints.table import init_table
+from gco.env import DEFAULT_TABLE
 
 __all__ = [
     "DEFAULT_TABLE",

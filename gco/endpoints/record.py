@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
+from gco.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 
 DesiredState = Literal["deploying", "running", "stopped", "deleted"]
 RegionState = Literal[
@@ -20,11 +21,12 @@ RegionState = Literal[
 DESIRED_STATES: tuple[str, ...] = get_args(DesiredState)
 REGION_STATES: tuple[str, ...] = get_args(RegionState)
 LIVE_STATES = frozenset({"deploying", "running"})
-DEFAULT_NAMESPACE = "gco-inference"
+# Every endpoint is reached at INGRESS_PREFIX + its name, through its Region's shared proxy.
+INGRESS_PREFIX = "/inference/"
 
 
 def ingress_path_for(name: str) -> str:
-    return f"/inference/{name}"
+    return f"{INGRESS_PREFIX}{name}"
 
 
 class RegionStatus(BaseModel):

@@ -40,9 +40,8 @@ from gco.endpoints.record import (
 )
 from gco.endpoints.spec import EndpointSpec
 from gco.endpoints.tokens import MonotonicClock, new_token
+from gco.env import DEFAULT_TABLE, TABLE_ENV
 
-DEFAULT_TABLE = "gco-inference-endpoints"
-TABLE_ENV = "INFERENCE_ENDPOINTS_TABLE_NAME"
 log = logging.getLogger(__name__)
 
 

@@ -94,8 +94,9 @@ class S3EvidenceStore:
                 Key=key,
                 Body=text.encode(),
                 ContentType="application/json",
+                # No ServerSideEncryption: the bucket's default (its KMS key) applies, and the bucket
+                # refuses a request that names another (stacks/data.py EvidenceBucket).
                 IfNoneMatch="*",
-                ServerSideEncryption="AES256",
             )
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gco.namespaces import SYSTEM_NAMESPACE as SYSTEM_NAMESPACE  # noqa: PLC0414 (re-exported)
+
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "gco"
 ENDPOINT_LABEL = "gco.dev/endpoint"
@@ -24,7 +26,6 @@ LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
 GENERATION_ANNOTATION = "gco.dev/region-generation"
 HASH_ANNOTATION = "gco.dev/applied-hash"
 COMPONENT_LABEL = "gco.dev/component"
-SYSTEM_NAMESPACE = "gco-system"
 PROXY_SERVICE = "inference-proxy"
 FIELD_MANAGER = "gco-reconciler"
 

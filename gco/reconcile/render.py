@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gco.endpoints.record import EndpointRecord
+from gco.endpoints.record import EndpointRecord, ingress_path_for
 from gco.endpoints.spec import Autoscaling, EndpointSpec
 from gco.reconcile.objects import (
     DEPLOYMENT,
@@ -226,7 +226,7 @@ def _route(ctx: _Context) -> dict[str, Any]:
             f"http://{ctx.name}-canary.{namespace}.svc:{spec.port}"
         )
         meta["annotations"][CANARY_WEIGHT_ANNOTATION] = str(spec.canary.weight)
-    path = ctx.record.ingress_path or f"/inference/{ctx.name}"
+    path = ctx.record.ingress_path or ingress_path_for(ctx.name)
     backend = {"service": {"name": PROXY_SERVICE, "port": {"name": PROXY_PORT_NAME}}}
     return {
         "apiVersion": INGRESS.api_version,

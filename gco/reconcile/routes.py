@@ -27,13 +27,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gco.endpoints.record import INGRESS_PREFIX
 from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
 from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, UPSTREAM_ANNOTATION
 
 UPSTREAM = re.compile(
     r"^http://(?P<host>[a-z0-9]([a-z0-9-]*[a-z0-9])?\.[a-z0-9]([a-z0-9-]*[a-z0-9])?\.svc):(?P<port>\d{1,5})$"
 )
-ROUTE_PATH = re.compile(r"^/inference/[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+ROUTE_PATH = re.compile(rf"^{re.escape(INGRESS_PREFIX)}[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 CLUSTER_DOMAIN = "cluster.local"
 # The proxy's listening port (TLS), its health path, and where its files are mounted.
 PROXY_PORT = 8443
@@ -65,7 +66,7 @@ class Route(BaseModel):
     @classmethod
     def _path(cls, value: str) -> str:
         if not ROUTE_PATH.match(value):
-            raise ValueError(f"{value!r} is not /inference/<name>")
+            raise ValueError(f"{value!r} is not {INGRESS_PREFIX}<name>")
         return value
 
 

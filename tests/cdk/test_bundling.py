@@ -5,6 +5,9 @@ The wheels are chosen for the functions' runtime and architecture; test_bundling
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,21 +20,41 @@ from stacks.bundling import (
     LOCK,
     RUNTIME,
     LocalPythonBundling,
+    compile_bundle,
     manylinux_platforms,
     pip_install_command,
     python_version,
 )
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 
+# A Lambda runtime whose Python is, and one whose Python is not, the interpreter running the tests.
+THIS_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
+OTHER_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor + 1}", lambda_.RuntimeFamily.PYTHON)
+
 
 def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
-    assert LocalPythonBundling(install_dependencies=False).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=OTHER_PYTHON)
+    assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
     assert (tmp_path / "reconciler.py").is_file() and (tmp_path / "sweep.py").is_file()
     assert (tmp_path / "gco" / "reconcile" / "reconciler.py").is_file()
     assert (tmp_path / "gco" / "endpoints" / "store.py").is_file()
     for absent in ("local", "bench", "cli", "validation", "evidence"):
         assert not (tmp_path / "gco" / absent).exists()
-    assert not list(tmp_path.rglob("__pycache__"))
+    assert not list(tmp_path.rglob("__pycache__")), "no bytecode a different Python would refuse"
+
+
+def test_bundle_ships_unchecked_bytecode_naming_the_task_root(tmp_path: Path) -> None:
+    """Built by the runtime's Python: every module has bytecode Lambda loads without the source's mtime."""
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    source = tmp_path / "gco" / "reconcile" / "runtime.py"
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    data = cached.read_bytes()
+    # PEP 552 flags: bit 0 hash-based, bit 1 check_source; unchecked = 0b01.
+    assert int.from_bytes(data[4:8], "little") == 0b01
+    assert marshal.loads(data[16:])  # noqa: S302 (bytecode this test just wrote).co_filename == f"{TASK_ROOT}/gco/reconcile/runtime.py"
+    assert len(list(tmp_path.rglob("*.pyc"))) == len(list(tmp_path.rglob("*.py")))
+    assert not compile_bundle(tmp_path, OTHER_PYTHON)
 
 
 def test_requirements_are_what_the_handlers_import() -> None:

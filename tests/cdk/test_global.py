@@ -165,3 +165,31 @@ def test_table_key_rotates_and_names_its_actions(global_template: Any) -> None:
             },
         },
     )
+
+
+def test_evidence_bucket_refuses_overwrites_and_other_encryption(global_template: Any) -> None:
+    """The bucket, not the client, makes evidence write-once and keeps its own KMS key."""
+    statements = {
+        statement.get("Sid"): statement
+        for resource in global_template.find_resources("AWS::S3::BucketPolicy").values()
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    }
+    write_once = statements["EvidenceIsWriteOnce"]
+    assert (write_once["Effect"], write_once["Principal"], write_once["Action"]) == (
+        "Deny",
+        {"AWS": "*"},
+        "s3:PutObject",
+    )
+    assert write_once["Condition"] == {"Null": {"s3:if-none-match": "true"}}
+    assert json.dumps(write_once["Resource"]).endswith('"/evidence/*"]]}')
+    for sid, header in (
+        ("OnlyKmsEncryption", "s3:x-amz-server-side-encryption"),
+        ("OnlyTheBucketKey", "s3:x-amz-server-side-encryption-aws-kms-key-id"),
+    ):
+        deny = statements[sid]
+        assert (deny["Effect"], deny["Action"]) == ("Deny", "s3:PutObject")
+        assert set(deny["Condition"]) == {"StringNotEquals", "Null"}
+        assert deny["Condition"]["Null"] == {header: "false"}
+    assert statements["OnlyKmsEncryption"]["Condition"]["StringNotEquals"] == {
+        "s3:x-amz-server-side-encryption": "aws:kms"
+    }

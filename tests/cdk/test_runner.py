@@ -83,7 +83,8 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
     statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
     assert set(statements) == {
         "ReadJobs",
-        "WriteEvidenceAndRuns",
+        "CreateEvidenceAndRunObjects",
+        "ReadEvidence",
         "BucketAndTableKey",
         "AnswerOwnTasks",
         "EndpointTable",
@@ -91,8 +92,14 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
         "EcrLogin",
     }
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
-    prefixes = json.dumps(statements["WriteEvidenceAndRuns"]["Resource"])
+    create = statements["CreateEvidenceAndRunObjects"]
+    prefixes = json.dumps(create["Resource"])
     assert "/evidence/*" in prefixes and "/runs/*" in prefixes and "/jobs/" not in prefixes
+    # New objects only: every write must carry If-None-Match, so none replaces an existing object.
+    assert create["Action"] == "s3:PutObject"
+    assert create["Condition"] == {"Null": {"s3:if-none-match": "false"}}
+    assert statements["ReadEvidence"]["Action"] == "s3:GetObject"
+    assert "/evidence/*" in json.dumps(statements["ReadEvidence"]["Resource"])
     assert "stateMachine:gco-gpu-runner" in json.dumps(statements["AnswerOwnTasks"]["Resource"])
     assert "table/gco-inference-endpoints" in json.dumps(statements["EndpointTable"]["Resource"])
 

@@ -24,11 +24,15 @@ def engine_url() -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(200):
+        deadline = time.monotonic() + 30
+        while True:
             try:
                 with urllib.request.urlopen(url + "/health", timeout=1):  # noqa: S310 - loopback http
                     break
             except OSError:
+                # Never yield an engine that is not serving: a dead or silent one fails here, named.
+                assert process.poll() is None, f"the fake engine exited with {process.returncode}"
+                assert time.monotonic() < deadline, f"the fake engine at {url} never answered /health"
                 time.sleep(0.05)
         yield url
     finally:

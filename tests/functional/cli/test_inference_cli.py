@@ -186,14 +186,14 @@ def test_delete_wait_until_purged(cli: Cli, store: EndpointStore, monkeypatch: p
 
     monkeypatch.setattr(EndpointStore, "connect", classmethod(lambda cls, **_: store))
     monkeypatch.setattr(store, "get", get_and_ack)
-    monkeypatch.setattr("gco.cli.wait.time.sleep", lambda _: None)
+    monkeypatch.setattr("gco.cli.wait.pause", lambda _: None)
     result = cli.json("inference", "delete", "chat", "--wait", "--timeout", "30")
     assert result == {"endpoint_name": "chat", "lifecycle_id": record["lifecycle_id"], "purged": True}
     assert original("chat") is None
 
 
 def test_deploy_wait_times_out_naming_pending_regions(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gco.cli.wait.time.sleep", lambda _: None)
+    monkeypatch.setattr("gco.cli.wait.pause", lambda _: None)
     _, err = cli(
         "inference",
         "deploy",
@@ -230,7 +230,7 @@ def test_deploy_wait_reports_ready_and_errors(
             expected_region_generation=record.region_generations["us-east-1"],
         )
 
-    monkeypatch.setattr("gco.cli.wait.time.sleep", observe)
+    monkeypatch.setattr("gco.cli.wait.pause", observe)
     ready = cli.json(
         "inference", "deploy", "chat", "--image", IMAGE, "--region", "us-east-1", "--wait", "--timeout", "30"
     )
@@ -248,7 +248,7 @@ def test_deploy_wait_reports_ready_and_errors(
             expected_region_generation=record.region_generations["us-east-1"],
         )
 
-    monkeypatch.setattr("gco.cli.wait.time.sleep", fail)
+    monkeypatch.setattr("gco.cli.wait.pause", fail)
     args = (
         "inference",
         "deploy",

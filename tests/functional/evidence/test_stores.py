@@ -35,6 +35,8 @@ def test_s3_store_writes_once_and_reads_back(moto: MotoServer) -> None:
     assert uri == f"s3://gco-evidence/evidence/{sealed.id}.json"
     assert store.put(sealed) == uri
     assert store.get(sealed.id) == sealed
+    # No encryption named by the client: the bucket's default (its KMS key in AWS) applies.
+    assert "ServerSideEncryption" not in s3.head_object(Bucket="gco-evidence", Key=store.key(sealed.id))
     other = record(summary="other")
     s3.put_object(Bucket="gco-evidence", Key=store.key(other.id), Body=b"{}")
     with pytest.raises(EvidenceConflictError):

@@ -67,6 +67,11 @@ def test_read_job_and_upload_dir(moto: MotoServer, tmp_path: Path) -> None:
     (tmp_path / "top.json").write_text("{}")
     assert upload_dir(s3, BUCKET, "runs/x/", tmp_path) == ["runs/x/a/b/c.txt", "runs/x/top.json"]
     assert s3.get_object(Bucket=BUCKET, Key="runs/x/a/b/c.txt")["Body"].read() == b"c"
+    # A second attempt of the same run creates what is new and replaces nothing.
+    (tmp_path / "top.json").write_text('{"second": true}')
+    (tmp_path / "later.txt").write_text("later")
+    assert upload_dir(s3, BUCKET, "runs/x/", tmp_path) == ["runs/x/later.txt"]
+    assert s3.get_object(Bucket=BUCKET, Key="runs/x/top.json")["Body"].read() == b"{}"
 
 
 class RecordingSfn:

@@ -19,7 +19,11 @@ import pytest
 from gco.local.motoserver import MotoServer
 from gpu_runner.runner import RunnerError, read_job, run_job
 from tests.cdk.synth_cache import runner_definition
+from tests.conftest import SYNTH_GROUP
 from tests.functional.gpu_runner.conftest import BUCKET, FakeRounds, clients, make_bucket, rounds_job
+
+# It reads the synthesized app: on the worker that synthesizes it for the CDK tests.
+pytestmark = pytest.mark.xdist_group(SYNTH_GROUP)
 
 ROLE = "arn:aws:iam::123456789012:role/gco-gpu-runner"
 

@@ -30,6 +30,7 @@ def main() -> None:
     stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
     sys.path[:] = [config["bundle"], config["runtime"], *[p for p in sys.path if p.startswith(tuple(stdlib))]]
     module = __import__(config["handler"])
+    tracer_at_import = "aws_xray_sdk" in sys.modules
 
     from gco.endpoints.store import EndpointStore
     from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
@@ -56,7 +57,22 @@ def main() -> None:
             and not str(m.__file__).startswith(roots)
         }
     )
-    print(json.dumps({"response": response, "foreign": foreign, "tracer": "aws_xray_sdk" in sys.modules}))
+    patched = sorted(
+        name.split(".")[2]
+        for name in sys.modules
+        if name.startswith("aws_xray_sdk.ext.") and name.endswith(".patch")
+    )
+    print(
+        json.dumps(
+            {
+                "response": response,
+                "foreign": foreign,
+                "tracer_at_import": tracer_at_import,
+                "tracer": "aws_xray_sdk" in sys.modules,
+                "patched": patched,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

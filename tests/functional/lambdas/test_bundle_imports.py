@@ -4,7 +4,8 @@ The bundle is built by the project's bundling (handlers and gco copied, the lock
 for this machine's interpreter: the lock's exact versions, so a package missing from the lock fails
 the import here as it would on every cold start in AWS. The subprocess runs isolated (`-I -S`): on its
 path only the bundle, a folder standing in for what the Lambda Python runtime provides (boto3 and its
-dependencies, copied from this environment), and the standard library.
+dependencies, copied from this environment), and the standard library. A UDP socket stands in for the
+X-Ray daemon: the traces must still reach it though the tracer now loads on the first invocation.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -77,8 +79,37 @@ def kube() -> Iterator[StandInKubeAPI]:
         api.stop()
 
 
+@pytest.fixture
+def xray_daemon() -> Iterator[socket.socket]:
+    """Stands in for the X-Ray daemon's UDP listener (only receives: it forwards nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.setblocking(False)
+        yield listener
+
+
+def received_segments(listener: socket.socket) -> list[dict[str, Any]]:
+    """Every segment document the handler sent (daemon protocol: a JSON header line, then the document)."""
+    documents = []
+    while True:
+        try:
+            datagram = listener.recv(65536)
+        except BlockingIOError:
+            return documents
+        header, _, body = datagram.decode().partition("\n")
+        assert json.loads(header) == {"format": "json", "version": 1}
+        documents.append(json.loads(body))
+
+
 def run_handler(
-    handler: str, event: str, *, bundle: Path, runtime: Path, moto: MotoServer, kube: StandInKubeAPI
+    handler: str,
+    event: str,
+    *,
+    bundle: Path,
+    runtime: Path,
+    moto: MotoServer,
+    kube: StandInKubeAPI,
+    daemon: socket.socket,
 ) -> dict[str, Any]:
     config = {
         "bundle": str(bundle),
@@ -102,7 +133,7 @@ def run_handler(
         "AWS_LAMBDA_FUNCTION_NAME": "gco-reconciler-stream",
         "LAMBDA_TASK_ROOT": str(bundle),
         "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
-        "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
+        "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}",
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         "POWERTOOLS_METRICS_NAMESPACE": "gco-test",
     }
@@ -117,16 +148,32 @@ def run_handler(
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["foreign"] == [], "loaded from outside the bundle and the runtime"
+    assert not result["tracer_at_import"], "the X-Ray SDK should load on the first invocation, not at import"
     assert result["tracer"], "Powertools' Tracer should have loaded the X-Ray SDK"
+    assert result["patched"] == ["botocore", "httpx"], "only the clients gco uses are patched"
+    names = {segment["name"] for segment in received_segments(daemon)}
+    # The handler's subsegment, the DynamoDB calls (botocore) and the Kubernetes API calls (httpx).
+    assert {"## handler", "dynamodb", "127.0.0.1"} <= names, names
     return result
 
 
 def test_stream_handler_from_the_bundle(
-    bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, kube: StandInKubeAPI
+    bundle: Path,
+    runtime_sdk: Path,
+    store: EndpointStore,
+    moto: MotoServer,
+    kube: StandInKubeAPI,
+    xray_daemon: socket.socket,
 ) -> None:
     store.create("llama", {"image": IMAGE}, [EAST])
     result = run_handler(
-        "reconciler", "dynamodb_stream_batch.json", bundle=bundle, runtime=runtime_sdk, moto=moto, kube=kube
+        "reconciler",
+        "dynamodb_stream_batch.json",
+        bundle=bundle,
+        runtime=runtime_sdk,
+        moto=moto,
+        kube=kube,
+        daemon=xray_daemon,
     )
     assert result["response"] == {"batchItemFailures": [{"itemIdentifier": "222"}]}
     record = store.get("llama")
@@ -135,10 +182,21 @@ def test_stream_handler_from_the_bundle(
 
 
 def test_sweep_handler_from_the_bundle(
-    bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, kube: StandInKubeAPI
+    bundle: Path,
+    runtime_sdk: Path,
+    store: EndpointStore,
+    moto: MotoServer,
+    kube: StandInKubeAPI,
+    xray_daemon: socket.socket,
 ) -> None:
     store.create("llama", {"image": IMAGE}, [EAST])
     result = run_handler(
-        "sweep", "scheduled_sweep.json", bundle=bundle, runtime=runtime_sdk, moto=moto, kube=kube
+        "sweep",
+        "scheduled_sweep.json",
+        bundle=bundle,
+        runtime=runtime_sdk,
+        moto=moto,
+        kube=kube,
+        daemon=xray_daemon,
     )
     assert (result["response"]["endpoints"], result["response"]["failed"]) == (1, [])

@@ -1,0 +1,149 @@
+"""Cold import of each Lambda handler from the built bundle, as Lambda runs it, beside `import boto3`.
+
+The bundle is built by the project's bundling (handlers, gco, the lock's exact versions), for this
+interpreter's Python so that the build can ship bytecode (`stacks.bundling.compile_bundle`). Each
+measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the path
+but the bundle, a copy of the AWS SDK standing in for the runtime's, and the standard library), no
+bytecode written (`-B`: Lambda's task root is read-only), Lambda's environment variables set (so
+Powertools runs as in Lambda). The figure is the handler module's import, timed inside the process
+as CPU time (what the import costs, and what a quiet machine's wall clock shows) and as wall time
+(inflated by whatever else the machine runs); the median of --runs fresh processes. Printed beside
+it: the same bundle without bytecode (what a build on a different Python ships) and `import boto3`
+alone, measured the same way in the same run, as the baseline no handler can go below. Target: each
+handler under 300 ms with bytecode.
+
+    .venv/bin/python benchmarks/cold_start.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from aws_cdk import aws_lambda as lambda_  # noqa: E402
+
+from stacks.bundling import LOCK, TASK_ROOT, LocalPythonBundling, compile_bundle  # noqa: E402
+
+HANDLERS = ("reconciler", "sweep")
+TARGET_MS = 300.0
+# The import names of what the Lambda Python runtime provides (stacks.bundling.RUNTIME_PROVIDED).
+SDK_MODULES = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six")
+THIS_RUNTIME = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
+
+PROBE = """
+import json, sys, sysconfig, time
+bundle, runtime, module = sys.argv[1:4]
+stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
+sys.path[:] = [bundle, runtime, *[p for p in sys.path if p.startswith(tuple(stdlib))]]
+start, cpu = time.perf_counter(), time.process_time()
+__import__(module)
+print(json.dumps({"wall": (time.perf_counter() - start) * 1000, "cpu": (time.process_time() - cpu) * 1000}))
+"""
+
+
+def build(scratch: Path) -> tuple[Path, Path, Path]:
+    """The bundle with bytecode, the same without, and the runtime SDK stand-in (with bytecode)."""
+    compiled = scratch / "bundle"
+    assert LocalPythonBundling(install_dependencies=False, runtime=THIS_RUNTIME).try_bundle(
+        str(compiled),
+        image=None,  # type: ignore[arg-type]
+    )
+    pins = scratch / "pins.txt"
+    pins.write_text(
+        "".join(line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum())
+    )
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(compiled)),
+            *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
+        ],
+        check=True,
+    )
+    assert compile_bundle(compiled, THIS_RUNTIME)
+    source_only = scratch / "source-only"
+    shutil.copytree(compiled, source_only, ignore=shutil.ignore_patterns("__pycache__"))
+    runtime = scratch / "runtime"
+    runtime.mkdir()
+    for name in SDK_MODULES:
+        source = Path(importlib.import_module(name).__file__ or "")
+        if source.name == "__init__.py":
+            shutil.copytree(source.parent, runtime / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, runtime / source.name)
+    # The runtime's own packages are installed with their bytecode (pip compiles by default).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j0", str(runtime)], check=True)
+    return compiled, source_only, runtime
+
+
+def cold_import_ms(module: str, bundle: Path, runtime: Path, probe: Path) -> dict[str, float]:
+    """One fresh process importing `module` as Lambda would: CPU and wall milliseconds, timed inside it."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_LAMBDA_FUNCTION_NAME": f"gco-{module}",
+        "LAMBDA_TASK_ROOT": TASK_ROOT,
+        "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", str(probe), str(bundle), str(runtime), module],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def median_ms(module: str, bundle: Path, runtime: Path, probe: Path, runs: int) -> tuple[float, float]:
+    """The medians of CPU and wall milliseconds over `runs` fresh processes."""
+    samples = [cold_import_ms(module, bundle, runtime, probe) for _ in range(runs)]
+    return statistics.median(s["cpu"] for s in samples), statistics.median(s["wall"] for s in samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=7, help="Fresh processes per figure (median).")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gco-cold-") as scratch:
+        compiled, source_only, runtime = build(Path(scratch))
+        probe = Path(scratch) / "probe.py"
+        probe.write_text(PROBE, encoding="utf-8")
+        base_cpu, base_wall = median_ms("boto3", compiled, runtime, probe, args.runs)
+        load = os.getloadavg()[0]
+        print(
+            f"cold import, Python {sys.version_info.major}.{sys.version_info.minor}, median of {args.runs} "
+            f"fresh processes (-I -S -B; bundle, runtime SDK, stdlib); load average {load:.1f} "
+            f"on {os.cpu_count()} CPUs"
+        )
+        print(f"  {'import boto3 (baseline)':24s} {base_cpu:5.0f} ms CPU {base_wall:6.0f} ms wall")
+        for handler in HANDLERS:
+            cpu, wall = median_ms(handler, compiled, runtime, probe, args.runs)
+            source_cpu, source_wall = median_ms(handler, source_only, runtime, probe, args.runs)
+            verdict = "met" if cpu < TARGET_MS else "MISSED"
+            print(
+                f"  {handler + ' handler':24s} {cpu:5.0f} ms CPU {wall:6.0f} ms wall with bytecode "
+                f"({cpu / base_cpu:.2f}x boto3; target < {TARGET_MS:.0f} ms {verdict}); "
+                f"source only: {source_cpu:.0f} ms CPU {source_wall:.0f} ms wall"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""Names of the environment variables gco reads, each defined once and imported where it is set or read.
+
+The stacks set them (the Regional reconciler, the GPU runner's container) and the runtime reads them
+(`gco.aws`, the endpoint store, the CLI, `gco.reconcile.environment`). Variables of one subsystem
+with a model of their own live beside it: `gco.addons.ADDONS_ENV`,
+`gco.reconcile.proxy_settings.PROXY_SETTINGS_ENV`.
+"""
+
+from __future__ import annotations
+
+# The endpoint table: its name, and its home Region (where every read that decides and every write goes).
+TABLE_ENV = "INFERENCE_ENDPOINTS_TABLE_NAME"
+DEFAULT_TABLE = "gco-inference-endpoints"
+HOME_REGION_ENV = "DYNAMODB_REGION"
+# Read after HOME_REGION_ENV, for environments that only set a generic Region.
+FALLBACK_REGION_ENV = "REGION"
+# The Regional reconciler's cluster, its Region, and how long one record may wait for readiness.
+CLUSTER_NAME_ENV = "EKS_CLUSTER_NAME"
+RECONCILER_REGION_ENV = "RECONCILER_REGION"
+# Set by the Lambda runtime itself: the function's Region (the reconciler's when RECONCILER_REGION is unset).
+LAMBDA_REGION_ENV = "AWS_REGION"
+WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"

@@ -1,0 +1,121 @@
+"""The reconciler Lambdas' environment: one model, written by the Regional stack and read by the runtime.
+
+EKS_CLUSTER_NAME                  the Region's EKS cluster (required)
+RECONCILER_REGION | AWS_REGION    the Region this reconciler serves (required)
+INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endpoints)
+DYNAMODB_REGION                   the table's home Region, where every read and write goes
+RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (0-600, default 10)
+GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
+GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
+
+`stacks/regional.py` builds a `ReconcilerEnvironment` and sets `to_env()` on both functions;
+`gco.reconcile.runtime` parses it back with `from_env`, so a name or a format cannot drift between
+the writer and the reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gco.addons import ADDONS_ENV, addons_from_env, addons_value
+from gco.endpoints.errors import InvalidSpecError
+from gco.env import (
+    CLUSTER_NAME_ENV,
+    DEFAULT_TABLE,
+    HOME_REGION_ENV,
+    LAMBDA_REGION_ENV,
+    RECONCILER_REGION_ENV,
+    TABLE_ENV,
+    WAIT_SECONDS_ENV,
+)
+from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
+
+# Each field's variable (the error of a bad value names the variable, not the field).
+VARIABLES = {
+    "cluster_name": CLUSTER_NAME_ENV,
+    "region": RECONCILER_REGION_ENV,
+    "table_name": TABLE_ENV,
+    "home_region": HOME_REGION_ENV,
+    "wait_seconds": WAIT_SECONDS_ENV,
+    "proxy": PROXY_SETTINGS_ENV,
+    "addons": ADDONS_ENV,
+}
+
+
+class ReconcilerEnvironment(BaseModel):
+    """What a Regional reconciler function is told by its stack.
+
+    Attributes:
+        cluster_name: the Region's EKS cluster.
+        region: the Region this reconciler serves.
+        table_name: the endpoint table.
+        home_region: the table's home Region (None: `gco.aws.home_region`'s default).
+        wait_seconds: how long one record may wait for readiness before it is requeued.
+        proxy: the shared proxy's settings.
+        addons: the add-ons the Region's cluster has, or None where that is not known.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cluster_name: str = Field(min_length=1)
+    region: str = Field(min_length=1)
+    table_name: str = Field(DEFAULT_TABLE, min_length=1)
+    home_region: str | None = None
+    wait_seconds: float = Field(10.0, ge=0, le=600)
+    proxy: ProxySettings = DEFAULT_PROXY
+    addons: frozenset[str] | None = None
+
+    def to_env(self) -> dict[str, str]:
+        """The variables, as the stack sets them (unknown add-ons and home Region are left unset)."""
+        env = {
+            CLUSTER_NAME_ENV: self.cluster_name,
+            RECONCILER_REGION_ENV: self.region,
+            TABLE_ENV: self.table_name,
+            WAIT_SECONDS_ENV: f"{self.wait_seconds:g}",
+            PROXY_SETTINGS_ENV: self.proxy.model_dump_json(),
+        }
+        if self.home_region is not None:
+            env[HOME_REGION_ENV] = self.home_region
+        if self.addons is not None:
+            env[ADDONS_ENV] = addons_value(self.addons)
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ReconcilerEnvironment:
+        """Parse the function's environment; an empty variable counts as unset.
+
+        Raises:
+            InvalidSpecError: a required variable is missing or a value is malformed (names the variable).
+        """
+        present = {name: value for name, value in env.items() if value != ""}
+        fields: dict[str, object] = {
+            "cluster_name": present.get(CLUSTER_NAME_ENV),
+            "region": present.get(RECONCILER_REGION_ENV) or present.get(LAMBDA_REGION_ENV),
+            "table_name": present.get(TABLE_ENV),
+            "home_region": present.get(HOME_REGION_ENV),
+            "wait_seconds": present.get(WAIT_SECONDS_ENV),
+            "addons": addons_from_env(env),
+        }
+        for required in ("cluster_name", "region"):
+            if fields[required] is None:
+                raise InvalidSpecError(VARIABLES[required], "is not set in the environment")
+        fields["proxy"] = _proxy(present.get(PROXY_SETTINGS_ENV))
+        try:
+            return cls.model_validate({name: value for name, value in fields.items() if value is not None})
+        except ValidationError as error:
+            first = error.errors()[0]
+            variable = VARIABLES[str(first["loc"][0])]
+            raise InvalidSpecError(variable, f"{first['input']!r}: {first['msg']}") from None
+
+
+def _proxy(raw: str | None) -> ProxySettings:
+    if not raw:
+        return DEFAULT_PROXY
+    try:
+        return ProxySettings.model_validate_json(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "value"
+        raise InvalidSpecError(PROXY_SETTINGS_ENV, f"{where}: {first['msg']}") from None
