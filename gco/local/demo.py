@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gco import aws
 from gco.endpoints import EndpointStore, default_table_name
+from gco.env import HOME_REGION_ENV
 from gco.local.motoserver import MotoServer
 from gco.reconcile.local import LocalReconcilers
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
@@ -81,7 +82,7 @@ def walkthrough(echo: Callable[[str], None] = print) -> None:
     with MotoServer() as server, tempfile.TemporaryDirectory(prefix="gco-demo-") as scratch:
         spec_file = Path(scratch) / "demo-spec.yaml"
         spec_file.write_text(DEMO_SPEC, encoding="utf-8")
-        env = {**os.environ, "AWS_ENDPOINT_URL": server.url, "DYNAMODB_REGION": "us-east-1"}
+        env = {**os.environ, "AWS_ENDPOINT_URL": server.url, HOME_REGION_ENV: "us-east-1"}
         echo(f"# local AWS endpoint (moto server) on {server.url}; AWS_ENDPOINT_URL points gco at it")
 
         def step(title: str, *arguments: str, expect: int = 0) -> str:

@@ -35,6 +35,7 @@ from gco import aws
 from gco.bench.process import group_members
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
+from gco.env import HOME_REGION_ENV, TABLE_ENV
 from gco.errors import GcoError
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.kubelet import free_port
@@ -206,8 +207,8 @@ def environment(state: StackState) -> dict[str, str]:
         "AWS_ACCESS_KEY_ID": aws.LOCAL_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": aws.LOCAL_CREDENTIALS["aws_secret_access_key"],
         "AWS_DEFAULT_REGION": state.home_region,
-        "DYNAMODB_REGION": state.home_region,
-        "INFERENCE_ENDPOINTS_TABLE_NAME": state.table,
+        HOME_REGION_ENV: state.home_region,
+        TABLE_ENV: state.table,
         EVIDENCE_BUCKET_ENV: state.evidence_bucket,
         INVOKE_URLS_ENV: json.dumps(state.invoke_urls, sort_keys=True),
     }
