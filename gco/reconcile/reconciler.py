@@ -16,8 +16,10 @@ from the Region's cluster, and acts on those alone. Outcomes, as in controller-r
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,6 +35,7 @@ from gco.reconcile.system import SystemReport, ensure_system
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
+MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Reconciler:
         self.settings = settings
         self.grant = grant
         self.system_ready = False
+        self._system_lock = threading.Lock()
         self.wait = wait
         self.poll = poll
         self.max_passes = max_passes
@@ -106,8 +110,13 @@ class Reconciler:
         self._sleep = sleep
 
     def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
-        """Apply the Region's namespaces and shared proxy where they differ (see `system.py`)."""
-        report = ensure_system(self.cluster, self.settings, self.grant, observed)
+        """Apply the Region's namespaces and shared proxy where they differ (see `system.py`).
+
+        One refresh at a time: a refresh that starts after a route changed lists that route, so
+        the last of several concurrent refreshes writes every route.
+        """
+        with self._system_lock:
+            report = ensure_system(self.cluster, self.settings, self.grant, observed)
         self.system_ready = True
         if report.applied:
             log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
@@ -119,13 +128,35 @@ class Reconciler:
         The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
         a call that changed a route refreshes the proxy's route table before it returns.
         """
+        return self.reconcile_many([name], wait=wait)[name].result()
+
+    def reconcile_many(
+        self, names: Sequence[str], *, wait: float | None = None, concurrency: int = 1
+    ) -> dict[str, Future[Outcome]]:
+        """Reconcile each endpoint of `names` once, up to `concurrency` at a time; returns when all did.
+
+        Endpoints are independent (each reads its own record and objects), so they run
+        concurrently; the proxy's route table is refreshed once afterwards if any of them changed
+        a route, rather than once per endpoint. Each future holds the outcome or the exception.
+        """
         if not self.system_ready:
             self.ensure_system()
-        tally = _Tally()
-        outcome = self._reconcile(name, wait, tally)
-        if tally.routes_changed:
+        tallies = {name: _Tally() for name in dict.fromkeys(names)}
+        futures: dict[str, Future[Outcome]] = {}
+        workers = max(1, min(concurrency, len(tallies)))
+        if workers == 1:
+            for name, tally in tallies.items():
+                futures[name] = Future()
+                try:
+                    futures[name].set_result(self._reconcile(name, wait, tally))
+                except Exception as error:  # handed to the caller through the future
+                    futures[name].set_exception(error)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
+                futures = {name: pool.submit(self._reconcile, name, wait, t) for name, t in tallies.items()}
+        if any(tally.routes_changed for tally in tallies.values()):
             self.ensure_system()
-        return outcome
+        return futures
 
     def _reconcile(self, name: str, wait: float | None, tally: _Tally) -> Outcome:
         deadline = self._clock() + (self.wait if wait is None else wait)
@@ -205,18 +236,41 @@ class Reconciler:
             self.cluster.delete(step.delete)
             tally.deleted += len(step.delete)
             log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
-        for obj in step.apply:
-            try:
-                answers.append(self.cluster.apply(obj))
-            except ClusterRejectedError as error:
+        results = self._apply_all(step.apply)
+        answered = [result for result in results if isinstance(result, dict)]
+        answers.extend(answered)
+        tally.applied += len(answered)
+        for error in results:
+            if isinstance(error, ClusterRejectedError):
                 log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
                 message = str(error)
                 if isinstance(error, KindNotServedError):
                     message = f"{error.kind.kind} needs {error.needs} in {self.region}"
                 self._record_error(name, record, message, tally)
                 return message
-            tally.applied += 1
+            if isinstance(error, Exception):
+                raise error
         return None
+
+    def _apply_all(self, objects: Sequence[dict[str, Any]]) -> list[dict[str, Any] | Exception]:
+        """Apply independent objects concurrently (one round trip, not one per object), in plan order.
+
+        Every object of a plan is independent: its namespace exists (`ensure_system`), and no
+        object's admission depends on another (a Service or autoscaler may name a Deployment that
+        does not exist yet). Each result is the API server's answer or the error it raised.
+        """
+        if len(objects) <= 1:
+            return [self._apply_one(obj) for obj in objects]
+        with ThreadPoolExecutor(
+            max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply"
+        ) as pool:
+            return list(pool.map(self._apply_one, objects))
+
+    def _apply_one(self, obj: dict[str, Any]) -> dict[str, Any] | Exception:
+        try:
+            return self.cluster.apply(obj)
+        except Exception as error:  # returned in plan order; `_act` decides
+            return error
 
     def _namespace_refusal(self, record: EndpointRecord | None) -> str | None:
         """Why a live record's namespace cannot be served here (not in the grant), or None."""
