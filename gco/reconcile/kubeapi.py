@@ -42,12 +42,13 @@ from gco.reconcile.errors import (
     ClusterUnavailableError,
     KindNotServedError,
 )
-from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector
+from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector, set_selector
 
 log = logging.getLogger(__name__)
 TokenProvider = Callable[[bool], str]
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MAX_PAGES = 1000
+MAX_SET_VALUES = 50  # label values in one `in (...)` selector: the query string stays a few KB
 MAX_IN_FLIGHT = 16  # requests one client issues at once for lists and deletes
 MAX_CONNECTIONS = 64  # keep-alive connections to the API server (applies run on callers' threads too)
 Item = TypeVar("Item")
@@ -148,8 +149,15 @@ class KubeCluster:
 
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         """Every scope's list issued concurrently: one round trip, not one per kind and namespace."""
-        label_selector = selector(labels)
-        scopes = list(self.grant.list_scopes(KINDS))
+        return self._list_selected(selector(labels))
+
+    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
+        """One set-based list per scope for many label values (a batch's endpoints), chunked."""
+        chunks = [values[start : start + MAX_SET_VALUES] for start in range(0, len(values), MAX_SET_VALUES)]
+        return [item for chunk in chunks for item in self._list_selected(set_selector(key, chunk))]
+
+    def _list_selected(self, label_selector: str) -> builtins.list[dict[str, Any]]:
+        scopes = builtins.list(self.grant.list_scopes(KINDS))
         pages = self._concurrently(lambda scope: self._list_scope(*scope, label_selector), scopes)
         return [item for page in pages for item in page]
 

@@ -27,7 +27,7 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
-from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, ObjectRef
+from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, ObjectRef, labels_of
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
@@ -142,28 +142,55 @@ class Reconciler:
         if not self.system_ready:
             self.ensure_system()
         tallies = {name: _Tally() for name in dict.fromkeys(names)}
+        observed = self._observe_batch(list(tallies))
         futures: dict[str, Future[Outcome]] = {}
         workers = max(1, min(concurrency, len(tallies)))
         if workers == 1:
             for name, tally in tallies.items():
                 futures[name] = Future()
                 try:
-                    futures[name].set_result(self._reconcile(name, wait, tally))
+                    futures[name].set_result(self._reconcile(name, wait, tally, observed.get(name)))
                 except Exception as error:  # handed to the caller through the future
                     futures[name].set_exception(error)
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
-                futures = {name: pool.submit(self._reconcile, name, wait, t) for name, t in tallies.items()}
+                futures = {
+                    name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
+                    for name, tally in tallies.items()
+                }
         if any(tally.routes_changed for tally in tallies.values()):
             self.ensure_system()
         return futures
 
-    def _reconcile(self, name: str, wait: float | None, tally: _Tally) -> Outcome:
+    def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """For several endpoints, their objects from one list per kind and namespace (not one each).
+
+        Listed after the batch was delivered, so as fresh as each endpoint's own list would be;
+        the first pass of each endpoint uses it, later passes list that endpoint again.
+        """
+        if len(names) < 2:
+            return {}
+        found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for obj in self.cluster.list_any(ENDPOINT_LABEL, names):
+            owner = labels_of(obj).get(ENDPOINT_LABEL)
+            if owner in found:
+                found[owner].append(obj)
+        return found
+
+    def _reconcile(
+        self,
+        name: str,
+        wait: float | None,
+        tally: _Tally,
+        listed: list[dict[str, Any]] | None = None,
+    ) -> Outcome:
         deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
         for _ in range(self.max_passes):
-            if carried is None:
+            if carried is None and listed is not None:
+                record, observed, listed = self._read(name), listed, None
+            elif carried is None:
                 record = self._read(name)
                 observed = self.cluster.list({ENDPOINT_LABEL: name})
             else:
