@@ -103,6 +103,7 @@ class Reconciler:
         self.grant = grant
         self.system_ready = False
         self._system_lock = threading.Lock()
+        self._routes_stale = threading.Event()
         self.wait = wait
         self.poll = poll
         self.max_passes = max_passes
@@ -116,7 +117,16 @@ class Reconciler:
         the last of several concurrent refreshes writes every route.
         """
         with self._system_lock:
-            report = ensure_system(self.cluster, self.settings, self.grant, observed)
+            report = self._ensure_system_locked(observed)
+            while self._routes_stale.is_set():  # a route changed since `observed` was listed
+                self._routes_stale.clear()
+                report = self._ensure_system_locked(None)
+        if self._routes_stale.is_set():
+            self.refresh_routes()
+        return report
+
+    def _ensure_system_locked(self, observed: Sequence[dict[str, Any]] | None) -> SystemReport:
+        report = ensure_system(self.cluster, self.settings, self.grant, observed)
         self.system_ready = True
         if report.applied:
             log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
@@ -126,7 +136,8 @@ class Reconciler:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
 
         The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
-        a call that changed a route refreshes the proxy's route table before it returns.
+        a call that changed a route refreshes the proxy's route table before it returns (or, if
+        another thread is refreshing it, leaves the refresh to that thread: `refresh_routes`).
         """
         return self.reconcile_many([name], wait=wait)[name].result()
 
@@ -159,8 +170,28 @@ class Reconciler:
                     for name, tally in tallies.items()
                 }
         if any(tally.routes_changed for tally in tallies.values()):
-            self.ensure_system()
+            self.refresh_routes()
         return futures
+
+    def refresh_routes(self) -> None:
+        """Bring the proxy's route table up to date after a route changed, coalescing refreshes.
+
+        A refresh lists the routes when it starts, so a change made before a refresh starts is
+        in it. A caller whose change finds a refresh running marks the table stale and returns:
+        the running caller refreshes again before it lets go (and re-checks after letting go, so
+        a mark made while it was letting go is not lost). Concurrent batches thus share a
+        refresh instead of each listing every route.
+        """
+        self._routes_stale.set()
+        while self._routes_stale.is_set():
+            if not self._system_lock.acquire(blocking=False):
+                return  # the holder refreshes again: it sees the mark before or after letting go
+            try:
+                while self._routes_stale.is_set():
+                    self._routes_stale.clear()
+                    self._ensure_system_locked(None)
+            finally:
+                self._system_lock.release()
 
     def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """For several endpoints, their objects from one list per kind and namespace (not one each).
