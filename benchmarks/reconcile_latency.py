@@ -84,7 +84,7 @@ def fresh_store(moto: MotoServer, table: str) -> EndpointStore:
 
 def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str) -> list[float]:
     """Latency from each create() to its Deployment existing in every Region's cluster."""
-    store = fresh_store(moto, f"latency-{mode}")
+    store = fresh_store(moto, f"latency-{mode}-{endpoints}")
     regions = REGIONS[:2]
     with LocalReconcilers(store, regions, endpoint_url=moto.url, wait=0.0) as stack:
         if mode == "stream":
