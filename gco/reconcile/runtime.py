@@ -4,7 +4,8 @@ EKS_CLUSTER_NAME                  the Region's EKS cluster (required)
 RECONCILER_REGION | AWS_REGION    the Region this reconciler serves (required)
 INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endpoints)
 DYNAMODB_REGION                   the table's home Region, where every read and write goes
-RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (default 10)
+RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for readiness (default 10;
+                                  the stream handler and the sweep never wait: docs/scale.md)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 """
 
