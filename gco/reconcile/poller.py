@@ -5,7 +5,9 @@ event shape Lambda would (`{"Records": [...]}` with `eventSourceARN`, `awsRegion
 attribute values, epoch `ApproximateCreationDateTime`), and honours the partial batch response:
 the checkpoint advances past every record before the first reported failure; a record that
 fails `max_retries` times (or a batch whose handler raised that often) goes to the dead letters
-and the checkpoint moves past it. One poller per Region stands in for that Region's replica
+and the checkpoint moves past it. As the mapping does with a parallelization factor, the records
+of one GetRecords call are split by partition key (the endpoint) into concurrent batches, so one
+endpoint's records stay in order. One poller per Region stands in for that Region's replica
 stream and its event source mapping.
 """
 
