@@ -1,8 +1,7 @@
-"""cdk-nag suppressions of the cluster add-ons: the kubectl provider CDK builds, and the autoscaler's role.
+"""cdk-nag suppressions of the cluster add-ons: the Cluster Autoscaler's role.
 
-The kubectl provider (a handler Lambda with kubectl and helm, and the custom-resource framework's
-onEvent Lambda) is CDK's own construct: its roles, policies and function settings are not ours to
-shape, and it runs only during deployments, so the findings about it are accepted here one by one.
+The kubectl provider that installs the add-ons' charts is CDK's own construct; its findings are
+accepted one by one in `stacks/suppressions_k8s.py`.
 """
 
 from __future__ import annotations
@@ -10,43 +9,12 @@ from __future__ import annotations
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
-from stacks.suppressions import PACKS, Suppression
-
-LAMBDA_BASIC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-LAMBDA_VPC = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole"
-ECR_READ = "Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
-ECR_PUBLIC_READ = RegexAppliesTo(regex=r"/^Policy::.*AmazonElasticContainerRegistryPublicReadOnly.*$/g")
-DEPLOY_TIME = "runs only while CloudFormation deploys the cluster's Kubernetes objects"
+from stacks.suppressions import Suppression
 
 
 def addon_suppressions(stack: Stack) -> list[Suppression]:
     root, region = f"/{stack.stack_name}", stack.region
-    provider = f"{root}/Eks/Cluster/KubectlProvider"
-    handler, on_event = f"{provider}/Handler", f"{provider}/Provider/framework-onEvent"
-    found = [
-        Suppression(
-            f"{handler}/ServiceRole/Resource",
-            "AwsSolutions-IAM4",
-            "CDK's kubectl provider: Lambda logging and VPC access, and reading chart images from ECR",
-            (LAMBDA_BASIC, LAMBDA_VPC, ECR_READ, ECR_PUBLIC_READ),
-        ),
-        Suppression(
-            f"{on_event}/ServiceRole/Resource",
-            "AwsSolutions-IAM4",
-            "CDK's custom-resource framework function: Lambda logging and VPC access",
-            (LAMBDA_BASIC, LAMBDA_VPC),
-        ),
-        Suppression(
-            f"{on_event}/ServiceRole/DefaultPolicy/Resource",
-            "AwsSolutions-IAM5",
-            "the framework invokes any version of the kubectl handler it fronts (that function only)",
-            (RegexAppliesTo(regex=r"/^Resource::<EksClusterKubectlProviderHandler[0-9A-F]{8}\.Arn>:\*$/g"),),
-        ),
-        Suppression(
-            f"{handler}/Resource",
-            "AwsSolutions-L1",
-            "CDK's kubectl handler pins its own Python runtime (CDK's code)",
-        ),
+    return [
         Suppression(
             f"{root}/Addons/AutoscalerRolePolicy/Resource",
             "AwsSolutions-IAM5",
@@ -63,22 +31,3 @@ def addon_suppressions(stack: Stack) -> list[Suppression]:
             ),
         ),
     ]
-    for function in (handler, on_event):
-        found += [Suppression(f"{function}/ServiceRole/DefaultPolicy/Resource", f"{pack}-IAMNoInlinePolicy",
-                              "CDK's kubectl provider writes its grants as the role's default policy")
-                  for pack in PACKS]  # fmt: skip
-        for rule in ("LambdaConcurrency", "LambdaDLQ"):
-            found += [Suppression(f"{function}/Resource", f"{pack}-{rule}", DEPLOY_TIME) for pack in PACKS]
-        found += [
-            Suppression(f"{function}/Resource", "Serverless-LambdaDLQ", DEPLOY_TIME),
-            Suppression(f"{function}/Resource", "Serverless-LambdaTracing", DEPLOY_TIME),
-        ]
-    found += [
-        Suppression(f"{on_event}/Resource", "Serverless-LambdaDefaultMemorySize", DEPLOY_TIME),
-        Suppression(
-            f"{handler}/Resource",
-            "Serverless-LambdaLatestVersion",
-            "CDK's kubectl handler pins its runtime (CDK's code, upgraded with aws-cdk-lib)",
-        ),
-    ]
-    return found

@@ -7,8 +7,10 @@ from the Region's cluster, and acts on those alone. Outcomes, as in controller-r
 - `done`: the Region is as desired (nothing is left to wait for);
 - `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
 - `terminal`: the API server rejected an object, the cluster does not serve a kind the endpoint
-  needs (`ScaledObject needs KEDA in <region>`), or the endpoint's namespace is not one gco is
-  granted; logged and recorded as status `error`, not retried until the record changes;
+  needs (`ScaledObject needs KEDA in <region>`), the stack says the Region lacks an add-on the
+  endpoint's autoscaling needs (`ScaledObject needs keda, prometheus in <region>`), or the
+  endpoint's namespace is not one gco is granted; logged and recorded as status `error`, not
+  retried until the record changes;
 - an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`): retry
   with backoff (the stream redelivers the record; the sweep picks it up in any case).
 """
@@ -23,13 +25,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
-from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, ObjectRef, labels_of
+from gco.reconcile.objects import (
+    ENDPOINT_LABEL,
+    HPA,
+    INGRESS,
+    SCALED_OBJECT,
+    SYSTEM_NAMESPACE,
+    ObjectRef,
+    labels_of,
+)
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
+from gco.reconcile.render_scaling import uses_keda
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import SystemReport, ensure_system
 
@@ -227,7 +239,7 @@ class Reconciler:
             else:
                 record, observed = carried
                 carried = None
-            refused = self._namespace_refusal(record)
+            refused = self._namespace_refusal(record) or self._addons_refusal(record)
             if refused is not None:
                 self._record_error(name, record, refused, tally)
                 return tally.outcome("terminal", refused)
@@ -339,6 +351,19 @@ class Reconciler:
             return None
         allowed = ", ".join(granted)
         return f"namespace {record.namespace} is not granted to gco in {self.region} (granted: {allowed})"
+
+    def _addons_refusal(self, record: EndpointRecord | None) -> str | None:
+        """What a live record's autoscaling needs and this Region's cluster lacks, or None."""
+        if record is None or record.is_deleted or self.region not in record.target_regions:
+            return None
+        autoscaling = record.spec.autoscaling
+        if not autoscaling.enabled:
+            return None
+        missing = missing_addons((metric.type for metric in autoscaling.metrics), self.settings.addons)
+        if not missing:
+            return None
+        kind = SCALED_OBJECT.kind if uses_keda(autoscaling) else HPA.kind
+        return f"{kind} needs {', '.join(missing)} in {self.region}"
 
     def _record_error(self, name: str, record: EndpointRecord | None, message: str, tally: _Tally) -> None:
         """A terminal `error` status for a live record, written only when it differs."""

@@ -7,6 +7,7 @@ DYNAMODB_REGION                   the table's home Region, where every read and 
 RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for readiness (default 10;
                                   the stream handler and the sweep never wait: docs/scale.md)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
+GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 
 from pydantic import ValidationError
 
+from gco.addons import addons_from_env
 from gco.endpoints.errors import InvalidSpecError
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 from gco.reconcile.reconciler import Reconciler
@@ -68,7 +70,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     cluster_name = _required(source, "EKS_CLUSTER_NAME")
     region = _required(source, "RECONCILER_REGION", "AWS_REGION")
     wait = _seconds(source, "RECONCILE_WAIT_SECONDS", 10.0)
-    settings = RenderSettings(proxy=_proxy(source))
+    settings = RenderSettings(proxy=_proxy(source), addons=addons_from_env(source))
     store = EndpointStore.connect(table_name=source.get("INFERENCE_ENDPOINTS_TABLE_NAME") or None)
     return Reconciler(store, connect_eks(cluster_name, region), region, settings=settings, wait=wait)
 

@@ -27,6 +27,9 @@ class RenderSettings:
             (gco.nodes.GPU_TAINT, which the stack puts on the node groups).
         neuron_taint_key: the taint on Neuron node groups (gco.nodes.NEURON_TAINT).
         proxy: the shared proxy's images, size and autoscaling.
+        addons: the cluster add-ons the Region has (gco.addons names, from the stack's
+            `GCO_CLUSTER_ADDONS`), or None where that is not known (then nothing is refused
+            up front and a missing CRD is still reported when the API server answers 404).
     """
 
     ingress_class: str = PROXY_INGRESS_CLASS
@@ -37,6 +40,7 @@ class RenderSettings:
     neuron_taint_key: str = NEURON_TAINT.key
     termination_grace_seconds: int = 60
     proxy: ProxySettings = field(default_factory=lambda: DEFAULT_PROXY)
+    addons: frozenset[str] | None = None
 
 
 DEFAULT_SETTINGS = RenderSettings()

@@ -109,13 +109,14 @@ def test_reconciler_gets_the_proxy_settings(synthesized: Synthesized) -> None:
 
 def test_load_balancer_controller_chart_and_role(synthesized: Synthesized) -> None:
     template = synthesized.template_json(f"gco-regional-{OTHER}")
-    [chart] = resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
+    charts = resources(template, "Custom::AWSCDK-EKS-HelmChart").values()
+    [chart] = [c for c in charts if c["Chart"] == "aws-load-balancer-controller"]
     assert (chart["Chart"], chart["Namespace"], chart["Repository"]) == (
         "aws-load-balancer-controller", "kube-system", "https://aws.github.io/eks-charts",
     )  # fmt: skip
     assert chart["Version"] == "1.13.0"
-    [association] = resources(template, "AWS::EKS::PodIdentityAssociation").values()
-    assert association["ServiceAccount"] == "aws-load-balancer-controller"
+    associations = resources(template, "AWS::EKS::PodIdentityAssociation").values()
+    [association] = [a for a in associations if a["ServiceAccount"] == "aws-load-balancer-controller"]
     role_id = association["RoleArn"]["Fn::GetAtt"][0]
     trust = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     actions = {a for s in trust for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}

@@ -15,6 +15,7 @@ from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import Kind
 from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.settings import RenderSettings
 from gco.reconcile.standin import RECONCILER_USER, StandInKubeAPI
 from gco.reconcile.sweep import sweep
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -152,6 +153,45 @@ def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> 
         again = reconciler.reconcile("llama")
         assert (again.kind, again.status_writes) == ("terminal", 0)
         assert api.forbidden == []
+
+
+@pytest.mark.parametrize(
+    ("metric", "present", "expected"),
+    [
+        ("gpu", frozenset({"metrics-server", "keda"}), "ScaledObject needs prometheus, dcgm-exporter"),
+        ("queue_depth", frozenset({"metrics-server"}), "ScaledObject needs keda, prometheus"),
+        ("cpu", frozenset({"keda"}), "HorizontalPodAutoscaler needs metrics-server"),
+    ],
+)
+def test_an_addon_the_region_lacks_is_a_terminal_status_before_any_apply(
+    api: StandInKubeAPI, store: EndpointStore, metric: str, present: frozenset[str], expected: str
+) -> None:
+    spec = {
+        **SPEC,
+        "autoscaling": {"enabled": True, "max_replicas": 3, "metrics": [{"type": metric, "target": 60}]},
+    }
+    cluster = KubeCluster(api.url, static_token("t"), retry=FAST, sleep=lambda _: None)
+    reconciler = Reconciler(store, cluster, EAST, settings=RenderSettings(addons=present), wait=0.0)
+    store.create("llama", spec, [EAST])
+    outcome = reconciler.reconcile("llama")
+    assert (outcome.kind, outcome.detail, outcome.applied) == ("terminal", f"{expected} in {EAST}", 0)
+    record = store.get("llama")
+    assert record is not None
+    assert record.region_status[EAST].error == f"{expected} in {EAST}"
+    assert keys(api) - PROXY <= {("Namespace", "", "default"), ("Namespace", "", "kube-system")}
+
+
+def test_a_region_with_the_addons_serves_it(api: StandInKubeAPI, store: EndpointStore) -> None:
+    spec = {
+        **SPEC,
+        "autoscaling": {"enabled": True, "max_replicas": 3, "metrics": [{"type": "cpu", "target": 60}]},
+    }
+    cluster = KubeCluster(api.url, static_token("t"), retry=FAST, sleep=lambda _: None)
+    settings = RenderSettings(addons=frozenset({"metrics-server"}))
+    store.create("llama", spec, [EAST])
+    outcome = Reconciler(store, cluster, EAST, settings=settings, wait=0.0).reconcile("llama")
+    assert outcome.kind != "terminal"
+    assert ("HorizontalPodAutoscaler", "gco-inference", "llama") in keys(api)
 
 
 def test_a_namespace_outside_the_grant_is_a_terminal_status(

@@ -118,3 +118,16 @@ def test_environment_reaches_eks(moto: MotoServer, dynamodb: Any) -> None:
                 "GCO_PROXY_SETTINGS": '{"cpu_request": "500m"}',
             }
         )
+
+
+def test_the_regions_addons_reach_the_renderer_settings(
+    moto: MotoServer, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stack's GCO_CLUSTER_ADDONS (gco.addons) becomes the reconciler's view of its Region."""
+    import gco.reconcile.eks
+
+    monkeypatch.setattr(gco.reconcile.eks, "connect_eks", lambda name, region: object())
+    env = {"EKS_CLUSTER_NAME": "gco", "RECONCILER_REGION": "us-east-1"}
+    assert reconciler_from_env(env).settings.addons is None  # not said: nothing refused up front
+    built = reconciler_from_env({**env, "GCO_CLUSTER_ADDONS": "metrics-server,keda"})
+    assert built.settings.addons == frozenset({"metrics-server", "keda"})
