@@ -17,12 +17,13 @@ from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
 
 DEFAULT_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}
+MAX_POOL_CONNECTIONS = 32  # connections one client keeps: the most calls it makes at once
 CLIENT_CONFIG = Config(
     retries={"mode": "adaptive", "max_attempts": 8},
     connect_timeout=5,
     read_timeout=30,
     tcp_keepalive=True,
-    max_pool_connections=32,
+    max_pool_connections=MAX_POOL_CONNECTIONS,
 )
 
 

@@ -17,6 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.iam import managed_role, statement
 
@@ -158,7 +159,7 @@ class Reconciler(Construct):
                 role=self.role.without_policy_updates(),
                 memory_size=512,
                 timeout=Duration.seconds(timeout),
-                reserved_concurrent_executions=4 if kind == "stream" else 1,
+                reserved_concurrent_executions=STREAM_RESERVED_CONCURRENCY if kind == "stream" else 1,
                 environment={**environment.to_env(), "POWERTOOLS_SERVICE_NAME": f"gco-{kind}"},
                 environment_encryption=key,
                 tracing=lambda_.Tracing.ACTIVE,
@@ -179,8 +180,11 @@ class Reconciler(Construct):
             target=self.functions["stream"],
             event_source_arn=stream_arn,
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=25,
-            max_batching_window=Duration.seconds(1),
+            # From the cost model of one reconcile (gco/reconcile/throughput.py, docs/scale.md):
+            # small batches, several in flight per shard (order kept per endpoint), no window.
+            batch_size=STREAM_SETTINGS.batch_size,
+            parallelization_factor=STREAM_SETTINGS.parallelization_factor,
+            max_batching_window=Duration.seconds(STREAM_SETTINGS.batching_window_seconds),
             bisect_batch_on_error=True,
             retry_attempts=5,
             max_record_age=Duration.hours(1),

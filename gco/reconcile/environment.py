@@ -4,7 +4,8 @@ EKS_CLUSTER_NAME                  the Region's EKS cluster (required)
 RECONCILER_REGION | AWS_REGION    the Region this reconciler serves (required)
 INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endpoints)
 DYNAMODB_REGION                   the table's home Region, where every read and write goes
-RECONCILE_WAIT_SECONDS            how long one record may wait for readiness (0-600, default 10)
+RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for readiness (0-600,
+                                  default 10; the stream handler and the sweep never wait: docs/scale.md)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
 

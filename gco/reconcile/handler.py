@@ -11,7 +11,6 @@ Lambda retries from it and, after the configured attempts, sends it to the dead-
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
@@ -19,6 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from gco.reconcile.errors import ReconcileError
 from gco.reconcile.reconciler import Outcome, Reconciler
+from gco.reconcile.throughput import STREAM_SETTINGS
 
 log = logging.getLogger(__name__)
 KEY = "endpoint_name"
@@ -90,25 +90,29 @@ def _targets(records: list[DynamoDBRecord], region: str) -> list[str]:
 
 
 def handle_stream_event(
-    event: dict[str, Any], reconciler: Reconciler, context: Any = None, *, concurrency: int = 8
+    event: dict[str, Any],
+    reconciler: Reconciler,
+    context: Any = None,
+    *,
+    concurrency: int = STREAM_SETTINGS.handler_concurrency,
 ) -> dict[str, Any]:
     """Process one Lambda DynamoDB-stream event; returns `{"batchItemFailures": [...]}`.
 
     Each endpoint of the batch is reconciled once (every record of the batch was written
     before the batch was delivered, so one fresh read covers them all), up to `concurrency`
-    endpoints at a time; a record whose endpoint failed is reported as a batch item failure.
+    endpoints at a time (`throughput.STREAM_SETTINGS`); a record whose endpoint failed is reported
+    as a batch item failure. No reconcile waits for readiness inside the batch (a batch returns
+    when its slowest endpoint does): a progressing endpoint is looked at again by its own status
+    echo or by the sweep.
     """
     records = [DynamoDBRecord(raw) for raw in event.get("Records") or []]
     names = _targets(records, reconciler.region)
     results: dict[str, Outcome | Exception] = {}
     if names:
-        with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(names)))) as pool:
-            futures = {name: pool.submit(reconciler.reconcile, name) for name in names}
-            for name, future in futures.items():
-                try:
-                    results[name] = future.result()
-                except Exception as error:  # reported per record below
-                    results[name] = error
+        futures = reconciler.reconcile_many(names, wait=0.0, concurrency=concurrency)
+        for name, future in futures.items():
+            error = future.exception()
+            results[name] = error if isinstance(error, Exception) else future.result()  # reported below
 
     def record_handler(record: DynamoDBRecord) -> Outcome | None:
         name = endpoint_name_of(record)

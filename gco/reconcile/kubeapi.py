@@ -10,6 +10,7 @@ protocol below is the documented one, and it is what tests exercise against the 
 - list: `GET /apis/<group>/<version>/namespaces/<ns>/<plural>?labelSelector=...` in each namespace
   where the grant (`gco.reconcile.access`) allows the kind, never cluster-wide (the reconciler may
   not), paged with `limit`/`continue`; a kind whose CRD is not installed (404) lists as empty.
+  The lists of one call (and the deletes of one call) go out concurrently: one round trip.
 - get: one object by name; 404 is None.
 - An apply answered 404 for a kind the API server does not serve (its CRD is not installed) raises
   `KindNotServedError`, naming what provides the kind.
@@ -21,14 +22,16 @@ protocol below is the documented one, and it is what tests exercise against the 
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import random
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -39,12 +42,17 @@ from gco.reconcile.errors import (
     ClusterUnavailableError,
     KindNotServedError,
 )
-from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector
+from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector, set_selector
 
 log = logging.getLogger(__name__)
 TokenProvider = Callable[[bool], str]
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 MAX_PAGES = 1000
+MAX_SET_VALUES = 50  # label values in one `in (...)` selector: the query string stays a few KB
+MAX_IN_FLIGHT = 16  # requests one client issues at once for lists and deletes
+MAX_CONNECTIONS = 64  # keep-alive connections to the API server (applies run on callers' threads too)
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,9 +99,18 @@ class KubeCluster:
         self.retry = retry or RetryPolicy()
         self._token = token
         self._sleep = sleep
-        self._http = httpx.Client(base_url=self.server, verify=verify, timeout=timeout)
+        self._http = httpx.Client(
+            base_url=self.server,
+            verify=verify,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS),
+        )
+        # Requests of one call (a list's scopes, a plan's deletes) share this pool; it never runs
+        # work that submits to it again, so concurrent callers only queue.
+        self._pool = ThreadPoolExecutor(max_workers=MAX_IN_FLIGHT, thread_name_prefix="kube")
 
     def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
     # -- the port ------------------------------------------------------------------------------
@@ -131,53 +148,74 @@ class KubeCluster:
         return found
 
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        label_selector = selector(labels)
-        for namespace, kind in self.grant.list_scopes(KINDS):
-            params: dict[str, str] = {"labelSelector": label_selector, "limit": "500"}
-            for _ in range(MAX_PAGES):
-                response = self._request(
-                    "GET",
-                    kind.collection(namespace),
-                    what=f"list {kind.plural} in {namespace}",
-                    params=params,
-                )
-                if response.status_code == 404:
-                    break  # the kind's CRD is not installed: nothing of it exists
-                if response.status_code >= 400:
-                    raise _rejected(response, f"list {kind.plural}")
-                body = response.json()
-                for item in body.get("items") or []:
-                    item.setdefault("apiVersion", kind.api_version)
-                    item.setdefault("kind", kind.kind)
-                    found.append(item)
-                token = (body.get("metadata") or {}).get("continue")
-                if not token:
-                    break
-                params = {**params, "continue": token}
+        """Every scope's list issued concurrently: one round trip, not one per kind and namespace."""
+        return self._list_selected(selector(labels))
+
+    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
+        """One set-based list per scope for many label values (a batch's endpoints), chunked."""
+        chunks = [values[start : start + MAX_SET_VALUES] for start in range(0, len(values), MAX_SET_VALUES)]
+        return [item for chunk in chunks for item in self._list_selected(set_selector(key, chunk))]
+
+    def _list_selected(self, label_selector: str) -> builtins.list[dict[str, Any]]:
+        scopes = builtins.list(self.grant.list_scopes(KINDS))
+        pages = self._concurrently(lambda scope: self._list_scope(*scope, label_selector), scopes)
+        return [item for page in pages for item in page]
+
+    def _list_scope(self, namespace: str, kind: Kind, label_selector: str) -> builtins.list[dict[str, Any]]:
+        found: builtins.list[dict[str, Any]] = []
+        params: dict[str, str] = {"labelSelector": label_selector, "limit": "500"}
+        for _ in range(MAX_PAGES):
+            response = self._request(
+                "GET",
+                kind.collection(namespace),
+                what=f"list {kind.plural} in {namespace}",
+                params=params,
+            )
+            if response.status_code == 404:
+                break  # the kind's CRD is not installed: nothing of it exists
+            if response.status_code >= 400:
+                raise _rejected(response, f"list {kind.plural}")
+            body = response.json()
+            for item in body.get("items") or []:
+                item.setdefault("apiVersion", kind.api_version)
+                item.setdefault("kind", kind.kind)
+                found.append(item)
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                break
+            params = {**params, "continue": token}
         return found
 
     def delete(self, refs: Sequence[ObjectRef]) -> None:
-        for ref in refs:
-            kind = kind_of({"apiVersion": ref.api_version, "kind": ref.kind})
-            options: dict[str, Any] = {
-                "apiVersion": "v1",
-                "kind": "DeleteOptions",
-                "propagationPolicy": "Background",
-            }
-            if ref.uid:
-                options["preconditions"] = {"uid": ref.uid}
-            response = self._request(
-                "DELETE",
-                kind.path(ref.namespace, ref.name),
-                what=f"delete {ref}",
-                content=json.dumps(options).encode(),
-                headers={"Content-Type": "application/json"},
-            )
-            if response.status_code in (404, 409):
-                continue  # already gone, or a different object (uid) now holds the name
-            if response.status_code >= 400:
-                raise _rejected(response, f"delete {ref}")
+        """The deletes issued concurrently (they are independent); the first error is raised."""
+        self._concurrently(self._delete_one, list(refs))
+
+    def _delete_one(self, ref: ObjectRef) -> None:
+        kind = kind_of({"apiVersion": ref.api_version, "kind": ref.kind})
+        options: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Background",
+        }
+        if ref.uid:
+            options["preconditions"] = {"uid": ref.uid}
+        response = self._request(
+            "DELETE",
+            kind.path(ref.namespace, ref.name),
+            what=f"delete {ref}",
+            content=json.dumps(options).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        if response.status_code in (404, 409):
+            return  # already gone, or a different object (uid) now holds the name
+        if response.status_code >= 400:
+            raise _rejected(response, f"delete {ref}")
+
+    def _concurrently(self, work: Callable[[Item], Result], items: Sequence[Item]) -> builtins.list[Result]:
+        """`work` over `items` on the client's pool, results in order; the first error is raised."""
+        if len(items) <= 1:
+            return [work(item) for item in items]
+        return list(self._pool.map(work, items))
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gco import aws
@@ -21,9 +22,21 @@ from gco.reconcile.poller import StreamPoller
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.standin import StandInKubeAPI
 from gco.reconcile.sweep import SweepReport, sweep
+from gco.reconcile.throughput import STREAM_SETTINGS
 
 log = logging.getLogger(__name__)
 LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token
+
+
+def _poll_again(poller: StreamPoller) -> bool:
+    """One poll of every shard; poll again at once if it delivered records."""
+    return poller.poll_once() > 0
+
+
+def _sweep_then_wait(reconciler: Reconciler) -> bool:
+    """One sweep; the next waits for the sweep interval, whatever this one found."""
+    sweep(reconciler)
+    return False
 
 
 @dataclass
@@ -78,7 +91,14 @@ class LocalReconcilers:
                 api,
                 cluster,
                 reconciler,
-                StreamPoller(self.streams, self.stream_arn, self._noop, region=region),
+                StreamPoller(
+                    self.streams,
+                    self.stream_arn,
+                    self._noop,
+                    region=region,
+                    batch_size=STREAM_SETTINGS.batch_size,
+                    parallelization=STREAM_SETTINGS.parallelization_factor,
+                ),
             )
             local.poller.handler = local.handle
             self.regions[region] = local
@@ -103,22 +123,34 @@ class LocalReconcilers:
         return {region: sweep(local.reconciler) for region, local in self.regions.items()}
 
     def start(self, *, poll_interval: float = 0.2, sweep_interval: float = 15.0) -> LocalReconcilers:
-        """Run every Region's poller, and the sweep, on background threads."""
+        """Run every Region's poller, and the sweep, on background threads.
+
+        A poller that just delivered records polls again at once (as Lambda's pollers do while a
+        shard has records); it waits `poll_interval` only after an empty poll.
+        """
         for local in self.regions.values():
-            self._threads.append(self._spawn(f"poller-{local.region}", local.poller.poll_once, poll_interval))
             self._threads.append(
-                self._spawn(f"sweep-{local.region}", lambda r=local.reconciler: sweep(r), sweep_interval)
+                self._spawn(f"poller-{local.region}", partial(_poll_again, local.poller), poll_interval)
+            )
+            self._threads.append(
+                self._spawn(
+                    f"sweep-{local.region}", partial(_sweep_then_wait, local.reconciler), sweep_interval
+                )
             )
         return self
 
-    def _spawn(self, name: str, work: Any, interval: float) -> threading.Thread:
+    def _spawn(self, name: str, work: Callable[[], bool], interval: float) -> threading.Thread:
+        """Run `work` until stopped; it answers whether to run again at once rather than after `interval`."""
+
         def loop() -> None:
             while not self._stop.is_set():
+                again = False
                 try:
-                    work()
+                    again = work()
                 except Exception:  # keep the local stack alive; the next round retries
                     log.exception("%s failed", name)
-                self._stop.wait(interval)
+                if not again:
+                    self._stop.wait(interval)
 
         thread = threading.Thread(target=loop, name=name, daemon=True)
         thread.start()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,3 +141,8 @@ def content_hash(obj: Mapping[str, Any]) -> str:
 def selector(labels: Mapping[str, str]) -> str:
     """A Kubernetes equality label selector, `a=b,c=d`, in sorted order."""
     return ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+
+
+def set_selector(key: str, values: Sequence[str]) -> str:
+    """A Kubernetes set-based label selector, `key in (a,b)`, values in sorted order."""
+    return f"{key} in ({','.join(sorted(set(values)))})"

@@ -7,6 +7,7 @@ What it may reach is `gco.reconcile.access.RECONCILER_GRANT`.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -22,6 +23,10 @@ class Cluster(Protocol):
 
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         """Every managed object whose labels match, in every namespace where the grant allows its kind."""
+        ...
+
+    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
+        """Every managed object whose label `key` is one of `values` (`key in (...)`), as `list` scopes it."""
         ...
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:

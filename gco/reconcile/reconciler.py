@@ -18,8 +18,10 @@ from the Region's cluster, and acts on those alone. Outcomes, as in controller-r
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,7 +30,15 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
-from gco.reconcile.objects import ENDPOINT_LABEL, HPA, INGRESS, SCALED_OBJECT, SYSTEM_NAMESPACE, ObjectRef
+from gco.reconcile.objects import (
+    ENDPOINT_LABEL,
+    HPA,
+    INGRESS,
+    SCALED_OBJECT,
+    SYSTEM_NAMESPACE,
+    ObjectRef,
+    labels_of,
+)
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.render_scaling import uses_keda
@@ -37,6 +47,7 @@ from gco.reconcile.system import SystemReport, ensure_system
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
+MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
 
 
 @dataclass(frozen=True)
@@ -103,6 +114,8 @@ class Reconciler:
         self.settings = settings
         self.grant = grant
         self.system_ready = False
+        self._system_lock = threading.Lock()
+        self._routes_stale = threading.Event()
         self.wait = wait
         self.poll = poll
         self.max_passes = max_passes
@@ -110,7 +123,21 @@ class Reconciler:
         self._sleep = sleep
 
     def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
-        """Apply the Region's namespaces and shared proxy where they differ (see `system.py`)."""
+        """Apply the Region's namespaces and shared proxy where they differ (see `system.py`).
+
+        One refresh at a time: a refresh that starts after a route changed lists that route, so
+        the last of several concurrent refreshes writes every route.
+        """
+        with self._system_lock:
+            report = self._ensure_system_locked(observed)
+            while self._routes_stale.is_set():  # a route changed since `observed` was listed
+                self._routes_stale.clear()
+                report = self._ensure_system_locked(None)
+        if self._routes_stale.is_set():
+            self.refresh_routes()
+        return report
+
+    def _ensure_system_locked(self, observed: Sequence[dict[str, Any]] | None) -> SystemReport:
         report = ensure_system(self.cluster, self.settings, self.grant, observed)
         self.system_ready = True
         if report.applied:
@@ -121,22 +148,92 @@ class Reconciler:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
 
         The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
-        a call that changed a route refreshes the proxy's route table before it returns.
+        a call that changed a route refreshes the proxy's route table before it returns (or, if
+        another thread is refreshing it, leaves the refresh to that thread: `refresh_routes`).
+        """
+        return self.reconcile_many([name], wait=wait)[name].result()
+
+    def reconcile_many(
+        self, names: Sequence[str], *, wait: float | None = None, concurrency: int = 1
+    ) -> dict[str, Future[Outcome]]:
+        """Reconcile each endpoint of `names` once, up to `concurrency` at a time; returns when all did.
+
+        Endpoints are independent (each reads its own record and objects), so they run
+        concurrently; the proxy's route table is refreshed once afterwards if any of them changed
+        a route, rather than once per endpoint. Each future holds the outcome or the exception.
         """
         if not self.system_ready:
             self.ensure_system()
-        tally = _Tally()
-        outcome = self._reconcile(name, wait, tally)
-        if tally.routes_changed:
-            self.ensure_system()
-        return outcome
+        tallies = {name: _Tally() for name in dict.fromkeys(names)}
+        observed = self._observe_batch(list(tallies))
+        futures: dict[str, Future[Outcome]] = {}
+        workers = max(1, min(concurrency, len(tallies)))
+        if workers == 1:
+            for name, tally in tallies.items():
+                futures[name] = Future()
+                try:
+                    futures[name].set_result(self._reconcile(name, wait, tally, observed.get(name)))
+                except Exception as error:  # handed to the caller through the future
+                    futures[name].set_exception(error)
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
+                futures = {
+                    name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
+                    for name, tally in tallies.items()
+                }
+        if any(tally.routes_changed for tally in tallies.values()):
+            self.refresh_routes()
+        return futures
 
-    def _reconcile(self, name: str, wait: float | None, tally: _Tally) -> Outcome:
+    def refresh_routes(self) -> None:
+        """Bring the proxy's route table up to date after a route changed, coalescing refreshes.
+
+        A refresh lists the routes when it starts, so a change made before a refresh starts is
+        in it. A caller whose change finds a refresh running marks the table stale and returns:
+        the running caller refreshes again before it lets go (and re-checks after letting go, so
+        a mark made while it was letting go is not lost). Concurrent batches thus share a
+        refresh instead of each listing every route.
+        """
+        self._routes_stale.set()
+        while self._routes_stale.is_set():
+            if not self._system_lock.acquire(blocking=False):
+                return  # the holder refreshes again: it sees the mark before or after letting go
+            try:
+                while self._routes_stale.is_set():
+                    self._routes_stale.clear()
+                    self._ensure_system_locked(None)
+            finally:
+                self._system_lock.release()
+
+    def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """For several endpoints, their objects from one list per kind and namespace (not one each).
+
+        Listed after the batch was delivered, so as fresh as each endpoint's own list would be;
+        the first pass of each endpoint uses it, later passes list that endpoint again.
+        """
+        if len(names) < 2:
+            return {}
+        found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for obj in self.cluster.list_any(ENDPOINT_LABEL, names):
+            owner = labels_of(obj).get(ENDPOINT_LABEL)
+            if owner in found:
+                found[owner].append(obj)
+        return found
+
+    def _reconcile(
+        self,
+        name: str,
+        wait: float | None,
+        tally: _Tally,
+        listed: list[dict[str, Any]] | None = None,
+    ) -> Outcome:
         deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
         for _ in range(self.max_passes):
-            if carried is None:
+            if carried is None and listed is not None:
+                record, observed, listed = self._read(name), listed, None
+            elif carried is None:
                 record = self._read(name)
                 observed = self.cluster.list({ENDPOINT_LABEL: name})
             else:
@@ -209,18 +306,41 @@ class Reconciler:
             self.cluster.delete(step.delete)
             tally.deleted += len(step.delete)
             log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
-        for obj in step.apply:
-            try:
-                answers.append(self.cluster.apply(obj))
-            except ClusterRejectedError as error:
+        results = self._apply_all(step.apply)
+        answered = [result for result in results if isinstance(result, dict)]
+        answers.extend(answered)
+        tally.applied += len(answered)
+        for error in results:
+            if isinstance(error, ClusterRejectedError):
                 log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
                 message = str(error)
                 if isinstance(error, KindNotServedError):
                     message = f"{error.kind.kind} needs {error.needs} in {self.region}"
                 self._record_error(name, record, message, tally)
                 return message
-            tally.applied += 1
+            if isinstance(error, Exception):
+                raise error
         return None
+
+    def _apply_all(self, objects: Sequence[dict[str, Any]]) -> list[dict[str, Any] | Exception]:
+        """Apply independent objects concurrently (one round trip, not one per object), in plan order.
+
+        Every object of a plan is independent: its namespace exists (`ensure_system`), and no
+        object's admission depends on another (a Service or autoscaler may name a Deployment that
+        does not exist yet). Each result is the API server's answer or the error it raised.
+        """
+        if len(objects) <= 1:
+            return [self._apply_one(obj) for obj in objects]
+        with ThreadPoolExecutor(
+            max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply"
+        ) as pool:
+            return list(pool.map(self._apply_one, objects))
+
+    def _apply_one(self, obj: dict[str, Any]) -> dict[str, Any] | Exception:
+        try:
+            return self.cluster.apply(obj)
+        except Exception as error:  # returned in plan order; `_act` decides
+            return error
 
     def _namespace_refusal(self, record: EndpointRecord | None) -> str | None:
         """Why a live record's namespace cannot be served here (not in the grant), or None."""

@@ -3,7 +3,9 @@
 There is no kube-apiserver on these machines; this serves the REST subset `KubeCluster` uses, so
 the adapter's real wire code is what runs against it:
 
-- `GET` of one object and label-selector lists (one namespace or all), paged with limit/continue;
+- `GET` of one object and label-selector lists (one namespace or all; equality, `!=` and `in`
+  terms), paged with limit/continue, answered from a label index (`labelindex.py`) as the real
+  server answers from its watch cache rather than by reading every object;
 - server-side apply (`PATCH`, `application/apply-patch+yaml` with a JSON body) merged per field
   manager: each manager's last applied configuration is kept, and the object is their deep merge
   (maps merge, lists and scalars are replaced whole), so a manager that stops setting a field
@@ -54,6 +56,7 @@ from gco.reconcile import standin_http
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.apistatus import Attributes, not_found
 from gco.reconcile.apistatus import status as _status
+from gco.reconcile.labelindex import LabelIndex, set_term, split_terms
 from gco.reconcile.objects import ENDPOINT_LABEL, KINDS, NAMESPACE, SYSTEM_KINDS, Kind
 
 RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
@@ -126,8 +129,12 @@ def _drop(obj: dict[str, Any], path: tuple[str, ...]) -> None:
 
 
 def _matches(labels: Mapping[str, str], query: str) -> bool:
-    for term in filter(None, query.split(",")):
-        if "!=" in term:
+    for term in split_terms(query):
+        values = set_term(term)
+        if values is not None:
+            if labels.get(values[0]) not in values[1]:
+                return False
+        elif "!=" in term:
             key, value = term.split("!=", 1)
             if labels.get(key) == value:
                 return False
@@ -181,6 +188,8 @@ class StandInKubeAPI:
         installed += SYSTEM_KINDS
         self._kinds = {(kind.prefix.lstrip("/"), kind.plural): kind for kind in installed}
         self._objects: dict[tuple[str, str, str], _Stored] = {}
+        self._index: LabelIndex[tuple[str, str, str]] = LabelIndex()
+        self._terminating: set[tuple[str, str, str]] = set()  # deleted, waiting out deletion_delay
         self.forbidden: list[Attributes] = []  # every request refused 403, for tests
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
@@ -314,9 +323,15 @@ class StandInKubeAPI:
     ) -> tuple[list[dict[str, Any]], str]:
         with self._lock:
             self._expire()
+            candidates = self._index.candidates(label_selector)
+            scope = (
+                self._objects.items()
+                if candidates is None
+                else ((key, self._objects[key]) for key in candidates if key in self._objects)
+            )
             matched = [
                 (key, stored)
-                for key, stored in self._objects.items()
+                for key, stored in scope
                 if stored.kind == kind
                 and (namespace is None or key[1] == namespace)
                 and _matches(stored.merged.get("metadata", {}).get("labels") or {}, label_selector)
@@ -368,6 +383,7 @@ class StandInKubeAPI:
                 stored.managed[manager] = now
                 stored.merged = self._merged(stored)
                 self._objects[key] = stored
+                self._index.put(key, stored.merged.get("metadata", {}).get("labels") or {})
                 self.created_at[key] = stored.changed_at
                 return 201, self._render(stored, key)
             before = stored.merged
@@ -381,6 +397,7 @@ class StandInKubeAPI:
             stored.applied[manager] = config
             after = stored.merged = self._merged(stored)
             if after != before:
+                self._index.put(key, after.get("metadata", {}).get("labels") or {})
                 self._version += 1
                 stored.resource_version = self._version
                 stored.managed[manager] = now
@@ -408,9 +425,11 @@ class StandInKubeAPI:
             if self.deletion_delay > 0:
                 if stored.deleting_since is None:
                     stored.deleting_since = self.clock()
+                    self._terminating.add(key)
                     stored.resource_version = self._version
             else:
                 del self._objects[key]
+                self._index.remove(key)
             return 200, rendered
 
     # -- internals -----------------------------------------------------------------------------
@@ -419,9 +438,14 @@ class StandInKubeAPI:
         if self.deletion_delay <= 0:
             return  # deletions are immediate: nothing ever terminates
         now = self.clock()
-        for key, stored in list(self._objects.items()):
-            if stored.deleting_since is not None and now - stored.deleting_since >= self.deletion_delay:
+        for key in list(self._terminating):
+            stored = self._objects.get(key)
+            if stored is None or stored.deleting_since is None:
+                self._terminating.discard(key)
+            elif now - stored.deleting_since >= self.deletion_delay:
                 del self._objects[key]
+                self._index.remove(key)
+                self._terminating.discard(key)
 
     @staticmethod
     def _merged(stored: _Stored) -> dict[str, Any]:

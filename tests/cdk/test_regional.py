@@ -116,6 +116,28 @@ def test_stream_mapping_partial_failures_bisect_bounded_dlq(regional_template: A
     )
 
 
+def test_stream_mapping_sized_from_the_cost_model(regional_template: Any) -> None:
+    from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
+
+    regional_template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "BatchSize": STREAM_SETTINGS.batch_size,
+            "ParallelizationFactor": STREAM_SETTINGS.parallelization_factor,
+            "MaximumBatchingWindowInSeconds": STREAM_SETTINGS.batching_window_seconds,
+        },
+    )
+    # Every batch of a shard can run at once: reserved concurrency covers the factor.
+    assert STREAM_SETTINGS.parallelization_factor <= STREAM_RESERVED_CONCURRENCY
+    regional_template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "FunctionName": f"gco-reconciler-{OTHER}-stream",
+            "ReservedConcurrentExecutions": STREAM_RESERVED_CONCURRENCY,
+        },
+    )
+
+
 def test_dead_letter_queue_encrypted_tls_only(regional_template: Any) -> None:
     regional_template.has_resource_properties(
         "AWS::SQS::Queue", {"QueueName": f"gco-reconciler-{OTHER}-dlq", "KmsMasterKeyId": Match.any_value()}

@@ -1,0 +1,93 @@
+"""The stand-in API server's label index: which stored objects carry a label key=value.
+
+The real API server answers a label-selector list from its watch cache without reading every
+object of the cluster from etcd; a stand-in that scanned every stored object per list would make
+the local stack slower with each endpoint in a way the real system is not (at 1,000 endpoints a
+scan touches ~6,000 objects per list, and a reconcile makes one list per kind and namespace).
+The index narrows a selector's equality terms (`a=b`, `a==b`) and set terms (`a in (b,c)`) to
+the candidates; the caller still matches every term on each candidate, so the index can only
+make a list faster, never change its answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Mapping
+from typing import Generic, TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
+_SET_TERM = re.compile(r"^\s*([^\s!=]+)\s+in\s+\(([^)]*)\)\s*$")
+
+
+def split_terms(query: str) -> list[str]:
+    """A selector's terms: commas separate terms, except inside a set term's parentheses."""
+    terms: list[str] = []
+    depth, start = 0, 0
+    for index, char in enumerate(query):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0:
+            terms.append(query[start:index])
+            start = index + 1
+    terms.append(query[start:])
+    return [term.strip() for term in terms if term.strip()]
+
+
+def set_term(term: str) -> tuple[str, frozenset[str]] | None:
+    """`key in (a,b)` as (key, {a, b}); None for any other term."""
+    match = _SET_TERM.match(term)
+    if match is None:
+        return None
+    return match.group(1), frozenset(value.strip() for value in match.group(2).split(",") if value.strip())
+
+
+def equality_term(term: str) -> tuple[str, str] | None:
+    """`key=value` or `key==value` as (key, value); None for `!=`, set and existence terms."""
+    if "!=" in term or set_term(term) is not None or "=" not in term:
+        return None
+    key, _, value = term.replace("==", "=").partition("=")
+    return key.strip(), value.strip()
+
+
+class LabelIndex(Generic[Key]):
+    """Object keys by label (key, value); not thread-safe: the stand-in holds its lock around it."""
+
+    def __init__(self) -> None:
+        self._keys: dict[tuple[str, str], set[Key]] = {}
+        self._labels: dict[Key, dict[str, str]] = {}
+
+    def put(self, key: Key, labels: Mapping[str, str]) -> None:
+        """Index `key` under `labels`, replacing what it was indexed under before."""
+        self.remove(key)
+        self._labels[key] = dict(labels)
+        for pair in labels.items():
+            self._keys.setdefault(pair, set()).add(key)
+
+    def remove(self, key: Key) -> None:
+        for pair in (self._labels.pop(key, None) or {}).items():
+            keys = self._keys.get(pair)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._keys[pair]
+
+    def candidates(self, query: str) -> set[Key] | None:
+        """Keys that may match `query` (a superset of the answer), or None: the selector narrows nothing."""
+        found: set[Key] | None = None
+        for term in split_terms(query):
+            pairs: list[tuple[str, str]] = []
+            equality = equality_term(term)
+            if equality is not None:
+                pairs = [equality]
+            else:
+                values = set_term(term)
+                if values is None:
+                    continue
+                pairs = [(values[0], value) for value in values[1]]
+            keys: set[Key] = set()
+            for pair in pairs:
+                keys |= self._keys.get(pair, set())
+            found = keys if found is None else found & keys
+        return found

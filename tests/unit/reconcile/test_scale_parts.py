@@ -1,0 +1,102 @@
+"""The pure parts of reconciling at scale: the poller's partition by key, the stand-in's label
+index, the cost model's choice, and the local moto server's direct JSON bodies."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from gco.local.moto_json import item_body, records_body
+from gco.reconcile.labelindex import LabelIndex, equality_term, set_term, split_terms
+from gco.reconcile.objects import set_selector
+from gco.reconcile.poller import partition
+from gco.reconcile.throughput import (
+    AWS_MODEL,
+    DESIGN_WRITES_PER_SECOND,
+    MAX_HANDLER_CONCURRENCY,
+    STREAM_SETTINGS,
+    CostModel,
+    StreamSettings,
+    choose,
+)
+
+
+def record(name: str, seq: int) -> dict[str, Any]:
+    return {"dynamodb": {"Keys": {"endpoint_name": {"S": name}}, "SequenceNumber": str(seq)}}
+
+
+def test_partition_keeps_every_key_in_one_batch_in_stream_order() -> None:
+    records = [record(f"ep-{seq % 7}", seq) for seq in range(70)]
+    batches = partition(records, 4, 100)
+    assert 1 < len(batches) <= 4
+    seen: dict[str, int] = {}
+    for batch in batches:
+        for item in batch:
+            name = item["dynamodb"]["Keys"]["endpoint_name"]["S"]
+            assert seen.setdefault(name, id(batch)) == id(batch)  # one batch per endpoint
+        sequences = [int(item["dynamodb"]["SequenceNumber"]) for item in batch]
+        assert sequences == sorted(sequences)
+    assert sorted(int(i["dynamodb"]["SequenceNumber"]) for b in batches for i in b) == list(range(70))
+
+
+def test_partition_caps_batches_and_one_batch_is_the_whole_shard() -> None:
+    records = [record("same", seq) for seq in range(30)]
+    assert partition(records, 4, 10) == [records[:10]]
+    assert partition(records, 1, 100) == [records]
+
+
+def test_selector_terms_and_the_label_index() -> None:
+    query = "gco.dev/endpoint in (a,b),app=x,role!=y"
+    assert split_terms(query) == ["gco.dev/endpoint in (a,b)", "app=x", "role!=y"]
+    assert set_term("gco.dev/endpoint in (a, b)") == ("gco.dev/endpoint", frozenset({"a", "b"}))
+    assert equality_term("app==x") == ("app", "x")
+    assert equality_term("role!=y") is None
+    assert set_selector("k", ["b", "a", "b"]) == "k in (a,b)"
+    index: LabelIndex[str] = LabelIndex()
+    index.put("one", {"gco.dev/endpoint": "a", "app": "x"})
+    index.put("two", {"gco.dev/endpoint": "b", "app": "x"})
+    index.put("three", {"gco.dev/endpoint": "c", "app": "x"})
+    assert index.candidates(query) == {"one", "two"}
+    assert index.candidates("role!=y") is None  # narrows nothing: the caller scans
+    index.put("one", {"gco.dev/endpoint": "z"})  # relabelled
+    assert index.candidates(query) == {"two"}
+    index.remove("two")
+    assert index.candidates(query) == set()
+
+
+def test_the_chosen_settings_drain_the_design_load_with_headroom() -> None:
+    settings = choose(AWS_MODEL, DESIGN_WRITES_PER_SECOND)
+    assert settings == STREAM_SETTINGS
+    assert settings.batching_window_seconds == 0
+    assert settings.handler_concurrency == min(settings.batch_size, MAX_HANDLER_CONCURRENCY)
+    assert settings.write_capacity(AWS_MODEL) >= 2 * DESIGN_WRITES_PER_SECOND
+    # The old mapping (one batch of 25 per shard, 1 s window, 8 at a time) does not keep up.
+    old = StreamSettings(
+        parallelization_factor=1, batch_size=25, batching_window_seconds=1, handler_concurrency=8
+    )
+    assert old.write_capacity(AWS_MODEL) < DESIGN_WRITES_PER_SECOND
+
+
+def test_a_slower_round_trip_needs_more_in_flight() -> None:
+    fast = choose(CostModel(store_round_trip=0.005, kube_round_trip=0.01), 10)
+    slow = choose(CostModel(store_round_trip=0.2, kube_round_trip=0.05), 10)
+    in_flight = [s.parallelization_factor * s.handler_concurrency for s in (fast, slow)]
+    assert in_flight[0] < in_flight[1]
+    assert CostModel(0.1, 0.02).batch_seconds(20, 10) > CostModel(0.1, 0.02).batch_seconds(10, 10)
+
+
+def test_direct_json_bodies_as_the_protocol_writes_them() -> None:
+    item = json.loads(item_body({"Item": {"blob": {"B": b"\x00\x01"}, "n": {"N": "1.5"}}, "Gone": None}))
+    assert item == {"Item": {"blob": {"B": "AAE="}, "n": {"N": "1.5"}}}
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    records = json.loads(
+        records_body(
+            {
+                "Records": [{"dynamodb": {"ApproximateCreationDateTime": when.replace(tzinfo=None)}}],
+                "NextShardIterator": "it",
+            }
+        )
+    )
+    assert records["Records"][0]["dynamodb"]["ApproximateCreationDateTime"] == when.timestamp()
+    assert records["NextShardIterator"] == "it"
