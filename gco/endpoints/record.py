@@ -1,4 +1,4 @@
-"""The stored endpoint record (SPEC section 2) and each Region's observed status.
+"""The stored endpoint record and each Region's observed status.
 
 Records are parsed at the store edge; a record written by an older gco (no lifecycle) still
 parses, with `is_legacy` true until `ensure_lifecycle_metadata` back-fills it.

@@ -1,4 +1,4 @@
-"""The endpoint spec (SPEC section 3): a strict pydantic model, exportable as JSON Schema.
+"""The endpoint spec: a strict pydantic model, exportable as JSON Schema.
 
 Strict means a bool is not an int, a string is not a number, and unknown keys are refused;
 `parse_spec` turns any validation failure into one `InvalidSpecError` naming the field.

@@ -1,4 +1,4 @@
-"""The evidence record (SPEC section 8): one JSON document per run, its JSON Schema and content-digest id.
+"""The evidence record: one JSON document per run, its JSON Schema and content-digest id.
 
 Validated against the schema on every write; the id is the sha256 of the canonical record without its id.
 """

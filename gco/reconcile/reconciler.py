@@ -1,4 +1,4 @@
-"""The Regional reconciler (SPEC section 4): key in, fresh strong read, plan, act, observe, write.
+"""The Regional reconciler: key in, fresh strong read, plan, act, observe, write.
 
 Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), it
 reads the record with a strongly consistent read of the home table and the endpoint's objects
