@@ -21,13 +21,13 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
 from gco.local.kubelet import LocalKubelet
+from gco.local.loop import SyncLoop
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA
 from gco.reconcile.standin import StandInKubeAPI
 
@@ -64,8 +64,7 @@ class LocalAutoscaler:
     def __init__(self, api: StandInKubeAPI, kubelet: LocalKubelet) -> None:
         self.api = api
         self.kubelet = kubelet
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = SyncLoop(self.sync, name="local-hpa")
 
     def sync(self) -> None:
         hpas, _ = self.api.list(HPA, None, "")
@@ -139,19 +138,8 @@ class LocalAutoscaler:
         self.api.write_status(HPA, namespace, meta["name"], status)
 
     def start(self, interval: float = 0.5) -> LocalAutoscaler:
-        def loop() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.sync()
-                except Exception:  # keep autoscaling; the next pass retries
-                    log.exception("autoscaler sync failed")
-                self._stop.wait(interval)
-
-        self._thread = threading.Thread(target=loop, name="local-hpa", daemon=True)
-        self._thread.start()
+        self._loop.start(interval)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._loop.stop()

@@ -43,6 +43,7 @@ from typing import Any
 
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.engines import EngineLaunch, EngineTable, launch_of
+from gco.local.loop import SyncLoop
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL
 from gco.reconcile.standin import StandInKubeAPI
 
@@ -125,8 +126,7 @@ class LocalKubelet:
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._serial = itertools.count(1)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = SyncLoop(self.sync, name="local-kubelet")
         api.replica_source = self.observed
 
     # -- what the stand-in and the router read ------------------------------------------------
@@ -269,23 +269,12 @@ class LocalKubelet:
     def start(self, interval: float = 0.2) -> LocalKubelet:
         """Sync every `interval` seconds on a background thread."""
 
-        def loop() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.sync()
-                except Exception:  # keep the engines managed; the next pass retries
-                    log.exception("engine sync failed")
-                self._stop.wait(interval)
-
-        self._thread = threading.Thread(target=loop, name="local-kubelet", daemon=True)
-        self._thread.start()
+        self._loop.start(interval)
         return self
 
     def stop(self) -> None:
         """Stop the loop and every engine process."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._loop.stop()
         with self._sync_lock, self._lock:
             replicas = [r for w in self._workloads.values() for r in w.running]
             self._workloads.clear()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.kubelet import LOOPBACK, free_port
+from gco.local.loop import SyncLoop
 from gco.local.router import rendered_table
 from gco.local.services import ServiceNetwork
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
@@ -135,8 +136,7 @@ class NginxProxy:
         self._conf = ""
         self._process: EngineProcess | None = None
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = SyncLoop(self.sync, name="local-nginx")
 
     def pid(self) -> int | None:
         return self._process.pgid if self._process is not None and not self._process.exited() else None
@@ -191,22 +191,11 @@ class NginxProxy:
                 os.kill(self._process.popen.pid, signal.SIGHUP)  # graceful reload of the master
 
     def start(self, interval: float = 0.2) -> NginxProxy:
-        def loop() -> None:
-            while not self._stop.is_set():
-                try:
-                    self.sync()
-                except Exception:  # keep the proxy served; the next pass retries
-                    log.exception("nginx sync failed")
-                self._stop.wait(interval)
-
-        self._thread = threading.Thread(target=loop, name="local-nginx", daemon=True)
-        self._thread.start()
+        self._loop.start(interval)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._loop.stop()
         with self._lock:
             if self._process is not None:
                 self._process.stop(STOP_TIMEOUT_S)
