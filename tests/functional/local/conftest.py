@@ -51,9 +51,33 @@ def manual(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[L
         yield stack
 
 
+class StaleConnectionRetry(httpx.BaseTransport):
+    """Resend a request once when the server closed its keep-alive connection before answering.
+
+    nginx reloads (SIGHUP) whenever a route changes; each old worker finishes its in-flight request
+    and then closes its idle keep-alive connections. A request written onto such a connection at
+    that moment gets no response at all (`RemoteProtocolError`), which is the client's race, not an
+    answer from the proxy: browsers and Go's net/http resend on a fresh connection in that case,
+    and so does this client. Any other error, and a second disconnect, still fail the test.
+    """
+
+    def __init__(self, inner: httpx.HTTPTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return self._inner.handle_request(request)
+        except httpx.RemoteProtocolError:
+            return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 def client(clusters: LocalClusters) -> httpx.Client:
     """An HTTP client for the Regions' proxies (nginx's self-signed certificate verified)."""
     verify: ssl.SSLContext | bool = True
     if clusters.ca_bundle is not None:
         verify = ssl.create_default_context(cafile=str(clusters.ca_bundle))
-    return httpx.Client(timeout=10, verify=verify)
+    transport = StaleConnectionRetry(httpx.HTTPTransport(verify=verify))
+    return httpx.Client(timeout=10, transport=transport)
