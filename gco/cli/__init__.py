@@ -1,4 +1,4 @@
-"""The `gco` command: endpoint records, the local stack, and (as they land) matrix and bench.
+"""The `gco` command: endpoint records, the local stack, the live validation matrix and bench.
 
 Exit status: 0 on success, 2 on bad input (one line naming the field), 1 on runtime failure.
 """
@@ -15,6 +15,7 @@ from gco import __version__
 from gco.cli.bench import bench
 from gco.cli.inference import inference
 from gco.cli.local import local
+from gco.cli.matrix import matrix
 from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
 from gco.errors import GcoError
 
@@ -35,6 +36,7 @@ for _command in TRAFFIC_COMMANDS:
     inference.add_command(_command)
 cli.add_command(inference)
 cli.add_command(local)
+cli.add_command(matrix)
 cli.add_command(bench)
 
 

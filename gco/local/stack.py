@@ -29,13 +29,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gco import aws
 from gco.bench.process import group_members
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
-from gco.env import HOME_REGION_ENV, TABLE_ENV
+from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
 from gco.errors import GcoError
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.kubelet import free_port
@@ -79,6 +79,7 @@ class StackState(BaseModel):
     evidence_bucket: str
     parts: list[Part]
     invoke_urls: dict[str, str]
+    cluster_urls: dict[str, str] = Field(default_factory=dict)  # each Region's stand-in API server
     ca_bundle: str | None = None
 
 
@@ -194,6 +195,7 @@ def up(regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None) 
         evidence_bucket=EVIDENCE_BUCKET,
         parts=parts,
         invoke_urls={region: report["invoke_url"] for region, report in reports.items()},
+        cluster_urls={region: report["api_url"] for region, report in reports.items()},
         ca_bundle=next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None),
     )
     (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
@@ -212,6 +214,8 @@ def environment(state: StackState) -> dict[str, str]:
         EVIDENCE_BUCKET_ENV: state.evidence_bucket,
         INVOKE_URLS_ENV: json.dumps(state.invoke_urls, sort_keys=True),
     }
+    if state.cluster_urls:
+        env[CLUSTER_URLS_ENV] = json.dumps(state.cluster_urls, sort_keys=True)
     if state.ca_bundle:
         env[INVOKE_CA_BUNDLE_ENV] = state.ca_bundle
     return env

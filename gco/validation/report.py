@@ -1,0 +1,109 @@
+"""The matrix's evidence: one record of kind `matrix`, claim class observed, every step in it.
+
+Each step is in `data.steps` (endpoint, verdict, seconds, detail, what was observed) and each
+timing is a metric (`<step>_seconds` of that endpoint, n = 1). The identity is the run's
+identity document; the checkpoint is an artifact by digest. Written to `D/evidence/<id>.json`
+(with markdown and HTML beside it) and to every extra store (S3 when a bucket is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from gco.evidence.record import Artifact, EvidenceRecord, LimitationEntry, Metric, file_sha256, now_iso
+from gco.evidence.report import render_html, render_markdown
+from gco.evidence.store import EvidenceStore, LocalEvidenceStore
+from gco.validation.checkpoint import CHECKPOINT, Checkpoint, Verdict
+
+KIND = "matrix"
+VLLM_REVISION_LIMITATION = LimitationEntry(
+    code="vllm_revision_from_launch",
+    text="vLLM's /v1/models does not report the revision it loaded; the matrix read it from the "
+    "`--revision` argument of the Deployment the cluster runs.",
+)
+
+
+class MatrixResult(BaseModel):
+    """What a run ended with: the verdict, its evidence and the summary line."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    verdict: Verdict
+    evidence_id: str
+    evidence_path: str
+    summary: str
+    failed_step: str | None = None
+
+
+def summary_line(checkpoint: Checkpoint, verdict: Verdict) -> str:
+    counted = {v: sum(1 for s in checkpoint.steps if s.verdict == v) for v in ("pass", "fail", "skipped")}
+    first = next((s for s in checkpoint.steps if s.verdict == "fail"), None)
+    line = (
+        f"matrix {checkpoint.run_id} {verdict.upper()} in {checkpoint.identity.get('selected_region')}: "
+        f"{counted['pass']} steps passed, {counted['fail']} failed, {counted['skipped']} skipped"
+    )
+    if first is not None:
+        line += f"; first failure: {first.step} {first.endpoint or ''} {first.detail}".rstrip()
+    return line
+
+
+def evidence_record(checkpoint: Checkpoint, verdict: Verdict, run_dir: Path) -> EvidenceRecord:
+    metrics = [
+        Metric(
+            name=f"{step.step}_seconds",
+            value=step.seconds,
+            unit="s",
+            statistic="single",
+            n=1,
+            subject=step.endpoint or step.step,
+        )
+        for step in checkpoint.steps
+    ]
+    checkpoint_path = run_dir / CHECKPOINT
+    artifacts = (
+        [Artifact(path=str(CHECKPOINT), sha256=file_sha256(checkpoint_path), role="checkpoint")]
+        if checkpoint_path.is_file()
+        else []
+    )
+    return EvidenceRecord(
+        kind=KIND,
+        claim_class="observed",
+        summary=summary_line(checkpoint, verdict),
+        created_at=now_iso(),
+        identity=checkpoint.identity,
+        metrics=metrics,
+        artifacts=artifacts,
+        missing=[f"{s.step} {s.endpoint or ''}".rstrip() for s in checkpoint.steps if s.verdict == "skipped"],
+        limitations=[VLLM_REVISION_LIMITATION],
+        data={
+            "run_id": checkpoint.run_id,
+            "verdict": verdict,
+            "endpoints": [e.model_dump(mode="json") for e in checkpoint.endpoints],
+            "steps": [s.model_dump(mode="json") for s in checkpoint.steps],
+        },
+    ).sealed()
+
+
+def write_evidence(
+    checkpoint: Checkpoint, verdict: Verdict, run_dir: Path, extra: Sequence[EvidenceStore] = ()
+) -> MatrixResult:
+    """Seal and write the record locally (with its .md and .html) and to every extra store."""
+    record = evidence_record(checkpoint, verdict, run_dir)
+    path = Path(LocalEvidenceStore(run_dir / "evidence").put(record))
+    path.with_suffix(".md").write_text(render_markdown(record), encoding="utf-8")
+    path.with_suffix(".html").write_text(render_html(record), encoding="utf-8")
+    for store in extra:
+        store.put(record)
+    first = next((s for s in checkpoint.steps if s.verdict == "fail"), None)
+    return MatrixResult(
+        run_id=checkpoint.run_id,
+        verdict=verdict,
+        evidence_id=record.id,
+        evidence_path=str(path),
+        summary=record.summary,
+        failed_step=f"{first.step} {first.endpoint or ''}".rstrip() if first else None,
+    )

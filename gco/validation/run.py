@@ -1,0 +1,305 @@
+"""One matrix run: deploy the four endpoints, check them, destroy them, take inventory.
+
+The order: deploy `mx-<run>-{vllm,tgi}-{baseline,hpa}` in the selected Region, labelled with the
+run's owner label; wait until all are ready; per endpoint probe health, model info and one
+request; see each HPA endpoint hold 2 replicas for `hpa_stability_intervals` samples; check the
+shared proxy; then, whatever failed, destroy every endpoint (fenced by the owner label and the
+lifecycle id, so a record of the same name that is not this run's is never touched) and take the
+final inventory. The first failed check skips the checks after it, never the destruction. Every
+step lands in the checkpoint as it ends; a resumed run skips the steps that passed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gco.cli.wait import Progress, WaitTimeoutError, wait_for
+from gco.endpoints.errors import EndpointExistsError
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.store import EndpointStore
+from gco.errors import GcoError
+from gco.evidence.record import now_iso
+from gco.evidence.store import EvidenceStore
+from gco.validation import checks
+from gco.validation.checkpoint import Checkpoint, EndpointEntry, Step, StepName, Verdict, write_checkpoint
+from gco.validation.destroy import destroy_endpoint, records_of_run
+from gco.validation.identity import OWNER_LABEL, ROLES, identity
+from gco.validation.ports import ClusterReader, Clusters, EndpointHttp
+from gco.validation.report import MatrixResult, write_evidence
+from gco.validation.settings import MatrixSettings, Runtime
+
+
+def new_run_id() -> str:
+    """12 lowercase hex characters: short enough for endpoint names, random enough not to collide."""
+    return secrets.token_hex(6)
+
+
+def endpoint_name(run_id: str, runtime: Runtime, role: str) -> str:
+    return f"mx-{run_id}-{runtime.framework}-{role}"
+
+
+def new_checkpoint(settings: MatrixSettings, settings_path: Path, run_id: str) -> Checkpoint:
+    entries = [
+        EndpointEntry(name=endpoint_name(run_id, runtime, role), framework=runtime.framework, role=role)
+        for runtime in settings.inference_runtimes
+        for role in ROLES
+    ]
+    return Checkpoint(
+        run_id=run_id,
+        settings_path=str(settings_path),
+        identity=identity(settings),
+        created_at=now_iso(),
+        endpoints=entries,
+    )
+
+
+def _echo(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@dataclass
+class Matrix:
+    """The ports and clock of a run; `execute` runs (or continues) one checkpointed run."""
+
+    settings: MatrixSettings
+    store: EndpointStore
+    clusters: Clusters
+    http: EndpointHttp
+    run_dir: Path
+    evidence_stores: list[EvidenceStore] = field(default_factory=list)
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    progress: Callable[[str], None] = _echo
+    state: Checkpoint = field(init=False)
+    region: str = field(init=False)
+
+    def execute(self, checkpoint: Checkpoint) -> MatrixResult:
+        """Run every step not yet passed, write the evidence, and return the verdict.
+
+        Store, cluster and HTTP failures become failed steps; only the evidence stores may raise.
+        """
+        self.state = checkpoint
+        self.region = self.settings.selected_region
+        self._save()
+        if self.state.failed_check() is None:
+            self._checks()
+        for entry in self.state.endpoints:
+            if not self.state.passed("destroy", entry.name):
+                self._step("destroy", entry.name, lambda e=entry: self._destroy(e))  # type: ignore[misc]
+        self._step("inventory", None, self._inventory)
+        failed = [s for s in self.state.steps if s.verdict == "fail" and not self._superseded(s)]
+        verdict: Verdict = "fail" if failed else "pass"
+        result = write_evidence(self.state, verdict, self.run_dir, self.evidence_stores)
+        self.state = self.state.model_copy(
+            update={"finished": True, "verdict": verdict, "evidence_id": result.evidence_id}
+        )
+        self._save()
+        self.progress(result.summary)
+        return result
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    def _checks(self) -> None:
+        for entry in self.state.endpoints:
+            if not self._step("deploy", entry.name, lambda e=entry: self._deploy(e)):  # type: ignore[misc]
+                return
+        if not self._ready():
+            return
+        reader = self.clusters.reader(self.region)
+        for entry in self.state.endpoints:
+            if not self._probe(entry, reader):
+                return
+        if not self._hpa():
+            return
+        self._step("proxy", None, lambda: checks.proxy(reader, self.settings))
+
+    def _probe(self, entry: EndpointEntry, reader: ClusterReader) -> bool:
+        """Health, then model info, then one request; False at the first that fails."""
+        runtime = next(r for r in self.settings.inference_runtimes if r.framework == entry.framework)
+        name, lifecycle = entry.name, self.state.endpoint(entry.name).lifecycle_id
+        probes: list[tuple[StepName, Callable[[], checks.Outcome]]] = [
+            ("health", lambda: checks.health(self.http, self.region, name, self.settings)),
+            (
+                "model_info",
+                lambda: checks.model_info(self.http, reader, self.region, name, runtime, lifecycle),
+            ),
+            ("request", lambda: checks.request(self.http, self.region, name, self.settings, runtime)),
+        ]
+        return all(self._step(step, name, probe) for step, probe in probes)
+
+    def _deploy(self, entry: EndpointEntry) -> checks.Outcome:
+        runtime = next(r for r in self.settings.inference_runtimes if r.framework == entry.framework)
+        labels = {OWNER_LABEL: self.state.run_id}
+        record: EndpointRecord | None
+        try:
+            record = self.store.create(
+                entry.name,
+                checks.endpoint_spec(self.settings, runtime, entry.role),
+                [self.region],
+                namespace=self.settings.namespace,
+                labels=labels,
+                created_by=f"gco matrix {self.state.run_id}",
+            )
+        except EndpointExistsError:
+            record = self.store.get(entry.name, consistent_read=True)
+            if record is None or record.labels.get(OWNER_LABEL) != self.state.run_id or record.is_deleted:
+                label = f"{OWNER_LABEL}={self.state.run_id}"
+                detail = f"a record named {entry.name} exists without the label {label}: left untouched"
+                return checks.Outcome(False, detail)
+        self._set_lifecycle(entry.name, record.lifecycle_id)
+        return checks.Outcome(True, f"lifecycle {record.lifecycle_id}", {"lifecycle_id": record.lifecycle_id})
+
+    def _ready(self) -> bool:
+        pending = [e.name for e in self.state.endpoints if not self.state.passed("ready", e.name)]
+        started, when_ready = self.clock(), dict[str, float]()
+
+        def poll() -> Progress[None]:
+            states = {}
+            for name in pending:
+                done, state = checks.ready(self.store.get(name, consistent_read=True), self.region)
+                states[name] = state
+                if done:
+                    when_ready.setdefault(name, self.clock() - started)
+            waiting = [f"{name} {states[name]}" for name in pending if name not in when_ready]
+            return Progress(len(when_ready), len(pending), not waiting, "; ".join(waiting), None)
+
+        try:
+            wait_for(
+                poll,
+                what=f"{len(pending)} endpoints ready in {self.region}",
+                timeout=self.settings.readiness_timeout_seconds,
+                interval=self.settings.poll_interval_seconds,
+                sleep=self.sleep,
+                clock=self.clock,
+            )
+            problem = ""
+        except (WaitTimeoutError, GcoError) as error:
+            problem = str(error)
+        for name in pending:
+            seconds = when_ready.get(name)
+            outcome = (
+                checks.Outcome(True, f"ready after {seconds:.1f} s", {"ready_seconds": round(seconds, 3)})
+                if seconds is not None
+                else checks.Outcome(False, problem or "not ready")
+            )
+            self._record("ready", name, outcome, seconds if seconds is not None else self.clock() - started)
+        return all(name in when_ready for name in pending)
+
+    def _hpa(self) -> bool:
+        """Sample each HPA endpoint once per monitor interval until it showed 2 replicas long enough."""
+        targets = [
+            e for e in self.state.endpoints if e.role == "hpa" and not self.state.passed("hpa", e.name)
+        ]
+        reader = self.clusters.reader(self.region)
+        wanted, need = self.settings.hpa_max_replicas, self.settings.hpa_stability_intervals
+        streak = {e.name: 0 for e in targets}
+        samples: dict[str, list[list[int]]] = {e.name: [] for e in targets}
+        started = self.clock()
+        deadline = started + self.settings.hpa_timeout_seconds
+        while True:
+            for entry in targets:
+                if streak[entry.name] >= need:
+                    continue
+                try:
+                    current, ready_count = checks.hpa_replicas(reader, entry.name, entry.lifecycle_id)
+                except GcoError:
+                    current = ready_count = -1
+                samples[entry.name].append([current, ready_count])
+                held = current == wanted and ready_count == wanted
+                streak[entry.name] = streak[entry.name] + 1 if held else 0
+            if all(count >= need for count in streak.values()) or self.clock() >= deadline:
+                break
+            self.sleep(self.settings.monitor_interval_seconds)
+        seconds = self.clock() - started
+        for entry in targets:
+            last = samples[entry.name][-1] if samples[entry.name] else [0, 0]
+            held = streak[entry.name] >= need
+            detail = (
+                f"held {wanted} replicas for {need} samples"
+                if held
+                else f"current {last[0]}, ready {last[1]} (want {wanted} for {need} consecutive samples) "
+                f"after {self.settings.hpa_timeout_seconds} s"
+            )
+            self._record(
+                "hpa", entry.name, checks.Outcome(held, detail, {"samples": samples[entry.name]}), seconds
+            )
+        return all(count >= need for count in streak.values())
+
+    def _destroy(self, entry: EndpointEntry) -> checks.Outcome:
+        current = self.state.endpoint(entry.name)  # the lifecycle id as last recorded
+        return destroy_endpoint(
+            self.store,
+            current,
+            run_id=self.state.run_id,
+            settings=self.settings,
+            clock=self.clock,
+            sleep=self.sleep,
+        )
+
+    def _inventory(self) -> checks.Outcome:
+        records = [r.endpoint_name for r in records_of_run(self.store, self.state.run_id)]
+        readers = {region: self.clusters.reader(region) for region in self.clusters.regions()}
+        lifecycles = [e.lifecycle_id for e in self.state.endpoints if e.lifecycle_id]
+        objects = checks.leftovers(readers, lifecycles)
+        data: dict[str, Any] = {"records": records, "objects": objects, "regions": sorted(readers)}
+        if records or objects:
+            return checks.Outcome(False, f"left behind: records {records}, objects {objects}", data)
+        return checks.Outcome(True, f"no record and no labelled object in {', '.join(sorted(readers))}", data)
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _step(self, step: StepName, endpoint: str | None, work: Callable[[], checks.Outcome]) -> bool:
+        """Run one step unless it passed before; record it; True when it passed."""
+        if self.state.passed(step, endpoint):
+            return True
+        started = self.clock()
+        try:
+            outcome = work()
+        except GcoError as error:
+            outcome = checks.Outcome(False, f"{type(error).__name__}: {error}")
+        self._record(step, endpoint, outcome, self.clock() - started)
+        return outcome.passed
+
+    def _record(self, step: StepName, endpoint: str | None, outcome: checks.Outcome, seconds: float) -> None:
+        verdict: Verdict = "pass" if outcome.passed else "fail"
+        if outcome.data.get("skipped"):
+            verdict = "skipped"
+        attempts = int(outcome.data.get("attempts", 1))
+        entry = Step(
+            step=step,
+            endpoint=endpoint,
+            verdict=verdict,
+            started_at=now_iso(),
+            seconds=round(seconds, 3),
+            detail=outcome.detail,
+            attempts=attempts,
+            data=outcome.data,
+        )
+        self.state = self.state.model_copy(update={"steps": [*self.state.steps, entry]})
+        self._save()
+        self.progress(
+            f"matrix {self.state.run_id}: {step} {endpoint or ''} {verdict} ({seconds:.1f} s): "
+            f"{outcome.detail}"
+        )
+
+    def _set_lifecycle(self, name: str, lifecycle_id: str | None) -> None:
+        entries = [
+            e.model_copy(update={"lifecycle_id": lifecycle_id}) if e.name == name else e
+            for e in self.state.endpoints
+        ]
+        self.state = self.state.model_copy(update={"endpoints": entries})
+        self._save()
+
+    def _superseded(self, step: Step) -> bool:
+        """A failed step that passed on a later try (a resumed run) no longer fails the run."""
+        return step.step in ("ready", "hpa", "destroy") and self.state.passed(step.step, step.endpoint)
+
+    def _save(self) -> None:
+        write_checkpoint(self.run_dir, self.state)

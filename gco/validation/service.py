@@ -1,0 +1,129 @@
+"""What `gco matrix validate|run|resume` call: read and check the settings, start or continue a run.
+
+A run directory `D` holds `matrix/checkpoint.json` and `evidence/`; a resumed run reads the
+settings file the checkpoint names again, so an edited file is noticed (its identity differs) and
+refused before anything is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gco.cli.specfile import load_spec_file
+from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.store import EndpointStore
+from gco.evidence.store import EvidenceStore, S3EvidenceStore
+from gco.validation.checkpoint import read_checkpoint
+from gco.validation.connect import ProxyHttp, environment_clusters
+from gco.validation.errors import IdentityChangedError, SettingsError
+from gco.validation.identity import first_difference, identity
+from gco.validation.ports import Clusters, EndpointHttp
+from gco.validation.report import MatrixResult
+from gco.validation.run import Matrix, new_checkpoint, new_run_id
+from gco.validation.settings import MatrixSettings, parse_settings
+
+
+def load_settings(path: Path) -> MatrixSettings:
+    """Read a JSON or YAML settings file and check every rule.
+
+    Raises:
+        SettingsError: unreadable or unparsable (field `SETTINGS`), or the first broken rule.
+    """
+    try:
+        raw: Any = load_spec_file(path)
+    except InvalidSpecError as error:
+        raise SettingsError("SETTINGS", error.message.replace("spec fields", "settings")) from None
+    return parse_settings(raw)
+
+
+def identity_of(path: Path) -> dict[str, Any]:
+    return identity(load_settings(path))
+
+
+def _matrix(
+    settings: MatrixSettings,
+    store: EndpointStore,
+    run_dir: Path,
+    evidence_bucket: str | None,
+    clusters: Clusters | None,
+    http: EndpointHttp | None,
+    sleep: Callable[[float], None],
+) -> Matrix:
+    stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
+    return Matrix(
+        settings=settings,
+        store=store,
+        clusters=clusters or environment_clusters(settings.selected_region),
+        http=http or ProxyHttp(timeout=settings.command_timeout_seconds),
+        run_dir=run_dir,
+        evidence_stores=stores,
+        sleep=sleep,
+    )
+
+
+def start(
+    settings_path: Path,
+    store: EndpointStore,
+    *,
+    run_dir: Path | None = None,
+    evidence_bucket: str | None = None,
+    run_id: str | None = None,
+    clusters: Clusters | None = None,
+    http: EndpointHttp | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MatrixResult:
+    """Validate the settings and run the matrix from the start in `run_dir` (default `gco-matrix/<run>`)."""
+    settings = load_settings(settings_path)
+    run = run_id or new_run_id()
+    directory = (run_dir or Path("gco-matrix") / run).resolve()
+    checkpoint = new_checkpoint(settings, settings_path.resolve(), run)
+    return _matrix(settings, store, directory, evidence_bucket, clusters, http, sleep).execute(checkpoint)
+
+
+def resume(
+    run_dir: Path,
+    store: EndpointStore,
+    *,
+    evidence_bucket: str | None = None,
+    clusters: Clusters | None = None,
+    http: EndpointHttp | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MatrixResult:
+    """Continue the run in `run_dir` with the settings it started with, unchanged.
+
+    Raises:
+        CheckpointError: `run_dir` holds no checkpoint.
+        SettingsError: the settings file no longer passes the rules.
+        IdentityChangedError: the settings' identity differs, naming the first differing field.
+    """
+    checkpoint = read_checkpoint(run_dir)
+    settings = load_settings(Path(checkpoint.settings_path))
+    differs = first_difference(checkpoint.identity, identity(settings))
+    if differs is not None:
+        raise IdentityChangedError(
+            differs,
+            f"differs from the identity this run started with ({checkpoint.settings_path}); not resumed",
+        )
+    matrix = _matrix(settings, store, run_dir.resolve(), evidence_bucket, clusters, http, sleep)
+    if checkpoint.finished and checkpoint.verdict is not None and checkpoint.evidence_id:
+        matrix.progress(f"matrix {checkpoint.run_id} already finished: {checkpoint.verdict}")
+    return matrix.execute(checkpoint)
+
+
+def result_json(result: MatrixResult) -> str:
+    return json.dumps(
+        {
+            "run_id": result.run_id,
+            "verdict": result.verdict,
+            "evidence_id": result.evidence_id,
+            "evidence": result.evidence_path,
+            "failed_step": result.failed_step,
+            "summary": {"line": result.summary},
+        },
+        indent=2,
+        sort_keys=True,
+    )
