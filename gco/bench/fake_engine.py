@@ -86,6 +86,7 @@ class Behaviour:
     trace: bool = False
     model: str = FAKE_MODEL
     revision: str = ""
+    empty_output: bool = False
     clip_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -204,7 +205,7 @@ class FakeEngine:
                 )
             else:
                 await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
-                text = " tok" * tokens
+                text = "" if b.empty_output else " tok" * tokens
                 choice = (
                     {"index": 0, "message": {"role": "assistant", "content": text}}
                     if chat
@@ -241,7 +242,8 @@ class FakeEngine:
         self.counters.prompt_tokens += max(1, len(prompt.split()))
         self.counters.generation_tokens += tokens
         self.counters.success += 1
-        await self.respond(writer, 200, json.dumps({"generated_text": " tok" * tokens}).encode())
+        text = "" if b.empty_output else " tok" * tokens
+        await self.respond(writer, 200, json.dumps({"generated_text": text}).encode())
 
     def slowdown(self) -> float:
         """This request's time factor: drift over requests served, over speed, times the noise."""
@@ -378,6 +380,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--model", default=FAKE_MODEL, help="The model id GET /v1/models and /info name.")
     add("--revision", default="", help="The model revision GET /info names (model_sha).")
     add(
+        "--empty-output",
+        action="store_true",
+        help="Fault injection: answer non-streamed completions with empty text.",
+    )
+    add(
         "--clip-ms",
         action="append",
         default=[],
@@ -415,6 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tokens=args.tokens,
         model=args.model,
         revision=args.revision,
+        empty_output=args.empty_output,
         clip_s={size: float(ms) / 1000 for size, _, ms in (item.partition("=") for item in args.clip_ms)},
     )
     asyncio.run(serve(FakeEngine(behaviour)))

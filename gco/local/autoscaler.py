@@ -12,6 +12,10 @@ It writes `spec.replicas` of the Deployment as its own field manager (the reconc
 replicas unset for autoscaled endpoints) and the HPA's `status` (`currentReplicas`,
 `desiredReplicas`, `currentMetrics`, `lastScaleTime`) as the controller does.
 
+Fault injection (tests): `stuck = True` makes it act as a controller that cannot scale (its
+metrics unavailable): the HPA's status keeps reporting the current count and the Deployment keeps
+it, whatever `minReplicas` says.
+
 It does not model: the scale-down stabilization window (5 minutes by default: here the count
 follows the load at once), scaling policies and rates, multiple metrics, or KEDA ScaledObjects.
 """
@@ -64,6 +68,7 @@ class LocalAutoscaler:
     def __init__(self, api: StandInKubeAPI, kubelet: LocalKubelet) -> None:
         self.api = api
         self.kubelet = kubelet
+        self.stuck = False
         self._loop = SyncLoop(self.sync, name="local-hpa")
 
     def sync(self) -> None:
@@ -97,6 +102,8 @@ class LocalAutoscaler:
             if utilization is None
             else desired_replicas(current, utilization, goal, low, high)
         )
+        if self.stuck:
+            wanted = current
         previous = hpa.get("status") or {}
         scaled = wanted != current
         if scaled:

@@ -26,26 +26,24 @@ PROXY_METRIC_TYPE = "ContainerResource"
 
 
 def identity(settings: MatrixSettings) -> dict[str, Any]:
-    """The identity document: contract version, every settings key in order, then the fixed parts."""
+    """The identity: contract version, every settings key in order, what the adapters derive, the fixed parts."""
     document = settings_document(settings)
-    runtimes = []
-    for runtime, given in zip(settings.inference_runtimes, document["inference_runtimes"], strict=True):
-        runtimes.append(
-            {
-                **given,
-                "request_path": adapters.request_path(runtime),
-                "request_body": adapters.request_body(settings, runtime),
-                "response_field": adapters.RESPONSE_FIELDS[runtime.framework],
-                "model_info_path": adapters.model_info_path(runtime),
-                "launch_env": adapters.launch_env(runtime),
-                "launch_args": adapters.launch_args(runtime),
-            }
-        )
-    inputs = {key: document[key] for key in KEYS}
-    inputs["inference_runtimes"] = runtimes
+    contracts = [
+        {
+            "framework": runtime.framework,
+            "request_path": adapters.request_path(runtime),
+            "request_body": adapters.request_body(settings, runtime),
+            "response_field": adapters.RESPONSE_FIELDS[runtime.framework],
+            "model_info_path": adapters.model_info_path(runtime),
+            "launch_env": adapters.launch_env(runtime),
+            "launch_args": adapters.launch_args(runtime),
+        }
+        for runtime in settings.inference_runtimes
+    ]
     return {
         "contract_version": CONTRACT_VERSION,
-        **inputs,
+        **{key: document[key] for key in KEYS},
+        "runtime_contracts": contracts,
         "accelerator": ACCELERATOR,
         "rewrite_image": False,
         "roles": list(ROLES),
