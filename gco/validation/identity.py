@@ -26,7 +26,7 @@ PROXY_METRIC_TYPE = "ContainerResource"
 
 
 def identity(settings: MatrixSettings) -> dict[str, Any]:
-    """The identity: contract version, every settings key in order, what the adapters derive, the fixed parts."""
+    """Contract version, every settings key in order, what the adapters derive, then the fixed parts."""
     document = settings_document(settings)
     contracts = [
         {

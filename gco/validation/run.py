@@ -14,6 +14,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,7 @@ class Matrix:
         self._save()
         if self.state.failed_check() is None:
             self._checks()
-        for entry in self.state.endpoints:
-            if not self.state.passed("destroy", entry.name):
-                self._step("destroy", entry.name, lambda e=entry: self._destroy(e))  # type: ignore[misc]
+        self._destroy_all()
         self._step("inventory", None, self._inventory)
         failed = [s for s in self.state.steps if s.verdict == "fail" and not self._superseded(s)]
         verdict: Verdict = "fail" if failed else "pass"
@@ -232,16 +231,31 @@ class Matrix:
             )
         return all(count >= need for count in streak.values())
 
-    def _destroy(self, entry: EndpointEntry) -> checks.Outcome:
-        current = self.state.endpoint(entry.name)  # the lifecycle id as last recorded
-        return destroy_endpoint(
-            self.store,
-            current,
-            run_id=self.state.run_id,
-            settings=self.settings,
-            clock=self.clock,
-            sleep=self.sleep,
-        )
+    def _destroy_all(self) -> None:
+        """Destroy the endpoints concurrently (each waits for its own purge); record each as it ends."""
+        pending = [e for e in self.state.endpoints if not self.state.passed("destroy", e.name)]
+        if not pending:
+            return
+        with ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="matrix-destroy") as pool:
+            futures = {pool.submit(self._destroy, entry): entry for entry in pending}
+            for future in as_completed(futures):
+                outcome, seconds = future.result()
+                self._record("destroy", futures[future].name, outcome, seconds)
+
+    def _destroy(self, entry: EndpointEntry) -> tuple[checks.Outcome, float]:
+        started = self.clock()
+        try:
+            outcome = destroy_endpoint(
+                self.store,
+                entry,
+                run_id=self.state.run_id,
+                settings=self.settings,
+                clock=self.clock,
+                sleep=self.sleep,
+            )
+        except GcoError as error:
+            outcome = checks.Outcome(False, f"{type(error).__name__}: {error}")
+        return outcome, self.clock() - started
 
     def _inventory(self) -> checks.Outcome:
         records = [r.endpoint_name for r in records_of_run(self.store, self.state.run_id)]
