@@ -70,16 +70,28 @@ def run(
 @matrix.command()
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path, file_okay=False))
 @click.option(
+    "--settings",
+    "settings_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Read the settings from this file [default: the file the run started with].",
+)
+@click.option(
     "--evidence-bucket", envvar=EVIDENCE_BUCKET_ENV, default=None, help="Also write the evidence to S3."
 )
 @connection_options
 def resume(
-    run_dir: Path, evidence_bucket: str | None, endpoint_url: str | None, table_name: str | None, output: str
+    run_dir: Path,
+    settings_path: Path | None,
+    evidence_bucket: str | None,
+    endpoint_url: str | None,
+    table_name: str | None,
+    output: str,
 ) -> None:
     """Continue the run in RUN_DIR from its checkpoint (refused if its settings changed)."""
     from gco.validation.service import result_json
     from gco.validation.service import resume as resume_run
 
     store = open_store(endpoint_url, table_name)
-    result = resume_run(run_dir, store, evidence_bucket=evidence_bucket)
+    result = resume_run(run_dir, store, settings_path=settings_path, evidence_bucket=evidence_bucket)
     _finish(result_json(result), result.verdict, result.summary, output)

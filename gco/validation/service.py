@@ -88,12 +88,16 @@ def resume(
     run_dir: Path,
     store: EndpointStore,
     *,
+    settings_path: Path | None = None,
     evidence_bucket: str | None = None,
     clusters: Clusters | None = None,
     http: EndpointHttp | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MatrixResult:
     """Continue the run in `run_dir` with the settings it started with, unchanged.
+
+    `settings_path` reads them from another file (a copy on another machine); default: the file
+    the checkpoint names.
 
     Raises:
         CheckpointError: `run_dir` holds no checkpoint.
