@@ -4,7 +4,7 @@ It reads its job (and the task token) from the evidence bucket, sends heartbeats
 uploads the evidence and run directory, and answers the task with success or failure.
 """
 
-from gpu_runner.job import JobMessage, RoundsJob
+from gpu_runner.job import JobMessage, MatrixJob, RoundsJob
 from gpu_runner.runner import JobError, Outcome, RunnerError, run_job
 
-__all__ = ["JobError", "JobMessage", "Outcome", "RoundsJob", "RunnerError", "run_job"]
+__all__ = ["JobError", "JobMessage", "MatrixJob", "Outcome", "RoundsJob", "RunnerError", "run_job"]

@@ -1,6 +1,7 @@
 """The job a runner receives: the message RunJob writes, and each job kind's command line.
 
-Job kinds are a tagged union on `kind`; `bench-rounds` is the first, the live matrix adds its own.
+Job kinds are a tagged union on `kind`: `bench-rounds` (`gco bench rounds`) and `matrix` (the live
+validation matrix, `gco matrix run`, or `gco matrix resume` of an earlier execution's run directory).
 """
 
 from __future__ import annotations
@@ -66,14 +67,41 @@ class RoundsJob(_Model):
         return argv
 
 
-Job = Annotated[RoundsJob, Field(discriminator="kind")]
+EXECUTION = r"^[A-Za-z0-9_-]{1,80}$"
+
+
+class MatrixJob(_Model):
+    """`gco matrix run` with inline settings, or `gco matrix resume` of an earlier execution.
+
+    The settings are checked by `gco matrix` itself (one place for the rules; a bad value fails the
+    job with the line naming the field). Their `consent: true` is the job's consent to deploy and
+    destroy, so the command gets `--consent`. With `resume_execution`, the runner first copies that
+    execution's run directory (`runs/<execution>/` in the bucket) into its own and resumes it.
+    """
+
+    kind: Literal["matrix"] = "matrix"
+    settings: dict[str, Any]
+    resume_execution: str | None = Field(default=None, pattern=EXECUTION)
+
+    def argv(self, workdir: Path, run_dir: Path, bucket: str) -> list[str]:
+        """Write the settings under `workdir` and return the command that runs the job."""
+        workdir.mkdir(parents=True, exist_ok=True)
+        settings = workdir / "settings.json"
+        settings.write_text(json.dumps(self.settings), encoding="utf-8")
+        tail = ["--evidence-bucket", bucket, "--output", "json"]
+        if self.resume_execution is not None:
+            return ["gco", "matrix", "resume", str(run_dir), "--settings", str(settings), *tail]
+        return ["gco", "matrix", "run", str(settings), "--consent", "--run-dir", str(run_dir), *tail]
+
+
+Job = Annotated[RoundsJob | MatrixJob, Field(discriminator="kind")]
 
 
 class JobMessage(_Model):
     """What the state machine's RunJob step writes to `jobs/<execution>.json`."""
 
     task_token: str = Field(min_length=1, pattern=r"^\S+$")
-    execution: str = Field(pattern=r"^[A-Za-z0-9_-]{1,80}$")
+    execution: str = Field(pattern=EXECUTION)
     instance_ids: list[str] = Field(default_factory=list)
     job: Job
 

@@ -31,6 +31,7 @@ from gpu_runner.job import JobMessage
 
 CAUSE_LIMIT = 32_000
 STOP_TIMEOUT = 30.0
+WATCH_INTERVAL = 0.1  # how often the job's watcher looks for a cancellation
 # Step Functions' answers for a task that no longer waits: no later heartbeat can succeed.
 CLOSED_TASK = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 LOG = logging.getLogger("gpu_runner")
@@ -67,15 +68,23 @@ def subprocess_executor(argv: list[str], cancel: threading.Event) -> tuple[int, 
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    watcher = threading.Thread(target=_stop_on_cancel, args=(process, cancel), daemon=True)
+    finished = threading.Event()
+    watcher = threading.Thread(target=_stop_on_cancel, args=(process, cancel, finished), daemon=True)
     watcher.start()
     stdout, stderr = process.communicate()
-    cancel.set()  # releases the watcher
+    # Release the watcher with an event of its own: setting the caller's `cancel` here would make
+    # every failed job look cancelled (run_job answers nothing for a cancelled job).
+    finished.set()
+    watcher.join()
     return process.returncode, stdout, stderr
 
 
-def _stop_on_cancel(process: subprocess.Popen[str], cancel: threading.Event) -> None:
-    cancel.wait()
+def _stop_on_cancel(
+    process: subprocess.Popen[str], cancel: threading.Event, finished: threading.Event
+) -> None:
+    while not cancel.wait(WATCH_INTERVAL):
+        if finished.is_set():
+            return
     if process.poll() is not None:
         return
     os.killpg(process.pid, signal.SIGTERM)
@@ -121,6 +130,40 @@ def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
     return keys
 
 
+def download_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
+    """Every object under `prefix` into `directory` (a resumed job's earlier run directory).
+
+    Raises:
+        JobError: nothing is stored under `prefix`, or a key would land outside `directory`.
+    """
+    keys = [
+        item["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for item in page.get("Contents", [])
+    ]
+    if not keys:
+        raise JobError(f"s3://{bucket}/{prefix} holds no run directory to resume")
+    root = directory.resolve()
+    for key in keys:
+        target = (root / key[len(prefix) :]).resolve()
+        if not target.is_relative_to(root) or target == root:
+            raise JobError(f"s3://{bucket}/{key} does not fit in the run directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    return keys
+
+
+def _restore(s3: Any, bucket: str, execution: str | None, run_dir: Path) -> tuple[int, str, str] | None:
+    """Copy a resumed execution's run directory; None when done (or nothing to resume), else the failure."""
+    if execution is None:
+        return None
+    try:
+        download_dir(s3, bucket, f"runs/{execution}/", run_dir)
+    except JobError as error:
+        return 1, "", str(error)
+    return None
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1][:CAUSE_LIMIT] if lines else ""
@@ -150,8 +193,11 @@ def run_job(
     )
     heartbeats.start()
     run_dir = workdir / "run"
+    resumed = getattr(message.job, "resume_execution", None)
     try:
-        rc, stdout, stderr = execute(message.job.argv(workdir / "input", run_dir, bucket), cancel)
+        rc, stdout, stderr = _restore(s3, bucket, resumed, run_dir) or execute(
+            message.job.argv(workdir / "input", run_dir, bucket), cancel
+        )
     finally:
         done.set()
         heartbeats.join()
