@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gco.local.motoserver import MotoServer
+from gpu_runner.job import MatrixJob
 from gpu_runner.runner import RunnerError, read_job, run_job
 from tests.cdk.synth_cache import runner_definition
 from tests.conftest import SYNTH_GROUP
@@ -139,6 +140,26 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
     described = _finish(aws["stepfunctions"], execution)
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"])["evidence"] == f"s3://{BUCKET}/evidence/sha256-abc.json"
+    assert _instance_states(aws["ec2"]) == ["terminated"]
+
+
+def test_the_machine_accepts_a_matrix_job(sfn_moto: MotoServer, tmp_path: Path) -> None:
+    """The job kinds are the runner's: the machine hands a `matrix` job over as it does a bench job."""
+    aws = clients(sfn_moto)
+    job = {"kind": "matrix", "settings": {"selected_region": "us-east-1"}}
+    execution = aws["stepfunctions"].start_execution(
+        stateMachineArn=_deploy(aws), name="matrix-ok", input=json.dumps({"job": job})
+    )["executionArn"]
+    message = _wait_for_job(aws["s3"], "jobs/matrix-ok.json")
+    assert isinstance(message.job, MatrixJob) and message.job.settings == job["settings"]
+    fake = FakeRounds()
+    outcome = run_job(
+        message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=fake
+    )
+    assert outcome.succeeded and fake.argv[:3] == ["gco", "matrix", "run"]
+    described = _finish(aws["stepfunctions"], execution)
+    assert described["status"] == "SUCCEEDED"
+    assert json.loads(described["output"])["kind"] == "matrix"
     assert _instance_states(aws["ec2"]) == ["terminated"]
 
 
