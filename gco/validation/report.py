@@ -51,6 +51,21 @@ def summary_line(checkpoint: Checkpoint, verdict: Verdict) -> str:
     return line
 
 
+def not_run(checkpoint: Checkpoint) -> list[str]:
+    """Every step the contract has that the run did not complete: never reached, or skipped."""
+    names = [entry.name for entry in checkpoint.endpoints]
+    hpa = [entry.name for entry in checkpoint.endpoints if entry.role == "hpa"]
+    planned: list[tuple[str, str | None]] = [
+        *((step, name) for step in ("deploy", "ready", "health", "model_info", "request") for name in names),
+        *(("hpa", name) for name in hpa),
+        ("proxy", None),
+        *(("destroy", name) for name in names),
+        ("inventory", None),
+    ]
+    done = {(s.step, s.endpoint) for s in checkpoint.steps if s.verdict != "skipped"}
+    return [f"{step} {name or ''}".rstrip() for step, name in planned if (step, name) not in done]
+
+
 def evidence_record(checkpoint: Checkpoint, verdict: Verdict, run_dir: Path) -> EvidenceRecord:
     metrics = [
         Metric(
@@ -77,7 +92,7 @@ def evidence_record(checkpoint: Checkpoint, verdict: Verdict, run_dir: Path) -> 
         identity=checkpoint.identity,
         metrics=metrics,
         artifacts=artifacts,
-        missing=[f"{s.step} {s.endpoint or ''}".rstrip() for s in checkpoint.steps if s.verdict == "skipped"],
+        missing=not_run(checkpoint),
         limitations=[VLLM_REVISION_LIMITATION],
         data={
             "run_id": checkpoint.run_id,

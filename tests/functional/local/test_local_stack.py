@@ -16,7 +16,12 @@ import pytest
 
 from gco.bench.process import group_members
 from gco.cli import main
+from gco.env import CLUSTER_URLS_ENV
 from gco.local.node import children_path
+from gco.namespaces import SYSTEM_NAMESPACE
+from gco.reconcile.objects import HPA
+from gco.reconcile.render_proxy import PROXY_HPA
+from gco.validation.connect import environment_clusters
 from tests.functional.local.conftest import eventually
 
 IMAGE = "vllm/vllm-openai:v0.6.3"
@@ -72,6 +77,10 @@ def test_up_use_down_after_a_crash(
         for region in REGIONS:
             answer = json.loads(gco("inference", "invoke", "smol", "--region", region, "-o", "json"))
             assert answer["status"] == 200 and answer["body"]["model"] == MODEL
+        # The matrix reads each Region's cluster through the URLs `env` exports.
+        assert sorted(json.loads(os.environ[CLUSTER_URLS_ENV])) == sorted(REGIONS)
+        reader = environment_clusters(REGIONS[1]).reader(REGIONS[1])
+        assert reader.get(HPA, SYSTEM_NAMESPACE, PROXY_HPA) is not None
 
         state = json.loads((state_dir / "stack.json").read_text())
         engines = [

@@ -68,6 +68,7 @@ def test_a_full_pass_over_nginx_leaves_nothing(
     record = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
     assert (record.kind, record.claim_class, record.data["verdict"]) == ("matrix", "observed", "pass")
     assert record.identity["inference_runtimes"][0]["image"] == SETTINGS["inference_runtimes"][0]["image"]
+    assert record.missing == [] and len(record.metrics) == len(done)
     assert_nothing_left(stack, store, "a1")
 
 
@@ -96,6 +97,13 @@ def test_a_wrong_answer_fails_its_step_and_everything_is_destroyed(
     assert (failed["step"], failed["endpoint"]) == (step, endpoint)
     assert detail in failed["detail"]
     assert result.failed_step == f"{step} {endpoint}"
+    evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
+    assert (
+        evidence.data["verdict"] == "fail"
+        and "proxy" in evidence.missing
+        and "hpa mx-b1-tgi-hpa" in evidence.missing
+    )
+    assert f"{step} {endpoint}" not in evidence.missing and "destroy mx-b1-tgi-hpa" not in evidence.missing
     assert [s["verdict"] for s in steps(tmp_path) if s["step"] == "destroy"] == ["pass"] * 4
     assert_nothing_left(stack, store, "b1")
 
