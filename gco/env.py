@@ -20,5 +20,5 @@ RECONCILER_REGION_ENV = "RECONCILER_REGION"
 # Set by the Lambda runtime itself: the function's Region (the reconciler's when RECONCILER_REGION is unset).
 LAMBDA_REGION_ENV = "AWS_REGION"
 WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"
-# The local stack's stand-in Kubernetes API servers, Region -> URL (JSON); in AWS the EKS clusters are found by name.
+# The local stack's stand-in Kubernetes API servers, Region -> URL (JSON); in AWS: EKS clusters by name.
 CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
