@@ -61,6 +61,7 @@ class Checkpoint(BaseModel):
     created_at: str
     endpoints: list[EndpointEntry]
     steps: list[Step] = Field(default_factory=list)
+    superseded: list[Step] = Field(default_factory=list)  # steps of an endpoint deployed again on resume
     finished: bool = False
     verdict: Verdict | None = None
     evidence_id: str | None = None
@@ -72,6 +73,19 @@ class Checkpoint(BaseModel):
         """The first failed step before destruction (checks stop there; destruction always runs)."""
         return next(
             (s for s in self.steps if s.verdict == "fail" and s.step not in ("destroy", "inventory")), None
+        )
+
+    def forget(self, name: str) -> Checkpoint:
+        """A copy in which endpoint `name` is to be deployed again: its steps move to `superseded`."""
+        entries = [
+            e.model_copy(update={"lifecycle_id": None}) if e.name == name else e for e in self.endpoints
+        ]
+        return self.model_copy(
+            update={
+                "endpoints": entries,
+                "steps": [s for s in self.steps if s.endpoint != name],
+                "superseded": [*self.superseded, *(s for s in self.steps if s.endpoint == name)],
+            }
         )
 
     def endpoint(self, name: str) -> EndpointEntry:

@@ -99,6 +99,7 @@ def evidence_record(checkpoint: Checkpoint, verdict: Verdict, run_dir: Path) -> 
             "verdict": verdict,
             "endpoints": [e.model_dump(mode="json") for e in checkpoint.endpoints],
             "steps": [s.model_dump(mode="json") for s in checkpoint.steps],
+            "superseded_steps": [s.model_dump(mode="json") for s in checkpoint.superseded],
         },
     ).sealed()
 

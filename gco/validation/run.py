@@ -90,6 +90,7 @@ class Matrix:
         self.region = self.settings.selected_region
         self._save()
         if self.state.failed_check() is None:
+            self._redeploy_vanished()
             self._checks()
         self._destroy_all()
         self._step("inventory", None, self._inventory)
@@ -118,6 +119,19 @@ class Matrix:
         if not self._hpa():
             return
         self._step("proxy", None, lambda: checks.proxy(reader, self.settings))
+
+    def _redeploy_vanished(self) -> None:
+        """On resume: an endpoint deployed earlier whose record is gone (deleted by someone else while
+        the run was down) is deployed again, its earlier steps kept as superseded; healthy ones are
+        left as they are. Never once destruction may have begun (every check passed, or a destroy
+        step exists): a record purged by the run's own destruction is not an endpoint to bring back."""
+        if self.state.passed("proxy", None) or any(s.step == "destroy" for s in self.state.steps):
+            return
+        for entry in self.state.endpoints:
+            if entry.lifecycle_id and self.store.get(entry.name, consistent_read=True) is None:
+                self.progress(f"matrix {self.state.run_id}: {entry.name} is gone; deploying it again")
+                self.state = self.state.forget(entry.name)
+        self._save()
 
     def _probe(self, entry: EndpointEntry, reader: ClusterReader) -> bool:
         """Health, then model info, then one request; False at the first that fails."""

@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 from gco.cli import main
-from gco.endpoints import EndpointStore
+from gco.endpoints import EndpointStore, operations
 from gco.validation.checkpoint import CHECKPOINT
+from gco.validation.run import Matrix, new_checkpoint
+from gco.validation.service import load_settings, resume
 from tests.functional.validation.conftest import (
     StackFactory,
     assert_nothing_left,
+    ports,
     stack_environment,
     write_settings,
 )
@@ -124,3 +127,44 @@ def test_cli_run_needs_consent_and_resume_needs_a_checkpoint(
     assert "error: consent: must be true" in capsys.readouterr().err
     assert main(["matrix", "resume", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err.startswith("error: RUN_DIR: no checkpoint at ")
+
+
+class Crash(BaseException):
+    """Stops a run in-process where a crash would (not an error the run could catch)."""
+
+
+def test_a_resume_redeploys_only_an_endpoint_that_vanished(
+    make_stack: StackFactory, store: EndpointStore, tmp_path: Path
+) -> None:
+    stack = make_stack()
+    path = write_settings(tmp_path / "settings.json")
+    run_dir = tmp_path / "run"
+    settings = load_settings(path)
+
+    def crash_after_deploys(line: str) -> None:
+        if " deploy mx-v1-tgi-hpa pass" in line:
+            raise Crash
+
+    matrix = Matrix(
+        settings=settings, store=store, run_dir=run_dir, progress=crash_after_deploys, **ports(stack)
+    )
+    with pytest.raises(Crash):
+        matrix.execute(new_checkpoint(settings, path, "v1"))
+    before = {e["name"]: e["lifecycle_id"] for e in _checkpoint(run_dir)["endpoints"]}  # type: ignore[attr-defined]
+    # Someone else deletes one endpoint while the run is down; the reconciler purges it.
+    operations.delete(store, "mx-v1-vllm-hpa")
+    deadline = time.monotonic() + DEADLINE_S
+    while store.get("mx-v1-vllm-hpa", consistent_read=True) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    result = resume(run_dir, store, **ports(stack))
+    assert result.verdict == "pass", result.summary
+    after = _checkpoint(run_dir)
+    lifecycles = {e["name"]: e["lifecycle_id"] for e in after["endpoints"]}  # type: ignore[attr-defined]
+    assert lifecycles["mx-v1-vllm-hpa"] != before["mx-v1-vllm-hpa"]
+    assert {k: v for k, v in lifecycles.items() if k != "mx-v1-vllm-hpa"} == {
+        k: v for k, v in before.items() if k != "mx-v1-vllm-hpa"
+    }
+    superseded = after["superseded"]
+    assert isinstance(superseded, list)
+    assert [(s["step"], s["endpoint"]) for s in superseded] == [("deploy", "mx-v1-vllm-hpa")]
+    assert_nothing_left(stack, store, "v1")
