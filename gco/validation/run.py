@@ -162,10 +162,12 @@ class Matrix:
             )
         except EndpointExistsError:
             record = self.store.get(entry.name, consistent_read=True)
-            if record is None or record.labels.get(OWNER_LABEL) != self.state.run_id or record.is_deleted:
+            if record is None or record.labels.get(OWNER_LABEL) != self.state.run_id:
                 label = f"{OWNER_LABEL}={self.state.run_id}"
                 detail = f"a record named {entry.name} exists without the label {label}: left untouched"
                 return checks.Outcome(False, detail)
+            if record.is_deleted:
+                return checks.Outcome(False, f"this run's record {entry.name} is deleted, awaiting its purge")
         self._set_lifecycle(entry.name, record.lifecycle_id)
         return checks.Outcome(True, f"lifecycle {record.lifecycle_id}", {"lifecycle_id": record.lifecycle_id})
 
