@@ -2,8 +2,10 @@
 
 Each check returns the value or raises `InvalidSpecError` naming the field. Every pattern is
 matched against the whole string (`fullmatch`): `re.match` with `$` would accept a trailing
-newline. No stored string may hold a control character or a lone surrogate (which cannot even
-be encoded as UTF-8 for DynamoDB).
+newline. No stored string may hold a control character, a lone surrogate (which cannot even
+be encoded as UTF-8 for DynamoDB), a line or paragraph separator (U+2028/U+2029 break a log line
+as a newline does) or an invisible format character (bidirectional overrides such as U+202E
+make a name read differently from what is stored).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # Regions newer than this host's botocore are accepted (by their partition's pattern) only on request.
 ALLOW_NEW_REGIONS_ENV = "GCO_ALLOW_NEW_REGIONS"
-# Unicode categories refused in every stored string: control characters and lone surrogates.
-UNSAFE_CATEGORIES = frozenset({"Cc", "Cs"})
+# Unicode categories refused in every stored string: control characters, lone surrogates, line
+# and paragraph separators, and format characters (bidirectional overrides, zero-width joiners).
+UNSAFE_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
 
 
 def first_unsafe(value: str) -> int | None:
-    """Index of the first control character or lone surrogate in `value`, or None."""
+    """Index of the first unsafe character (see `UNSAFE_CATEGORIES`) in `value`, or None."""
     for index, char in enumerate(value):
         if unicodedata.category(char) in UNSAFE_CATEGORIES:
             return index
@@ -52,7 +55,9 @@ def text(value: Any, field: str, *, max_length: int, allow_empty: bool = True) -
         raise InvalidSpecError(field, f"must be at most {max_length} characters (got {len(value)})")
     index = first_unsafe(value)
     if index is not None:
-        raise InvalidSpecError(field, f"holds a control character {value[index]!r} at index {index}")
+        raise InvalidSpecError(
+            field, f"holds a control or invisible character {value[index]!r} at index {index}"
+        )
     return value
 
 

@@ -78,7 +78,7 @@ class _Strict(BaseModel):
     def _no_control_characters(cls, value: Any) -> Any:
         found = unsafe_location(value)
         if found is not None:
-            raise FieldValueError(found, "holds a control character")
+            raise FieldValueError(found, "holds a control or invisible character")
         return value
 
 

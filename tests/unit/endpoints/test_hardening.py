@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from decimal import Decimal
 from typing import Any
 
@@ -68,8 +69,17 @@ def test_free_text_holds_no_control_characters(value: str) -> None:
     if refused is not None:
         assert refused.field == "created_by" and "\n" not in str(refused)
         return
-    assert len(value) <= 20 and all(char.isprintable() or char == " " or not char.isspace() for char in value)
+    # Accepted text stays on one line and holds nothing invisible that changes how it reads.
+    assert len(value) <= 20 and len(value.splitlines()) <= 1
+    assert not any(unicodedata.category(char) in {"Cc", "Cf", "Cs", "Zl", "Zp"} for char in value)
     assert names.first_unsafe(value) is None
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u202e", "\u200b", "\x85", "\x1e"])
+def test_free_text_refuses_line_breaks_and_invisible_format_characters(char: str) -> None:
+    with pytest.raises(InvalidSpecError, match="created_by"):
+        names.text(f"ab{char}cd", "created_by", max_length=20)
+    assert names.text("a\xa0b", "created_by", max_length=20) == "a\xa0b"
 
 
 def canonical(attribute: dict[str, Any]) -> dict[str, Any]:
