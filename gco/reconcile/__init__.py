@@ -6,9 +6,10 @@ from gco.reconcile.errors import (
     ClusterError,
     ClusterRejectedError,
     ClusterUnavailableError,
+    PoisonRecordError,
     ReconcileError,
 )
-from gco.reconcile.handler import PoisonRecordError, handle_stream_event
+from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import ObjectRef
 from gco.reconcile.planner import Plan, StatusWrite, plan

@@ -11,21 +11,20 @@ Lambda retries from it and, after the configured attempts, sends it to the dead-
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from gco.reconcile.errors import ReconcileError
+from gco.reconcile.errors import PoisonRecordError as PoisonRecordError  # noqa: PLC0414 (re-exported)
+from gco.reconcile.failures import FailureKind, report_failure
 from gco.reconcile.reconciler import Outcome, Reconciler
 from gco.reconcile.throughput import STREAM_SETTINGS
 
 log = logging.getLogger(__name__)
 KEY = "endpoint_name"
-
-
-class PoisonRecordError(ReconcileError):
-    """A stream record that names no endpoint; it can never succeed."""
+ENTRY = "stream"
 
 
 def endpoint_name_of(record: DynamoDBRecord) -> str:
@@ -95,6 +94,7 @@ def handle_stream_event(
     context: Any = None,
     *,
     concurrency: int = STREAM_SETTINGS.handler_concurrency,
+    on_failure: Callable[[FailureKind], None] | None = None,
 ) -> dict[str, Any]:
     """Process one Lambda DynamoDB-stream event; returns `{"batchItemFailures": [...]}`.
 
@@ -104,18 +104,38 @@ def handle_stream_event(
     as a batch item failure. No reconcile waits for readiness inside the batch (a batch returns
     when its slowest endpoint does): a progressing endpoint is looked at again by its own status
     echo or by the sweep.
+
+    Every failure is handled by one rule (`failures.py`), a bug as much as a gco error: each failed
+    endpoint is logged once with its kind (and `on_failure` called with it, for the metrics), and
+    only its records are reported. A failure of the batch's shared steps (the Region's system
+    objects, the batch's one list) fails every endpoint of the batch, never the invocation.
     """
     records = [DynamoDBRecord(raw) for raw in event.get("Records") or []]
     names = _targets(records, reconciler.region)
     results: dict[str, Outcome | Exception] = {}
     if names:
-        futures = reconciler.reconcile_many(names, wait=0.0, concurrency=concurrency)
-        for name, future in futures.items():
-            error = future.exception()
-            results[name] = error if isinstance(error, Exception) else future.result()  # reported below
+        try:
+            futures = reconciler.reconcile_many(names, wait=0.0, concurrency=concurrency)
+        except Exception as shared:  # one rule for every failure: failures.py
+            results = dict.fromkeys(names, shared)
+        else:
+            for name, future in futures.items():
+                raised = future.exception()
+                results[name] = raised if isinstance(raised, Exception) else future.result()
+    for name, result in results.items():
+        if isinstance(result, Exception):
+            kind = report_failure(ENTRY, name, reconciler.region, result)
+            if on_failure is not None:
+                on_failure(kind)
 
     def record_handler(record: DynamoDBRecord) -> Outcome | None:
-        name = endpoint_name_of(record)
+        try:
+            name = endpoint_name_of(record)
+        except PoisonRecordError as error:
+            kind = report_failure(ENTRY, "-", reconciler.region, error)
+            if on_failure is not None:
+                on_failure(kind)
+            raise
         result = results.get(name)
         if isinstance(result, Exception):
             raise result
