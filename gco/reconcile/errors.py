@@ -7,7 +7,8 @@
     │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
     │       └── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
     ├── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
-    └── PoisonRecordError          a stream record that names no endpoint: it can never succeed
+    ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
+    └── SweepFailedError           the sweep could not list its Region: nothing was reconciled
 
 httpx errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
 errors are converted at the client boundary with `raise ... from`; docs/reconciler.md tabulates
@@ -62,3 +63,7 @@ class ClusterConfigError(ReconcileError):
 
 class PoisonRecordError(ReconcileError):
     """A stream record that names no endpoint; it can never succeed."""
+
+
+class SweepFailedError(ReconcileError):
+    """The sweep could not list its Region (the table or the cluster): nothing was reconciled."""
