@@ -13,14 +13,14 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from gco.reconcile.failures import METRICS_NAMESPACE, UNREADABLE_METRIC, FailureKind
+from gco.reconcile.failures import METRICS_NAMESPACE, STREAM_SERVICE, UNREADABLE_METRIC, FailureKind
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.runtime import LazyReconciler
 from gco.tracing import LazyTracer
 
-logger = Logger(service="gco-reconciler")
-tracer = LazyTracer(service="gco-reconciler")
-metrics = Metrics(namespace=METRICS_NAMESPACE, service="gco-reconciler")
+logger = Logger(service=STREAM_SERVICE)
+tracer = LazyTracer(service=STREAM_SERVICE)
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=STREAM_SERVICE)
 reconciler = LazyReconciler()
 
 

@@ -13,14 +13,14 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.errors import SweepFailedError
-from gco.reconcile.failures import METRICS_NAMESPACE, UNREADABLE_METRIC
+from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
 from gco.tracing import LazyTracer
 
-logger = Logger(service="gco-sweep")
-tracer = LazyTracer(service="gco-sweep")
-metrics = Metrics(namespace=METRICS_NAMESPACE, service="gco-sweep")
+logger = Logger(service=SWEEP_SERVICE)
+tracer = LazyTracer(service=SWEEP_SERVICE)
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=SWEEP_SERVICE)
 reconciler = LazyReconciler()
 
 

@@ -39,6 +39,9 @@ FailureKind = Literal["unreadable", "unavailable", "denied", "config", "poison",
 # records (the Regional stack alarms on it).
 METRICS_NAMESPACE = "gco"
 UNREADABLE_METRIC = "UnreadableRecords"
+# The Powertools service of each reconciler Lambda (a dimension of its metrics).
+STREAM_SERVICE = "gco-reconciler"
+SWEEP_SERVICE = "gco-sweep"
 
 
 def failure_kind(error: BaseException) -> FailureKind:
