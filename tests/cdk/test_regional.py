@@ -76,7 +76,7 @@ def test_functions_in_vpc_traced_named_with_environment(regional_template: Any) 
             {
                 "FunctionName": f"gco-reconciler-{OTHER}-{kind}",
                 "Handler": handler,
-                "Runtime": "python3.14",
+                "Runtime": "python3.13",
                 "TracingConfig": {"Mode": "Active"},
                 "VpcConfig": Match.object_like({"SubnetIds": Match.any_value()}),
                 "DeadLetterConfig": {"TargetArn": Match.any_value()},
