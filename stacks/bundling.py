@@ -39,6 +39,8 @@ from aws_cdk import aws_lambda as lambda_
 ROOT = Path(__file__).resolve().parent.parent
 # The runtime and architecture of every function running the bundled code; wheels are chosen for them.
 RUNTIME = lambda_.Runtime.PYTHON_3_13
+# Functions whose code is inline (no bundle, so no bytecode to ship) run the newest Lambda Python.
+INLINE_RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.X86_64
 # What the handlers import beyond the Lambda runtime's boto3, in the project's ranges; resolved into LOCK.
 # Powertools' Tracer (both handlers) imports the X-Ray SDK, which needs wrapt: neither comes with
