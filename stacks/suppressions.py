@@ -174,8 +174,9 @@ def runner_suppressions(stack: Stack) -> list[Suppression]:
         Suppression(
             f"{root}/InstanceRolePolicy/Resource",
             "AwsSolutions-IAM5",
-            "ecr:GetAuthorizationToken takes no resource; objects only under the runner's three prefixes",
-            ("Resource::*", *(_bucket(p) for p in ("jobs", "evidence", "runs"))),
+            "ecr:GetAuthorizationToken takes no resource; objects only under jobs/, evidence/ and the "
+            "runner's own folder of each run (runs/<execution>/<aws:userid>/, files unknown before the run)",
+            ("Resource::*", *(_bucket(p) for p in ("jobs", "evidence")), _bucket(r"runs\/\*\/<aws:userid>")),
         ),
     ]
 
