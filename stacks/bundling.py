@@ -14,9 +14,9 @@ cannot invalidate it, and the bundle never changes after the build). A build wit
 only and says so on stderr: bytecode of one minor version is refused by another
 (`benchmarks/cold_start.py` measures the difference).
 
-Why Python 3.13: it is the newest Lambda Python the project's build machines have besides the 3.11
-the CDK app runs on (3.11's Lambda runtime is deprecated, 3.14 is on none of them), so every build
-ships bytecode; it is supported by Lambda until mid-2029.
+Why Python 3.13: it is the newest Lambda Python the project's build machines have (pyenv) besides
+the 3.11 the CDK app runs on, whose Lambda runtime is the nearest its deprecation; 3.14 is on none of
+them. So every build ships bytecode; Lambda supports 3.13 until mid-2029.
 
     .venv/bin/python -m stacks.bundling     # re-resolve LAMBDA_REQUIREMENTS into the lock
 """
