@@ -1,7 +1,9 @@
 """Cold import of each Lambda handler from the built bundle, as Lambda runs it, beside `import boto3`.
 
-The bundle is built by the project's bundling (handlers, gco, the lock's exact versions), for this
-interpreter's Python so that the build can ship bytecode (`stacks.bundling.compile_bundle`). Each
+The bundle is the one the project's bundling builds for the functions (handlers, gco, the lock's
+wheels, bytecode compiled by the functions' Python: `stacks.bundling.compile_bundle`), measured with
+that Python (`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for this
+interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so. Each
 measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the path
 but the bundle, a copy of the AWS SDK standing in for the runtime's, and the standard library), no
 bytecode written (`-B`: Lambda's task root is read-only), Lambda's environment variables set (so
@@ -35,13 +37,24 @@ sys.path.insert(0, str(ROOT))
 
 from aws_cdk import aws_lambda as lambda_  # noqa: E402
 
-from stacks.bundling import LOCK, TASK_ROOT, LocalPythonBundling, compile_bundle  # noqa: E402
+from stacks.bundling import (  # noqa: E402
+    LOCK,
+    RUNTIME,
+    TASK_ROOT,
+    LocalPythonBundling,
+    compile_bundle,
+    python_version,
+    runtime_interpreter,
+)
 
 HANDLERS = ("reconciler", "sweep")
 TARGET_MS = 300.0
 # The import names of what the Lambda Python runtime provides (stacks.bundling.RUNTIME_PROVIDED).
 SDK_MODULES = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six")
 THIS_RUNTIME = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
+# The functions' Python when this machine has it, else this interpreter standing in for it.
+RUNTIME_PYTHON = runtime_interpreter(RUNTIME)
+MEASURED, INTERPRETER = (RUNTIME, RUNTIME_PYTHON) if RUNTIME_PYTHON else (THIS_RUNTIME, sys.executable)
 
 PROBE = """
 import json, sys, sysconfig, time
@@ -57,22 +70,35 @@ print(json.dumps({"wall": (time.perf_counter() - start) * 1000, "cpu": (time.pro
 def build(scratch: Path) -> tuple[Path, Path, Path]:
     """The bundle with bytecode, the same without, and the runtime SDK stand-in (with bytecode)."""
     compiled = scratch / "bundle"
-    assert LocalPythonBundling(install_dependencies=False, runtime=THIS_RUNTIME).try_bundle(
+    # The functions' own bundle (the lock's wheels, their hashes checked) when their Python is here.
+    assert LocalPythonBundling(install_dependencies=MEASURED is RUNTIME, runtime=MEASURED).try_bundle(
         str(compiled),
         image=None,  # type: ignore[arg-type]
     )
-    pins = scratch / "pins.txt"
-    pins.write_text(
-        "".join(line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum())
-    )
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(compiled)),
-            *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
-        ],
-        check=True,
-    )
-    assert compile_bundle(compiled, THIS_RUNTIME)
+    if MEASURED is not RUNTIME:
+        pins = scratch / "pins.txt"
+        pins.write_text(
+            "".join(
+                line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum()
+            )
+        )
+        subprocess.run(
+            [
+                *(
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--no-compile",
+                    "--target",
+                    str(compiled),
+                ),
+                *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
+            ],
+            check=True,
+        )
+        assert compile_bundle(compiled, MEASURED)
     source_only = scratch / "source-only"
     shutil.copytree(compiled, source_only, ignore=shutil.ignore_patterns("__pycache__"))
     runtime = scratch / "runtime"
@@ -84,7 +110,7 @@ def build(scratch: Path) -> tuple[Path, Path, Path]:
         else:
             shutil.copy2(source, runtime / source.name)
     # The runtime's own packages are installed with their bytecode (pip compiles by default).
-    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j0", str(runtime)], check=True)
+    subprocess.run([INTERPRETER, "-m", "compileall", "-q", "-j0", str(runtime)], check=True)
     return compiled, source_only, runtime
 
 
@@ -99,7 +125,7 @@ def cold_import_ms(module: str, bundle: Path, runtime: Path, probe: Path) -> dic
         "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
     }
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-B", str(probe), str(bundle), str(runtime), module],
+        [INTERPRETER, "-I", "-S", "-B", str(probe), str(bundle), str(runtime), module],
         env=env,
         capture_output=True,
         text=True,
@@ -128,8 +154,10 @@ def main() -> None:
         probe.write_text(PROBE, encoding="utf-8")
         base_cpu, base_wall = median_ms("boto3", compiled, runtime, probe, args.runs)
         load = os.getloadavg()[0]
+        python = python_version(MEASURED)
+        stands_in = "" if MEASURED is RUNTIME else f", standing in for the functions' {RUNTIME.name}"
         print(
-            f"cold import, Python {sys.version_info.major}.{sys.version_info.minor}, median of {args.runs} "
+            f"cold import, Python {python}{stands_in}, median of {args.runs} "
             f"fresh processes (-I -S -B; bundle, runtime SDK, stdlib); load average {load:.1f} "
             f"on {os.cpu_count()} CPUs"
         )

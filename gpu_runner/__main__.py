@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gco import aws
-from gpu_runner.runner import JobError, RunnerError, read_job, run_job
+from gpu_runner.runner import JobError, RunnerError, read_job, run_job, runner_id
 
 JOB_WAIT_SECONDS = 600.0
 
@@ -38,7 +38,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="gco-runner-") as workdir:
         try:
             outcome = run_job(
-                message, sfn=sfn, s3=s3, bucket=bucket, workdir=Path(workdir), heartbeat_interval=interval
+                message,
+                sfn=sfn,
+                s3=s3,
+                bucket=bucket,
+                workdir=Path(workdir),
+                runner=runner_id(aws.client("sts", region=region)),
+                heartbeat_interval=interval,
             )
         except RunnerError as error:
             print(f"gpu_runner: {error}", file=sys.stderr)

@@ -37,6 +37,12 @@ CLOSED_TASK = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 LOG = logging.getLogger("gpu_runner")
 # S3's answers to a conditional create whose key exists (412), or is being written meanwhile (409).
 EXISTS = ("PreconditionFailed", "ConditionalRequestConflict")
+# A run's files go to runs/<execution>/<runner id>/, the runner id being the caller's `aws:userid`
+# (`<role id>:<instance id>` for an instance role: every execution launches its own instance). The
+# instance role may create objects only under its own id (stacks/runner.py names the variable), so
+# a runner can add to no other run's files, and replace none, its own included.
+RUNS_PREFIX = "runs/"
+RUNNER_ID_VARIABLE = "${aws:userid}"
 
 
 class RunnerError(Exception):
@@ -108,6 +114,23 @@ def read_job(s3: Any, bucket: str, key: str) -> JobMessage:
         ) from None
 
 
+def run_prefix(execution: str, runner_id: str) -> str:
+    """The key prefix of one runner's files of one execution."""
+    return f"{RUNS_PREFIX}{execution}/{runner_id}/"
+
+
+def runner_id(sts: Any) -> str:
+    """This runner's `aws:userid` (STS GetCallerIdentity needs no permission).
+
+    Raises:
+        RunnerError: STS could not be reached.
+    """
+    try:
+        return str(sts.get_caller_identity()["UserId"])
+    except (ClientError, BotoCoreError) as error:
+        raise RunnerError(f"cannot tell this runner's identity: {error}") from None
+
+
 def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
     """Every file under `directory` to `prefix`, each created once; returns the keys written.
 
@@ -176,6 +199,7 @@ def run_job(
     s3: Any,
     bucket: str,
     workdir: Path,
+    runner: str,
     execute: Executor = subprocess_executor,
     heartbeat_interval: float = 60.0,
     sweep_engines: Callable[[], list[str]] = docker.sweep,
@@ -202,7 +226,7 @@ def run_job(
         done.set()
         heartbeats.join()
     survivors = sweep_engines()
-    runs_prefix = f"runs/{message.execution}/"
+    runs_prefix = run_prefix(message.execution, runner)
     uploaded = upload_dir(s3, bucket, runs_prefix, run_dir) if run_dir.is_dir() else []
     if cancel.is_set() and rc != 0:
         return Outcome(succeeded=False, output={"error": "TaskClosed"}, cancelled=True)

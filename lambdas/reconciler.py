@@ -2,7 +2,8 @@
 
 Reports partial batch failures (ReportBatchItemFailures); a record that keeps failing goes to
 the dead-letter queue after the mapping's bounded retries. The reconciler is built once per
-execution environment.
+execution environment. Each failed endpoint is counted by its kind (`gco.reconcile.failures`);
+an unreadable record also under `UnreadableRecords`, which the Regional stack alarms on.
 """
 
 from __future__ import annotations
@@ -12,21 +13,27 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from gco.reconcile.failures import METRICS_NAMESPACE, STREAM_SERVICE, UNREADABLE_METRIC, FailureKind
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.runtime import LazyReconciler
 from gco.tracing import LazyTracer
 
-logger = Logger(service="gco-reconciler")
-tracer = LazyTracer(service="gco-reconciler")
-metrics = Metrics(namespace="gco", service="gco-reconciler")
+logger = Logger(service=STREAM_SERVICE)
+tracer = LazyTracer(service=STREAM_SERVICE)
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=STREAM_SERVICE)
 reconciler = LazyReconciler()
+
+
+def count_failure(kind: FailureKind) -> None:
+    if kind == "unreadable":
+        metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    response = handle_stream_event(event, reconciler(), context)
+    response = handle_stream_event(event, reconciler(), context, on_failure=count_failure)
     records, failed = len(event.get("Records") or []), len(response["batchItemFailures"])
     metrics.add_metric(name="RecordsReconciled", unit=MetricUnit.Count, value=records - failed)
     metrics.add_metric(name="RecordsFailed", unit=MetricUnit.Count, value=failed)

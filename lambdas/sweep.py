@@ -1,4 +1,9 @@
-"""Lambda: the scheduled sweep of the Region's reconciler over every endpoint record."""
+"""Lambda: the scheduled sweep of the Region's reconciler over every endpoint record.
+
+The sweep never raises for one endpoint (`gco.reconcile.sweep`): per-endpoint failures and
+unreadable records are counted (the Regional stack alarms on `UnreadableRecords`); only a Region
+that could not be listed at all fails the invocation, so the function's Errors alarm fires.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,15 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from gco.reconcile.errors import SweepFailedError
+from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
 from gco.tracing import LazyTracer
 
-logger = Logger(service="gco-sweep")
-tracer = LazyTracer(service="gco-sweep")
-metrics = Metrics(namespace="gco", service="gco-sweep")
+logger = Logger(service=SWEEP_SERVICE)
+tracer = LazyTracer(service=SWEEP_SERVICE)
+metrics = Metrics(namespace=METRICS_NAMESPACE, service=SWEEP_SERVICE)
 reconciler = LazyReconciler()
 
 
@@ -24,5 +31,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = sweep(reconciler())
     metrics.add_metric(name="SweepEndpoints", unit=MetricUnit.Count, value=report.endpoints)
     metrics.add_metric(name="SweepFailures", unit=MetricUnit.Count, value=len(report.failed))
+    metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=len(report.unreadable))
     logger.info("sweep finished", extra=report.as_dict())
+    if report.error is not None:
+        raise SweepFailedError(f"the sweep could not list the Region: {report.error}")
     return report.as_dict()

@@ -7,20 +7,24 @@ every wheel pinned by version and hash for the functions' Python and architectur
 The Docker image CDK would otherwise use is never pulled: `try_bundle` always succeeds or raises.
 
 Lambda's task root is read-only, so a bundle without bytecode is compiled from source on every cold
-start (and the result thrown away): where the build's interpreter is the runtime's Python (same
-CPython minor version), `compile_bundle` ships `__pycache__` in the bundle, hash-based and unchecked
-(the zip's timestamps cannot invalidate it, and the bundle never changes after the build). A build on
-another Python ships source only and says so on stderr: bytecode of one minor version is refused by
-another (`benchmarks/cold_start.py` measures the difference).
+start (and the result thrown away): where the build machine has the runtime's Python (same CPython
+minor version: this interpreter, `$GCO_BUNDLE_PYTHON`, `pythonX.Y` on the PATH or a pyenv install),
+`compile_bundle` ships `__pycache__` in the bundle, hash-based and unchecked (the zip's timestamps
+cannot invalidate it, and the bundle never changes after the build). A build without it ships source
+only and says so on stderr: bytecode of one minor version is refused by another
+(`benchmarks/cold_start.py` measures the difference).
+
+Why Python 3.13: it is the newest Lambda Python the project's build machines have (pyenv) besides
+the 3.11 the CDK app runs on, whose Lambda runtime is the nearest its deprecation; 3.14 is on none of
+them. So every build ships bytecode; Lambda supports 3.13 until mid-2029.
 
     .venv/bin/python -m stacks.bundling     # re-resolve LAMBDA_REQUIREMENTS into the lock
 """
 
 from __future__ import annotations
 
-import compileall
 import json
-import py_compile
+import os
 import re
 import shutil
 import subprocess
@@ -34,7 +38,9 @@ from aws_cdk import aws_lambda as lambda_
 
 ROOT = Path(__file__).resolve().parent.parent
 # The runtime and architecture of every function running the bundled code; wheels are chosen for them.
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+# Functions whose code is inline (no bundle, so no bytecode to ship) run the newest Lambda Python.
+INLINE_RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.X86_64
 # What the handlers import beyond the Lambda runtime's boto3, in the project's ranges; resolved into LOCK.
 # Powertools' Tracer (both handlers) imports the X-Ray SDK, which needs wrapt: neither comes with
@@ -57,6 +63,8 @@ _GLIBC_AL2023, _GLIBC_AL2, _GLIBC_MANYLINUX2014 = 34, 26, 17
 _MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}
 # Where Lambda unpacks the bundle (LAMBDA_TASK_ROOT): the path the bytecode names in tracebacks.
 TASK_ROOT = "/var/task"
+# An interpreter of the functions' Python to compile the bundle with, when this one is another.
+BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
 # Packages no handler reaches; `evidence` would also need jsonschema, which the bundle does not carry.
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "local", "bench", "cli", "validation", "evidence")
 
@@ -163,9 +171,10 @@ class LocalPythonBundling:
             subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
             _drop_machine_specific(out)
         if not compile_bundle(out, self.runtime):
+            version = python_version(self.runtime)
             print(
-                f"gco bundling: no bytecode shipped (this build runs Python {_this_python()}, the functions "
-                f"{python_version(self.runtime)}): every cold start compiles the bundle from source",
+                f"gco bundling: no bytecode shipped (no Python {version} found here; set {BUNDLE_PYTHON_ENV} "
+                f"to one): every cold start compiles the bundle from source",
                 file=sys.stderr,
             )
         return True
@@ -175,27 +184,67 @@ def _this_python() -> str:
     return f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
+def runtime_interpreter(runtime: lambda_.Runtime) -> str | None:
+    """A CPython of the runtime's X.Y on this machine, or None: this interpreter, `$GCO_BUNDLE_PYTHON`,
+    `pythonX.Y` on the PATH, or a pyenv install (`$PYENV_ROOT`, default ~/.pyenv), each asked its version."""
+    version = python_version(runtime)
+    if sys.implementation.name == "cpython" and _this_python() == version:
+        return sys.executable
+    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [
+        os.environ.get(BUNDLE_PYTHON_ENV),
+        shutil.which(f"python{version}"),
+        *(
+            str(path)
+            for path in sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"), reverse=True)
+        ),
+    ]
+    for candidate in candidates:
+        if candidate and _is_cpython(candidate, version):
+            return candidate
+    return None
+
+
+def _is_cpython(interpreter: str, version: str) -> bool:
+    try:
+        answer = subprocess.run(
+            [interpreter, "-c", "import sys; print(sys.implementation.name, '%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return answer.returncode == 0 and answer.stdout.split() == ["cpython", version]
+
+
 def compile_bundle(out: Path, runtime: lambda_.Runtime) -> bool:
-    """Write the bundle's bytecode for `runtime` if this interpreter can (the same CPython X.Y).
+    """Write the bundle's bytecode for `runtime` if this machine has its Python (`runtime_interpreter`).
 
     Hash-based and unchecked: Lambda imports it without reading the source's timestamp, which the
     asset's zip does not keep. The recorded source paths are Lambda's (`TASK_ROOT`), not this
     machine's, so tracebacks name the deployed files and the output is the same on every build machine.
+    Bytecode is the same for every patch release of one X.Y, so any CPython X.Y here will do.
 
     Returns:
-        True when the bytecode was written; False when this interpreter is not the runtime's Python.
+        True when the bytecode was written; False when no interpreter of the runtime's Python was found.
     """
-    if sys.implementation.name != "cpython" or _this_python() != python_version(runtime):
+    interpreter = runtime_interpreter(runtime)
+    if interpreter is None:
         return False
     # A file that does not compile (a wheel's template or test data) is left as source: importing
-    # it would fail on Lambda too, so nothing that works is lost.
-    compileall.compile_dir(
-        out,
-        ddir=TASK_ROOT,
-        quiet=1,
-        workers=0,
-        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    # it would fail on Lambda too, so nothing that works is lost (compileall then exits 1).
+    done = subprocess.run(
+        [
+            *(interpreter, "-m", "compileall", "-q", "-j", "0", "-d", TASK_ROOT),
+            *("--invalidation-mode", "unchecked-hash", str(out)),
+        ],
+        check=False,
+        timeout=600,
     )
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"{interpreter} -m compileall {out} failed with exit status {done.returncode}")
     return True
 
 

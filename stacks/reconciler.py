@@ -17,6 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, RUNTIME
 from stacks.iam import managed_role, statement
@@ -209,15 +210,25 @@ class Reconciler(Construct):
         self.alarm_topic = sns.Topic(
             self, "Alarms", topic_name=f"{name}-alarms", master_key=key, enforce_ssl=True
         )
-        self.alarms = self._alarms(name)
+        self.alarms = self._alarms(name, sweep_minutes)
 
-    def _alarms(self, name: str) -> list[cloudwatch.Alarm]:
+    def _alarms(self, name: str, sweep_minutes: int) -> list[cloudwatch.Alarm]:
         stream, sweep = self.functions["stream"], self.functions["sweep"]
+        five = Duration.minutes(5)
+        # Every sweep counts the table's unreadable records: the alarm looks over at least one sweep.
+        unreadable = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=UNREADABLE_METRIC,
+            dimensions_map={"service": SWEEP_SERVICE},
+            statistic="Maximum",
+            period=Duration.minutes(max(5, sweep_minutes)),
+        )
         specs = [
-            ("DlqDepth", self.dlq.metric_approximate_number_of_messages_visible(), 0),
-            ("IteratorAge", stream.metric("IteratorAge", statistic="Maximum"), 300_000),
-            ("StreamErrors", stream.metric_errors(), 0),
-            ("SweepErrors", sweep.metric_errors(), 0),
+            ("DlqDepth", self.dlq.metric_approximate_number_of_messages_visible(period=five), 0),
+            ("IteratorAge", stream.metric("IteratorAge", statistic="Maximum", period=five), 300_000),
+            ("StreamErrors", stream.metric_errors(period=five), 0),
+            ("SweepErrors", sweep.metric_errors(period=five), 0),
+            ("UnreadableRecords", unreadable, 0),
         ]
         alarms = []
         for alarm_id, metric, threshold in specs:
@@ -225,7 +236,7 @@ class Reconciler(Construct):
                 self,
                 alarm_id,
                 alarm_name=f"{name}-{alarm_id}",
-                metric=metric.with_(period=Duration.minutes(5)),
+                metric=metric,
                 threshold=threshold,
                 evaluation_periods=1,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,

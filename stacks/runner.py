@@ -17,6 +17,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from gco.env import HOME_REGION_ENV, TABLE_ENV
+from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
 from stacks.config import GcoConfig
 from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
 from stacks.iam import managed_role, statement
@@ -31,6 +32,9 @@ GPU_AMI_PARAMETER = (
 # Docker-ignore semantics: only what the Dockerfile copies enters the build context.
 IMAGE_CONTEXT = ["*", "!pyproject.toml", "!README.md", "!gco", "!gpu_runner", "**/__pycache__", "**/*.pyc"]
 IMDS = "http://169.254.169.254/latest"
+# What the instance role may create under runs/: any execution's folder, but only its own id's
+# subfolder (gpu_runner.runner.run_prefix), the policy variable resolving to the caller's aws:userid.
+OWN_RUN_OBJECTS = f"{RUNS_PREFIX}*/{RUNNER_ID_VARIABLE}/*"
 
 
 def user_data(
@@ -112,11 +116,14 @@ class RunnerStack(Stack):
                 statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
                 # New objects only (If-None-Match): the runner adds evidence and run files and can
                 # replace none, its own run's or another's; the bucket denies an unconditional
-                # evidence write to every caller (stacks/data.py EvidenceBucket).
+                # evidence write to every caller (stacks/data.py EvidenceBucket). Run files only under
+                # the runner's own id (`aws:userid`, role-id:instance-id: one instance per execution);
+                # evidence keys are content digests, checked on every read, so a runner can add a
+                # record but never one under another record's id.
                 statement(
-                    "CreateEvidenceAndRunObjects",
+                    "CreateEvidenceAndOwnRunObjects",
                     ["s3:PutObject"],
-                    [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects("runs/*")],
+                    [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects(OWN_RUN_OBJECTS)],
                     Null={IF_NONE_MATCH: "false"},
                 ),
                 statement("ReadEvidence", ["s3:GetObject"], [bucket.arn_for_objects(EVIDENCE_OBJECTS)]),

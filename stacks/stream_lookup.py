@@ -21,7 +21,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from stacks.bundling import RUNTIME
+from stacks.bundling import INLINE_RUNTIME
 from stacks.iam import managed_role, statement
 from stacks.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
 
@@ -79,7 +79,7 @@ class StreamArnLookup(Construct):
             self,
             "Function",
             function_name=name,
-            runtime=RUNTIME,
+            runtime=INLINE_RUNTIME,
             handler="index.handler",
             code=lambda_.Code.from_inline(HANDLER),
             role=role.without_policy_updates(),

@@ -2,7 +2,8 @@
 
 BenchError                 (gco.errors.GcoError)
 ├── BenchInputError        bad manifest, prompts or option (also GcoInputError: exit 2)
-└── GpuLockedError         another run holds the GPU lock file
+├── GpuLockedError         another run holds the GPU lock file
+└── HttpError              a request to an engine failed: connection, non-2xx status, body cut short
 
 An engine's misbehaviour (no launch, never ready, crash, survivors) is never an exception here: it is a
 cell status and a named limitation of the run.
@@ -28,3 +29,12 @@ class BenchInputError(BenchError, GcoInputError):
 
 class GpuLockedError(BenchError):
     """The exclusive GPU lock file is held by another process."""
+
+
+class HttpError(BenchError):
+    """A request failed: connection refused or closed, a non-2xx status, or a body cut short.
+
+    The load client (`transport.py`) converts the socket's errors (`OSError`, `asyncio`'s
+    `IncompleteReadError`) into it with `raise ... from`; a request that fails this way is a failed
+    request of the cell, counted, never a crash of the run.
+    """

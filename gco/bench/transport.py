@@ -12,13 +12,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from gco.bench.errors import BenchInputError
+from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
 
 MAX_HEADER_BYTES = 65536
 MAX_EVENTS = 1_000_000
-
-
-class HttpError(Exception):
-    """A request failed: connection refused or closed, or a non-2xx status."""
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,12 @@ def list_(
     table_name: str | None,
     output: str,
 ) -> None:
-    """List endpoints, newest first."""
+    """List endpoints, newest first; a record gco cannot read is named in a warning on stderr."""
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
-    records = store.list(desired_state=state, target_region=region)
+    listing = store.scan(desired_state=state, target_region=region)
+    for problem in listing.unreadable:
+        click.echo(f"warning: {problem}", err=True)
+    records = listing.records
     if output == "json":
         emit_json([record.to_json() for record in records])
         return

@@ -7,11 +7,12 @@ from gco.endpoints.errors import (
     InvalidSpecError,
     InvalidTransitionError,
     LostRaceError,
+    MalformedRecordError,
     StoreUnavailableError,
 )
 from gco.endpoints.record import EndpointRecord, RegionStatus
 from gco.endpoints.spec import EndpointSpec, parse_spec, spec_json_schema
-from gco.endpoints.store import EndpointStore, default_table_name
+from gco.endpoints.store import EndpointStore, Listing, default_table_name
 from gco.endpoints.table import init_table
 from gco.env import DEFAULT_TABLE
 
@@ -25,7 +26,9 @@ __all__ = [
     "EndpointStore",
     "InvalidSpecError",
     "InvalidTransitionError",
+    "Listing",
     "LostRaceError",
+    "MalformedRecordError",
     "RegionStatus",
     "StoreUnavailableError",
     "default_table_name",

@@ -7,9 +7,11 @@
     ├── InvalidTransitionError    the record's current state forbids the operation
     ├── NoCanaryError             promote or roll back an endpoint that has no canary
     ├── LostRaceError             a fenced write lost to a concurrent writer
+    ├── MalformedRecordError      a stored item does not parse as a record (names its key and field)
     └── StoreUnavailableError     DynamoDB failed after retries
 
-botocore errors are converted at the store boundary with `raise ... from`.
+botocore errors are converted at the store boundary with `raise ... from`; a stored item that fails
+the record model (pydantic's `ValidationError`) becomes `MalformedRecordError` where it is parsed.
 """
 
 from __future__ import annotations
@@ -76,6 +78,24 @@ class LostRaceError(EndpointError):
             super().__init__(
                 f"{operation} of endpoint {name!r} lost a race with a concurrent change; re-read and retry"
             )
+
+
+class MalformedRecordError(EndpointError):
+    """A stored item is not a readable record: an attribute missing, of the wrong type, or a value
+    (a state) no gco knows. A runtime failure (exit 1), not bad input: the caller asked for a key,
+    the table holds something gco cannot read under it.
+
+    Attributes:
+        key: the item's `endpoint_name` (the table's key), as stored.
+        field: the dotted path of the first field that failed, e.g. `spec.port` or `desired_state`.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, key: str, field: str, problem: str) -> None:
+        self.key = key
+        self.field = field
+        self.problem = problem
+        super().__init__(f"endpoint record {key!r} is unreadable: {field}: {problem}")
 
 
 class StoreUnavailableError(EndpointError):

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
 from gco.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 
@@ -97,13 +97,16 @@ def parse_record(data: dict[str, Any]) -> EndpointRecord:
     """Parse a stored item's plain values as a record.
 
     Raises:
-        InvalidSpecError: naming the bad field (e.g. `record.spec.port`).
+        MalformedRecordError: naming the item's key and the first bad field (e.g. `spec.port`).
     """
     try:
         return EndpointRecord.model_validate(data)
     except ValidationError as error:
-        name = data.get("endpoint_name", "?")
-        raise invalid_spec_from(error, prefix=f"record[{name}]") from None
+        key = data.get("endpoint_name")
+        problem = invalid_spec_from(error, prefix="record")
+        field = problem.field.removeprefix("record.")
+        shown = key if isinstance(key, str) else repr(key)
+        raise MalformedRecordError(shown, field, problem.message) from None
 
 
 def check_desired_state(value: str, field: str = "desired_state") -> DesiredState:

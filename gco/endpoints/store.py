@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gco import aws
@@ -24,6 +25,7 @@ from gco.endpoints.errors import (
     EndpointExistsError,
     InvalidSpecError,
     InvalidTransitionError,
+    MalformedRecordError,
 )
 from gco.endpoints.expressions import Expression
 from gco.endpoints.fenced import require_token
@@ -43,6 +45,19 @@ from gco.endpoints.tokens import MonotonicClock, new_token
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 
 log = logging.getLogger(__name__)
+
+
+# A scan page holds up to 1 MB, so this bounds a listing at about 100 GB of records: never reached,
+# but every loop is bounded.
+MAX_SCAN_PAGES = 100_000
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A scan's outcome: the readable records, newest first, and one error per unreadable item."""
+
+    records: list[EndpointRecord]
+    unreadable: list[MalformedRecordError]
 
 
 def default_table_name() -> str:
@@ -87,7 +102,29 @@ class EndpointStore(ObservationWrites):
         *,
         consistent_read: bool = False,
     ) -> list[EndpointRecord]:
-        """Every record (all pages), newest first, optionally filtered."""
+        """Every readable record (all pages), newest first, optionally filtered.
+
+        An item that does not parse is left out and logged with its key and field (`scan` returns
+        them): one malformed item never hides the others.
+        """
+        listing = self.scan(desired_state, target_region, consistent_read=consistent_read)
+        for problem in listing.unreadable:
+            log.warning("list: %s", problem)  # names the key and the field
+        return listing.records
+
+    def scan(
+        self,
+        desired_state: str | None = None,
+        target_region: str | None = None,
+        *,
+        consistent_read: bool = False,
+    ) -> Listing:
+        """The whole table (all pages): the readable records, newest first, and the unreadable items.
+
+        Raises:
+            InvalidSpecError: a bad filter value.
+            StoreUnavailableError: DynamoDB failed after retries.
+        """
         expression = Expression()
         if desired_state is not None:
             expression.equals("list.state", check_desired_state(desired_state), "desired_state")
@@ -100,14 +137,19 @@ class EndpointStore(ObservationWrites):
             arguments["FilterExpression"] = request.pop("ConditionExpression")
             arguments.update(request)
         records: list[EndpointRecord] = []
-        while True:
+        unreadable: list[MalformedRecordError] = []
+        for _ in range(MAX_SCAN_PAGES):
             page = self._call("scan", **arguments)
-            records.extend(parse_record(from_item(item)) for item in page.get("Items", []))
+            for item in page.get("Items", []):
+                try:
+                    records.append(parse_record(from_item(item)))
+                except MalformedRecordError as error:
+                    unreadable.append(error)
             if "LastEvaluatedKey" not in page:
                 break
             arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         records.sort(key=lambda record: (record.created_at or "", record.endpoint_name), reverse=True)
-        return records
+        return Listing(records, unreadable)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

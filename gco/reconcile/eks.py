@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gco import aws
-from gco.reconcile.errors import ClusterConfigError
+from gco.reconcile.errors import ClusterAuthError, ClusterConfigError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy
 
 TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a format prefix, not a secret
@@ -38,16 +38,23 @@ def _sign_cluster_header(request: Any, **_: Any) -> None:
 
 
 def eks_token(cluster_name: str, sts_client: Any) -> str:
-    """A bearer token for `cluster_name` from `sts_client` (the cluster's Region's STS)."""
+    """A bearer token for `cluster_name` from `sts_client` (the cluster's Region's STS).
+
+    Raises:
+        ClusterAuthError: the URL could not be signed (no credentials, say).
+    """
     events = sts_client.meta.events
     events.register("provide-client-params.sts.GetCallerIdentity", _take_cluster_name, unique_id="gco-eks-1")
     events.register("before-sign.sts.GetCallerIdentity", _sign_cluster_header, unique_id="gco-eks-2")
-    url: str = sts_client.generate_presigned_url(
-        "get_caller_identity",
-        Params={"ClusterName": cluster_name},
-        ExpiresIn=PRESIGN_SECONDS,
-        HttpMethod="GET",
-    )
+    try:
+        url: str = sts_client.generate_presigned_url(
+            "get_caller_identity",
+            Params={"ClusterName": cluster_name},
+            ExpiresIn=PRESIGN_SECONDS,
+            HttpMethod="GET",
+        )
+    except (ClientError, BotoCoreError) as error:
+        raise ClusterAuthError(f"signing the EKS token of {cluster_name} failed: {error}") from error
     return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 

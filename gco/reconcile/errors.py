@@ -6,9 +6,13 @@
     │   ├── ClusterAuthError         credentials refused even after a fresh token
     │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
     │       └── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
-    └── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
+    ├── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
+    ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
+    └── SweepFailedError           the sweep could not list its Region: nothing was reconciled
 
-httpx and botocore errors are converted at the client boundary with `raise ... from`.
+httpx errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
+errors are converted at the client boundary with `raise ... from`; docs/reconciler.md tabulates
+each one and what the stream handler and the sweep do with it.
 """
 
 from __future__ import annotations
@@ -55,3 +59,11 @@ class KindNotServedError(ClusterRejectedError):
 
 class ClusterConfigError(ReconcileError):
     """The Region's cluster could not be described (name, endpoint or certificate)."""
+
+
+class PoisonRecordError(ReconcileError):
+    """A stream record that names no endpoint; it can never succeed."""
+
+
+class SweepFailedError(ReconcileError):
+    """The sweep could not list its Region (the table or the cluster): nothing was reconciled."""

@@ -11,36 +11,40 @@ Lambda retries from it and, after the configured attempts, sends it to the dead-
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from pydantic import ValidationError
 
-from gco.reconcile.errors import ReconcileError
+from gco.reconcile.errors import PoisonRecordError as PoisonRecordError  # noqa: PLC0414 (re-exported)
+from gco.reconcile.failures import FailureKind, report_failure
 from gco.reconcile.reconciler import Outcome, Reconciler
+from gco.reconcile.stream_event import StreamRecord
 from gco.reconcile.throughput import STREAM_SETTINGS
 
 log = logging.getLogger(__name__)
 KEY = "endpoint_name"
+ENTRY = "stream"
 
 
-class PoisonRecordError(ReconcileError):
-    """A stream record that names no endpoint; it can never succeed."""
+def parse_stream_record(raw: Any) -> StreamRecord | None:
+    """A raw stream record as a `StreamRecord`; None for one that does not have the record's shape."""
+    try:
+        return StreamRecord.model_validate(raw)
+    except ValidationError:
+        return None
 
 
-def endpoint_name_of(record: DynamoDBRecord) -> str:
+def endpoint_name_of(record: StreamRecord | None) -> str:
     """The endpoint name in a stream record's keys.
 
     Raises:
-        PoisonRecordError: the record has no string `endpoint_name` key.
+        PoisonRecordError: the record has no string `endpoint_name` key (or is no stream record).
     """
-    try:
-        keys = record.dynamodb.keys if record.dynamodb is not None else None
-    except (TypeError, ValueError, KeyError, AttributeError):
-        keys = None
-    name = (keys or {}).get(KEY)
-    if not isinstance(name, str) or not name:
-        raise PoisonRecordError(f"stream record {record.event_id} has no {KEY} key")
+    name = record.key(KEY) if record is not None else None
+    if name is None:
+        event_id = record.event_id if record is not None else None
+        raise PoisonRecordError(f"stream record {event_id} has no {KEY} key")
     return name
 
 
@@ -55,7 +59,7 @@ def _own_state(image: dict[str, Any], region: str) -> Any:
     return ((image.get("region_status") or {}).get("M") or {}).get(region)
 
 
-def is_status_echo(record: DynamoDBRecord, region: str) -> bool:
+def is_status_echo(record: StreamRecord, region: str) -> bool:
     """True for a MODIFY that changed only Region status (and updated_at), not this Region's work.
 
     Such a change cannot alter what this Region must do: each Region acts on the record's
@@ -64,10 +68,9 @@ def is_status_echo(record: DynamoDBRecord, region: str) -> bool:
     progressing state (creating, updating, stopping, deleting) the record is reconciled anyway:
     that echo is what re-checks readiness. Skipping the rest avoids a read per status write.
     """
-    raw = record.raw_event
-    images = raw.get("dynamodb") or {}
-    old, new = images.get("OldImage"), images.get("NewImage")
-    if raw.get("eventName") != "MODIFY" or not old or not new or _desired_view(old) != _desired_view(new):
+    change = record.dynamodb
+    old, new = (change.old_image, change.new_image) if change is not None else (None, None)
+    if record.event_name != "MODIFY" or not old or not new or _desired_view(old) != _desired_view(new):
         return False
     own = _own_state(new, region)
     if own == _own_state(old, region):
@@ -76,7 +79,7 @@ def is_status_echo(record: DynamoDBRecord, region: str) -> bool:
     return state in SETTLED
 
 
-def _targets(records: list[DynamoDBRecord], region: str) -> list[str]:
+def _targets(records: list[StreamRecord | None], region: str) -> list[str]:
     """The distinct endpoints of a batch that need a reconcile, in first-seen order."""
     names: list[str] = []
     for record in records:
@@ -84,7 +87,7 @@ def _targets(records: list[DynamoDBRecord], region: str) -> list[str]:
             name = endpoint_name_of(record)
         except PoisonRecordError:
             continue  # reported by the batch processor
-        if name not in names and not is_status_echo(record, region):
+        if name not in names and record is not None and not is_status_echo(record, region):
             names.append(name)
     return names
 
@@ -95,6 +98,7 @@ def handle_stream_event(
     context: Any = None,
     *,
     concurrency: int = STREAM_SETTINGS.handler_concurrency,
+    on_failure: Callable[[FailureKind], None] | None = None,
 ) -> dict[str, Any]:
     """Process one Lambda DynamoDB-stream event; returns `{"batchItemFailures": [...]}`.
 
@@ -104,27 +108,48 @@ def handle_stream_event(
     as a batch item failure. No reconcile waits for readiness inside the batch (a batch returns
     when its slowest endpoint does): a progressing endpoint is looked at again by its own status
     echo or by the sweep.
+
+    Every failure is handled by one rule (`failures.py`), a bug as much as a gco error: each failed
+    endpoint is logged once with its kind (and `on_failure` called with it, for the metrics), and
+    only its records are reported. A failure of the batch's shared steps (the Region's system
+    objects, the batch's one list) fails every endpoint of the batch, never the invocation.
     """
-    records = [DynamoDBRecord(raw) for raw in event.get("Records") or []]
-    names = _targets(records, reconciler.region)
-    results: dict[str, Outcome | Exception] = {}
-    if names:
-        futures = reconciler.reconcile_many(names, wait=0.0, concurrency=concurrency)
-        for name, future in futures.items():
-            error = future.exception()
-            results[name] = error if isinstance(error, Exception) else future.result()  # reported below
-
-    def record_handler(record: DynamoDBRecord) -> Outcome | None:
-        name = endpoint_name_of(record)
-        result = results.get(name)
-        if isinstance(result, Exception):
-            raise result
-        if result is not None:
+    records = [parse_stream_record(raw) for raw in event.get("Records") or []]
+    results = _reconcile_batch(reconciler, _targets(records, reconciler.region), concurrency)
+    failed: list[tuple[str, Exception]] = [
+        (name, error) for name, error in results.items() if isinstance(error, Exception)
+    ]
+    failures: list[dict[str, Any]] = []
+    for record in records:
+        try:
+            outcome = results.get(endpoint_name_of(record))
+        except PoisonRecordError as poison:
+            failed.append(("-", poison))
+            outcome = poison
+        if isinstance(outcome, Exception):
+            failures.append({"itemIdentifier": record.item_identifier if record is not None else None})
+    for name, raised in failed:
+        kind = report_failure(ENTRY, name, reconciler.region, raised)
+        if on_failure is not None:
+            on_failure(kind)
+    for name, result in results.items():
+        if isinstance(result, Outcome):
             log.info("reconciled endpoint=%s region=%s outcome=%s", name, reconciler.region, result.kind)
-        return result
+    return {"batchItemFailures": failures}
 
-    processor = BatchProcessor(event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-    response = process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
-    return dict(response)
+
+def _reconcile_batch(
+    reconciler: Reconciler, names: list[str], concurrency: int
+) -> dict[str, Outcome | Exception]:
+    """Each endpoint's outcome, or what it raised; a failure of the shared steps is every endpoint's."""
+    if not names:
+        return {}
+    try:
+        futures = reconciler.reconcile_many(names, wait=0.0, concurrency=concurrency)
+    except Exception as shared:  # one rule for every failure: failures.py
+        return dict.fromkeys(names, shared)
+    results: dict[str, Outcome | Exception] = {}
+    for name, future in futures.items():
+        raised = future.exception()
+        results[name] = raised if isinstance(raised, Exception) else future.result()
+    return results

@@ -16,8 +16,11 @@ protocol below is the documented one, and it is what tests exercise against the 
   `KindNotServedError`, naming what provides the kind.
 - delete: `DELETE` with `preconditions.uid`, so a delete never hits a newer object of the same
   name; 404 (gone) and 409 (replaced) both mean the observed object no longer exists.
-- Retries: 429, 5xx, 409 on apply, timeouts and connection errors, with capped exponential
-  backoff and jitter (honouring `Retry-After`); a 401 mints a fresh token once.
+- Retries: 429, 5xx, 409 on apply, timeouts, connection errors and bodies that cannot be decoded
+  (a broken `Content-Encoding`), with capped exponential backoff and jitter (honouring
+  `Retry-After`); a 401 mints a fresh token once.
+- Errors: every httpx error, and an answer that is not a JSON object where one is due, leaves
+  this module as a `ClusterError` (`gco.reconcile.errors`), converted with `raise ... from`.
 """
 
 from __future__ import annotations
@@ -131,8 +134,7 @@ class KubeCluster:
             raise KindNotServedError(kind, f"apply {ref}: HTTP 404: {_message(response)}")
         if response.status_code >= 400:
             raise _rejected(response, f"apply {ref}")
-        stored: dict[str, Any] = response.json()
-        return stored
+        return _object(response, f"apply {ref}")
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         response = self._request(
@@ -142,7 +144,7 @@ class KubeCluster:
             return None
         if response.status_code >= 400:
             raise _rejected(response, f"get {kind.kind} {namespace}/{name}")
-        found: dict[str, Any] = response.json()
+        found = _object(response, f"get {kind.kind} {namespace}/{name}")
         found.setdefault("apiVersion", kind.api_version)
         found.setdefault("kind", kind.kind)
         return found
@@ -175,7 +177,7 @@ class KubeCluster:
                 break  # the kind's CRD is not installed: nothing of it exists
             if response.status_code >= 400:
                 raise _rejected(response, f"list {kind.plural}")
-            body = response.json()
+            body = _object(response, f"list {kind.plural} in {namespace}")
             for item in body.get("items") or []:
                 item.setdefault("apiVersion", kind.api_version)
                 item.setdefault("kind", kind.kind)
@@ -239,10 +241,12 @@ class KubeCluster:
                 response = self._http.request(
                     method, path, params=params, content=content, headers=request_headers
                 )
-            except httpx.TransportError as error:  # timeouts, refused and reset connections
+            except (httpx.TransportError, httpx.DecodingError) as error:  # timeouts, resets, bad encodings
                 problem = f"{type(error).__name__}"
                 self._backoff(what, attempt, problem, None)
                 continue
+            except httpx.HTTPError as error:  # anything else httpx raises: nothing to retry
+                raise ClusterUnavailableError(f"{what}: {type(error).__name__}: {error}") from error
             status = response.status_code
             if status in (401, 403):
                 if status == 401 and not refreshed:
@@ -265,6 +269,24 @@ class KubeCluster:
         delay = self.retry.delay(attempt, retry_after)
         log.info("kubernetes %s: %s; retrying in %.2f s", what, problem, delay)
         self._sleep(delay)
+
+
+def _object(response: httpx.Response, what: str) -> dict[str, Any]:
+    """The answer's JSON object.
+
+    Raises:
+        ClusterUnavailableError: the body is not JSON, or not an object (an intermediary's error
+            page, a cut body): the call is retried later, like any unavailable API server.
+    """
+    try:
+        body = response.json()
+    except ValueError as error:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ClusterUnavailableError(
+            f"{what}: HTTP {response.status_code} answer is not JSON: {response.text[:100]!r}"
+        ) from error
+    if not isinstance(body, dict):
+        raise ClusterUnavailableError(f"{what}: HTTP {response.status_code} answer is not a JSON object")
+    return body
 
 
 def _body(response: httpx.Response) -> dict[str, Any]:

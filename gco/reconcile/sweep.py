@@ -18,21 +18,29 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from gco.errors import GcoError
+from gco.reconcile.failures import report_failure
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER, labels_of
 from gco.reconcile.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
+ENTRY = "sweep"
 
 
 @dataclass
 class SweepReport:
+    """What one sweep did. `failed` names endpoints whose reconcile raised, `unreadable` the keys of
+    items that do not parse; `error` is set when the Region could not be listed at all (nothing was
+    reconciled), `system_error` when its namespaces or shared proxy could not be ensured."""
+
     endpoints: int = 0
     done: int = 0
     requeued: int = 0
     terminal: int = 0
     orphans: int = 0
     failed: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    error: str | None = None
+    system_error: str | None = None
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -43,6 +51,9 @@ class SweepReport:
             "terminal": self.terminal,
             "orphans": self.orphans,
             "failed": list(self.failed),
+            "unreadable": list(self.unreadable),
+            "error": self.error,
+            "system_error": self.system_error,
             "seconds": round(self.seconds, 3),
         }
 
@@ -50,21 +61,39 @@ class SweepReport:
 def sweep(reconciler: Reconciler) -> SweepReport:
     """Reconcile every endpoint (and every orphaned object) in the reconciler's Region.
 
-    A failure on one endpoint is logged and named in the report; the sweep goes on.
+    Never raises: every step is guarded (`failures.py`). If the table or the cluster cannot be
+    listed, the report says so and nothing is touched; an unreadable item is named in the report
+    (its objects are left as they are: they are not orphans); a failure on one endpoint is
+    logged and named in the report, and the sweep goes on.
     """
     started = time.monotonic()
     report = SweepReport()
-    records = reconciler.store.list(consistent_read=True)
+    region = reconciler.region
+    try:
+        listing = reconciler.store.scan(consistent_read=True)
+        snapshot = reconciler.cluster.list({MANAGED_BY: MANAGER})
+    except Exception as error:  # one rule for every failure: failures.py
+        report_failure(ENTRY, "*", region, error)
+        report.error = str(error) or type(error).__name__
+        report.seconds = time.monotonic() - started
+        return report
+    report.unreadable = [problem.key for problem in listing.unreadable]
+    for problem in listing.unreadable:
+        report_failure(ENTRY, problem.key, region, problem)
+    try:
+        reconciler.ensure_system(snapshot)
+    except Exception as error:  # each endpoint's reconcile tries again, and reports its own failure
+        report_failure(ENTRY, "system objects", region, error)
+        report.system_error = str(error) or type(error).__name__
     observed: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    snapshot = reconciler.cluster.list({MANAGED_BY: MANAGER})
-    reconciler.ensure_system(snapshot)
     for obj in snapshot:
         name = labels_of(obj).get(ENDPOINT_LABEL)
         if name:
             observed[name].append(obj)
+    records = listing.records
     report.endpoints = len(records)
     work = [(record.endpoint_name, record) for record in records]
-    known = {name for name, _ in work}
+    known = {name for name, _ in work} | set(report.unreadable)
     orphans = sorted(name for name in observed if name not in known)
     report.orphans = len(orphans)
     for name, record in [*work, *((name, None) for name in orphans)]:
@@ -73,8 +102,8 @@ def sweep(reconciler: Reconciler) -> SweepReport:
                 outcome = reconciler.reconcile(name, wait=0.0)
             else:
                 outcome = reconciler.reconcile_snapshot(record, observed.get(name, []))
-        except GcoError as error:
-            log.warning("sweep: endpoint=%s region=%s failed: %s", name, reconciler.region, error)
+        except Exception as error:  # one rule for every failure: failures.py
+            report_failure(ENTRY, name, region, error)
             report.failed.append(name)
             continue
         if outcome.kind == "done":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import marshal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from aws_cdk import aws_lambda as lambda_
 
 from stacks.bundling import (
     ARCHITECTURE,
+    BUNDLE_PYTHON_ENV,
     LAMBDA_REQUIREMENTS,
     LOCK,
     RUNTIME,
@@ -24,12 +26,13 @@ from stacks.bundling import (
     manylinux_platforms,
     pip_install_command,
     python_version,
+    runtime_interpreter,
 )
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 
-# A Lambda runtime whose Python is, and one whose Python is not, the interpreter running the tests.
+# A Lambda runtime whose Python is the interpreter running the tests, and one no machine has.
 THIS_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
-OTHER_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor + 1}", lambda_.RuntimeFamily.PYTHON)
+OTHER_PYTHON = lambda_.Runtime("python3.99", lambda_.RuntimeFamily.PYTHON)
 
 
 def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
@@ -57,6 +60,32 @@ def test_bundle_ships_unchecked_bytecode_naming_the_task_root(tmp_path: Path) ->
     assert not compile_bundle(tmp_path, OTHER_PYTHON)
 
 
+def test_bytecode_for_the_functions_python_is_made_by_that_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CDK app runs on another Python than the functions': the build compiles with one of theirs."""
+    interpreter = runtime_interpreter(RUNTIME)
+    if interpreter is None:
+        pytest.skip(f"no Python {python_version(RUNTIME)} on this machine: the build ships source only")
+    magic = subprocess.run(
+        [
+            interpreter,
+            "-c",
+            "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (tmp_path / "module.py").write_text("VALUE = 1\n")
+    assert compile_bundle(tmp_path, RUNTIME)
+    (cached,) = (tmp_path / "__pycache__").glob("module.*.pyc")
+    assert cached.read_bytes()[:4].hex() == magic
+    assert f"-{python_version(RUNTIME).replace('.', '')}" in cached.name
+    monkeypatch.setenv(BUNDLE_PYTHON_ENV, sys.executable)  # a wrong one is asked, and refused
+    assert runtime_interpreter(OTHER_PYTHON) is None
+
+
 def test_requirements_are_what_the_handlers_import() -> None:
     names = {requirement.split(">")[0].split("=")[0] for requirement in LAMBDA_REQUIREMENTS}
     assert names == {"aws-lambda-powertools", "aws-xray-sdk", "pydantic", "httpx"}
@@ -64,7 +93,7 @@ def test_requirements_are_what_the_handlers_import() -> None:
 
 def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Path) -> None:
     command = pip_install_command(tmp_path, RUNTIME, ARCHITECTURE)
-    assert command[command.index("--python-version") + 1] == "3.14"
+    assert command[command.index("--python-version") + 1] == "3.13"
     platforms = {command[i + 1] for i, arg in enumerate(command) if arg == "--platform"}
     assert {"manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64"} <= platforms
     assert "manylinux_2_35_x86_64" not in platforms

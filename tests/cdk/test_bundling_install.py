@@ -30,7 +30,7 @@ from stacks.bundling import (
 # Stated here rather than taken from stacks.bundling, so a wrong mapping there cannot pass.
 MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}[ARCHITECTURE.name]
 ELF_MACHINE = {"x86_64": 62, "aarch64": 183}[MACHINE]  # e_machine: EM_X86_64, EM_AARCH64
-CPYTHON = RUNTIME.name.removeprefix("python").replace(".", "")  # "python3.14" -> "314"
+CPYTHON = RUNTIME.name.removeprefix("python").replace(".", "")  # "python3.13" -> "313"
 # Amazon Linux 2023, under every Python runtime from 3.12 on, has glibc 2.34.
 GLIBC_MINOR = 34
 # The Lambda runtime provides these (and their own dependencies); bundling them would shadow it.

@@ -29,7 +29,13 @@ def test_suppressions_are_few_specific_and_on_one_resource(synthesized: Synthesi
     regional = len(synthesized.gco.regional)
     assert len(provider) <= 30 * regional  # CDK's own kubectl provider functions (stacks/suppressions_k8s.py)
     assert len(front_door) <= 16 * regional  # the internal ALB behind the IAM-authorized API
-    assert len(suppressions) - len(provider) - len(front_door) <= 45
+    # The two bundled functions run Python 3.13, not the newest (stacks/bundling.py says why): AwsSolutions-L1
+    # and Serverless-LambdaLatestVersion on each, in each Regional stack.
+    runtime = [
+        item for item in suppressions if item.rule in ("AwsSolutions-L1", "Serverless-LambdaLatestVersion")
+    ]
+    assert len([item for item in runtime if KUBECTL_PROVIDER not in item.path]) == 4 * regional
+    assert len(suppressions) - len(provider) - len(front_door) - 4 * regional <= 45
     for item in suppressions:
         assert (
             item.path.startswith("/gco-") and item.path.endswith("/Resource")

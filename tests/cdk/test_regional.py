@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
+from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from tests.cdk.conftest import HOME, OTHER
 
 
@@ -75,7 +76,7 @@ def test_functions_in_vpc_traced_named_with_environment(regional_template: Any) 
             {
                 "FunctionName": f"gco-reconciler-{OTHER}-{kind}",
                 "Handler": handler,
-                "Runtime": "python3.14",
+                "Runtime": "python3.13",
                 "TracingConfig": {"Mode": "Active"},
                 "VpcConfig": Match.object_like({"SubnetIds": Match.any_value()}),
                 "DeadLetterConfig": {"TargetArn": Match.any_value()},
@@ -175,12 +176,13 @@ def test_sweep_schedule(regional_template: Any) -> None:
 
 
 def test_alarms_on_dlq_iterator_age_errors(regional_template: Any) -> None:
-    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 4)
+    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 5)
     for name, metric in (
         ("DlqDepth", "ApproximateNumberOfMessagesVisible"),
         ("IteratorAge", "IteratorAge"),
         ("StreamErrors", "Errors"),
         ("SweepErrors", "Errors"),
+        ("UnreadableRecords", UNREADABLE_METRIC),
     ):
         regional_template.has_resource_properties(
             "AWS::CloudWatch::Alarm",
@@ -190,6 +192,14 @@ def test_alarms_on_dlq_iterator_age_errors(regional_template: Any) -> None:
                 "AlarmActions": [Match.any_value()],
             },
         )
+    regional_template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": UNREADABLE_METRIC,
+            "Namespace": METRICS_NAMESPACE,
+            "Dimensions": [{"Name": "service", "Value": SWEEP_SERVICE}],
+        },
+    )
     regional_template.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
 
 

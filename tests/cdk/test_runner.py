@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
+from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX, run_prefix
 from tests.cdk.synth_cache import Synthesized
 
 
@@ -83,7 +85,7 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
     statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
     assert set(statements) == {
         "ReadJobs",
-        "CreateEvidenceAndRunObjects",
+        "CreateEvidenceAndOwnRunObjects",
         "ReadEvidence",
         "BucketAndTableKey",
         "AnswerOwnTasks",
@@ -92,9 +94,14 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
         "EcrLogin",
     }
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
-    create = statements["CreateEvidenceAndRunObjects"]
+    create = statements["CreateEvidenceAndOwnRunObjects"]
     prefixes = json.dumps(create["Resource"])
-    assert "/evidence/*" in prefixes and "/runs/*" in prefixes and "/jobs/" not in prefixes
+    assert "/evidence/*" in prefixes and "/jobs/" not in prefixes
+    # Run files only under the runner's own id: `runs/<execution>/<aws:userid>/`, never a bare `runs/*`.
+    assert f"/runs/*/{RUNNER_ID_VARIABLE}/*" in prefixes and '/runs/*"' not in prefixes
+    granted = f"{RUNS_PREFIX}*/{RUNNER_ID_VARIABLE}/*".replace(RUNNER_ID_VARIABLE, "AROAID:i-1")
+    assert fnmatch.fnmatchcase(run_prefix("exec-1", "AROAID:i-1") + "cells/a.json", granted)
+    assert not fnmatch.fnmatchcase(run_prefix("exec-1", "AROAID:i-2") + "cells/a.json", granted)
     # New objects only: every write must carry If-None-Match, so none replaces an existing object.
     assert create["Action"] == "s3:PutObject"
     assert create["Condition"] == {"Null": {"s3:if-none-match": "false"}}

@@ -21,6 +21,8 @@ from gco.local.motoserver import MotoServer, free_port
 
 REGION = "us-east-1"
 BUCKET = "gco-evidence-test"
+# An instance role's aws:userid: `<role id>:<instance id>`.
+RUNNER = "AROAEXAMPLEROLEID:i-0123456789abcdef0"
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from gco import aws
 from gco.local.motoserver import MotoServer
 from gpu_runner import JobError, JobMessage, RoundsJob, RunnerError, run_job
 from gpu_runner.__main__ import main
-from gpu_runner.runner import read_job, subprocess_executor, upload_dir
-from tests.functional.gpu_runner.conftest import BUCKET, FakeRounds, clients, make_bucket, rounds_job
+from gpu_runner.runner import read_job, run_prefix, runner_id, subprocess_executor, upload_dir
+from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, FakeRounds, clients, make_bucket, rounds_job
 
 
 def test_rounds_job_command_line(tmp_path: Path) -> None:
@@ -103,21 +104,25 @@ def test_success_uploads_run_dir_and_names_evidence(moto: MotoServer, tmp_path: 
     s3 = clients(moto)["s3"]
     make_bucket(s3)
     sfn = RecordingSfn()
-    outcome = run_job(_message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=FakeRounds())
+    outcome = run_job(
+        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, runner=RUNNER, execute=FakeRounds()
+    )
     assert outcome.succeeded
     assert sfn.calls[-1][0] == "success"
     output = json.loads(sfn.calls[-1][1]["output"])
     assert output["evidence"] == f"s3://{BUCKET}/evidence/sha256-abc.json"
-    assert output["run_dir"] == f"s3://{BUCKET}/runs/exec-1/"
+    assert output["run_dir"] == f"s3://{BUCKET}/runs/exec-1/{RUNNER}/"
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET)["Contents"]}
-    assert keys == {"runs/exec-1/cells/round1-a.json", "runs/exec-1/evidence.json"}
+    assert keys == {f"runs/exec-1/{RUNNER}/cells/round1-a.json", f"runs/exec-1/{RUNNER}/evidence.json"}
 
 
 def test_failure_reports_exit_status_and_last_line(moto: MotoServer, tmp_path: Path) -> None:
     s3 = clients(moto)["s3"]
     make_bucket(s3)
     sfn = RecordingSfn()
-    outcome = run_job(_message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=FakeRounds("fail"))
+    outcome = run_job(
+        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, runner=RUNNER, execute=FakeRounds("fail")
+    )
     assert not outcome.succeeded
     kind, call = sfn.calls[-1]
     assert kind == "failure" and call["error"] == "RunnerJobFailed"
@@ -125,10 +130,10 @@ def test_failure_reports_exit_status_and_last_line(moto: MotoServer, tmp_path: P
     assert cause == {
         "exit_status": 1,
         "message": "bench: engine a never became ready",
-        "run_dir": f"s3://{BUCKET}/runs/exec-1/",
+        "run_dir": f"s3://{BUCKET}/runs/exec-1/{RUNNER}/",
         "engine_survivors": [],
     }
-    assert s3.get_object(Bucket=BUCKET, Key="runs/exec-1/evidence.json")
+    assert s3.get_object(Bucket=BUCKET, Key=f"runs/exec-1/{RUNNER}/evidence.json")
 
 
 def test_heartbeats_while_running_and_refusal_stops_the_job(moto: MotoServer, tmp_path: Path) -> None:
@@ -137,7 +142,14 @@ def test_heartbeats_while_running_and_refusal_stops_the_job(moto: MotoServer, tm
     sfn = RecordingSfn(refuse_heartbeats=True)
     fake = FakeRounds("hang")
     outcome = run_job(
-        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=fake, heartbeat_interval=0.05
+        _message(),
+        sfn=sfn,
+        s3=s3,
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=fake,
+        heartbeat_interval=0.05,
     )
     assert outcome.cancelled and not outcome.succeeded
     assert [kind for kind, _ in sfn.calls] == ["heartbeat"]  # nothing answered on a closed task
@@ -155,7 +167,14 @@ def test_engine_containers_left_running_are_swept_and_named(moto: MotoServer, tm
         return ["gco-engine-1"]
 
     outcome = run_job(
-        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=FakeRounds(), sweep_engines=sweep
+        _message(),
+        sfn=sfn,
+        s3=s3,
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=FakeRounds(),
+        sweep_engines=sweep,
     )
     assert swept == ["gco-engine-1"]
     assert outcome.output["engine_survivors"] == ["gco-engine-1"]
@@ -229,10 +248,35 @@ def test_lost_or_throttled_heartbeats_do_not_stop_the_job(moto: MotoServer, tmp_
     releaser = threading.Thread(target=release_after_four_beats, daemon=True)
     releaser.start()
     outcome = run_job(
-        _message(), sfn=sfn, s3=s3, bucket=BUCKET, workdir=tmp_path, execute=fake, heartbeat_interval=0.05
+        _message(),
+        sfn=sfn,
+        s3=s3,
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=fake,
+        heartbeat_interval=0.05,
     )
     releaser.join(timeout=10)
     kinds = [kind for kind, _ in sfn.calls]
     assert kinds.count("heartbeat") >= 4  # the first two failed; a refusal would have stopped it there
     assert outcome.succeeded and not outcome.cancelled
     assert kinds[-1] == "success"
+
+
+def test_runner_id_is_the_callers_userid_and_names_its_run_prefix(moto: MotoServer) -> None:
+    sts = aws.client("sts", region="us-east-1", endpoint_url=moto.url)
+    identity = runner_id(sts)
+    assert identity == sts.get_caller_identity()["UserId"]
+    assert run_prefix("exec-1", identity) == f"runs/exec-1/{identity}/"
+
+
+def test_runner_id_unreachable_is_a_runner_error() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    class Down:
+        def get_caller_identity(self) -> dict[str, str]:
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    with pytest.raises(RunnerError, match="identity"):
+        runner_id(Down())

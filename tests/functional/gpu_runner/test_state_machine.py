@@ -21,7 +21,7 @@ from gpu_runner.job import MatrixJob
 from gpu_runner.runner import RunnerError, read_job, run_job
 from tests.cdk.synth_cache import runner_definition
 from tests.conftest import SYNTH_GROUP
-from tests.functional.gpu_runner.conftest import BUCKET, FakeRounds, clients, make_bucket, rounds_job
+from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, FakeRounds, clients, make_bucket, rounds_job
 
 # It reads the synthesized app: on the worker that synthesizes it for the CDK tests.
 pytestmark = pytest.mark.xdist_group(SYNTH_GROUP)
@@ -134,7 +134,13 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
     assert {"Key": "gco-job-key", "Value": "jobs/bench-ok.json"} in instance["Tags"]
     assert instance["InstanceType"] == "g6e.xlarge"  # from the template the workflow names
     outcome = run_job(
-        message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds()
+        message,
+        sfn=aws["stepfunctions"],
+        s3=aws["s3"],
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=FakeRounds(),
     )
     assert outcome.succeeded
     described = _finish(aws["stepfunctions"], execution)
@@ -173,6 +179,7 @@ def test_runner_failure_fails_the_execution_and_terminates(sfn_moto: MotoServer,
         s3=aws["s3"],
         bucket=BUCKET,
         workdir=tmp_path,
+        runner=RUNNER,
         execute=FakeRounds("fail"),
     )
     described = _finish(aws["stepfunctions"], execution)
@@ -204,6 +211,7 @@ def test_heartbeat_timeout_terminates_and_the_runner_stops(
         s3=aws["s3"],
         bucket=BUCKET,
         workdir=tmp_path,
+        runner=RUNNER,
         execute=fake,
         heartbeat_interval=0.05,
     )
@@ -253,7 +261,7 @@ def test_the_first_heartbeat_goes_before_the_jobs_first_output(sfn_moto: MotoSer
 
     outcome = run_job(
         message, sfn=SpySfn(aws["stepfunctions"], events), s3=aws["s3"], bucket=BUCKET, workdir=tmp_path,
-        execute=execute, heartbeat_interval=3600,
+        runner=RUNNER, execute=execute, heartbeat_interval=3600,
     )  # fmt: skip
     assert outcome.succeeded
     assert events == ["heartbeat", "output"]  # accepted by moto: the task was open
@@ -273,7 +281,13 @@ def test_a_zone_that_refuses_the_launch_passes_it_to_the_next(sfn_moto: MotoServ
     entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
     assert entered[:3] == ["Launch", "LaunchZone2", "RunJob"]
     run_job(
-        message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds()
+        message,
+        sfn=aws["stepfunctions"],
+        s3=aws["s3"],
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=FakeRounds(),
     )
     assert _finish(aws["stepfunctions"], execution)["status"] == "SUCCEEDED"
     assert _instance_states(aws["ec2"]) == ["terminated"]
@@ -302,7 +316,9 @@ def test_an_exhausted_terminate_fails_the_run_and_the_cleanup_terminates(
     sfn = aws["stepfunctions"]
     execution = _start(aws, _deploy(aws, edit=_terminate_refused), "bench-stuck")
     message = _wait_for_job(aws["s3"], "jobs/bench-stuck.json")
-    run_job(message, sfn=sfn, s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=FakeRounds())
+    run_job(
+        message, sfn=sfn, s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, runner=RUNNER, execute=FakeRounds()
+    )
     described = _finish(sfn, execution)
     assert (described["status"], described.get("error")) == ("FAILED", "TerminateFailed")
     assert _instance_states(aws["ec2"]) == ["running"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gco.endpoints import InvalidSpecError, names
+from gco.endpoints import InvalidSpecError, MalformedRecordError, names
 from gco.endpoints.codec import from_item, to_attribute, to_item
 from gco.endpoints.expressions import Expression
 from gco.endpoints.lifecycle import ordered_union, plan_backfill, plan_target_regions
@@ -240,5 +240,6 @@ def test_record_model_helpers() -> None:
     assert deleted.pending_deletion_regions() == ["us-west-2"]
     assert record().pending_deletion_regions() == []
     assert "replicas" in deleted.to_json()["spec"]
-    with pytest.raises(InvalidSpecError, match=r"record\[ep\]\.spec\.port"):
+    with pytest.raises(MalformedRecordError, match=r"record 'ep' is unreadable: spec\.port") as bad:
         record(spec={"image": "x:1", "port": "80"})
+    assert (bad.value.key, bad.value.field, bad.value.exit_code) == ("ep", "spec.port", 1)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, is_status_echo
+from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, is_status_echo, parse_stream_record
 from gco.reconcile.poller import lambda_event
+from gco.reconcile.stream_event import StreamRecord
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -27,13 +27,13 @@ def image(east: str, west: str, replicas: str = "1", updated: str = "t1") -> dic
     }
 
 
-def record(old: dict[str, Any] | None, new: dict[str, Any] | None, event: str = "MODIFY") -> DynamoDBRecord:
+def record(old: dict[str, Any] | None, new: dict[str, Any] | None, event: str = "MODIFY") -> StreamRecord:
     images: dict[str, Any] = {"Keys": {"endpoint_name": {"S": "llama"}}, "SequenceNumber": "1"}
     if old is not None:
         images["OldImage"] = old
     if new is not None:
         images["NewImage"] = new
-    return DynamoDBRecord({"eventID": "1", "eventName": event, "dynamodb": images})
+    return StreamRecord.model_validate({"eventID": "1", "eventName": event, "dynamodb": images})
 
 
 def test_status_only_changes_are_echoes_unless_progressing() -> None:
@@ -52,12 +52,21 @@ def test_desired_changes_are_never_skipped() -> None:
 
 def test_endpoint_names_and_poison_records() -> None:
     event = json.loads((EVENTS / "dynamodb_stream_batch.json").read_text())
-    records = [DynamoDBRecord(item) for item in event["Records"]]
+    records = [parse_stream_record(item) for item in event["Records"]]
     assert endpoint_name_of(records[0]) == "llama"
     with pytest.raises(PoisonRecordError, match="no endpoint_name"):
         endpoint_name_of(records[1])
     with pytest.raises(PoisonRecordError):
-        endpoint_name_of(DynamoDBRecord({"eventID": "x"}))
+        endpoint_name_of(parse_stream_record({"eventID": "x"}))
+    for shapeless in (
+        "not a record",
+        {"dynamodb": "no change"},
+        {"dynamodb": {"Keys": {"endpoint_name": 7}}},
+    ):
+        with pytest.raises(PoisonRecordError):
+            endpoint_name_of(parse_stream_record(shapeless))
+    first = parse_stream_record(event["Records"][0])
+    assert first is not None and first.item_identifier == "111"
 
 
 def test_lambda_event_shape_from_get_records() -> None:
