@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore, init_table  # noqa: E402
 from gco.local.motoserver import MotoServer  # noqa: E402
-from gco.reconcile.local import LocalReconcilers  # noqa: E402
+from gco.local.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
 from gco.reconcile.render import render  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402

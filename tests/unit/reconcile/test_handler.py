@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from gco.local.poller import lambda_event
 from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, is_status_echo
-from gco.reconcile.poller import lambda_event
 
 EVENTS = Path(__file__).parents[2] / "events"
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gco.local.moto_json import item_body, records_body
-from gco.reconcile.labelindex import LabelIndex, equality_term, set_term, split_terms
+from gco.local.poller import partition
+from gco.local.standin.labels import LabelIndex, equality_term, set_term, split_terms
 from gco.reconcile.objects import set_selector
-from gco.reconcile.poller import partition
 from gco.reconcile.throughput import (
     AWS_MODEL,
     DESIGN_WRITES_PER_SECOND,
