@@ -93,10 +93,18 @@ def test_direct_json_bodies_as_the_protocol_writes_them() -> None:
     records = json.loads(
         records_body(
             {
-                "Records": [{"dynamodb": {"ApproximateCreationDateTime": when.replace(tzinfo=None)}}],
+                "Records": [
+                    {
+                        "dynamodb": {
+                            "ApproximateCreationDateTime": when.replace(tzinfo=None),
+                            "NewImage": {"blob": {"B": b"\x00\x01"}},  # moto keeps stream binaries raw
+                        }
+                    }
+                ],
                 "NextShardIterator": "it",
             }
         )
     )
     assert records["Records"][0]["dynamodb"]["ApproximateCreationDateTime"] == when.timestamp()
+    assert records["Records"][0]["dynamodb"]["NewImage"]["blob"] == {"B": "AAE="}
     assert records["NextShardIterator"] == "it"
