@@ -14,7 +14,8 @@ What is Lambda's cost and not the function's is kept cheap here, as the managed 
 function: GetRecords' records are handed on as the JSON protocol wrote them (a `before-parse`
 hook keeps botocore's parser, about 80 ms of CPU per 100 records here, off them: the wire form
 is already the event's), the next poll continues from GetRecords' `NextShardIterator` when the
-whole answer was delivered, and the shard list is described again only every `SHARD_REFRESH_S`.
+whole answer was delivered (records a full batch held back are kept for the next poll, not read
+again), and the shard list is described again only every `SHARD_REFRESH_S`.
 """
 
 from __future__ import annotations
@@ -95,14 +96,19 @@ def partition(records: list[dict[str, Any]], batches: int, batch_size: int) -> l
 
     As Lambda does with a parallelization factor: every record of one key (one endpoint) lands in
     the same batch, in stream order, so two batches never race on one endpoint. A batch holds at
-    most `batch_size` records; records past that wait for the next poll (the caller's checkpoint
-    then stops before the first record left out).
+    most `batch_size` records: the records are taken in stream order until one would overflow its
+    batch, and that record and every later one wait for the next poll. What is delivered is thus a
+    prefix of the shard (the checkpoint goes right after it), and no record is delivered twice
+    because a record before it had to wait.
     """
     groups: list[list[dict[str, Any]]] = [[] for _ in range(max(1, batches))]
     for record in records:
         key = json.dumps((record.get("dynamodb") or {}).get("Keys") or {}, sort_keys=True)
-        groups[zlib.crc32(key.encode()) % len(groups)].append(record)
-    return [group[:batch_size] for group in groups if group]
+        group = groups[zlib.crc32(key.encode()) % len(groups)]
+        if len(group) >= batch_size:
+            break
+        group.append(record)
+    return [group for group in groups if group]
 
 
 class StreamPoller:
@@ -141,6 +147,9 @@ class StreamPoller:
         self._shards: list[str] = []
         self._described_at = -SHARD_REFRESH_S
         self._iterators: dict[str, str] = {}  # shard -> NextShardIterator, where it continues the checkpoint
+        # shard -> records read but held back by a full batch (right after the checkpoint), and the
+        # iterator after them
+        self._held: dict[str, tuple[list[dict[str, Any]], str | None]] = {}
         self.stream_arn = stream_arn
         self.handler = handler
         self.region = region
@@ -185,7 +194,12 @@ class StreamPoller:
         iterator: str = self.client.get_shard_iterator(**arguments)["ShardIterator"]
         return iterator
 
-    def _poll_shard(self, shard_id: str) -> int:
+    def _read(self, shard_id: str) -> tuple[list[dict[str, Any]], str | None]:
+        """The shard's next records (those a full batch held back last time first, not read again)
+        in the event's shape, and the iterator after the last record read."""
+        held = self._held.pop(shard_id, None)
+        if held is not None:
+            return held
         limit = min(MAX_GET_RECORDS, self.batch_size * self.parallelization)
         answer = self.client.get_records(ShardIterator=self._iterator(shard_id), Limit=limit)
         wire = answer.get(WIRE_RECORDS)
@@ -194,8 +208,11 @@ class StreamPoller:
             if wire is None
             else _wire_event(wire, self.stream_arn, self.region)
         )
-        records = event["Records"]
-        following = answer.get("NextShardIterator")
+        return event["Records"], answer.get("NextShardIterator")
+
+    def _poll_shard(self, shard_id: str) -> int:
+        records, following = self._read(shard_id)
+        event = {"Records": records}
         if not records:
             if following:  # nothing new: the next read starts where this one did
                 self._iterators[shard_id] = following
@@ -210,15 +227,17 @@ class StreamPoller:
         delivered = {record["dynamodb"]["SequenceNumber"] for batch in batches for record in batch}
         held = next((i for i, seq in enumerate(sequences) if seq not in delivered), len(sequences))
         # The checkpoint stops before the earliest failure of any batch (or the first record held
-        # for the next poll): records after it are delivered again (at least once; reconciling is
-        # idempotent).
+        # for the next poll): after a failure the records after it are read and delivered again
+        # (at least once; reconciling is idempotent).
         first = min((sequences.index(seq) for seq in failed if seq in sequences), default=None)
         if failed and first is None:
             first = 0
         if first is None or held < first:
             if held > 0:
                 self.checkpoints[shard_id] = sequences[held - 1]
-            if held == len(sequences) and following:  # all delivered: continue after the last one
+            if held < len(sequences):  # the rest waits for the next poll, already read
+                self._held[shard_id] = (records[held:], following)
+            elif following:  # all delivered: continue after the last one
                 self._iterators[shard_id] = following
             return len(delivered)
         seq = sequences[first]

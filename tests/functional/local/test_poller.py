@@ -6,6 +6,8 @@ is described again only after `SHARD_REFRESH_S`."""
 from __future__ import annotations
 
 import base64
+import json
+import zlib
 from collections import Counter
 from typing import Any
 
@@ -100,3 +102,33 @@ def test_binary_values_reach_the_handler_base64_encoded(store: EndpointStore, mo
     )
     assert StreamPoller(client, arn, handler, region=EAST).drain() == 1
     assert delivered[0]["dynamodb"]["NewImage"]["blob"] == {"B": base64.b64encode(b"\x00\x01").decode()}
+
+
+def group_of(name: str, groups: int) -> int:
+    key = json.dumps({"endpoint_name": {"S": name}}, sort_keys=True)
+    return zlib.crc32(key.encode()) % groups
+
+
+def test_records_a_full_batch_held_back_are_delivered_next_without_a_new_read(
+    store: EndpointStore, moto: MotoServer
+) -> None:
+    names = [f"ep-{index}" for index in range(40)]
+    first = [name for name in names if group_of(name, 2) == 0][:3]
+    other = next(name for name in names if group_of(name, 2) == 1)
+    delivered: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in event["Records"])
+        return {"batchItemFailures": []}
+
+    client, calls = counted_client(moto)
+    arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+    poller = StreamPoller(client, arn, handler, region=EAST, batch_size=2, parallelization=2)
+    for name in [*first, other]:
+        store.create(name, SPEC, [EAST])
+    assert poller.poll_once() == 2  # the third of group 0 overflows its batch: it and `other` wait
+    assert delivered == first[:2]
+    assert poller.poll_once() == 2  # from what was read, not read again
+    assert sorted(delivered) == sorted([*first, other]) and len(delivered) == 4
+    assert calls["GetRecords"] == 1
+    assert poller.poll_once() == 0 and calls["GetRecords"] == 2

@@ -46,6 +46,15 @@ def test_partition_caps_batches_and_one_batch_is_the_whole_shard() -> None:
     assert partition(records, 1, 100) == [records]
 
 
+def test_partition_delivers_a_prefix_of_the_stream() -> None:
+    """A record that would overflow its batch waits, and so does every later record: none of them is
+    delivered now and again after the checkpoint (which can only stop before the first one waiting)."""
+    records = [record("same" if seq < 12 else f"other-{seq}", seq) for seq in range(20)]
+    batches = partition(records, 4, 10)
+    delivered = sorted(int(item["dynamodb"]["SequenceNumber"]) for batch in batches for item in batch)
+    assert delivered == list(range(10))
+
+
 def test_selector_terms_and_the_label_index() -> None:
     query = "gco.dev/endpoint in (a,b),app=x,role!=y"
     assert split_terms(query) == ["gco.dev/endpoint in (a,b)", "app=x", "role!=y"]
