@@ -306,16 +306,16 @@ def main() -> None:
         ratios = []
         for endpoints in sizes:
             print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
-            stream, stream_cpu = write_to_applied(moto, endpoints, args.window, "stream", args.standin)
-            polled, polled_cpu = write_to_applied(moto, endpoints, args.window, "sweep", args.standin)
-            for label, values, cpu in (
-                ("stream-triggered", stream, stream_cpu),
-                ("15 s polling sweep", polled, polled_cpu),
-            ):
-                print(
+            runs: dict[str, list[float]] = {}
+            for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
+                values, cpu = write_to_applied(moto, endpoints, args.window, mode, args.standin)
+                runs[mode] = values
+                print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes
                     f"  write-to-applied {label:>19}: p50 {percentile(values, 50):7.3f} s"
-                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {cpu:.1f} s)"
+                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {cpu:.1f} s)",
+                    flush=True,
                 )
+            stream, polled = runs["stream"], runs["sweep"]
             ratio = percentile(polled, 99) / percentile(stream, 99)
             ratios.append(ratio)
             print(
