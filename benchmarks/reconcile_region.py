@@ -90,7 +90,7 @@ class Region:
         if self.local is not None:
             return self.local.regions[self.region].api.created_at
         assert self.api is not None
-        return self.api.created_at()
+        return self.api.created_at(DEPLOYMENT.plural)
 
     def run_stream(self, stop: threading.Event) -> None:
         """As `LocalReconcilers.start`: poll again at once after records, else after LAMBDA_POLL."""

@@ -13,9 +13,10 @@ stream and its event source mapping.
 What is Lambda's cost and not the function's is kept cheap here, as the managed pollers are to the
 function: GetRecords' records are handed on as the JSON protocol wrote them (a `before-parse`
 hook keeps botocore's parser, which walks every attribute value of both images of every record,
-off them: the wire form is already the event's), the next poll continues from GetRecords' `NextShardIterator` when the
-whole answer was delivered (records a full batch held back are kept for the next poll, not read
-again), and the shard list is described again only every `SHARD_REFRESH_S`.
+off them: the wire form is already the event's), the next poll continues from GetRecords'
+`NextShardIterator` when the whole answer was delivered (records a full batch held back are kept
+for the next poll, not read again), and the shard list is described again only every
+`SHARD_REFRESH_S`.
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ thread's share of the CPU however many threads it runs. The child prints one JSO
 URL and a control URL, then serves until SIGTERM or until its stdin closes (its parent is gone).
 
 The control face is a second loopback port, apart from the API (which answers only what the
-Kubernetes API answers): `GET /created` lists `[plural, namespace, name, clock]` for every object
-created (CLOCK_MONOTONIC, one clock for every process of the machine), `GET /requests` counts the
-API's requests by method, `GET /cpu` is the CPU seconds the process has used (for benchmarks).
-Faults, `apply_as` and a `replica_source` stay with the in-process server: tests that need them
-use `StandInKubeAPI` directly.
+Kubernetes API answers): `GET /created?plural=P` lists `[plural, namespace, name, clock]` for every
+object of that resource created (CLOCK_MONOTONIC, one clock for every process of the machine; no
+`plural`: every resource), `GET /requests` counts the API's requests by method, `GET /cpu` is the
+CPU seconds the process has used (for benchmarks). Faults, `apply_as` and a `replica_source` stay
+with the in-process server: tests that need them use `StandInKubeAPI` directly.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qs
 
 import httpx
 
@@ -75,10 +76,12 @@ class StandInProcess:
         self.url, self.control = urls["url"], urls["control"]
         return self
 
-    def created_at(self) -> dict[Key, float]:
-        """(plural, namespace, name) -> clock at the object's creation (CLOCK_MONOTONIC)."""
-        rows = self._http.get(f"{self.control}/created").raise_for_status().json()
-        return {(str(plural), str(namespace), str(name)): float(at) for plural, namespace, name, at in rows}
+    def created_at(self, plural: str | None = None) -> dict[Key, float]:
+        """(plural, namespace, name) -> clock at the object's creation (CLOCK_MONOTONIC), of one
+        resource (`plural`, such as "deployments") or of all."""
+        params = {"plural": plural} if plural else {}
+        rows = self._http.get(f"{self.control}/created", params=params).raise_for_status().json()
+        return {(str(kind), str(namespace), str(name)): float(at) for kind, namespace, name, at in rows}
 
     def requests(self) -> Counter[str]:
         """The API's requests so far, by HTTP method."""
@@ -114,11 +117,14 @@ def _control_handler(api: StandInKubeAPI) -> type[BaseHTTPRequestHandler]:  # pr
 
         def do_GET(self) -> None:
             answer: Any
-            if self.path == "/created":
-                answer = [[*key, at] for key, at in list(api.created_at.items())]
-            elif self.path == "/requests":
+            path, _, query = self.path.partition("?")
+            if path == "/created":
+                plural = parse_qs(query).get("plural", [None])[0]
+                rows = list(api.created_at.items())
+                answer = [[*key, at] for key, at in rows if plural is None or key[0] == plural]
+            elif path == "/requests":
                 answer = dict(api.requests)
-            elif self.path == "/cpu":
+            elif path == "/cpu":
                 usage = resource.getrusage(resource.RUSAGE_SELF)
                 answer = usage.ru_utime + usage.ru_stime
             else:

@@ -38,6 +38,7 @@ def test_a_standin_process_serves_and_refuses_as_the_api_server() -> None:
         created = api.created_at()
         key = (DEPLOYMENT.plural, "gco-inference", "llama")
         assert before <= created[key] <= time.monotonic()  # one clock for both processes
+        assert set(api.created_at(DEPLOYMENT.plural)) == {key}
         assert api.requests()["PATCH"] == len(objects) + 1
         assert api.cpu_seconds() > 0
         with pytest.raises(ClusterAuthError):
