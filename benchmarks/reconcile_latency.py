@@ -19,12 +19,12 @@ The last line is `worst p99 ratio: X`, the smallest p99 ratio (polling / stream)
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,14 +36,18 @@ sys.path.insert(0, str(ROOT))
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore, init_table  # noqa: E402
 from gco.local.motoserver import MotoServer  # noqa: E402
-from gco.reconcile.local import LocalReconcilers  # noqa: E402
+from gco.local.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
 from gco.reconcile.render import render  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from reconcile_region import LAMBDA_POLL, endpoint_names  # noqa: E402
+
+REGION_WORKER = ROOT / "benchmarks" / "reconcile_region.py"
+
 SPEC: dict[str, Any] = {"image": "vllm/vllm-openai:v0.6.3", "model_id": "meta-llama/Llama-3.1-8B-Instruct"}
 REGIONS = ["us-east-1", "eu-west-1", "ap-northeast-1"]
-LAMBDA_POLL = 0.25  # an event source mapping polls each shard about four times a second
 
 
 class CountingClient:
@@ -82,56 +86,57 @@ def fresh_store(moto: MotoServer, table: str) -> EndpointStore:
     return EndpointStore(client, table)
 
 
-def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str) -> list[float]:
-    """Latency from each create() to its Deployment existing in every Region's cluster."""
-    store = fresh_store(moto, f"latency-{mode}-{endpoints}")
+def start_region(
+    moto: MotoServer, table: str, region: str, mode: str, standin: str, expect: int, deadline: float
+) -> subprocess.Popen[str]:
+    """One Region's process (`reconcile_region.py`), returned once it serves."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, str(REGION_WORKER), "--region", region, "--endpoint-url", moto.url),
+            *("--table", table, "--mode", mode, "--expect", str(expect), "--deadline", str(deadline)),
+            *("--standin", standin),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if line != "ready":
+        process.kill()
+        raise RuntimeError(f"the {region} process did not start (said {line!r})")
+    return process
+
+
+def write_to_applied(
+    moto: MotoServer, endpoints: int, window: float, mode: str, standin: str
+) -> tuple[list[float], float]:
+    """Latency from each create() to its Deployment existing in every Region's cluster, and the CPU
+    seconds the Regions' processes spent meanwhile. Each Region runs in its own process, as in
+    `gco local up` and in AWS (`reconcile_region.py`)."""
+    table = f"latency-{mode}-{endpoints}"
+    store = fresh_store(moto, table)
     regions = REGIONS[:2]
-    with LocalReconcilers(store, regions, endpoint_url=moto.url, wait=0.0) as stack:
-        if mode == "stream":
-            stack.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
-        else:
-            stop = threading.Event()
-
-            def ticker(region: str) -> None:
-                while not stop.is_set():
-                    sweep(stack.regions[region].reconciler)
-                    stop.wait(15.0)
-
-            threads = [threading.Thread(target=ticker, args=(region,), daemon=True) for region in regions]
-            for thread in threads:
-                thread.start()
-        written: dict[str, float] = {}
-        gap = window / endpoints
-        start = time.monotonic()
-        for index in range(endpoints):
-            name = f"ep-{index:04d}"
-            delay = start + index * gap - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            written[name] = time.monotonic()
-            store.create(name, SPEC, regions)
-        deadline = time.monotonic() + window + 120
-        pending = {(region, name) for region in regions for name in written}
-        while pending and time.monotonic() < deadline:
-            time.sleep(0.05)  # a check costs the benchmark's own CPU: only what is still pending
-            pending = {
-                (region, name)
-                for region, name in pending
-                if ("deployments", "gco-inference", name) not in stack.regions[region].api.created_at
-            }
-        if mode != "stream":
-            stop.set()
-            for thread in threads:
-                thread.join(timeout=300)
-        latencies = []
-        for name, at in written.items():
-            times = [
-                stack.regions[r].api.created_at.get(("deployments", "gco-inference", name)) for r in regions
-            ]
-            if all(value is not None for value in times):
-                latencies.append(max(value for value in times if value is not None) - at)
-        stack.stop()
-    return latencies
+    deadline = window + 1800.0  # the polling baseline at 1,000 endpoints on a loaded machine: minutes
+    processes = [start_region(moto, table, region, mode, standin, endpoints, deadline) for region in regions]
+    written: dict[str, float] = {}
+    gap = window / endpoints
+    start = time.monotonic()
+    for index, name in enumerate(endpoint_names(endpoints)):
+        delay = start + index * gap - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        written[name] = time.monotonic()
+        store.create(name, SPEC, regions)
+    results = []
+    for process in processes:
+        out, _ = process.communicate(timeout=deadline + 300)
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    latencies = []
+    for name, at in written.items():
+        times = [result["created"].get(name) for result in results]
+        if all(value is not None for value in times):
+            latencies.append(max(float(value) for value in times if value is not None) - at)
+    return latencies, sum(float(result["cpu"]) for result in results)
 
 
 BASELINE = (
@@ -280,6 +285,12 @@ def main() -> None:
     )
     parser.add_argument("--purges", type=int, default=5)
     parser.add_argument(
+        "--standin",
+        choices=("process", "thread"),
+        default="process",
+        help="each Region's stand-in API server in its own process (default) or on a thread of the Region's",
+    )
+    parser.add_argument(
         "--latency-only", action="store_true", help="only write-to-applied (no import, sweep, purge, cost)"
     )
     args = parser.parse_args()
@@ -295,13 +306,16 @@ def main() -> None:
         ratios = []
         for endpoints in sizes:
             print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
-            stream = write_to_applied(moto, endpoints, args.window, "stream")
-            polled = write_to_applied(moto, endpoints, args.window, "sweep")
-            for label, values in (("stream-triggered", stream), ("15 s polling sweep", polled)):
-                print(
+            runs: dict[str, list[float]] = {}
+            for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
+                values, cpu = write_to_applied(moto, endpoints, args.window, mode, args.standin)
+                runs[mode] = values
+                print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes
                     f"  write-to-applied {label:>19}: p50 {percentile(values, 50):7.3f} s"
-                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)})"
+                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {cpu:.1f} s)",
+                    flush=True,
                 )
+            stream, polled = runs["stream"], runs["sweep"]
             ratio = percentile(polled, 99) / percentile(stream, 99)
             ratios.append(ratio)
             print(

@@ -1,6 +1,7 @@
-"""Lambda code bundled without Docker: the handlers, `gco/`, and Lambda-compatible wheels.
+"""Lambda code bundled without Docker: the handlers, the `gco` modules they import, and Lambda wheels.
 
-`LocalPythonBundling` implements CDK's ILocalBundling: it copies `lambdas/` and the `gco` package
+`LocalPythonBundling` implements CDK's ILocalBundling: it copies `lambdas/` and the modules of
+`gco/` the handlers import (`handler_imports.py`: the local stack and the CLI are not shipped)
 into the asset directory and, when asked, installs the locked requirements (`lambdas/requirements.txt`:
 every wheel pinned by version and hash for the functions' Python and architecture) with
 `pip --platform ... --only-binary=:all: --require-hashes`, so every machine builds the same bundle.
@@ -36,6 +37,8 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from stacks.handler_imports import handler_modules
+
 ROOT = Path(__file__).resolve().parent.parent
 # The runtime and architecture of every function running the bundled code; wheels are chosen for them.
 RUNTIME = lambda_.Runtime.PYTHON_3_13
@@ -65,8 +68,6 @@ _MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}
 TASK_ROOT = "/var/task"
 # An interpreter of the functions' Python to compile the bundle with, when this one is another.
 BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
-# Packages no handler reaches; `evidence` would also need jsonschema, which the bundle does not carry.
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "local", "bench", "cli", "validation", "evidence")
 
 
 def python_version(runtime: lambda_.Runtime) -> str:
@@ -164,9 +165,12 @@ class LocalPythonBundling:
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         out = Path(output_dir)
-        shutil.copytree(ROOT / "gco", out / "gco", ignore=_IGNORE, dirs_exist_ok=True)
-        for handler in (ROOT / "lambdas").glob("*.py"):
+        handlers = sorted((ROOT / "lambdas").glob("*.py"))
+        for handler in handlers:
             shutil.copy2(handler, out / handler.name)
+        for relative in sorted(handler_modules(ROOT, handlers)):  # only what the handlers import
+            (out / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / relative, out / relative)
         if self.install_dependencies:
             subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
             _drop_machine_specific(out)

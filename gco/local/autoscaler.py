@@ -32,8 +32,8 @@ from typing import Any
 
 from gco.local.kubelet import LocalKubelet
 from gco.local.loop import SyncLoop
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA
-from gco.reconcile.standin import StandInKubeAPI
 
 log = logging.getLogger(__name__)
 MANAGER = "horizontal-pod-autoscaler"

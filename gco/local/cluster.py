@@ -3,8 +3,9 @@ the engines behind it (`LocalKubelet`), its autoscaler (`LocalAutoscaler`), the 
 and the Region's proxy (nginx, `NginxProxy`, or the in-process `LocalRouter`).
 
 What `gco local up` runs in its background process and what the functional tests drive; the
-reconcilers come from `gco.reconcile.local`, everything that stands in for the cluster below the
-API server lives here, outside the package shipped to Lambda.
+reconcilers come from `gco.local.reconcilers`, the stand-in API server from `gco.local.standin`;
+everything that stands in for the cluster lives in `gco/local/`, outside the package shipped to
+Lambda.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from gco.local.autoscaler import LocalAutoscaler
 from gco.local.engines import EngineTable
 from gco.local.kubelet import LocalKubelet
 from gco.local.nginx import NginxProxy, nginx_path
+from gco.local.reconcilers import LocalReconcilers
 from gco.local.router import LocalRouter
 from gco.local.services import ServiceNetwork
-from gco.reconcile.local import LocalReconcilers
 
 ProxyKind = Literal["auto", "nginx", "python"]
 

@@ -19,7 +19,7 @@ from gco import aws
 from gco.endpoints import EndpointStore, default_table_name
 from gco.env import HOME_REGION_ENV
 from gco.local.motoserver import MotoServer
-from gco.reconcile.local import LocalReconcilers
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 
 DEMO_SPEC = """\

@@ -44,8 +44,8 @@ from typing import Any
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.engines import EngineLaunch, EngineTable, launch_of
 from gco.local.loop import SyncLoop
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL
-from gco.reconcile.standin import StandInKubeAPI
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"

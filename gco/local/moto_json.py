@@ -28,20 +28,12 @@ def _time(value: datetime) -> float:
 
 
 def _wire(value: Any) -> Any:
-    """A value of an item call's result that JSON cannot write, as the protocol writes it."""
-    if isinstance(value, datetime):
-        return _time(value)
-    if isinstance(value, bytes | bytearray):  # moto hands item calls' binary values over raw
-        return base64.b64encode(value).decode()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _stream_wire(value: Any) -> Any:
-    """As `_wire`, for stream records, whose binary values moto keeps base64-encoded already."""
+    """A value of an item call's or stream record's result that JSON cannot write, as the protocol
+    writes it (moto keeps binary attribute values raw, in items and in stream images)."""
     if isinstance(value, datetime):
         return _time(value)
     if isinstance(value, bytes | bytearray):
-        return value.decode()
+        return base64.b64encode(value).decode()
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
@@ -61,7 +53,7 @@ def item_body(result: dict[str, Any]) -> str:
 
 def records_body(result: dict[str, Any]) -> str:
     """The GetRecords response body of the backend's answer."""
-    return json.dumps(_present(result), default=_stream_wire, separators=(",", ":"))
+    return json.dumps(_present(result), default=_wire, separators=(",", ":"))
 
 
 def install() -> None:  # pragma: no cover - runs in the moto server process

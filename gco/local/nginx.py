@@ -36,10 +36,10 @@ from gco.local.kubelet import LOOPBACK, free_port
 from gco.local.loop import SyncLoop
 from gco.local.router import rendered_table
 from gco.local.services import ServiceNetwork
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
 from gco.reconcile.routes import CLUSTER_DOMAIN, PROXY_PORT, TLS_DIR, UPSTREAM
-from gco.reconcile.standin import StandInKubeAPI
 
 log = logging.getLogger(__name__)
 NGINX = "nginx"

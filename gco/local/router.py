@@ -22,10 +22,10 @@ import httpx
 
 from gco.local.kubelet import LOOPBACK
 from gco.local.services import FORWARD_TIMEOUT_S, UPSTREAM_HEADER, ServiceNetwork, answer, read_body, serve
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
 from gco.reconcile.routes import HEALTH_PATH, UPSTREAM, RouteTable, choose
-from gco.reconcile.standin import StandInKubeAPI
 
 
 def rendered_table(api: StandInKubeAPI) -> RouteTable:

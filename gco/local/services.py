@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 
 from gco.local.kubelet import LOOPBACK, LocalKubelet
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import SERVICE
-from gco.reconcile.standin import StandInKubeAPI
 
 log = logging.getLogger(__name__)
 MAX_BODY = 16 << 20

@@ -153,6 +153,10 @@ class KubeCluster:
         """Every scope's list issued concurrently: one round trip, not one per kind and namespace."""
         return self._list_selected(selector(labels))
 
+    def list_in(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> builtins.list[dict[str, Any]]:
+        """One scope's list (a kind the caller knows lives in one namespace: the routes)."""
+        return self._list_scope(namespace, kind, selector(labels))
+
     def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
         """One set-based list per scope for many label values (a batch's endpoints), chunked."""
         chunks = [values[start : start + MAX_SET_VALUES] for start in range(0, len(values), MAX_SET_VALUES)]

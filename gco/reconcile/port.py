@@ -25,6 +25,10 @@ class Cluster(Protocol):
         """Every managed object whose labels match, in every namespace where the grant allows its kind."""
         ...
 
+    def list_in(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> builtins.list[dict[str, Any]]:
+        """The objects of one kind in one namespace whose labels match (one list, not one per scope)."""
+        ...
+
     def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
         """Every managed object whose label `key` is one of `values` (`key in (...)`), as `list` scopes it."""
         ...

@@ -19,10 +19,12 @@ from typing import Any
 from gco.reconcile.access import Grant
 from gco.reconcile.objects import (
     HASH_ANNOTATION,
+    INGRESS,
     MANAGED_BY,
     MANAGER,
     NAMESPACE,
     ROLE_LABEL,
+    SYSTEM_NAMESPACE,
     ObjectRef,
     annotations_of,
     content_hash,
@@ -70,16 +72,22 @@ def ensure_system(
     settings: RenderSettings,
     grant: Grant,
     observed: Iterable[Mapping[str, Any]] | None = None,
+    *,
+    namespaces: bool = True,
 ) -> SystemReport:
     """Apply gco's namespaces and the proxy where they differ from what is rendered.
 
     Parameters:
-        observed: managed objects already listed (the sweep's snapshot); None lists the routes afresh.
+        observed: managed objects already listed (the sweep's snapshot); None lists the routes afresh
+            (the route Ingresses, which the renderer puts in the system namespace only: one list).
+        namespaces: check the namespaces too (on start and in the sweep; a route refresh after a
+            reconcile skips them: they were ensured before any endpoint was applied).
     """
     report = SystemReport()
-    for obj in namespace_objects(grant.namespaces):
+    for obj in namespace_objects(grant.namespaces) if namespaces else ():
         _apply_if_changed(cluster, obj, report)
-    listed = cluster.list({MANAGED_BY: MANAGER, ROLE_LABEL: ROUTE_ROLE}) if observed is None else observed
+    route_labels = {MANAGED_BY: MANAGER, ROLE_LABEL: ROUTE_ROLE}
+    listed = cluster.list_in(INGRESS, SYSTEM_NAMESPACE, route_labels) if observed is None else observed
     report.routes = route_table(route_objects(listed))
     for obj in render_proxy(settings.proxy, report.routes):
         _apply_if_changed(cluster, obj, report)

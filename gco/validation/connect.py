@@ -24,9 +24,9 @@ from gco import aws
 from gco.env import CLUSTER_URLS_ENV
 from gco.front_door import DEFAULT_PREFIX, PREFIX_ENV, invoke_urls
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, local_bases, sigv4_headers
+from gco.local.reconcilers import LOCAL_TOKEN
 from gco.reconcile.eks import connect_eks
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.local import LOCAL_TOKEN
 from gco.validation.errors import MatrixError
 from gco.validation.ports import Answer, ClusterReader
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import marshal
+import modulefinder
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from stacks.bundling import (
     BUNDLE_PYTHON_ENV,
     LAMBDA_REQUIREMENTS,
     LOCK,
+    ROOT,
     RUNTIME,
     LocalPythonBundling,
     compile_bundle,
@@ -28,11 +30,27 @@ from stacks.bundling import (
     python_version,
     runtime_interpreter,
 )
+from stacks.handler_imports import handler_modules
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 
 # A Lambda runtime whose Python is the interpreter running the tests, and one no machine has.
 THIS_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
-OTHER_PYTHON = lambda_.Runtime("python3.99", lambda_.RuntimeFamily.PYTHON)
+# An old one: constructing a Runtime registers it in CDK's list of all runtimes, and cdk-nag's
+# latest-runtime rule (AwsSolutions-L1) would then hold every real function to a future Python.
+OTHER_PYTHON = lambda_.Runtime("python3.1", lambda_.RuntimeFamily.PYTHON)
+
+
+def imported_by_handlers() -> set[str]:
+    """The `gco` modules the handlers import, found by the standard library's `modulefinder` (which
+    follows the compiled code's imports, those inside functions too), as files relative to the root."""
+    finder = modulefinder.ModuleFinder(path=[str(ROOT)])  # only the project: third parties are not followed
+    for handler in sorted((ROOT / "lambdas").glob("*.py")):
+        finder.run_script(str(handler))
+    return {
+        str(Path(module.__file__).relative_to(ROOT))
+        for name, module in finder.modules.items()
+        if name.split(".")[0] == "gco" and module.__file__
+    }
 
 
 def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
@@ -44,6 +62,17 @@ def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
     for absent in ("local", "bench", "cli", "validation", "evidence"):
         assert not (tmp_path / "gco" / absent).exists()
     assert not list(tmp_path.rglob("__pycache__")), "no bytecode a different Python would refuse"
+
+
+def test_the_bundle_holds_exactly_the_modules_the_handlers_import(tmp_path: Path) -> None:
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=OTHER_PYTHON)
+    assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    bundled = {str(path.relative_to(tmp_path)) for path in (tmp_path / "gco").rglob("*.py")}
+    assert bundled == imported_by_handlers()
+    # Imported only inside a function (the EKS client, built on the first invocation): still shipped.
+    assert "gco/reconcile/eks.py" in bundled
+    # The stand-in API server and the local reconcilers live with the local stack, which no handler imports.
+    assert not any(path.startswith("gco/local/") for path in bundled)
 
 
 def test_bundle_ships_unchecked_bytecode_naming_the_task_root(tmp_path: Path) -> None:
@@ -140,3 +169,30 @@ def test_bundled_functions_run_the_runtime_the_wheels_are_for(synthesized: Synth
         assert function["Runtime"] == RUNTIME.name
         # CloudFormation's default, when a function names none, is x86_64.
         assert function.get("Architectures", ["x86_64"]) == [ARCHITECTURE.name]
+
+
+def test_handler_imports_follow_what_runs(tmp_path: Path) -> None:
+    """Imports inside functions and relative ones are followed; `if TYPE_CHECKING:` imports and modules
+    nothing imports are not."""
+    files = {
+        "lambdas/handler.py": "from gco.a import run\n",
+        "gco/__init__.py": "",
+        "gco/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gco import typed\n"
+        "def run():\n    from . import later\n",
+        "gco/later.py": "from gco.sub import leaf\n",
+        "gco/sub/__init__.py": "",
+        "gco/sub/leaf.py": "import json\n",
+        "gco/typed.py": "",
+        "gco/unused.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = handler_modules(tmp_path, [tmp_path / "lambdas" / "handler.py"])
+    assert {str(path) for path in found} == {
+        "gco/__init__.py",
+        "gco/a.py",
+        "gco/later.py",
+        "gco/sub/__init__.py",
+        "gco/sub/leaf.py",
+    }

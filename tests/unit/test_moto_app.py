@@ -31,3 +31,44 @@ def test_requests_never_overlap() -> None:
         thread.join()
     assert results == [[b"body"]] * 8
     assert active["max"] == 1
+
+
+def run_concurrently(app: SerializedApp, targets: list[str | None]) -> None:
+    threads = [
+        threading.Thread(
+            target=lambda target=target: app(
+                {} if target is None else {"HTTP_X_AMZ_TARGET": target}, lambda *a: None
+            )
+        )
+        for target in targets
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+
+def test_reads_run_together_and_a_write_runs_alone() -> None:
+    active = {"reads": 0, "writes": 0, "max_reads": 0, "overlap": 0}
+    lock = threading.Lock()
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+        kind = (
+            "reads" if environ.get("HTTP_X_AMZ_TARGET", "").endswith(("GetItem", "GetRecords")) else "writes"
+        )
+        with lock:
+            active[kind] += 1
+            active["max_reads"] = max(active["max_reads"], active["reads"])
+            if active["writes"] and (active["reads"] or active["writes"] > 1):
+                active["overlap"] += 1
+        time.sleep(0.02)
+        with lock:
+            active[kind] -= 1
+        yield b"ok"
+
+    serialized = SerializedApp(app)
+    reads = ["DynamoDB_20120810.GetItem", "DynamoDBStreams_20120810.GetRecords"] * 4
+    writes = ["DynamoDB_20120810.UpdateItem", "DynamoDB_20120810.PutItem", None]
+    run_concurrently(serialized, [*reads[:4], *writes, *reads[4:]])
+    assert active["max_reads"] > 1
+    assert active["overlap"] == 0

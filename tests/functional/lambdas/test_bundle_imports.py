@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.reconcile.standin import StandInKubeAPI
+from gco.local.standin import StandInKubeAPI
 from stacks.bundling import LOCK, RUNTIME_PROVIDED, LocalPythonBundling
 from tests.conftest import TABLE, MotoServer
 from tests.unit.reconcile.records import EAST, IMAGE

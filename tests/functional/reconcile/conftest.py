@@ -8,7 +8,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.local.motoserver import MotoServer
-from gco.reconcile.local import LocalReconcilers
+from gco.local.reconcilers import LocalReconcilers
 from tests.unit.reconcile.records import EAST, WEST
 
 

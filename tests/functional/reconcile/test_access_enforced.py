@@ -11,12 +11,12 @@ import httpx
 import pytest
 
 from gco.endpoints import EndpointStore
+from gco.local.standin import RECONCILER_USER, StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import Kind
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.settings import RenderSettings
-from gco.reconcile.standin import RECONCILER_USER, StandInKubeAPI
 from gco.reconcile.sweep import sweep
 from tests.unit.reconcile.records import EAST, IMAGE
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from gco.endpoints import EndpointRecord, EndpointStore
-from gco.reconcile.local import LocalReconcilers
+from gco.local.poller import StreamPoller
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.objects import GENERATION_ANNOTATION, LIFECYCLE_ANNOTATION
-from gco.reconcile.poller import StreamPoller
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 

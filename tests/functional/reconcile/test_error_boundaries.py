@@ -25,14 +25,14 @@ from botocore.exceptions import NoCredentialsError
 
 from gco import aws
 from gco.endpoints import EndpointStore, StoreUnavailableError
+from gco.local.poller import lambda_event
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.eks import eks_token
 from gco.reconcile.errors import ClusterAuthError, ClusterUnavailableError
 from gco.reconcile.failures import failure_kind
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.local import LocalReconcilers
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, ObjectRef
-from gco.reconcile.poller import lambda_event
 from gco.reconcile.port import Cluster
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, IMAGE, WEST, make_record

@@ -12,10 +12,10 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gco.endpoints import EndpointStore
+from gco.local.reconcilers import LocalReconcilers
+from gco.local.standin import Fault
 from gco.reconcile.handler import handle_stream_event
-from gco.reconcile.local import LocalReconcilers
 from gco.reconcile.render import render
-from gco.reconcile.standin import Fault
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
@@ -70,7 +70,7 @@ def test_persistent_kubernetes_failure_is_retried_by_the_stream_then_the_sweep(
     record = store.get("llama")
     assert record is not None
     assert EAST not in record.region_status
-    east.api._faults.clear()
+    east.api.faults.clear()
     reports = local.sweep()
     assert reports[EAST].failed == []
     settled(store, local)

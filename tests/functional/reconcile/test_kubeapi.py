@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from gco.local.standin import Fault, StandInKubeAPI
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError, ClusterUnavailableError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
 from gco.reconcile.render import render
-from gco.reconcile.standin import Fault, StandInKubeAPI
 from tests.unit.reconcile.records import EAST, make_record
 
 TOKEN = "test-token"

@@ -11,8 +11,8 @@ import pytest
 
 from gco.endpoints import EndpointStore, InvalidSpecError
 from gco.local.motoserver import MotoServer
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.errors import ClusterConfigError
-from gco.reconcile.local import LocalReconcilers
 from gco.reconcile.runtime import LazyReconciler, reconciler_from_env
 from tests.unit.reconcile.records import EAST, IMAGE
 

@@ -15,9 +15,9 @@ from gco.cli import main
 from gco.endpoints import EndpointStore, MalformedRecordError
 from gco.endpoints.codec import to_item
 from gco.local.motoserver import MotoServer
+from gco.local.poller import lambda_event
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.handler import handle_stream_event
-from gco.reconcile.local import LocalReconcilers
-from gco.reconcile.poller import lambda_event
 from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 

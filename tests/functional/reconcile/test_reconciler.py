@@ -12,10 +12,10 @@ import pytest
 from gco.endpoints import EndpointStore
 from gco.endpoints.codec import to_item
 from gco.local.motoserver import MotoServer
+from gco.local.reconcilers import LocalReconcilers
+from gco.local.standin import Fault, StandInKubeAPI
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.local import LocalReconcilers
 from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.standin import Fault, StandInKubeAPI
 from gco.reconcile.sweep import sweep
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 

@@ -12,9 +12,9 @@ from typing import Any
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.local.motoserver import MotoServer
-from gco.reconcile.local import LocalReconcilers
+from gco.local.poller import StreamPoller
+from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.objects import ObjectRef
-from gco.reconcile.poller import StreamPoller
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "meta-llama/Llama-3.1-8B-Instruct"}

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, InvalidTransitionError
-from gco.reconcile.local import LocalReconcilers
+from gco.local.reconcilers import LocalReconcilers
+from gco.local.standin import Fault
 from gco.reconcile.objects import LIFECYCLE_ANNOTATION, ObjectRef
 from gco.reconcile.render import render
-from gco.reconcile.standin import Fault
 from tests.conftest import soak_enabled
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
@@ -70,7 +70,7 @@ def test_random_operations_converge(store: EndpointStore, local: LocalReconciler
         if rng.random() < 0.5:
             local.pump(max_rounds=5)
     for stack in local.regions.values():
-        stack.api._faults.clear()
+        stack.api.faults.clear()
     local.pump()
     local.sweep()
     local.pump()

@@ -1,8 +1,10 @@
 """The HTTP face of the stand-in API server: request parsing, authorization attributes, dispatch.
 
-Kept apart from the object store (`standin.py`): this module turns a request into the API server's
-answer (authenticate, inject a fault, authorize with the grant, resolve the path, serve), and the
-store holds and merges objects.
+Kept apart from the object store (`store.py`) and the fault queue (`faults.py`): this module turns
+a request into the API server's answer (authenticate, answer an injected fault, authorize with the
+grant, resolve the path, serve from the store), as the REST subset `KubeCluster` uses: GET of one
+object, label-selector lists paged with limit/continue, server-side apply (`PATCH`,
+`application/apply-patch+yaml` with a JSON body and a fieldManager), DELETE with preconditions.
 """
 
 from __future__ import annotations
@@ -17,11 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
-from gco.reconcile.apistatus import Attributes, forbidden, not_found, not_served
-from gco.reconcile.apistatus import status as _status
+from gco.local.standin.status import Attributes, forbidden, not_found, not_served
+from gco.local.standin.status import status as _status
 
 if TYPE_CHECKING:
-    from gco.reconcile.standin import StandInKubeAPI
+    from gco.local.standin.api import StandInKubeAPI
 
 PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
@@ -77,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
         if not header.startswith("Bearer ") or (expected is not None and header != expected):
             self._send(401, _status(401, "Unauthorized"))
             return
-        fault = api.take_fault(method)
+        fault = api.faults.take(method)
         if fault is not None and fault.timeout == "before":
             time.sleep(api.fault_sleep)
             self.close_connection = True
@@ -111,13 +113,13 @@ class Handler(BaseHTTPRequestHandler):
         )
         if not api.authorize(attributes):
             return 403, forbidden(attributes)
-        kind = api.kind_for(prefix, match["plural"])
+        kind = api.store.kind_for(prefix, match["plural"])
         if not kind:
             return 404, not_served()
         if not kind.namespaced:
             namespace = ""
         if method == "GET" and name is None:
-            items, version = api.list(kind, namespace, query.get("labelSelector", ""))
+            items, version = api.store.list(kind, namespace, query.get("labelSelector", ""))
             start = int(query.get("continue") or 0)
             limit = int(query.get("limit") or 0) or len(items) or 1
             meta: dict[str, Any] = {"resourceVersion": version}
@@ -133,19 +135,21 @@ class Handler(BaseHTTPRequestHandler):
         if namespace is None or name is None:
             return 405, _status(405, f"{method} needs a namespaced object path")
         if method == "GET":
-            found = api.get(kind, namespace, name)
+            found = api.store.get(kind, namespace, name)
             return (200, found) if found is not None else (404, not_found(kind.group, kind.plural, name))
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
             return 400, _status(400, "body is not JSON")
         if method == "DELETE":
-            return api._delete(kind, namespace, name, body)
+            return api.store.delete(kind, namespace, name, body)
         if self.headers.get("Content-Type") != "application/apply-patch+yaml":
             return 415, _status(415, "only server-side apply (application/apply-patch+yaml) is served")
         if not query.get("fieldManager"):
             return 400, _status(400, "fieldManager is required for apply")
-        return api._apply(kind, namespace, name, body, query["fieldManager"], query.get("force") == "true")
+        return api.store.apply(
+            kind, namespace, name, body, query["fieldManager"], query.get("force") == "true"
+        )
 
     def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
         data = json.dumps(body).encode()

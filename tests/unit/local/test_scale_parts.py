@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gco.local.moto_json import item_body, records_body
-from gco.reconcile.labelindex import LabelIndex, equality_term, set_term, split_terms
+from gco.local.poller import partition
+from gco.local.standin.labels import LabelIndex, equality_term, set_term, split_terms
 from gco.reconcile.objects import set_selector
-from gco.reconcile.poller import partition
 from gco.reconcile.throughput import (
     AWS_MODEL,
     DESIGN_WRITES_PER_SECOND,
@@ -44,6 +44,15 @@ def test_partition_caps_batches_and_one_batch_is_the_whole_shard() -> None:
     records = [record("same", seq) for seq in range(30)]
     assert partition(records, 4, 10) == [records[:10]]
     assert partition(records, 1, 100) == [records]
+
+
+def test_partition_delivers_a_prefix_of_the_stream() -> None:
+    """A record that would overflow its batch waits, and so does every later record: none of them is
+    delivered now and again after the checkpoint (which can only stop before the first one waiting)."""
+    records = [record("same" if seq < 12 else f"other-{seq}", seq) for seq in range(20)]
+    batches = partition(records, 4, 10)
+    delivered = sorted(int(item["dynamodb"]["SequenceNumber"]) for batch in batches for item in batch)
+    assert delivered == list(range(10))
 
 
 def test_selector_terms_and_the_label_index() -> None:
@@ -93,10 +102,18 @@ def test_direct_json_bodies_as_the_protocol_writes_them() -> None:
     records = json.loads(
         records_body(
             {
-                "Records": [{"dynamodb": {"ApproximateCreationDateTime": when.replace(tzinfo=None)}}],
+                "Records": [
+                    {
+                        "dynamodb": {
+                            "ApproximateCreationDateTime": when.replace(tzinfo=None),
+                            "NewImage": {"blob": {"B": b"\x00\x01"}},  # moto keeps stream binaries raw
+                        }
+                    }
+                ],
                 "NextShardIterator": "it",
             }
         )
     )
     assert records["Records"][0]["dynamodb"]["ApproximateCreationDateTime"] == when.timestamp()
+    assert records["Records"][0]["dynamodb"]["NewImage"]["blob"] == {"B": "AAE="}
     assert records["NextShardIterator"] == "it"

@@ -16,11 +16,11 @@ from typing import Any
 
 from gco import aws
 from gco.endpoints.store import EndpointStore
+from gco.local.poller import StreamPoller
+from gco.local.standin import StandInKubeAPI
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.poller import StreamPoller
 from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.standin import StandInKubeAPI
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
 

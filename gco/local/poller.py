@@ -9,6 +9,14 @@ and the checkpoint moves past it. As the mapping does with a parallelization fac
 of one GetRecords call are split by partition key (the endpoint) into concurrent batches, so one
 endpoint's records stay in order. One poller per Region stands in for that Region's replica
 stream and its event source mapping.
+
+What is Lambda's cost and not the function's is kept cheap here, as the managed pollers are to the
+function: GetRecords' records are handed on as the JSON protocol wrote them (a `before-parse`
+hook keeps botocore's parser, which walks every attribute value of both images of every record,
+off them: the wire form is already the event's), the next poll continues from GetRecords'
+`NextShardIterator` when the whole answer was delivered (records a full batch held back are kept
+for the next poll, not read again), and the shard list is described again only every
+`SHARD_REFRESH_S`.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import base64
 import json
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +37,25 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_SHARDS = 100
 MAX_PARALLELIZATION = 10  # Lambda's ParallelizationFactor is 1 to 10
 MAX_GET_RECORDS = 1000  # GetRecords returns at most 1,000 records
+SHARD_REFRESH_S = 10.0  # how often the shard list is described again (shards split, or close)
+WIRE_RECORDS = "GcoWireRecords"  # where the before-parse hook leaves GetRecords' unparsed records
+_GET_RECORDS_PARSE = "before-parse.dynamodb-streams.GetRecords"
+
+
+def _keep_wire_records(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
+) -> None:
+    """botocore's `before-parse` hook for GetRecords: take the records out of the body unparsed.
+
+    The JSON protocol's records are already the Lambda event's record shape (low-level attribute
+    values, base64 binaries, epoch times); what is left of the body (NextShardIterator) and any
+    error body are parsed as usual.
+    """
+    if response_dict.get("status_code", 500) >= 300:
+        return
+    body = json.loads(response_dict["body"] or b"{}")
+    customized_response_dict[WIRE_RECORDS] = body.pop("Records", [])
+    response_dict["body"] = json.dumps(body).encode()
 
 
 def _lambda_value(value: Any) -> Any:
@@ -55,19 +83,33 @@ def lambda_event(records: list[dict[str, Any]], stream_arn: str, region: str) ->
     return {"Records": shaped}
 
 
+def _wire_event(records: list[dict[str, Any]], stream_arn: str, region: str) -> dict[str, Any]:
+    """`lambda_event` for records still in the protocol's JSON (nothing to convert)."""
+    for record in records:
+        record.setdefault("eventSource", "aws:dynamodb")
+        record["awsRegion"] = region
+        record["eventSourceARN"] = stream_arn
+    return {"Records": records}
+
+
 def partition(records: list[dict[str, Any]], batches: int, batch_size: int) -> list[list[dict[str, Any]]]:
     """Split a shard's records into at most `batches` batches by partition key, order kept per key.
 
     As Lambda does with a parallelization factor: every record of one key (one endpoint) lands in
     the same batch, in stream order, so two batches never race on one endpoint. A batch holds at
-    most `batch_size` records; records past that wait for the next poll (the caller's checkpoint
-    then stops before the first record left out).
+    most `batch_size` records: the records are taken in stream order until one would overflow its
+    batch, and that record and every later one wait for the next poll. What is delivered is thus a
+    prefix of the shard (the checkpoint goes right after it), and no record is delivered twice
+    because a record before it had to wait.
     """
     groups: list[list[dict[str, Any]]] = [[] for _ in range(max(1, batches))]
     for record in records:
         key = json.dumps((record.get("dynamodb") or {}).get("Keys") or {}, sort_keys=True)
-        groups[zlib.crc32(key.encode()) % len(groups)].append(record)
-    return [group[:batch_size] for group in groups if group]
+        group = groups[zlib.crc32(key.encode()) % len(groups)]
+        if len(group) >= batch_size:
+            break
+        group.append(record)
+    return [group for group in groups if group]
 
 
 class StreamPoller:
@@ -82,6 +124,10 @@ class StreamPoller:
             the records of one GetRecords call are split by partition key into up to this many
             batches, invoked concurrently, so the records of one endpoint stay in order.
         max_retries: attempts of a failing record or batch before it is dead-lettered.
+        clock: monotonic seconds (when to describe the shards again).
+
+    The client's GetRecords answers carry their records unparsed under `WIRE_RECORDS` from then
+    on (the hook is registered on `client`): give the poller a client of its own.
     """
 
     def __init__(
@@ -94,8 +140,17 @@ class StreamPoller:
         batch_size: int = 100,
         parallelization: int = 1,
         max_retries: int = 3,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        client.meta.events.register(_GET_RECORDS_PARSE, _keep_wire_records, unique_id="gco-wire-records")
+        self.clock = clock
+        self._shards: list[str] = []
+        self._described_at = -SHARD_REFRESH_S
+        self._iterators: dict[str, str] = {}  # shard -> NextShardIterator, where it continues the checkpoint
+        # shard -> records read but held back by a full batch (right after the checkpoint), and the
+        # iterator after them
+        self._held: dict[str, tuple[list[dict[str, Any]], str | None]] = {}
         self.stream_arn = stream_arn
         self.handler = handler
         self.region = region
@@ -110,8 +165,11 @@ class StreamPoller:
     def poll_once(self) -> int:
         """One GetRecords per shard and one invocation per non-empty batch; returns records delivered."""
         with self._lock:
-            shards = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]["Shards"]
-            return sum(self._poll_shard(shard["ShardId"]) for shard in shards[:MAX_SHARDS])
+            if not self._shards or self.clock() - self._described_at >= SHARD_REFRESH_S:
+                described = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+                self._shards = [shard["ShardId"] for shard in described["Shards"][:MAX_SHARDS]]
+                self._described_at = self.clock()
+            return sum(self._poll_shard(shard) for shard in self._shards)
 
     def drain(self, max_rounds: int = 50) -> int:
         """Poll until a round delivers nothing (bounded); returns records delivered."""
@@ -123,19 +181,43 @@ class StreamPoller:
                 break
         return total
 
-    def _poll_shard(self, shard_id: str) -> int:
+    def _iterator(self, shard_id: str) -> str:
+        """Where the shard's next read starts: right after the checkpoint (or its first record)."""
+        continued = self._iterators.pop(shard_id, None)
+        if continued is not None:
+            return continued
         checkpoint = self.checkpoints.get(shard_id)
         arguments: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": shard_id}
         if checkpoint is None:
             arguments["ShardIteratorType"] = "TRIM_HORIZON"
         else:
             arguments.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=checkpoint)
-        iterator = self.client.get_shard_iterator(**arguments)["ShardIterator"]
+        iterator: str = self.client.get_shard_iterator(**arguments)["ShardIterator"]
+        return iterator
+
+    def _read(self, shard_id: str) -> tuple[list[dict[str, Any]], str | None]:
+        """The shard's next records (those a full batch held back last time first, not read again)
+        in the event's shape, and the iterator after the last record read."""
+        held = self._held.pop(shard_id, None)
+        if held is not None:
+            return held
         limit = min(MAX_GET_RECORDS, self.batch_size * self.parallelization)
-        records = self.client.get_records(ShardIterator=iterator, Limit=limit)["Records"]
+        answer = self.client.get_records(ShardIterator=self._iterator(shard_id), Limit=limit)
+        wire = answer.get(WIRE_RECORDS)
+        event = (
+            lambda_event(answer.get("Records") or [], self.stream_arn, self.region)
+            if wire is None
+            else _wire_event(wire, self.stream_arn, self.region)
+        )
+        return event["Records"], answer.get("NextShardIterator")
+
+    def _poll_shard(self, shard_id: str) -> int:
+        records, following = self._read(shard_id)
+        event = {"Records": records}
         if not records:
+            if following:  # nothing new: the next read starts where this one did
+                self._iterators[shard_id] = following
             return 0
-        event = lambda_event(records, self.stream_arn, self.region)
         sequences = [record["dynamodb"]["SequenceNumber"] for record in records]
         batches = partition(event["Records"], self.parallelization, self.batch_size)
         if len(batches) == 1:
@@ -146,14 +228,18 @@ class StreamPoller:
         delivered = {record["dynamodb"]["SequenceNumber"] for batch in batches for record in batch}
         held = next((i for i, seq in enumerate(sequences) if seq not in delivered), len(sequences))
         # The checkpoint stops before the earliest failure of any batch (or the first record held
-        # for the next poll): records after it are delivered again (at least once; reconciling is
-        # idempotent).
+        # for the next poll): after a failure the records after it are read and delivered again
+        # (at least once; reconciling is idempotent).
         first = min((sequences.index(seq) for seq in failed if seq in sequences), default=None)
         if failed and first is None:
             first = 0
         if first is None or held < first:
             if held > 0:
                 self.checkpoints[shard_id] = sequences[held - 1]
+            if held < len(sequences):  # the rest waits for the next poll, already read
+                self._held[shard_id] = (records[held:], following)
+            elif following:  # all delivered: continue after the last one
+                self._iterators[shard_id] = following
             return len(delivered)
         seq = sequences[first]
         self._failures[seq] = self._failures.get(seq, 0) + 1

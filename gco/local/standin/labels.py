@@ -1,4 +1,4 @@
-"""The stand-in API server's label index: which stored objects carry a label key=value.
+"""The stand-in API server's label selectors and label index: which stored objects carry key=value.
 
 The real API server answers a label-selector list from its watch cache without reading every
 object of the cluster from etcd; a stand-in that scanned every stored object per list would make
@@ -49,6 +49,24 @@ def equality_term(term: str) -> tuple[str, str] | None:
         return None
     key, _, value = term.replace("==", "=").partition("=")
     return key.strip(), value.strip()
+
+
+def matches(labels: Mapping[str, str], query: str) -> bool:
+    """Whether `labels` satisfy every term of the selector `query` (equality, `!=` and `in`)."""
+    for term in split_terms(query):
+        values = set_term(term)
+        if values is not None:
+            if labels.get(values[0]) not in values[1]:
+                return False
+        elif "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key) == value:
+                return False
+        else:
+            key, _, value = term.replace("==", "=").partition("=")
+            if labels.get(key) != value:
+                return False
+    return True
 
 
 class LabelIndex(Generic[Key]):

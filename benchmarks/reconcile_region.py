@@ -1,0 +1,168 @@
+"""One Region of the write-to-applied benchmark, as its own process (`reconcile_latency.py` starts it).
+
+As `gco local up` runs each Region in its own process (`gco.local.node`), and as AWS runs each
+Region's reconciler in its own Lambda functions: the Region's reconciler and its stream poller (or
+its 15 s polling sweep) run in this process, not the other Region's, the moto server's or the
+writer's, and its stand-in API server in a child process of its own (`--standin process`, the
+default: `gco.local.standin.process`; a real API server is another machine) or on a thread here
+(`--standin thread`). On a machine shared with other work a Python process gets about one
+runnable thread's share of the CPU whatever its thread count (the GIL), so one process for
+everything measured the local stack's scheduling, not the reconciler.
+
+Protocol, on stdout: one line `ready` once the Region serves (its namespaces and shared proxy
+applied); then, when a Deployment exists for every one of the `--expect` endpoints (or at the
+deadline), one JSON line: `{"created": {name: CLOCK_MONOTONIC seconds}, "cpu": seconds}` (the CPU
+of this process and its stand-in's while it reconciled).
+CLOCK_MONOTONIC is one clock for every process of the machine, so the writer compares its own
+`time.monotonic()` with these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from gco import aws  # noqa: E402
+from gco.endpoints import EndpointStore  # noqa: E402
+from gco.local.poller import StreamPoller  # noqa: E402
+from gco.local.reconcilers import LOCAL_TOKEN, LocalReconcilers  # noqa: E402
+from gco.local.standin.process import StandInProcess  # noqa: E402
+from gco.reconcile.handler import handle_stream_event  # noqa: E402
+from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token  # noqa: E402
+from gco.reconcile.objects import DEPLOYMENT  # noqa: E402
+from gco.reconcile.reconciler import Reconciler  # noqa: E402
+from gco.reconcile.sweep import sweep  # noqa: E402
+from gco.reconcile.throughput import STREAM_SETTINGS  # noqa: E402
+
+LAMBDA_POLL = 0.25  # an event source mapping polls each shard about four times a second
+SWEEP_INTERVAL = 15.0  # the peer's polling period
+NAMESPACE = "gco-inference"
+
+
+def endpoint_names(count: int) -> list[str]:
+    """The names the writer creates, in order."""
+    return [f"ep-{index:04d}" for index in range(count)]
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Region:
+    """The Region's reconciler over its stand-in API server: a child process (`process`), or a
+    server thread in this process (`thread`, what the functional tests and `gco local up` run)."""
+
+    def __init__(self, region: str, store: EndpointStore, endpoint_url: str, standin: str) -> None:
+        self.region = region
+        self.local: LocalReconcilers | None = None
+        self.api: StandInProcess | None = None
+        if standin == "thread":
+            self.local = LocalReconcilers(store, [region], endpoint_url=endpoint_url, wait=0.0)
+            self.reconciler = self.local.regions[region].reconciler
+            return
+        self.api = StandInProcess(token=LOCAL_TOKEN).start()
+        retry = RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
+        cluster = KubeCluster(self.api.url, static_token(LOCAL_TOKEN), timeout=2.0, retry=retry)
+        self.reconciler = Reconciler(store, cluster, region, wait=0.0)
+        self.reconciler.ensure_system()
+        streams = aws.client("dynamodbstreams", endpoint_url=endpoint_url)
+        arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+        self.poller = StreamPoller(
+            streams,
+            arn,
+            lambda event, context: handle_stream_event(event, self.reconciler, context),
+            region=region,
+            batch_size=STREAM_SETTINGS.batch_size,
+            parallelization=STREAM_SETTINGS.parallelization_factor,
+        )
+
+    def created_at(self) -> dict[tuple[str, str, str], float]:
+        if self.local is not None:
+            return self.local.regions[self.region].api.created_at
+        assert self.api is not None
+        return self.api.created_at(DEPLOYMENT.plural)
+
+    def run_stream(self, stop: threading.Event) -> None:
+        """As `LocalReconcilers.start`: poll again at once after records, else after LAMBDA_POLL."""
+        if self.local is not None:
+            self.local.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
+            return
+        while not stop.is_set():
+            if self.poller.poll_once() == 0:
+                stop.wait(LAMBDA_POLL)
+
+    def stop(self) -> None:
+        if self.local is not None:
+            self.local.stop()
+        if self.api is not None:
+            self.reconciler.cluster.close()
+            self.api.stop()
+
+
+def run(
+    region: str, endpoint_url: str, table: str, mode: str, standin: str, expect: int, deadline_s: float
+) -> dict[str, object]:
+    store = EndpointStore(aws.client("dynamodb", endpoint_url=endpoint_url), table)
+    stop = threading.Event()
+    stack = Region(region, store, endpoint_url, standin)
+    if mode == "stream":
+        work = threading.Thread(target=stack.run_stream, args=(stop,), name=f"poller-{region}", daemon=True)
+    else:
+
+        def tick() -> None:
+            while not stop.is_set():
+                sweep(stack.reconciler)
+                stop.wait(SWEEP_INTERVAL)
+
+        work = threading.Thread(target=tick, name=f"sweep-{region}", daemon=True)
+    work.start()
+    print("ready", flush=True)
+    started_cpu = cpu_seconds()
+    keys = {name: (DEPLOYMENT.plural, NAMESPACE, name) for name in endpoint_names(expect)}
+    deadline = time.monotonic() + deadline_s
+    created: dict[tuple[str, str, str], float] = {}
+    while time.monotonic() < deadline:
+        time.sleep(0.05 if standin == "thread" else 0.25)  # a check costs CPU: not too often
+        created = stack.created_at()
+        if all(key in created for key in keys.values()):
+            break
+    used = cpu_seconds() - started_cpu  # this process; the stand-in child's is added below
+    stop.set()
+    work.join(timeout=300)
+    if stack.api is not None:
+        used += stack.api.cpu_seconds()
+    stack.stop()
+    return {"created": {name: created[key] for name, key in keys.items() if key in created}, "cpu": used}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--region", required=True)
+    parser.add_argument("--endpoint-url", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--mode", choices=("stream", "sweep"), required=True)
+    parser.add_argument("--standin", choices=("process", "thread"), default="process")
+    parser.add_argument("--expect", type=int, required=True)
+    parser.add_argument("--deadline", type=float, required=True, help="seconds to wait for every Deployment")
+    args = parser.parse_args()
+    os.environ.setdefault("AWS_ENDPOINT_URL", args.endpoint_url)
+    result = run(
+        args.region, args.endpoint_url, args.table, args.mode, args.standin, args.expect, args.deadline
+    )
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""A stand-in for the Kubernetes API server (EKS's), over HTTP on loopback, for tests and the local stack.
+
+There is no kube-apiserver on these machines; this serves the REST subset `KubeCluster` uses, so
+the adapter's real wire code is what runs against it. It is put together from this package's
+parts, one concern each:
+
+- `store.py`, the objects: `GET` of one object and label-selector lists (one namespace or all;
+  equality, `!=` and `in` terms) answered from a label index (`labels.py`) as the real server
+  answers from its watch cache rather than by reading every object; server-side apply merged per
+  field manager (maps merge, lists and scalars are replaced whole; a manager that stops setting a
+  field drops it unless another sets it; a non-forced apply that changes a value another manager
+  set answers 409, a forced one takes those fields); `DELETE` with `preconditions.uid` (409 on
+  mismatch), immediate or after a termination delay; resourceVersions (one counter),
+  metadata.generation bumped on spec changes, uids, creationTimestamp, managedFields (manager and
+  time only); Deployment readiness (`status.readyReplicas` reaches the replica count `ready_delay`
+  seconds after the last spec change on the injectable clock, unless a `replica_source`, the local
+  stack's engine runner `gco.local.kubelet`, reports the replicas); namespaces as objects (an
+  object may only be applied into an existing namespace: 404 `namespaces "x" not found`;
+  `default` and `kube-system` exist from the start); a kind whose CRD is not installed (`crds`) is
+  answered 404 `the server could not find the requested resource`, as for any resource the server
+  does not serve;
+- `server.py`, the HTTP face: authentication (a bearer token names a user; 401 otherwise) and
+  authorization: every request is checked against the grant of `gco.reconcile.access` (the
+  definition the Regional stack turns into the reconciler's RBAC), as RBAC would check it: verb
+  (get/list/patch/delete), API group, resource, namespace (none for a cluster-wide list) and
+  resource name; anything else is answered 403 with the API server's `Status` (reason Forbidden,
+  its message, `status.py`) before the path is even resolved; 415 for anything but an apply patch,
+  400 without a fieldManager;
+- `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
+  before or after it takes effect), answered before authorization as API Priority and Fairness does.
+
+A controller's status (an autoscaler's) is written with `write_status`, without HTTP.
+
+It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
+HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.autoscaler` scales and
+writes HPA status for the local stack), resource quotas and limit ranges, garbage collection of
+dependants, namespace deletion (and the deletion of its objects), finalizers beyond the fixed
+termination delay, strategic merge keys (lists are atomic), YAML bodies (only JSON, which is valid
+YAML), RBAC objects themselves (the grant is fixed at start), or impersonation.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+from gco.local.standin import server
+from gco.local.standin.faults import Fault, FaultQueue
+from gco.local.standin.status import Attributes
+from gco.local.standin.store import Key, ObjectStore, ReplicaSource
+from gco.reconcile.access import RECONCILER_GRANT, Grant
+from gco.reconcile.objects import ENDPOINT_LABEL, Kind
+
+RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
+
+
+class StandInKubeAPI:
+    """The stand-in API server; use as a context manager or `start()`/`stop()`.
+
+    Parameters:
+        token: the bearer token it accepts (None: any bearer token), as `user`.
+        user: the user the token authenticates as.
+        grant: what that user may do (default: the reconciler's grant, as the stack binds it).
+        namespaces: namespaces that exist from the start besides `default` and `kube-system`.
+        ready_delay: seconds from a Deployment's spec change to all replicas ready.
+        deletion_delay: seconds a deleted object stays (terminating) before it is gone.
+        crds: the custom-resource kinds installed (default: KEDA's ScaledObject).
+        clock: monotonic seconds, injectable for tests.
+        fault_sleep: how long a timeout fault holds the connection (longer than the client's timeout).
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        user: str = RECONCILER_USER,
+        grant: Grant = RECONCILER_GRANT,
+        namespaces: Sequence[str] = (),
+        ready_delay: float = 0.0,
+        deletion_delay: float = 0.0,
+        crds: frozenset[str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        fault_sleep: float = 1.0,
+    ) -> None:
+        self.token = token
+        self.user = user
+        self.grant = grant
+        self.fault_sleep = fault_sleep
+        self.store = ObjectStore(
+            namespaces=namespaces,
+            ready_delay=ready_delay,
+            deletion_delay=deletion_delay,
+            crds=crds,
+            clock=clock,
+        )
+        self.faults = FaultQueue()
+        self.forbidden: list[Attributes] = []  # every request refused 403, for tests
+        self.requests: Counter[str] = Counter()  # HTTP requests by method
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.url = ""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> StandInKubeAPI:
+        api = self
+
+        class Handler(server.Handler):
+            server_api = api
+
+        http = server.QuietServer(("127.0.0.1", 0), Handler)
+        self._server = http
+        self.url = f"http://127.0.0.1:{http.server_address[1]}"
+        self._thread = threading.Thread(
+            target=http.serve_forever, kwargs={"poll_interval": 0.05}, name="standin-kube-api", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StandInKubeAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- authorization -------------------------------------------------------------------------
+
+    def authorize(self, attributes: Attributes) -> bool:
+        """RBAC as the stack binds it: the grant's rules; a refusal is recorded in `forbidden`."""
+        allowed = self.grant.allows(
+            attributes.verb, attributes.group, attributes.resource, attributes.namespace, attributes.name
+        )
+        if not allowed:
+            with self._lock:
+                self.forbidden.append(attributes)
+        return allowed
+
+    # -- test and controller controls (no HTTP) ------------------------------------------------
+
+    def inject(self, fault: Fault) -> None:
+        """Queue a fault for the next matching request (`faults.py`)."""
+        self.faults.inject(fault)
+
+    def writes(self) -> int:
+        """Write requests served over HTTP (applies and deletes), refused ones included."""
+        return self.requests["PATCH"] + self.requests["DELETE"]
+
+    @property
+    def replica_source(self) -> ReplicaSource | None:
+        return self.store.replica_source
+
+    @replica_source.setter
+    def replica_source(self, source: ReplicaSource | None) -> None:
+        self.store.replica_source = source
+
+    @property
+    def created_at(self) -> dict[Key, float]:
+        """(plural, namespace, name) -> clock at the object's creation."""
+        return self.store.created_at
+
+    def objects(self) -> list[dict[str, Any]]:
+        """Every stored object as the API would return it (terminating ones included)."""
+        return self.store.objects()
+
+    def endpoint_objects(self) -> list[dict[str, Any]]:
+        """The stored objects that belong to an endpoint (labelled with one), without gco's shared ones."""
+        return [obj for obj in self.objects() if ENDPOINT_LABEL in (obj["metadata"].get("labels") or {})]
+
+    def namespaces(self) -> list[str]:
+        return self.store.namespaces()
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.store.get(kind, namespace, name)
+
+    def list(
+        self, kind: Kind, namespace: str | None, label_selector: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        return self.store.list(kind, namespace, label_selector)
+
+    def apply_as(
+        self, manager: str, obj: Mapping[str, Any], *, force: bool = True
+    ) -> tuple[int, dict[str, Any]]:
+        """Server-side apply as another field manager (an operator, an autoscaler) without HTTP."""
+        return self.store.apply_as(manager, obj, force=force)
+
+    def write_status(self, kind: Kind, namespace: str, name: str, status: Mapping[str, Any]) -> bool:
+        """Replace an object's status as its controller does; False when the object is not there."""
+        return self.store.write_status(kind, namespace, name, status)

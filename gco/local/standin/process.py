@@ -1,0 +1,172 @@
+"""The stand-in API server in a process of its own: `python -m gco.local.standin.process`.
+
+The same `StandInKubeAPI` (this package), served by a child process so that its request handling
+does not share a Python interpreter, and its one GIL, with the reconciler that calls it: a real
+API server is another machine, and on a shared machine a Python process gets about one runnable
+thread's share of the CPU however many threads it runs. The child prints one JSON line, its API
+URL and a control URL, then serves until SIGTERM or until its stdin closes (its parent is gone).
+
+The control face is a second loopback port, apart from the API (which answers only what the
+Kubernetes API answers): `GET /created?plural=P` lists `[plural, namespace, name, clock]` for every
+object of that resource created (CLOCK_MONOTONIC, one clock for every process of the machine; no
+`plural`: every resource), `GET /requests` counts the API's requests by method, `GET /cpu` is the
+CPU seconds the process has used (for benchmarks). Faults, `apply_as` and a `replica_source` stay
+with the in-process server: tests that need them use `StandInKubeAPI` directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+from urllib.parse import parse_qs
+
+import httpx
+
+from gco.local.standin.api import StandInKubeAPI
+from gco.local.standin.server import QuietServer
+from gco.local.standin.store import Key
+
+STARTUP_TIMEOUT_S = 30.0
+
+
+class StandInProcess:
+    """A stand-in API server child process; a context manager, or `start()`/`stop()`.
+
+    Parameters:
+        token: the bearer token the server accepts.
+        ready_delay: seconds from a Deployment's spec change to all replicas ready.
+        deletion_delay: seconds a deleted object stays (terminating) before it is gone.
+    """
+
+    def __init__(self, *, token: str, ready_delay: float = 0.0, deletion_delay: float = 0.0) -> None:
+        self.argv = [
+            *(sys.executable, "-m", "gco.local.standin.process", "--token", token),
+            *("--ready-delay", str(ready_delay), "--deletion-delay", str(deletion_delay)),
+        ]
+        self.url = ""
+        self.control = ""
+        self._process: subprocess.Popen[str] | None = None
+        self._http = httpx.Client(timeout=10.0)
+
+    def start(self) -> StandInProcess:
+        self._process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        stdout = self._process.stdout
+        assert stdout is not None
+        ready = threading.Event()
+        line: list[str] = []
+
+        def read() -> None:
+            line.append(stdout.readline())
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not ready.wait(STARTUP_TIMEOUT_S) or not line[0].strip():
+            self.stop()
+            raise RuntimeError(f"the stand-in API server process did not start within {STARTUP_TIMEOUT_S} s")
+        urls = json.loads(line[0])
+        self.url, self.control = urls["url"], urls["control"]
+        return self
+
+    def created_at(self, plural: str | None = None) -> dict[Key, float]:
+        """(plural, namespace, name) -> clock at the object's creation (CLOCK_MONOTONIC), of one
+        resource (`plural`, such as "deployments") or of all."""
+        params = {"plural": plural} if plural else {}
+        rows = self._http.get(f"{self.control}/created", params=params).raise_for_status().json()
+        return {(str(kind), str(namespace), str(name)): float(at) for kind, namespace, name, at in rows}
+
+    def requests(self) -> Counter[str]:
+        """The API's requests so far, by HTTP method."""
+        return Counter(self._http.get(f"{self.control}/requests").raise_for_status().json())
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user and system) the server process has used so far."""
+        return float(self._http.get(f"{self.control}/cpu").raise_for_status().json())
+
+    def stop(self) -> None:
+        self._http.close()
+        if self._process is None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=10)
+        self._process = None
+
+    def __enter__(self) -> StandInProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _control_handler(api: StandInKubeAPI) -> type[BaseHTTPRequestHandler]:  # pragma: no cover - child
+    class Control(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def do_GET(self) -> None:
+            answer: Any
+            path, _, query = self.path.partition("?")
+            if path == "/created":
+                plural = parse_qs(query).get("plural", [None])[0]
+                rows = list(api.created_at.items())
+                answer = [[*key, at] for key, at in rows if plural is None or key[0] == plural]
+            elif path == "/requests":
+                answer = dict(api.requests)
+            elif path == "/cpu":
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                answer = usage.ru_utime + usage.ru_stime
+            else:
+                self.send_error(404)
+                return
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Control
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs as the child process
+    parser = argparse.ArgumentParser(prog="python -m gco.local.standin.process", description=__doc__)
+    parser.add_argument("--token", required=True)
+    parser.add_argument("--ready-delay", type=float, default=0.0)
+    parser.add_argument("--deletion-delay", type=float, default=0.0)
+    options = parser.parse_args(argv)
+    api = StandInKubeAPI(
+        token=options.token, ready_delay=options.ready_delay, deletion_delay=options.deletion_delay
+    ).start()
+    control = QuietServer(("127.0.0.1", 0), _control_handler(api))
+    threading.Thread(target=control.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def orphaned() -> None:
+        """The parent holds our stdin: end of file means it is gone, and so must we be."""
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=orphaned, daemon=True).start()
+    control_url = f"http://127.0.0.1:{control.server_address[1]}"
+    print(json.dumps({"url": api.url, "control": control_url}), flush=True)
+    stop.wait()
+    control.shutdown()
+    api.stop()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

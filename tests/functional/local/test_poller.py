@@ -1,0 +1,134 @@
+"""The stream poller's own costs stay low without changing what it delivers: records reach the
+handler in the Lambda event's shape straight from the wire, a poll after a fully delivered answer
+continues from GetRecords' next iterator, a failure re-reads from the checkpoint, and the shard list
+is described again only after `SHARD_REFRESH_S`."""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections import Counter
+from typing import Any
+
+from gco import aws
+from gco.endpoints import EndpointStore
+from gco.local.motoserver import MotoServer
+from gco.local.poller import SHARD_REFRESH_S, StreamPoller
+from tests.unit.reconcile.records import EAST, IMAGE
+
+SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
+
+
+def counted_client(moto: MotoServer) -> tuple[Any, Counter[str]]:
+    """A streams client and the calls it makes, by operation (botocore's before-call event)."""
+    client = aws.client("dynamodbstreams", endpoint_url=moto.url)
+    calls: Counter[str] = Counter()
+
+    def count(model: Any, **_: Any) -> None:
+        calls[model.name] += 1
+
+    client.meta.events.register("before-call.dynamodb-streams", count)
+    return client, calls
+
+
+def test_poller_reads_the_wire_form_and_reuses_iterators(store: EndpointStore, moto: MotoServer) -> None:
+    now = [0.0]
+    delivered: list[dict[str, Any]] = []
+    fail: set[str] = set()
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(event["Records"])
+        failures = [
+            {"itemIdentifier": r["dynamodb"]["SequenceNumber"]}
+            for r in event["Records"]
+            if r["dynamodb"]["Keys"]["endpoint_name"]["S"] in fail
+        ]
+        fail.clear()  # fails its first delivery only
+        return {"batchItemFailures": failures}
+
+    client, calls = counted_client(moto)
+    arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+    poller = StreamPoller(client, arn, handler, region=EAST, clock=lambda: now[0])
+    store.create("alpha", SPEC, [EAST])
+    assert poller.poll_once() == 1
+    record = delivered[0]
+    assert (record["eventSource"], record["awsRegion"], record["eventSourceARN"]) == (
+        "aws:dynamodb",
+        EAST,
+        arn,
+    )
+    assert isinstance(record["dynamodb"]["ApproximateCreationDateTime"], int | float)  # epoch, as Lambda's
+    assert record["dynamodb"]["NewImage"]["endpoint_name"] == {"S": "alpha"}
+    assert (calls["DescribeStream"], calls["GetShardIterator"], calls["GetRecords"]) == (1, 1, 1)
+
+    # Fully delivered: the next polls (empty, then one record) continue from the next iterator.
+    assert poller.poll_once() == 0
+    store.create("beta", SPEC, [EAST])
+    assert poller.poll_once() == 1
+    assert (calls["DescribeStream"], calls["GetShardIterator"], calls["GetRecords"]) == (1, 1, 3)
+
+    # A failure: the next poll starts again after the checkpoint and redelivers the failed record.
+    fail.add("gamma")
+    store.create("gamma", SPEC, [EAST])
+    assert poller.poll_once() == 1
+    assert poller.poll_once() == 1
+    assert [r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in delivered] == [
+        "alpha",
+        "beta",
+        "gamma",
+        "gamma",
+    ]
+    assert calls["GetShardIterator"] == 2 and calls["DescribeStream"] == 1
+
+    now[0] = SHARD_REFRESH_S  # the shard list is described again after the refresh interval
+    assert poller.poll_once() == 0
+    assert calls["DescribeStream"] == 2
+    assert poller.dead_letters == []
+
+
+def test_binary_values_reach_the_handler_base64_encoded(store: EndpointStore, moto: MotoServer) -> None:
+    """As in Lambda's event: binary attribute values are base64 strings."""
+    delivered: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(event["Records"])
+        return {"batchItemFailures": []}
+
+    client, _ = counted_client(moto)
+    arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+    store.client.put_item(
+        TableName=store.table_name, Item={"endpoint_name": {"S": "raw"}, "blob": {"B": b"\x00\x01"}}
+    )
+    assert StreamPoller(client, arn, handler, region=EAST).drain() == 1
+    assert delivered[0]["dynamodb"]["NewImage"]["blob"] == {"B": base64.b64encode(b"\x00\x01").decode()}
+
+
+def group_of(name: str, groups: int) -> int:
+    key = json.dumps({"endpoint_name": {"S": name}}, sort_keys=True)
+    return zlib.crc32(key.encode()) % groups
+
+
+def test_records_a_full_batch_held_back_are_delivered_next_without_a_new_read(
+    store: EndpointStore, moto: MotoServer
+) -> None:
+    names = [f"ep-{index}" for index in range(40)]
+    first = [name for name in names if group_of(name, 2) == 0][:3]
+    other = next(name for name in names if group_of(name, 2) == 1)
+    delivered: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in event["Records"])
+        return {"batchItemFailures": []}
+
+    client, calls = counted_client(moto)
+    arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+    poller = StreamPoller(client, arn, handler, region=EAST, batch_size=2, parallelization=2)
+    for name in [*first, other]:
+        store.create(name, SPEC, [EAST])
+    assert poller.poll_once() == 2  # the third of group 0 overflows its batch: it and `other` wait
+    assert delivered == first[:2]
+    assert poller.poll_once() == 2  # from what was read, not read again
+    assert sorted(delivered) == sorted([*first, other]) and len(delivered) == 4
+    assert calls["GetRecords"] == 1
+    assert poller.poll_once() == 0 and calls["GetRecords"] == 2
