@@ -476,6 +476,102 @@ class FencedStoreMachine(RuleBasedStateMachine):
         }
         self.write("lifecycle", False, late[action])
 
+    @rule(
+        pick=st.integers(0, 10**6),
+        action=st.sampled_from(["acknowledge", "purge", "slow-purge"]),
+        host=st.integers(0, 2),
+    )
+    def a_job_of_an_ended_lifecycle_finishes_its_successor(self, pick: int, action: str, host: int) -> None:
+        """A reconciler or cleanup job was sent to finish a lifecycle that has ended since; the
+        name was re-created and that successor deleted meanwhile (this rule deletes it and, for
+        a purge, acknowledges every Region, when it is not yet). The job reads the record, takes
+        the deletion generation it finds there and writes fenced by the lifecycle it was sent
+        for: the lifecycle fence alone must keep it from acknowledging or purging the successor.
+        A slow purger instead purges with the ended lifecycle's own fully acknowledged read."""
+        if not self.ended:
+            Tally.steps += 1
+            return
+        old = self.ended[pick % len(self.ended)]
+        old_lid = old.lifecycle_id or ""
+        record = self.current()
+        if record is not None and record.is_legacy:
+            Tally.steps += 1
+            return
+        if record is not None and not record.is_deleted:
+            self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))
+            record = self.current()
+        generation = (record if record is not None else old).deletion_generation or ""
+        pending = record.pending_deletion_regions() if record is not None else []
+        if action != "acknowledge":
+            for region in pending:
+                self.write(
+                    "fresh",
+                    True,
+                    lambda region=region: self.store.update_region_status(  # type: ignore[misc]
+                        self.name, region, "deleted", expected_deletion_generation=generation
+                    ),
+                )
+        kind = "purged" if record is None else "lifecycle"
+        if action == "slow-purge":
+            slow = SlowReader(self.host(host), old)
+            self.write(
+                "purged" if record is None else "slow_purge",
+                False,
+                lambda: slow.purge(
+                    self.name,
+                    expected_deletion_generation=old.deletion_generation or "",
+                    expected_lifecycle_id=old_lid,
+                ),
+            )
+        elif action == "purge":
+            self.write(
+                kind,
+                False,
+                lambda: self.host(host).purge(
+                    self.name, expected_deletion_generation=generation, expected_lifecycle_id=old_lid
+                ),
+            )
+        else:
+            region = pending[0] if pending else (old.deletion_regions or REGIONS)[0]
+            self.write(
+                kind,
+                False,
+                lambda: self.host(host).update_region_status(
+                    self.name,
+                    region,
+                    "deleted",
+                    expected_deletion_generation=generation,
+                    expected_lifecycle_id=old_lid,
+                ),
+            )
+
+    @rule(host=st.integers(0, 2), end=st.booleans())
+    def a_region_that_is_no_member_reports(self, host: int, end: bool) -> None:
+        """An older gco left a token for a Region it never made a target (`ap-south-1`); the
+        back-fill keeps it, and that Region's reconciler reports with it. Lifecycle and token
+        match, so only membership of the cleanup set keeps its status out. When the name is
+        taken by a fenced lifecycle, fresh actors may end it first (`end`) to make room."""
+        record = self.current()
+        if record is not None and not record.is_legacy and end:
+            self.lifecycle_turns_over(REGIONS[:1], legacy=True, recreate=True, then_stop=False)
+            record = self.current()
+        elif record is None:
+            Tally.steps += 1
+            self.write_legacy(stray=True)
+            record = self.current()
+        if record is not None and record.is_legacy:
+            legacy = record
+            self.write("fresh", True, lambda: self.store.ensure_lifecycle_metadata(legacy))
+            record = self.current()
+        if record is None or record.is_deleted:
+            Tally.steps += 1
+            return
+        strays = sorted(set(record.region_generations) - set(record.cleanup_regions))
+        if not strays:
+            Tally.steps += 1
+            return
+        self.observe(record, strays[0], removal=False, host=host)
+
     @rule(spec=st.sampled_from(["autoscaled", "mooncake"]))
     def a_scale_races_a_spec_change(self, spec: str) -> None:
         """An operator scales what another just made autoscaled or mooncake."""
@@ -594,6 +690,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
             kind = self.staleness(snapshot, before)
         elif before.region_generations.get(region) != token:
             kind = "region_token"
+        elif region not in before.cleanup_regions:
+            kind = "member"
         else:
             kind = "state"
         self.write(
