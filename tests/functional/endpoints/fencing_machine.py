@@ -4,8 +4,10 @@ Actors keep the snapshots they read for the rest of the run, across memberships,
 purges and new lifecycles of the same name, and write with them: operators (stop, start, spec,
 scale, Regions, delete, label-fenced delete), Regional reconcilers (observation, removal and
 deletion acknowledgements, with or without the lifecycle id), slow purgers (their read long
-before their write), an older gco writing legacy records, and back-fills. Writers run on hosts
-whose clocks disagree by an hour.
+before their write), jobs sent to finish a lifecycle that ended meanwhile (they take the
+successor's deletion generation but present their own lifecycle id), the reconciler of a Region
+an older gco left a token for without making it a member, an older gco writing legacy records,
+and back-fills. Writers run on hosts whose clocks disagree by an hour.
 
 For every write an oracle computes from the record before it whether the write must land;
 after every step the record is compared with the one before: a stale writer changed nothing,
@@ -451,8 +453,13 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 10**6), action=st.sampled_from(["start", "stop", "scale", "spec", "observe"]))
     def an_operator_of_an_ended_lifecycle(self, pick: int, action: str) -> None:
-        """A writer that read a lifecycle which has ended since writes to its successor."""
+        """A writer that read a lifecycle which has ended since writes to its successor. When no
+        lifecycle of this run has ended, or the current one is not live, fresh actors turn the
+        lifecycle over first: the rule always has a successor to write to."""
         record = self.current()
+        if not self.ended or record is None or record.is_legacy or record.is_deleted:
+            self.lifecycle_turns_over(REGIONS[:2], legacy=False, recreate=True, then_stop=False)
+            record = self.current()
         if not self.ended or record is None or record.is_legacy or record.is_deleted:
             Tally.steps += 1
             return
@@ -493,20 +500,21 @@ class FencedStoreMachine(RuleBasedStateMachine):
     )
     def a_job_of_an_ended_lifecycle_finishes_its_successor(self, pick: int, action: str, host: int) -> None:
         """A reconciler or cleanup job was sent to finish a lifecycle that has ended since; the
-        name was re-created and that successor deleted meanwhile (this rule deletes it and, for
-        a purge, acknowledges every Region, when it is not yet). The job reads the record, takes
-        the deletion generation it finds there and writes fenced by the lifecycle it was sent
-        for: the lifecycle fence alone must keep it from acknowledging or purging the successor.
-        A slow purger instead purges with the ended lifecycle's own fully acknowledged read."""
+        name was re-created and that successor deleted meanwhile (fresh actors end a lifecycle
+        first when none has ended, and delete the successor; for a purge, fresh reconcilers
+        acknowledge every Region). The job reads the record, takes the deletion generation
+        it finds there and writes fenced by the lifecycle it was sent for: the lifecycle fence
+        alone must keep it from acknowledging or purging the successor. A slow purger instead
+        purges with the ended lifecycle's own fully acknowledged read."""
+        record = self.current()
+        if not self.ended or (record is not None and record.is_legacy):
+            self.lifecycle_turns_over(REGIONS[:2], legacy=False, recreate=True, then_stop=False)
+            record = self.current()
         if not self.ended:
             Tally.steps += 1
             return
         old = self.ended[pick % len(self.ended)]
         old_lid = old.lifecycle_id or ""
-        record = self.current()
-        if record is not None and record.is_legacy:
-            Tally.steps += 1
-            return
         if record is not None and not record.is_deleted:
             self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))
             record = self.current()

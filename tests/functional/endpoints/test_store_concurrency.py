@@ -48,6 +48,7 @@ STALE_KINDS = {
     "slow_purge": 400,
     "label": 400,
     "legacy": 1000,
+    "member": 200,
 }
 
 
