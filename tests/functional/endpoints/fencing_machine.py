@@ -4,8 +4,10 @@ Actors keep the snapshots they read for the rest of the run, across memberships,
 purges and new lifecycles of the same name, and write with them: operators (stop, start, spec,
 scale, Regions, delete, label-fenced delete), Regional reconcilers (observation, removal and
 deletion acknowledgements, with or without the lifecycle id), slow purgers (their read long
-before their write), an older gco writing legacy records, and back-fills. Writers run on hosts
-whose clocks disagree by an hour.
+before their write), jobs sent to finish a lifecycle that ended meanwhile (they take the
+successor's deletion generation but present their own lifecycle id), the reconciler of a Region
+an older gco left a token for without making it a member, an older gco writing legacy records,
+and back-fills. Writers run on hosts whose clocks disagree by an hour.
 
 For every write an oracle computes from the record before it whether the write must land;
 after every step the record is compared with the one before: a stale writer changed nothing,
@@ -92,7 +94,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.purged_lifecycles: set[str] = set()
         self.last: EndpointRecord | None = None
         self.hosts = [skewed_store(self.store, skew) for skew in SKEWS]
-        self.seen: EndpointRecord | str | None = UNREAD
+        self.cached: EndpointRecord | str | None = UNREAD
         self.retired: list[tuple[EndpointRecord, str]] = []  # snapshots holding a rotated token
         self.legacy: list[EndpointRecord] = []  # snapshots of legacy records
         self.ended: list[EndpointRecord] = []  # snapshots of lifecycles that were purged
@@ -100,9 +102,17 @@ class FencedStoreMachine(RuleBasedStateMachine):
     # -- the harness of every write -------------------------------------------------------------
 
     def current(self) -> EndpointRecord | None:
-        record = self.store.get(self.name, consistent_read=True)
-        self.seen = record  # the invariant check after this step reads no more
-        return record
+        """The record now (a strongly consistent read). The machine is the only writer of its
+        name, so the read after each write stands until the next one: the rules, the oracle and
+        the invariants read it from here instead of asking the table again (most of a run's
+        requests were these repeated reads)."""
+        if isinstance(self.cached, str):
+            self.cached = self.store.get(self.name, consistent_read=True)
+        return self.cached
+
+    def forget(self) -> None:
+        """The record may have changed: the next `current()` reads it."""
+        self.cached = UNREAD
 
     def snapshot(self) -> Any:
         record = self.current()
@@ -118,9 +128,9 @@ class FencedStoreMachine(RuleBasedStateMachine):
         Tally.steps += 1
         Tally.kinds[kind if not lands else "fresh"] += 1
         before = self.current()
+        self.forget()
         with contextlib.suppress(InvalidTransitionError, EndpointNotFoundError, EndpointExistsError):
             action()
-        self.seen = UNREAD
         after = self.current()
         self.check(after)
         if not lands:
@@ -146,6 +156,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
     @initialize(target=snapshots, regions=region_sets)
     def first_create(self, regions: list[str]) -> Any:
         Tally.steps += 1
+        self.forget()
         return self.store.create(self.name, SPECS["plain"], regions, labels={"owner": "a"})
 
     @rule(target=snapshots, regions=region_sets, owner=st.sampled_from(["a", "b"]))
@@ -177,6 +188,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             "updated_at": self.store.clock.now(),
             "region_generations": generations,
         }
+        self.forget()
         self.store.client.put_item(
             TableName=self.store.table_name,
             Item=to_item(item),
@@ -441,8 +453,13 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 10**6), action=st.sampled_from(["start", "stop", "scale", "spec", "observe"]))
     def an_operator_of_an_ended_lifecycle(self, pick: int, action: str) -> None:
-        """A writer that read a lifecycle which has ended since writes to its successor."""
+        """A writer that read a lifecycle which has ended since writes to its successor. When no
+        lifecycle of this run has ended, or the current one is not live, fresh actors turn the
+        lifecycle over first: the rule always has a successor to write to."""
         record = self.current()
+        if not self.ended or record is None or record.is_legacy or record.is_deleted:
+            self.lifecycle_turns_over(REGIONS[:2], legacy=False, recreate=True, then_stop=False)
+            record = self.current()
         if not self.ended or record is None or record.is_legacy or record.is_deleted:
             Tally.steps += 1
             return
@@ -475,6 +492,103 @@ class FencedStoreMachine(RuleBasedStateMachine):
             ),
         }
         self.write("lifecycle", False, late[action])
+
+    @rule(
+        pick=st.integers(0, 10**6),
+        action=st.sampled_from(["acknowledge", "purge", "slow-purge"]),
+        host=st.integers(0, 2),
+    )
+    def a_job_of_an_ended_lifecycle_finishes_its_successor(self, pick: int, action: str, host: int) -> None:
+        """A reconciler or cleanup job was sent to finish a lifecycle that has ended since; the
+        name was re-created and that successor deleted meanwhile (fresh actors end a lifecycle
+        first when none has ended, and delete the successor; for a purge, fresh reconcilers
+        acknowledge every Region). The job reads the record, takes the deletion generation
+        it finds there and writes fenced by the lifecycle it was sent for: the lifecycle fence
+        alone must keep it from acknowledging or purging the successor. A slow purger instead
+        purges with the ended lifecycle's own fully acknowledged read."""
+        record = self.current()
+        if not self.ended or (record is not None and record.is_legacy):
+            self.lifecycle_turns_over(REGIONS[:2], legacy=False, recreate=True, then_stop=False)
+            record = self.current()
+        if not self.ended:
+            Tally.steps += 1
+            return
+        old = self.ended[pick % len(self.ended)]
+        old_lid = old.lifecycle_id or ""
+        if record is not None and not record.is_deleted:
+            self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))
+            record = self.current()
+        generation = (record if record is not None else old).deletion_generation or ""
+        pending = record.pending_deletion_regions() if record is not None else []
+        if action != "acknowledge":
+            for region in pending:
+                self.write(
+                    "fresh",
+                    True,
+                    lambda region=region: self.store.update_region_status(  # type: ignore[misc]
+                        self.name, region, "deleted", expected_deletion_generation=generation
+                    ),
+                )
+        kind = "purged" if record is None else "lifecycle"
+        if action == "slow-purge":
+            slow = SlowReader(self.host(host), old)
+            self.write(
+                "purged" if record is None else "slow_purge",
+                False,
+                lambda: slow.purge(
+                    self.name,
+                    expected_deletion_generation=old.deletion_generation or "",
+                    expected_lifecycle_id=old_lid,
+                ),
+            )
+        elif action == "purge":
+            self.write(
+                kind,
+                False,
+                lambda: self.host(host).purge(
+                    self.name, expected_deletion_generation=generation, expected_lifecycle_id=old_lid
+                ),
+            )
+        else:
+            region = pending[0] if pending else (old.deletion_regions or REGIONS)[0]
+            self.write(
+                kind,
+                False,
+                lambda: self.host(host).update_region_status(
+                    self.name,
+                    region,
+                    "deleted",
+                    expected_deletion_generation=generation,
+                    expected_lifecycle_id=old_lid,
+                ),
+            )
+
+    @rule(host=st.integers(0, 2), end=st.booleans())
+    def a_region_that_is_no_member_reports(self, host: int, end: bool) -> None:
+        """An older gco left a token for a Region it never made a target (`ap-south-1`); the
+        back-fill keeps it, and that Region's reconciler reports with it. Lifecycle and token
+        match, so only membership of the cleanup set keeps its status out. When the name is
+        taken by a fenced lifecycle, fresh actors may end it first (`end`) to make room."""
+        record = self.current()
+        if record is not None and not record.is_legacy and end:
+            self.lifecycle_turns_over(REGIONS[:1], legacy=True, recreate=True, then_stop=False)
+            record = self.current()
+        elif record is None:
+            Tally.steps += 1
+            self.write_legacy(stray=True)
+            record = self.current()
+        if record is not None and record.is_legacy:
+            legacy = record
+            self.write("fresh", True, lambda: self.store.ensure_lifecycle_metadata(legacy))
+            record = self.current()
+        if record is None or record.is_deleted:
+            Tally.steps += 1
+            return
+        strays = sorted(set(record.region_generations) - set(record.cleanup_regions))
+        if not strays:
+            Tally.steps += 1
+            return
+        self.observe(record, strays[0], removal=False, host=host)
 
     @rule(spec=st.sampled_from(["autoscaled", "mooncake"]))
     def a_scale_races_a_spec_change(self, spec: str) -> None:
@@ -594,6 +708,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
             kind = self.staleness(snapshot, before)
         elif before.region_generations.get(region) != token:
             kind = "region_token"
+        elif region not in before.cleanup_regions:
+            kind = "member"
         else:
             kind = "state"
         self.write(
@@ -703,9 +819,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     @invariant()
     def invariants_hold(self) -> None:
-        seen = self.seen
-        self.check(self.current() if isinstance(seen, str) else seen)
-        self.seen = UNREAD
+        self.check(self.current())
 
     def check(self, record: EndpointRecord | None) -> None:
         """The record's invariants against what this machine saw of it before."""
