@@ -218,7 +218,7 @@ def _nothing_left(echo: Callable[[str], None], groups: set[int], ports: Sequence
     left = sorted(pgid for pgid in groups if group_members(pgid))
     busy = [port for port in ports if not port_free(port)]
     echo(
-        f"\n# nothing left running: {len(groups)} engine process group(s) seen, "
+        f"\n# nothing left running: engine process groups seen {sorted(groups)}, "
         f"{len(left)} left; ports {', '.join(map(str, ports))}: {'in use ' + str(busy) if busy else 'free'}"
     )
     if left or busy:
