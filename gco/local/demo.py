@@ -1,25 +1,48 @@
-"""The local walk-through: a moto server, Regional reconcilers, and the `gco inference` commands.
+"""The local walk-through: a moto server, the Regional clusters, and the real `gco` commands.
 
 Each step runs the real `gco` command in a subprocess against the local endpoint and prints the
-command line and what it printed, so the transcript is exactly what a user would see.
+command line and what it printed, so the transcript is exactly what a user would see. The
+clusters run in this process (`LocalClusters`: per Region the stand-in API server, reconciler,
+engines, autoscaler and proxy), so the demo can show what each Region holds between steps.
+
+The walk: deploy to two Regions, invoke both, refuse bad input, a canary at a weight with the
+split observed through the proxy, promote, scale, stop, start, update, move a Region, refuse a
+stale delete, delete and purge; then `gco bench rounds` of two local engines in Williams order
+with the evidence written to the run directory and the local S3 bucket, and its report page.
+Every wait prints a progress line; at the end every process it started is gone and its ports
+are free, which it checks and prints.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
 
 from gco import aws
+from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, default_table_name
 from gco.env import HOME_REGION_ENV
+from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local import demo_bench
+from gco.local.cluster import LocalClusters
+from gco.local.engines import EngineTable
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
+from gco.local.services import UPSTREAM_HEADER
+from gco.local.stack import EVIDENCE_BUCKET, EVIDENCE_BUCKET_ENV
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 
 DEMO_SPEC = """\
@@ -37,6 +60,12 @@ env:
 
 
 DEMO_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+DEFAULT_RUN_DIR = Path("gco-demo")  # the benchmark's run directory and report page (kept)
+CANARY_IMAGE = "vllm/vllm-openai:v0.6.4"
+CANARY_WEIGHT = 30
+SPLIT_REQUESTS = 60
+WAIT_S = 180.0
+PROGRESS_EVERY_S = 2.0
 
 
 class DemoStepError(RuntimeError):
@@ -49,9 +78,31 @@ def _run_gco(arguments: Sequence[str], env: dict[str, str]) -> subprocess.Comple
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=900,
         check=False,
     )
+
+
+def wait_for(
+    check: Callable[[], bool], what: str, echo: Callable[[str], None], timeout: float = WAIT_S
+) -> None:
+    """Poll `check` (bounded), printing a progress line when it starts and every few seconds.
+
+    Raises:
+        DemoStepError: `what` did not happen within `timeout` seconds.
+    """
+    started = time.monotonic()
+    echo(f"  ... waiting for {what}")
+    last = started
+    while not check():
+        now = time.monotonic()
+        if now - started > timeout:
+            raise DemoStepError(f"timed out after {timeout:.0f} s waiting for {what}")
+        if now - last >= PROGRESS_EVERY_S:
+            echo(f"  ... still waiting for {what} ({now - started:.0f} s)")
+            last = now
+        time.sleep(0.2)
+    echo(f"  ... {what}: done in {time.monotonic() - started:.1f} s")
 
 
 def cluster_summary(reconcilers: LocalReconcilers) -> list[str]:
@@ -77,12 +128,28 @@ def shared_summary(reconcilers: LocalReconcilers) -> list[str]:
     return lines
 
 
-def walkthrough(echo: Callable[[str], None] = print) -> None:
-    """Run the walk-through against a fresh local moto server and Regional reconcilers, then stop both."""
+def walkthrough(
+    echo: Callable[[str], None] = print, *, engine: str = "fake", run_dir: Path = DEFAULT_RUN_DIR
+) -> None:
+    """Run the walk-through against a fresh local moto server and Regional clusters, then stop all.
+
+    Parameters:
+        engine: the engines behind the endpoints and in the benchmark (`fake` or `llama`).
+        run_dir: the benchmark's run directory (emptied first; the report page stays there).
+    """
+    table = EngineTable.of_kind(engine)
+    bench_dir = run_dir.resolve() / "bench"
+    shutil.rmtree(bench_dir, ignore_errors=True)
     with MotoServer() as server, tempfile.TemporaryDirectory(prefix="gco-demo-") as scratch:
         spec_file = Path(scratch) / "demo-spec.yaml"
         spec_file.write_text(DEMO_SPEC, encoding="utf-8")
-        env = {**os.environ, "AWS_ENDPOINT_URL": server.url, HOME_REGION_ENV: "us-east-1"}
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL": server.url,
+            HOME_REGION_ENV: "us-east-1",
+            EVIDENCE_BUCKET_ENV: EVIDENCE_BUCKET,
+            "GCO_GPU_LOCK": str(Path(scratch) / "gpu.lock"),
+        }
         echo(f"# local AWS endpoint (moto server) on {server.url}; AWS_ENDPOINT_URL points gco at it")
 
         def step(title: str, *arguments: str, expect: int = 0) -> str:
@@ -98,27 +165,96 @@ def walkthrough(echo: Callable[[str], None] = print) -> None:
             return result.stdout
 
         step("create the endpoint table with its stream", "inference", "init-table")
+        aws.client("s3", endpoint_url=server.url).create_bucket(Bucket=EVIDENCE_BUCKET)
+        echo(f"# the local evidence bucket: s3://{EVIDENCE_BUCKET}")
         store = EndpointStore(aws.client("dynamodb", endpoint_url=server.url), default_table_name())
-        reconcilers = LocalReconcilers(store, DEMO_REGIONS, endpoint_url=server.url, ready_delay=0.5)
-        echo(
-            f"# Regional reconcilers for {', '.join(DEMO_REGIONS)}: each reads the table's stream and "
-            "applies to its own stand-in Kubernetes API on loopback, which allows only what the "
-            "reconciler's RBAC grant allows"
+        clusters = LocalClusters(
+            store, DEMO_REGIONS, endpoint_url=server.url, log_dir=Path(scratch) / "engines", table=table
         )
-        for line in shared_summary(reconcilers):
+        env[INVOKE_URLS_ENV] = json.dumps(clusters.invoke_urls(), sort_keys=True)
+        if clusters.ca_bundle is not None:
+            env[INVOKE_CA_BUNDLE_ENV] = str(clusters.ca_bundle)
+        echo(
+            f"# Regional clusters for {', '.join(DEMO_REGIONS)}: each reconciler reads the table's stream "
+            "and applies to its own stand-in Kubernetes API on loopback, which allows only what the "
+            f"reconciler's RBAC grant allows; each replica runs a {engine} engine process; each Region's "
+            "proxy routes /inference/<name>"
+        )
+        for region, url in clusters.invoke_urls().items():
+            echo(f"  {region} invoke URL: {url}")
+        for line in shared_summary(clusters.reconcilers):
             echo(line)
-        with reconcilers.start(poll_interval=0.2, sweep_interval=5.0):
-            _walk(step, echo, reconcilers, spec_file)
-        refused = sum(len(local.api.forbidden) for local in reconcilers.regions.values())
+        ports = _ports(server.url, clusters)
+        engine_groups: set[int] = set()
+        try:
+            with clusters.start(poll_interval=0.2, sweep_interval=5.0):
+                _walk(step, echo, clusters, spec_file, engine_groups)
+        finally:
+            engine_groups.update(pgid for kubelet in clusters.kubelets.values() for pgid in kubelet.pids())
+        refused = sum(len(local.api.forbidden) for local in clusters.reconcilers.regions.values())
         echo(f"\n# requests the stand-in clusters refused as outside the reconciler's grant: {refused}")
         if refused:
             raise DemoStepError(f"{refused} request(s) were outside the reconciler's grant")
-        echo("\n# done: the reconcilers, the stand-in clusters and the local server are stopped")
+        _bench(step, echo, env, bench_dir, engine)
+    _nothing_left(echo, engine_groups, ports)
+    echo("\n# done: the clusters, their engines and proxies, and the local server are stopped")
+
+
+def _ports(moto_url: str, clusters: LocalClusters) -> list[int]:
+    """The loopback ports the demo's servers listen on: moto, each stand-in API server, each proxy."""
+    urls = [moto_url, *(local.api.url for local in clusters.reconcilers.regions.values())]
+    urls += [proxy.url for proxy in clusters.proxies.values()]
+    return sorted({int(urlsplit(url).port or 0) for url in urls} - {0})
+
+
+def port_free(port: int) -> bool:
+    """True when nothing accepts connections on loopback `port`."""
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _nothing_left(echo: Callable[[str], None], groups: set[int], ports: Sequence[int]) -> None:
+    left = sorted(pgid for pgid in groups if group_members(pgid))
+    busy = [port for port in ports if not port_free(port)]
+    echo(
+        f"\n# nothing left running: engine process groups seen {sorted(groups)}, "
+        f"{len(left)} left; ports {', '.join(map(str, ports))}: {'in use ' + str(busy) if busy else 'free'}"
+    )
+    if left or busy:
+        raise DemoStepError(f"left running: process groups {left}, ports in use {busy}")
+
+
+def observed_split(clusters: LocalClusters, region: str, name: str, requests: int) -> Counter[str]:
+    """How many of `requests` through `region`'s proxy each Service answered (the Service network
+    names it in a response header), each on a fresh connection."""
+    verify: ssl.SSLContext | bool = True
+    if clusters.ca_bundle is not None:
+        verify = ssl.create_default_context(cafile=str(clusters.ca_bundle))
+    seen: Counter[str] = Counter()
+    url = f"{clusters.invoke_urls()[region]}/{name}/v1/completions"
+    body = {"prompt": "Say hi.", "max_tokens": 1, "temperature": 0}
+    for _ in range(requests):
+        try:
+            answer = httpx.post(url, json=body, verify=verify, timeout=60, headers={"Connection": "close"})
+            seen[answer.headers.get(UPSTREAM_HEADER, f"HTTP {answer.status_code}")] += 1
+        except httpx.TransportError as error:
+            seen[type(error).__name__] += 1
+    return seen
+
+
+def _engines_of(clusters: LocalClusters, region: str) -> int:
+    return len(clusters.kubelets[region].pids())
 
 
 def _walk(
-    step: Callable[..., str], echo: Callable[[str], None], reconcilers: LocalReconcilers, spec_file: Path
+    step: Callable[..., str],
+    echo: Callable[[str], None],
+    clusters: LocalClusters,
+    spec_file: Path,
+    engine_groups: set[int],
 ) -> None:
+    reconcilers = clusters.reconcilers
     step(
         "deploy to two Regions from a spec file, overriding replicas, and wait until both run it",
         "inference",
@@ -141,6 +277,18 @@ def _walk(
     echo("# what the reconcilers applied:")
     for line in cluster_summary(reconcilers):
         echo(line)
+    for region in ("us-east-1", "us-west-2"):
+        step(
+            f"invoke it in {region}: one request through that Region's proxy to an engine",
+            "inference",
+            "invoke",
+            "demo-chat",
+            "--region",
+            region,
+            "--prompt",
+            "What is the capital of France?",
+        )
+    _canary(step, echo, clusters, engine_groups)
     step(
         "bad input is refused with one line naming the field; nothing is written",
         "inference",
@@ -213,6 +361,82 @@ def _walk(
     for line in cluster_summary(reconcilers):
         echo(line)
     step("the record is gone", "inference", "status", "demo-chat", expect=1)
+
+
+def _canary(
+    step: Callable[..., str], echo: Callable[[str], None], clusters: LocalClusters, engine_groups: set[int]
+) -> None:
+    """A canary at CANARY_WEIGHT, its split observed through the proxy, then promoted."""
+    step(
+        f"a canary of a new image taking {CANARY_WEIGHT}% of requests (one replica)",
+        "inference",
+        "canary",
+        "demo-chat",
+        "--image",
+        CANARY_IMAGE,
+        "--weight",
+        str(CANARY_WEIGHT),
+        "--replicas",
+        "1",
+    )
+    wait_for(
+        lambda: "demo-chat-canary" in observed_split(clusters, "us-east-1", "demo-chat", 5),
+        "the us-east-1 proxy to route to the canary",
+        echo,
+    )
+    engine_groups.update(clusters.kubelets["us-east-1"].pids())
+    echo(f"\n# the split observed: {SPLIT_REQUESTS} requests through the us-east-1 proxy")
+    seen = observed_split(clusters, "us-east-1", "demo-chat", SPLIT_REQUESTS)
+    for service, count in sorted(seen.items()):
+        echo(f"  {service}: {count} ({100 * count / SPLIT_REQUESTS:.0f}%)")
+    share = 100 * seen["demo-chat-canary"] / SPLIT_REQUESTS
+    echo(f"  canary share observed {share:.0f}%, set {CANARY_WEIGHT}%")
+    step("promote: the canary's image becomes the endpoint's", "inference", "promote", "demo-chat")
+    wait_for(
+        lambda: (
+            not _canary_objects(clusters)
+            and set(observed_split(clusters, "us-east-1", "demo-chat", 10)) == {"demo-chat"}
+        ),
+        "one version to answer in us-east-1 (the promoted image, the canary removed)",
+        echo,
+    )
+
+
+def _canary_objects(clusters: LocalClusters) -> list[str]:
+    """The canary's objects any Region still holds."""
+    return [
+        obj["metadata"]["name"]
+        for local in clusters.reconcilers.regions.values()
+        for obj in local.api.endpoint_objects()
+        if obj["metadata"]["name"].endswith("-canary")
+    ]
+
+
+def _bench(
+    step: Callable[..., str], echo: Callable[[str], None], env: dict[str, str], bench_dir: Path, engine: str
+) -> None:
+    """`gco bench rounds` of two local engines; the evidence checked and its report page named."""
+    manifest, prompts = demo_bench.write_inputs(bench_dir / "inputs", engine)
+    echo(f"\n# a benchmark of two {engine} engines: manifest {manifest}, prompts {prompts}")
+    echo("  ... waiting for the rounds (a progress line per finished cell)")
+    output = step(
+        "two engines in Williams order (4 rounds), the evidence to the run directory and the local bucket",
+        *demo_bench.rounds_arguments(manifest, prompts, bench_dir / "run", EVIDENCE_BUCKET),
+    )
+    evidence = next(
+        (line.split(": ", 1)[1] for line in output.splitlines() if line.startswith("evidence: ")), None
+    )
+    if evidence is None:
+        raise DemoStepError("gco bench rounds printed no evidence path")
+    step("the evidence validates against its schema and digest", "bench", "report", evidence)
+    record_id = Path(evidence).stem
+    bucket = aws.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    keys = [item["Key"] for item in bucket.list_objects_v2(Bucket=EVIDENCE_BUCKET).get("Contents", [])]
+    stored = [key for key in keys if record_id in key]
+    echo(f"# in s3://{EVIDENCE_BUCKET}: {', '.join(stored) if stored else '(not found)'}")
+    if not stored:
+        raise DemoStepError(f"evidence {record_id} is not in s3://{EVIDENCE_BUCKET}")
+    echo(f"# the report page: {Path(evidence).with_suffix('.html')}")
 
 
 def _settle(reconcilers: LocalReconcilers, rounds: int = 40) -> None:

@@ -4,8 +4,9 @@ A kubelet would pull the container image and run it on a GPU node; the local sta
 so it reads from the pod template what the engine was asked to serve (model id and revision, as
 the renderer passes them: vLLM's `--model`/`--revision` arguments, TGI's `MODEL_ID`/`REVISION`
 environment, SGLang's `--model-path`) and runs, per framework, the command of the engine table on
-a loopback port. The default table runs the project's fake engine for every framework; a
-different command (a real CPU engine) can be named per framework with `{port}`, `{model}` and
+a loopback port. The default table runs the project's fake engine for every framework; the
+`llama` table runs a real CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama_engine`)
+for every framework; any other command can be named per framework with `{port}`, `{model}` and
 `{revision}` placeholders.
 """
 
@@ -20,6 +21,9 @@ from pydantic import BaseModel, ConfigDict
 FRAMEWORKS = ("vllm", "tgi", "sglang")
 DEFAULT_HEALTH_PATH = "/health"
 FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
+LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama_engine")
+ENGINE_KINDS = ("fake", "llama")  # `gco local up|demo --engine`
+LLAMA_THREADS = 1  # per replica: the local stack runs several on a small machine
 
 
 class EngineLaunch(BaseModel):
@@ -81,6 +85,19 @@ class EngineTable(BaseModel):
         """The fake engine for every framework (its protocol style follows the framework)."""
         argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
         return cls(commands={f: (*argv, "--revision", "{revision}", *extra) for f in FRAMEWORKS})
+
+    @classmethod
+    def llama(cls, threads: int = LLAMA_THREADS) -> EngineTable:
+        """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id."""
+        argv = (*LLAMA_ENGINE, "--style", "{framework}", "--port", "{port}", "--model-name", "{model}")
+        return cls(commands={f: (*argv, "--threads", str(threads)) for f in FRAMEWORKS})
+
+    @classmethod
+    def of_kind(cls, kind: str) -> EngineTable:
+        """The table `--engine KIND` names (one of ENGINE_KINDS)."""
+        if kind not in ENGINE_KINDS:
+            raise ValueError(f"engine kind {kind!r} is not one of {', '.join(ENGINE_KINDS)}")
+        return cls.llama() if kind == "llama" else cls.fake()
 
     def argv(self, launch: EngineLaunch, port: int) -> list[str]:
         command = self.commands.get(launch.framework) or self.commands["vllm"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.local.cluster import LocalClusters
+from gco.local.engines import ENGINE_KINDS, EngineTable
 from gco.local.nginx import NginxProxy
 
 log = logging.getLogger("gco.local.node")
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--endpoint-url", required=True)
     parser.add_argument("--table", required=True)
     parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--engine", choices=ENGINE_KINDS, default="fake")
     options = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -76,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         endpoint_url=options.endpoint_url,
         log_dir=state / options.region,
         tls_dir=state / TLS_DIR_NAME,
+        table=EngineTable.of_kind(options.engine),
     ) as clusters:
         clusters.start()
         local = clusters.reconcilers.regions[options.region]

@@ -123,7 +123,9 @@ def _answers(url: str, verify: str | None = None) -> bool:
         return False
 
 
-def up(regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None) -> StackState:
+def up(
+    regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None, *, engine: str = "fake"
+) -> StackState:
     """Start the stack in the background and record it.
 
     Raises:
@@ -171,7 +173,7 @@ def up(regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None) 
                 "--endpoint-url",
                 endpoint_url,
             ]
-            argv += ["--table", TABLE, "--state-dir", str(state_dir)]
+            argv += ["--table", TABLE, "--state-dir", str(state_dir), "--engine", engine]
             nodes[region] = (_spawn(argv, log), log)
             parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
         reports = {}

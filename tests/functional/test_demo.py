@@ -1,19 +1,27 @@
-"""The README's main job: `gco local demo` walks the CLI through a local moto server it owns."""
+"""The README's main job: `gco local demo` walks the CLI through a local stack it owns, then a
+benchmark whose report page it names; afterwards nothing of it runs and its ports are free."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 
+from gco.bench.process import group_members
 from gco.cli import main
-from gco.local.demo import walkthrough
+from gco.evidence import validate
+from gco.local.demo import port_free, walkthrough
+from tests.functional.evidence.chromium import chromium_path
+from tests.functional.evidence.test_report_page import check_page
 
 
-def test_walkthrough_runs_every_step_and_stops_its_server() -> None:
+def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> None:
     lines: list[str] = []
-    walkthrough(lines.append)
+    walkthrough(lines.append, run_dir=tmp_path / "demo")
     transcript = "\n".join(lines)
     url = lines[0].split(" on ")[1].split(";")[0]
     for command in (
@@ -44,6 +52,31 @@ def test_walkthrough_runs_every_step_and_stops_its_server() -> None:
     assert "error: endpoint 'demo-chat' not found" in transcript
     assert transcript.count("(exit 2)") == 1
     assert "refused: its lifecycle is" in transcript
+    # both Regions answer through their proxies
+    for region in ("us-east-1", "us-west-2"):
+        assert re.search(rf"^  {region} 200 \d+ ms$", transcript, re.MULTILINE), region
+    # the canary took a share near its weight (60 requests; 4.5 sigma of a binomial at 30%)
+    share = re.search(r"canary share observed (\d+)%, set 30%", transcript)
+    assert share and 10 <= int(share.group(1)) <= 50, share
+    assert "$ gco inference promote demo-chat" in transcript
+    # every wait said so, and how it ended
+    assert transcript.count("  ... waiting for ") >= 3
+    assert transcript.count(": done in ") >= 2
+    # the benchmark: two engines in Williams order, the evidence valid, in the bucket, its page there
+    assert transcript.count("round 4/4 ") == 2
+    page = Path(transcript.split("# the report page: ")[1].splitlines()[0])
+    evidence = validate(json.loads(page.with_suffix(".json").read_text(encoding="utf-8")))
+    assert evidence.kind == "bench.rounds" and len(evidence.identity["engines"]) == 2
+    assert f"# in s3://gco-local-evidence: evidence/{evidence.id}.json" in transcript
+    assert page.is_file() and 'data-plot="distributions"' in page.read_text(encoding="utf-8")
+    # nothing left running: the groups it saw are gone and its ports are free
+    left = re.search(r"groups seen \[([\d, ]*)\], (\d+) left; ports ([\d, ]+): free", transcript)
+    assert left and left.group(2) == "0", transcript[-600:]
+    groups = [int(g) for g in left.group(1).split(",") if g.strip()]
+    assert groups and not any(group_members(g) for g in groups)
+    assert all(port_free(int(port)) for port in left.group(3).split(","))
+    if chromium_path() is not None:
+        check_page(page, tmp_path / "profile", "demo-report-page.png")
     try:
         httpx.get(url, timeout=1.0)
     except httpx.TransportError:

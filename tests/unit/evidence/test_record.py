@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 from gco.evidence import EvidenceRecord, InvalidEvidenceError, Metric, evidence_schema, validate
+from gco.evidence.plots import distributions_svg, forest_svg, per_round_svg
 from gco.evidence.record import LimitationEntry
 from gco.evidence.redact import REDACTED, redact_argv, redact_env, redact_text
-from gco.evidence.report import ratio_svg, render_html, render_markdown, rounds_svg
+from gco.evidence.report import render_html, render_markdown
 
 
 def record(**update: Any) -> EvidenceRecord:
@@ -19,7 +21,19 @@ def record(**update: Any) -> EvidenceRecord:
         claim_class="derived",
         summary="2 engines x 4 rounds",
         created_at="2026-01-01T00:00:00Z",
-        identity={"gpu": "not checked"},
+        identity={
+            "gpu": "not checked",
+            "prompt_set_digest": "d" * 64,
+            "workload": {"max_tokens": 32},
+            "engines": [
+                {
+                    "label": "a",
+                    "argv": ["serve", "--api-key", REDACTED],
+                    "env": {"HF_TOKEN": REDACTED, "MODE": "x|y"},
+                    "model": {"id": "org/model", "revision": "abc"},
+                }
+            ],
+        },
         metrics=[
             Metric(
                 name="decode_tps",
@@ -42,7 +56,12 @@ def record(**update: Any) -> EvidenceRecord:
         ],
         limitations=[LimitationEntry(code="gpu_memory_not_checked", text="NVML unavailable <x>")],
         missing=["GPU memory check"],
-        data={"series": [{"subject": "a/all decode_tps", "per_round": {"1": 99.0, "2": 101.0}}]},
+        data={
+            "series": [{"subject": "a/all decode_tps", "per_round": {"1": 99.0, "2": 101.0}}],
+            "requests": [
+                {"label": "a", "round": 1, "ttft_ms": [10.0, 12.0], "itl_ms": [2.0], "e2e_ms": [90.0]}
+            ],
+        },
     )
     return base.model_copy(update=update).sealed()
 
@@ -82,9 +101,27 @@ def test_markdown_and_html_reports() -> None:
     assert "| b/all / a | decode_tps | ratio_to_best | 0.5 | [0.45, 0.55] | 4 | ratio |" in markdown
     assert "**gpu_memory_not_checked**" in markdown
     assert "GPU memory check" in markdown
+    assert "- prompt_set_digest: `" + "d" * 64 + "`" in markdown
+    assert (
+        "| a | org/model, revision abc | `serve --api-key <redacted>` | HF_TOKEN=<redacted>, MODE=x\\|y |"
+        in (markdown)
+    )
     page = render_html(sealed)
-    assert page.count("<svg") == 2
+    for plot in ("per-round", "forest", "distributions"):
+        assert page.count(f'data-plot="{plot}"') == 1
     assert "NVML unavailable &lt;x&gt;" in page
-    assert ratio_svg([]) == ""
-    assert rounds_svg([]) == ""
+    assert page.index("Limitations") < page.index("Identity") < page.index("Per-round values")
+    assert "<script" not in page and " src=" not in page and "<link" not in page
+    assert all(target.startswith("#") for target in re.findall(r'href="([^"]*)"', page))  # nothing fetched
+    assert "org/model, revision abc" in page and "serve --api-key &lt;redacted&gt;" in page
+    assert per_round_svg([]) == "" and forest_svg([]) == "" and distributions_svg({}) == ""
     assert "none recorded" in render_markdown(record(limitations=[], metrics=[], data={}))
+    assert "no request timings" in render_html(record(data={}))
+
+
+def test_the_page_is_the_same_bytes_for_the_same_record() -> None:
+    first, second = render_html(record()), render_html(record())
+    assert first == second
+    ids = re.findall(r' id="([^"]+)"', first)
+    assert ids and len(ids) == len(set(ids))  # two inlined plots never share an id
+    assert "<dc:date>" not in first

