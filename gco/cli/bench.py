@@ -27,6 +27,7 @@ from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
+from gco.cli.common import CheckedPath
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
@@ -86,7 +87,7 @@ def bench() -> None:
 
 @bench.command()
 @click.option("--base-url", required=True, help="Engine base URL, e.g. http://127.0.0.1:8000")
-@click.option("--prompts", "prompts_path", required=True, type=click.Path(path_type=Path))
+@click.option("--prompts", "prompts_path", required=True, type=CheckedPath(path_type=Path))
 @click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
 @click.option("--api", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
 @click.option("--model", default="default", show_default=True)
@@ -110,7 +111,7 @@ def bench() -> None:
 @click.option("--extra-body", default=None, help="JSON object merged into every request body.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
 @click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
-@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def serve(
     prompts_path: Path,
@@ -160,7 +161,7 @@ def serve(
     "--clips",
     "clips_path",
     required=True,
-    type=click.Path(path_type=Path),
+    type=CheckedPath(path_type=Path),
     help="Clip set: JSONL of {path, body, shape}; each clip is one POST of body to path.",
 )
 @click.option(
@@ -173,7 +174,7 @@ def serve(
 @click.option(
     "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
 )
-@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def clip(
     base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
@@ -206,14 +207,14 @@ def clip(
     "--manifest",
     "manifest_path",
     required=True,
-    type=click.Path(path_type=Path),
+    type=CheckedPath(path_type=Path),
     help="Run manifest, JSON or YAML (schema: gco bench schema manifest).",
 )
 @click.option(
     "--prompts",
     "prompts_path",
     required=True,
-    type=click.Path(path_type=Path),
+    type=CheckedPath(path_type=Path),
     help="Prompt set: .jsonl of {prompt}, a .json list, or .txt lines; with --mode clip, a clip set.",
 )
 @click.option(
@@ -223,7 +224,7 @@ def clip(
     help="Default by engine count: 2 -> 4, 3 -> 6, 4 -> 4, 5 -> 10, else whole periods >= 3.",
 )
 @click.option("--mode", type=click.Choice(list(MODES)), default="single", show_default=True)
-@click.option("--run-dir", type=click.Path(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
 @click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
 @click.option(
     "--ci-target",
@@ -254,7 +255,7 @@ def clip(
 )
 @click.option(
     "--gpu-lock",
-    type=click.Path(path_type=Path),
+    type=CheckedPath(path_type=Path),
     default=None,
     help="GPU lock file held for the run (over GCO_GPU_LOCK; default ~/.cache/gco/gpu.lock).",
 )
@@ -315,9 +316,9 @@ def rounds(
 
 
 @bench.command()
-@click.argument("evidence", type=click.Path(path_type=Path))
+@click.argument("evidence", type=CheckedPath(path_type=Path))
 @click.option(
-    "--html", "html_path", type=click.Path(path_type=Path), default=None, help="Also write an HTML page."
+    "--html", "html_path", type=CheckedPath(path_type=Path), default=None, help="Also write an HTML page."
 )
 def report(evidence: Path, html_path: Path | None) -> None:
     """Print an evidence record (a .json file, or a run directory's only record) as markdown."""

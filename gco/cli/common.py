@@ -129,6 +129,16 @@ class StrictFloat(click.ParamType[float]):
         return float(value)
 
 
+class CheckedPath(click.Path):
+    """click's Path, refusing a path with a NUL or another control character before click stats it
+    (os.stat raises ValueError on a NUL byte, which click does not catch: a traceback, not exit 2)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and names.first_unsafe(value) is not None:
+            self.fail(f"{value[:80]!r} holds a control or invisible character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 STRICT_INT = StrictInt()
 STRICT_FLOAT = StrictFloat()
 MAX_TIMEOUT = 7 * 24 * 3600.0

@@ -15,6 +15,7 @@ import click
 from gco import aws
 from gco.cli.common import (
     STRICT_INT,
+    CheckedPath,
     allow_new_regions_option,
     check_connection,
     connection_options,
@@ -59,7 +60,7 @@ def spec_options(command: Any) -> Any:
     return click.option(
         "--spec",
         "spec_file",
-        type=click.Path(path_type=Path, dir_okay=False),
+        type=CheckedPath(path_type=Path, dir_okay=False),
         default=None,
         help="JSON or YAML file with the whole spec.",
     )(command)

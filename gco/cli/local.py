@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gco.cli.common import emit_json, emit_table
+from gco.cli.common import CheckedPath, emit_json, emit_table
 from gco.local import stack
 from gco.local.demo import DEFAULT_RUN_DIR, DemoStepError, walkthrough
 from gco.local.engines import ENGINE_KINDS
@@ -24,7 +24,7 @@ STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOM
 
 def state_dir_option(command: F) -> F:
     option = click.option(
-        "--state-dir", type=click.Path(path_type=Path, file_okay=False), default=None, help=STATE_DIR_HELP
+        "--state-dir", type=CheckedPath(path_type=Path, file_okay=False), default=None, help=STATE_DIR_HELP
     )
     return option(command)
 
@@ -48,7 +48,7 @@ def engine_option(command: F) -> F:
 @engine_option
 @click.option(
     "--run-dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=CheckedPath(path_type=Path, file_okay=False),
     default=DEFAULT_RUN_DIR,
     show_default=True,
     help="Where the benchmark's evidence and report page are written (its bench/ is replaced).",

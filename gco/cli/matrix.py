@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from gco.cli.common import connection_options, open_store
+from gco.cli.common import CheckedPath, connection_options, open_store
 from gco.local.stack import EVIDENCE_BUCKET_ENV
 from gco.validation.errors import MatrixFailedError, SettingsError
 
@@ -25,7 +25,7 @@ def matrix() -> None:
 
 
 @matrix.command()
-@click.argument("settings_path", metavar="SETTINGS", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("settings_path", metavar="SETTINGS", type=CheckedPath(path_type=Path, dir_okay=False))
 def validate(settings_path: Path) -> None:
     """Check SETTINGS (JSON or YAML) and print the run's identity (contract version 2) as JSON."""
     from gco.validation.service import identity_of
@@ -40,9 +40,9 @@ def _finish(result_text: str, verdict: str, summary: str, output: str) -> None:
 
 
 @matrix.command()
-@click.argument("settings_path", metavar="SETTINGS", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("settings_path", metavar="SETTINGS", type=CheckedPath(path_type=Path, dir_okay=False))
 @click.option("--consent", is_flag=True, help="Agree that the run deploys and destroys four endpoints.")
-@click.option("--run-dir", type=click.Path(path_type=Path, file_okay=False), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path, file_okay=False), default=None)
 @click.option(
     "--evidence-bucket", envvar=EVIDENCE_BUCKET_ENV, default=None, help="Also write the evidence to S3."
 )
@@ -68,11 +68,11 @@ def run(
 
 
 @matrix.command()
-@click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN_DIR", type=CheckedPath(path_type=Path, file_okay=False))
 @click.option(
     "--settings",
     "settings_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=CheckedPath(path_type=Path, dir_okay=False),
     default=None,
     help="Read the settings from this file [default: the file the run started with].",
 )

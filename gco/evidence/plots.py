@@ -34,6 +34,9 @@ RC: dict[str, Any] = {
     "path.simplify": False,
 }
 WIDTH_IN = 8.0
+# A figure taller than this (at the browser's 96 px per inch) would not fit on one screen: many
+# per-round panels share it instead of growing it.
+MAX_HEIGHT_IN = 8.8
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 DISTRIBUTIONS = (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("e2e_ms", "end-to-end (ms)"))
 _PROLOG = re.compile(r"\A.*?(?=<svg)", re.DOTALL)
@@ -84,10 +87,10 @@ def per_round_svg(series: Sequence[Mapping[str, Any]]) -> str:
     if not panels:
         return ""
     labels = sorted({label for engines in panels.values() for label in engines})
-    columns = 2 if len(panels) > 1 else 1
+    columns = 1 if len(panels) == 1 else 2 if len(panels) <= 4 else 3
     rows = (len(panels) + columns - 1) // columns
     with _rc():
-        figure = _figure(2.4 * rows)
+        figure = _figure(min(2.4 * rows, MAX_HEIGHT_IN))
         axes = figure.subplots(rows, columns, squeeze=False)
         for index, ((metric, bucket), engines) in enumerate(sorted(panels.items())):
             ax = axes[index // columns][index % columns]

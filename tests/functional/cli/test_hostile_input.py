@@ -207,6 +207,29 @@ def test_control_characters_in_any_argument(
     run.refused(field, *(part.replace("{}", value) for part in template))
 
 
+@pytest.mark.parametrize("control", ["\x00", "\x1b", "\u202e"])
+def test_a_control_character_in_a_spec_path_is_refused_before_any_read(run: Run, control: str) -> None:
+    """os.stat raises ValueError on a NUL byte; click lets it through as a traceback."""
+    run.refused("--spec", *deploy("--spec", f"/tmp/{control}"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (("matrix", "validate", "/tmp/{}"), "SETTINGS"),
+        (("matrix", "resume", "/tmp/{}"), "RUN_DIR"),
+        (("bench", "report", "/tmp/{}"), "EVIDENCE"),
+        (("local", "status", "--state-dir", "/tmp/{}"), "--state-dir"),
+    ],
+)
+def test_every_path_argument_refuses_a_nul_naming_itself(
+    argv: tuple[str, ...], field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([part.replace("{}", "\x00") for part in argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and field in err and "control" in err, err
+
+
 # Each field one past its length limit (and at it, where the value is otherwise valid).
 LENGTHS = [
     (deploy(name="a" * 56), "name", deploy(name="a" * 55)),

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gco.evidence import EvidenceRecord, InvalidEvidenceError, Metric, evidence_schema, validate
-from gco.evidence.plots import distributions_svg, forest_svg, per_round_svg
+from gco.evidence.plots import MAX_HEIGHT_IN, distributions_svg, forest_svg, per_round_svg
 from gco.evidence.record import LimitationEntry
 from gco.evidence.redact import REDACTED, redact_argv, redact_env, redact_text
 from gco.evidence.report import render_html, render_markdown
@@ -125,3 +125,16 @@ def test_the_page_is_the_same_bytes_for_the_same_record() -> None:
     ids = re.findall(r' id="([^"]+)"', first)
     assert ids and len(ids) == len(set(ids))  # two inlined plots never share an id
     assert "<dc:date>" not in first
+
+
+def test_many_per_round_panels_share_one_screen_high_figure() -> None:
+    series = [
+        {"metric": metric, "bucket": bucket, "label": label, "per_round": {"1": 1.0, "2": 2.0}}
+        for metric in ("ttft_ms", "itl_ms", "e2e_ms", "decode_tps")
+        for bucket in ("short", "long", "all")
+        for label in ("engine-a", "engine-b")
+    ]
+    svg = per_round_svg(series)
+    height = re.search(r'<svg[^>]* height="([0-9.]+)pt"', svg)
+    assert height and float(height.group(1)) <= MAX_HEIGHT_IN * 72  # points: 72 per inch
+    assert svg.count('<g id="per-round-axes_') == 12  # every panel drawn
