@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check gco tests benchmarks lambdas stacks gpu_runner app.py
-	$(BIN)/ruff format --check gco
+	$(BIN)/ruff format --check gco tests benchmarks lambdas stacks gpu_runner app.py
 
 types: $(STAMP)
 	$(BIN)/mypy

@@ -48,7 +48,7 @@ def start(argv: list[str], port: int, timeout: float = 120.0) -> tuple[subproces
 
 
 def decode_rate(port: int, tokens: int) -> float:
-    rates = []
+    rates: list[float] = []
     for prompt in PROMPTS:
         body = {"prompt": prompt, "max_tokens": tokens, "temperature": 0}
         began = time.perf_counter()

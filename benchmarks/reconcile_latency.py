@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.reconcile_region import LAMBDA_POLL, endpoint_names  # noqa: E402
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore, init_table  # noqa: E402
 from gco.local.motoserver import MotoServer  # noqa: E402
@@ -40,9 +41,6 @@ from gco.local.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
 from gco.reconcile.render import render  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from reconcile_region import LAMBDA_POLL, endpoint_names  # noqa: E402
 
 REGION_WORKER = ROOT / "benchmarks" / "reconcile_region.py"
 

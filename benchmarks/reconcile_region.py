@@ -66,14 +66,15 @@ class Region:
         self.region = region
         self.local: LocalReconcilers | None = None
         self.api: StandInProcess | None = None
+        self.kube: KubeCluster | None = None  # the process mode's client of the stand-in, closed on stop
         if standin == "thread":
             self.local = LocalReconcilers(store, [region], endpoint_url=endpoint_url, wait=0.0)
             self.reconciler = self.local.regions[region].reconciler
             return
         self.api = StandInProcess(token=LOCAL_TOKEN).start()
         retry = RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
-        cluster = KubeCluster(self.api.url, static_token(LOCAL_TOKEN), timeout=2.0, retry=retry)
-        self.reconciler = Reconciler(store, cluster, region, wait=0.0)
+        self.kube = KubeCluster(self.api.url, static_token(LOCAL_TOKEN), timeout=2.0, retry=retry)
+        self.reconciler = Reconciler(store, self.kube, region, wait=0.0)
         self.reconciler.ensure_system()
         streams = aws.client("dynamodbstreams", endpoint_url=endpoint_url)
         arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
@@ -104,8 +105,9 @@ class Region:
     def stop(self) -> None:
         if self.local is not None:
             self.local.stop()
+        if self.kube is not None:
+            self.kube.close()
         if self.api is not None:
-            self.reconciler.cluster.close()
             self.api.stop()
 
 

@@ -64,13 +64,13 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         r: KeysStack(app, config.name("keys", r), config=config, env=env(r)) for r in config.replica_regions
     }
     global_stack = GlobalStack(app, config.name("global"), config=config, env=env(config.home_region))
-    for stack in keys.values():
-        global_stack.add_stack_dependency(stack)
-    regional = {}
+    for keys_stack in keys.values():
+        global_stack.add_stack_dependency(keys_stack)
+    regional: dict[str, RegionalStack] = {}
     for region in config.regions:
-        stack = RegionalStack(app, config.name("regional", region), config=config, env=env(region))
-        stack.add_stack_dependency(global_stack)
-        regional[region] = stack
+        regional_stack = RegionalStack(app, config.name("regional", region), config=config, env=env(region))
+        regional_stack.add_stack_dependency(global_stack)
+        regional[region] = regional_stack
     runner = RunnerStack(
         app,
         config.name("runner"),

@@ -36,7 +36,7 @@ class ReconcilerClusterAccess(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         role_arn: str,
         grant: Grant = RECONCILER_GRANT,
     ) -> None:

@@ -136,7 +136,7 @@ class ClusterAddons(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         cluster_name: str,
         kubernetes_version: str,
         scaling: bool,

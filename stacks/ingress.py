@@ -51,7 +51,7 @@ class LoadBalancerController(Construct):
         construct_id: str,
         *,
         name: str,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         vpc_id: str,
         target_group_arn: str,
         pod_identity_agent: eks.Addon,

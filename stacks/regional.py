@@ -4,6 +4,8 @@ cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`
 
 from __future__ import annotations
 
+from typing import cast
+
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -127,6 +129,10 @@ class GpuCluster(Construct):
             output_config_command=False,
         )
         self.system, self.gpu_groups = add_node_groups(self.cluster, name=name, gpu=gpu, system=system)
+        # The same cluster as the ICluster that Addon, HelmChart and KubernetesManifest take. jsii
+        # registers Cluster as implementing ICluster, but the generated Python class does not declare
+        # the protocol's `kubectl_provider_options` property, so mypy cannot match the two itself.
+        self.cluster_interface = cast(eks.ICluster, self.cluster)
 
 
 class RegionalStack(Stack):
@@ -161,7 +167,7 @@ class RegionalStack(Stack):
         self.addons = ClusterAddons(
             self,
             "Addons",
-            cluster=self.eks.cluster,
+            cluster=self.eks.cluster_interface,
             cluster_name=cluster_name,
             kubernetes_version=config.kubernetes_version,
             scaling=config.has_keda(region),
@@ -213,7 +219,10 @@ class RegionalStack(Stack):
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
         )
         self.access = ReconcilerClusterAccess(
-            self, "ReconcilerAccess", cluster=self.eks.cluster, role_arn=self.reconciler.role.role_arn
+            self,
+            "ReconcilerAccess",
+            cluster=self.eks.cluster_interface,
+            role_arn=self.reconciler.role.role_arn,
         )
         self.front_door = FrontDoor(
             self,
@@ -228,7 +237,7 @@ class RegionalStack(Stack):
             self,
             "LoadBalancerController",
             name=config.name("lb-controller"),
-            cluster=self.eks.cluster,
+            cluster=self.eks.cluster_interface,
             vpc_id=self.network.vpc.vpc_id,
             target_group_arn=self.front_door.target_group.target_group_arn,
             pod_identity_agent=self.addons.pod_identity_agent,

@@ -8,13 +8,20 @@ The physical id is the stream ARN: when the stream changes, the id changes and C
 replacement (and the consumers of `StreamArn` are updated).
 """
 
+from __future__ import annotations
+
 import json
 import urllib.request
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the stubs are a dev dependency; the Lambda runtime has boto3 alone
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 REASON_LIMIT = 500
 
 
-def _client():  # type: ignore[no-untyped-def]
+def _client() -> DynamoDBClient:
     import boto3
     from botocore.config import Config
 
@@ -22,18 +29,20 @@ def _client():  # type: ignore[no-untyped-def]
     return boto3.client("dynamodb", config=config)
 
 
-def stream_arn(table_name, client):  # type: ignore[no-untyped-def]
+def stream_arn(table_name: str, client: DynamoDBClient) -> str:
     """The table's LatestStreamArn; a ValueError when the table has no stream."""
     table = client.describe_table(TableName=table_name)["Table"]
     arn = table.get("LatestStreamArn")
-    if not arn or not (table.get("StreamSpecification") or {}).get("StreamEnabled"):
+    specification = table.get("StreamSpecification")
+    if not arn or not (specification and specification.get("StreamEnabled")):
         raise ValueError(f"table {table_name} has no stream in this Region")
     return arn
 
 
-def answer(event, client=None):  # type: ignore[no-untyped-def]
+def answer(event: Mapping[str, Any], client: DynamoDBClient | None = None) -> dict[str, Any]:
     """The response document for `event` (never raises)."""
-    status, data, reason = "SUCCESS", {}, "ok"
+    status, reason = "SUCCESS", "ok"
+    data: dict[str, str] = {}
     physical = event.get("PhysicalResourceId") or event.get("LogicalResourceId") or "stream-arn"
     try:
         if event["RequestType"] != "Delete":
@@ -53,7 +62,7 @@ def answer(event, client=None):  # type: ignore[no-untyped-def]
     }
 
 
-def handler(event, context, client=None):  # type: ignore[no-untyped-def]
+def handler(event: Mapping[str, Any], context: object, client: DynamoDBClient | None = None) -> None:
     body = json.dumps(answer(event, client)).encode()
     request = urllib.request.Request(  # noqa: S310 - CloudFormation's presigned https URL
         event["ResponseURL"],

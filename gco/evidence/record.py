@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gco.evidence.errors import InvalidEvidenceError

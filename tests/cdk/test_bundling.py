@@ -46,11 +46,18 @@ def imported_by_handlers() -> set[str]:
     finder = modulefinder.ModuleFinder(path=[str(ROOT)])  # only the project: third parties are not followed
     for handler in sorted((ROOT / "lambdas").glob("*.py")):
         finder.run_script(str(handler))
+    files = {name: module_file(module) for name, module in finder.modules.items()}
     return {
-        str(Path(module.__file__).relative_to(ROOT))
-        for name, module in finder.modules.items()
-        if name.split(".")[0] == "gco" and module.__file__
+        str(Path(file).relative_to(ROOT))
+        for name, file in files.items()
+        if name.split(".")[0] == "gco" and file
     }
+
+
+def module_file(module: modulefinder.Module) -> str | None:
+    """The file modulefinder found a module in (typeshed's `Module` leaves `__file__` undeclared)."""
+    file: str | None = vars(module)["__file__"]
+    return file
 
 
 def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:

@@ -145,7 +145,7 @@ def test_nothing_in_the_bundle_names_this_machine(bundle: Path) -> None:
 
 def locked() -> dict[str, str]:
     """The lock's pins: canonical name -> version."""
-    pins = {}
+    pins: dict[str, str] = {}
     for line in LOCK.read_text().splitlines():
         if line and not line.startswith("#"):
             name, version = line.split(" ", 1)[0].split("==")

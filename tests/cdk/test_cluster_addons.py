@@ -81,11 +81,9 @@ def test_keda_only_where_config_enables_it_and_the_reconciler_knows() -> None:
     home, other = variant()[HOME], variant()[OTHER]
     assert {"keda", "prometheus", "dcgm-exporter"} <= charts(home)
     assert charts(other) == {"nvidia-device-plugin", "cluster-autoscaler"}
-    assert addons_from_env(reconciler_env(other)) == {
-        "metrics-server",
-        "nvidia-device-plugin",
-        "cluster-autoscaler",
-    }
+    assert addons_from_env(reconciler_env(other)) == frozenset(
+        {"metrics-server", "nvidia-device-plugin", "cluster-autoscaler"}
+    )
     assert "keda" in reconciler_env(home)[ADDONS_ENV].split(",")
 
 

@@ -32,7 +32,7 @@ def test_addons_env_round_trip_and_what_is_missing() -> None:
     value = addons.addons_value([addons.KEDA, addons.METRICS_SERVER, addons.KEDA])
     assert value == "keda,metrics-server"
     present = addons.addons_from_env({addons.ADDONS_ENV: value})
-    assert present == {"keda", "metrics-server"}
+    assert present == frozenset({"keda", "metrics-server"})
     assert addons.missing_addons(["cpu", "gpu", "queue_depth"], present) == ["prometheus", "dcgm-exporter"]
     assert addons.missing_addons(["cpu"], present) == []
     assert addons.addons_from_env({}) is None

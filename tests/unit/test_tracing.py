@@ -23,6 +23,13 @@ class RecordingTracer:
         return traced
 
 
+def reset_powertools_tracers() -> None:
+    """Powertools keeps every Tracer's configuration in class state: reset it around a test."""
+    from aws_lambda_powertools import Tracer
+
+    Tracer._reset_config()  # type: ignore[no-untyped-call]  # aws-lambda-powertools leaves it untyped
+
+
 def test_tracer_is_built_on_the_first_invocation_once() -> None:
     built: list[RecordingTracer] = []
 
@@ -42,18 +49,17 @@ def test_tracer_is_built_on_the_first_invocation_once() -> None:
     assert handler({"n": 2}, None) == {"traced": {"n": 2}}
     assert len(built) == 1 and built[0].wrapped == 1
     assert (built[0].service, built[0].modules) == ("gco-test", PATCHED_MODULES)
-    assert tracer.tracer is built[0]
+    built_tracer: object = tracer.tracer  # a RecordingTracer, though the factory's type says Tracer
+    assert built_tracer is built[0]
 
 
 def test_the_powertools_tracer_patches_only_the_named_modules(monkeypatch: Any) -> None:
     """Outside Lambda Powertools disables tracing; the configuration is still the one given."""
     monkeypatch.delenv("LAMBDA_TASK_ROOT", raising=False)
-    from aws_lambda_powertools import Tracer
-
-    Tracer._reset_config()
+    reset_powertools_tracers()
     try:
         tracer = LazyTracer("gco-test").tracer
         assert tracer._config["patch_modules"] == ["botocore", "httpx"]
         assert tracer.disabled and tracer.auto_patch
     finally:
-        Tracer._reset_config()
+        reset_powertools_tracers()

@@ -35,7 +35,7 @@ from gco.endpoints.tokens import MonotonicClock
 
 REGIONS = ["us-east-1", "us-west-2", "eu-west-1"]
 IMAGE = "vllm/vllm-openai:v1"
-SPECS = {
+SPECS: dict[str, dict[str, Any]] = {
     "plain": {"image": IMAGE, "replicas": 1},
     "autoscaled": {
         "image": IMAGE,
@@ -208,7 +208,8 @@ class FencedStoreMachine(RuleBasedStateMachine):
         seen: list[EndpointRecord] = []
         record = self.current()
         if record is not None and record.is_legacy:
-            self.write("fresh", True, lambda: self.store.ensure_lifecycle_metadata(record))
+            legacy_record = record  # narrowed, for the lambda (`legacy` is the rule's argument)
+            self.write("fresh", True, lambda: self.store.ensure_lifecycle_metadata(legacy_record))
             record = self.current()
         if record is not None and not record.is_deleted:
             self.write("fresh", True, lambda: self.store.update_desired_state(self.name, "deleted"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -22,9 +22,16 @@ SPEC = {"image": "vllm/vllm-openai:v0.6.3", "model_id": "m", "replicas": 2}
 OTHER = "f" * 64
 
 
+class StatusFences(TypedDict):
+    """The fences of an ordinary status write, passed as keywords."""
+
+    expected_lifecycle_id: str | None
+    expected_region_generation: str | None
+
+
 def create(
     store: EndpointStore, name: str = "chat", regions: tuple[str, ...] = ("us-east-1", "us-west-2")
-) -> Any:
+) -> EndpointRecord:
     return store.create(name, SPEC, list(regions), labels={"gco.dev/owner": "run-1"}, created_by="tester")
 
 
@@ -164,9 +171,9 @@ def test_first_delete_fixes_generation_and_snapshots_cleanup(store: EndpointStor
     store.update_target_regions(
         "chat",
         ["us-east-1"],
-        expected_lifecycle_id=record.lifecycle_id,
-        expected_updated_at=record.updated_at,
-    )  # type: ignore[arg-type]
+        expected_lifecycle_id=record.lifecycle_id or "",
+        expected_updated_at=record.updated_at or "",
+    )
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None and deleted.is_deleted
     assert is_token(deleted.deletion_generation)
@@ -223,7 +230,7 @@ def test_start_only_from_stopped(store: EndpointStore) -> None:
         store.start("chat", None)  # type: ignore[arg-type]
     store.update_desired_state("chat", "stopped", expected_lifecycle_id=record.lifecycle_id)
     assert store.start("chat", expected_lifecycle_id=OTHER) is None
-    started = store.start("chat", expected_lifecycle_id=record.lifecycle_id)
+    started = store.start("chat", expected_lifecycle_id=record.lifecycle_id or "")
     assert started is not None and started.desired_state == "running"
 
 
@@ -341,10 +348,11 @@ def test_region_change_is_fenced_by_snapshot(store: EndpointStore) -> None:
     assert store.get("chat") == current
     store.update_desired_state("chat", "deleted")
     deleted = store.get("chat")
+    assert deleted is not None
     with pytest.raises(InvalidTransitionError):
         store.update_target_regions(
             "chat", ["eu-west-1"], expected_lifecycle_id=lid, expected_updated_at=deleted.updated_at or ""
-        )  # type: ignore[union-attr]
+        )
 
 
 def test_cleanup_regions_union_with_requested_history(store: EndpointStore) -> None:
@@ -386,16 +394,16 @@ def test_ordinary_status_is_fenced_and_never_lands_on_a_deleted_record(store: En
         token,
     )
     assert status.model_extra == {"ratio_percent": 50, "reason": "ok", "rollout": True}
-    fences = {"expected_lifecycle_id": lid, "expected_region_generation": token}
+    fences = StatusFences(expected_lifecycle_id=lid, expected_region_generation=token)
     assert (
         store.update_region_status(
-            "chat", "us-east-1", "running", **{**fences, "expected_lifecycle_id": OTHER}
+            "chat", "us-east-1", "running", expected_lifecycle_id=OTHER, expected_region_generation=token
         )
         is None
     )
     assert (
         store.update_region_status(
-            "chat", "us-east-1", "running", **{**fences, "expected_region_generation": OTHER}
+            "chat", "us-east-1", "running", expected_lifecycle_id=lid, expected_region_generation=OTHER
         )
         is None
     )
@@ -470,7 +478,7 @@ def test_purge_only_after_every_acknowledgement(store: EndpointStore) -> None:
         store.purge(
             "chat",
             expected_lifecycle_id=record.lifecycle_id,
-            expected_deletion_generation=deleted.deletion_generation,
+            expected_deletion_generation=generation,
         )
         is True
     )
@@ -491,7 +499,7 @@ def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
         store.purge(
             "chat",
             expected_lifecycle_id=first.lifecycle_id,
-            expected_deletion_generation=deleted.deletion_generation,
+            expected_deletion_generation=deleted.deletion_generation or "",
         )
         is False
     )
@@ -522,8 +530,9 @@ def test_two_writers_with_the_same_snapshot_one_wins(store: EndpointStore) -> No
     """Real threads race through the server many times; every time exactly one writer lands."""
     create(store)
     for attempt in range(20):
-        snapshot = store.get("chat")
-        assert snapshot is not None
+        found = store.get("chat")
+        assert found is not None
+        snapshot: EndpointRecord = found  # the narrowed type, for the writer's default argument below
         lid = snapshot.lifecycle_id or ""
         results: list[Any] = []
         barrier = threading.Barrier(4)

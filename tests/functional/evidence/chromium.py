@@ -105,7 +105,8 @@ def browser(user_data: Path) -> Iterator[DevTools]:
         port = int(port_file.read_text().split()[0])
         targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
         page = next(t for t in targets if t["type"] == "page")
-        with connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30) as socket:
+        socket = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30)
+        with socket:  # its __enter__ returns the socket, typed as the base class `Connection`
             yield DevTools(socket)
     finally:
         os.killpg(process.pid, 15)

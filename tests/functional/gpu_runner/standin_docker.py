@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 RUN_FLAGS = {
     "--name": True,
@@ -45,15 +46,16 @@ def _entry(name: str) -> Path:
     return STATE / name
 
 
-def _container(name: str) -> dict:
+def _container(name: str) -> dict[str, Any]:
     meta = _entry(name) / "meta.json"
     deadline = time.monotonic() + 10
     while not meta.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    return json.loads(meta.read_text())
+    container: dict[str, Any] = json.loads(meta.read_text())
+    return container
 
 
-def _exit_code(name: str):
+def _exit_code(name: str) -> int | None:
     path = _entry(name) / "exit"
     return int(path.read_text()) if path.exists() and path.read_text() else None
 
@@ -63,7 +65,7 @@ def _signal(name: str, sig: int) -> None:
         os.killpg(_container(name)["pgid"], sig)
 
 
-def _wait_exit(name: str, seconds: float):
+def _wait_exit(name: str, seconds: float) -> int | None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         code = _exit_code(name)
@@ -96,46 +98,50 @@ def shim(name: str) -> int:
     os._exit(0)
 
 
-def run(args: list) -> int:
-    options = {"labels": [], "env": [], "rm": False, "name": None}
+def run(args: list[str]) -> int:
+    labels: list[str] = []
+    env_names: list[str] = []
+    remove = False
+    container_name: str | None = None
     while args and args[0].startswith("-"):
         flag = args.pop(0)
         if flag not in RUN_FLAGS:
             return _fail(125, f"unknown flag: {flag}")
         if not RUN_FLAGS[flag]:
-            options["rm"] = True
+            remove = True
             continue
         if not args:
             return _fail(125, f"flag needs an argument: {flag}")
         value = args.pop(0)
         if flag == "--name":
-            options["name"] = value
+            container_name = value
         elif flag == "--label":
-            options["labels"].append(value)
+            labels.append(value)
         elif flag == "-e":
-            options["env"].append(value)
+            env_names.append(value)
     if not args:
         return _fail(125, '"docker run" requires at least 1 argument.')
     image, container_args = args[0], args[1:]
     images = json.loads(os.environ.get("STANDIN_DOCKER_IMAGES", "{}"))
     if image not in images:
         return _fail(125, f"Unable to find image '{image}' locally")
-    name = options["name"] or f"standin-{os.getpid()}"
+    name = container_name or f"standin-{os.getpid()}"
     entry = _entry(name)
     try:
         entry.mkdir(parents=True)
     except FileExistsError:
         return _fail(125, f'Conflict. The container name "/{name}" is already in use by container "{name}".')
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    env.update({key: os.environ[key] for key in options["env"] if key in os.environ})
+    env.update({key: os.environ[key] for key in env_names if key in os.environ})
     (entry / "spec.json").write_text(
-        json.dumps({"argv": [*images[image], *container_args], "env": env, "labels": options["labels"]})
+        json.dumps({"argv": [*images[image], *container_args], "env": env, "labels": labels})
     )
     subprocess.run([sys.executable, __file__, "_shim", name], start_new_session=True, check=True)
     _container(name)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, frame: _signal(name, signum))
-    offset, code = 0, None
+    offset = 0
+    code: int | None = None
     while code is None:
         code = _exit_code(name)
         data = (entry / "log").read_bytes()
@@ -143,14 +149,14 @@ def run(args: list) -> int:
         sys.stdout.flush()
         offset = len(data)
         time.sleep(0.02)
-    if options["rm"]:
+    if remove:
         for child in entry.iterdir():
             child.unlink()
         entry.rmdir()
     return code
 
 
-def stop(args: list) -> int:
+def stop(args: list[str]) -> int:
     timeout = 10.0
     if args[:1] in (["--time"], ["-t"]):
         timeout, args = float(args[1]), args[2:]
@@ -168,7 +174,7 @@ def stop(args: list) -> int:
     return status
 
 
-def kill(args: list) -> int:
+def kill(args: list[str]) -> int:
     status = 0
     for name in args:
         if not _entry(name).is_dir() or _exit_code(name) is not None:
@@ -180,7 +186,7 @@ def kill(args: list) -> int:
     return status
 
 
-def ps(args: list) -> int:
+def ps(args: list[str]) -> int:
     wanted = [a.removeprefix("label=") for a in args[1::2] if a.startswith("label=")]
     for entry in sorted(STATE.iterdir()) if STATE.is_dir() else []:
         meta = entry / "meta.json"
@@ -191,7 +197,7 @@ def ps(args: list) -> int:
     return 0
 
 
-def main(argv: list) -> int:
+def main(argv: list[str]) -> int:
     commands = {"run": run, "stop": stop, "kill": kill, "ps": ps}
     if argv[:1] == ["_shim"]:
         return shim(argv[1])

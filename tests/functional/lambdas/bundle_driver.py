@@ -10,6 +10,7 @@ line: the handler's response and every module file loaded from outside the bundl
 import json
 import sys
 import sysconfig
+from typing import Any
 
 
 class Context:
@@ -21,7 +22,7 @@ class Context:
     log_group_name = "/aws/lambda/gco-reconciler-stream"
     log_stream_name = "stream"
 
-    def get_remaining_time_in_millis(self):  # type: ignore[no-untyped-def]
+    def get_remaining_time_in_millis(self) -> int:
         return 60_000
 
 
@@ -29,7 +30,8 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
     sys.path[:] = [config["bundle"], config["runtime"], *[p for p in sys.path if p.startswith(tuple(stdlib))]]
-    module = __import__(config["handler"])
+    # The handler module is named at run time; the reconciler it reads is replaced below.
+    module: Any = __import__(config["handler"])
     tracer_at_import = "aws_xray_sdk" in sys.modules
 
     from gco.endpoints.store import EndpointStore
@@ -37,7 +39,7 @@ def main() -> None:
     from gco.reconcile.reconciler import Reconciler
     from gco.reconcile.runtime import LazyReconciler
 
-    def build():  # type: ignore[no-untyped-def]
+    def build() -> Reconciler:
         store = EndpointStore.connect(table_name=config["table"])
         retry = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.1)
         cluster = KubeCluster(config["kube"], static_token(config["token"]), timeout=5.0, retry=retry)

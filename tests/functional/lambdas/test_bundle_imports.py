@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore
+from gco.local.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
 from stacks.bundling import LOCK, RUNTIME_PROVIDED, LocalPythonBundling
-from tests.conftest import TABLE, MotoServer
+from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -90,7 +91,7 @@ def xray_daemon() -> Iterator[socket.socket]:
 
 def received_segments(listener: socket.socket) -> list[dict[str, Any]]:
     """Every segment document the handler sent (daemon protocol: a JSON header line, then the document)."""
-    documents = []
+    documents: list[dict[str, Any]] = []
     while True:
         try:
             datagram = listener.recv(65536)

@@ -53,6 +53,8 @@ def current(store: EndpointStore) -> EndpointRecord:
 
 def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconcilers) -> None:
     record = store.create("llama", SPEC, [EAST, WEST])
+    lifecycle_id = record.lifecycle_id
+    assert lifecycle_id is not None
     local.pump()
     assert status(store) == {EAST: ("running", 1, 1), WEST: ("running", 1, 1)}
     for region in (EAST, WEST):
@@ -62,26 +64,24 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
         assert annotations[LIFECYCLE_ANNOTATION] == record.lifecycle_id
         assert annotations[GENERATION_ANNOTATION] == record.region_generations[region]
 
-    updated = store.update_spec(
-        "llama", {**SPEC, "env": {"VLLM_LOGGING_LEVEL": "DEBUG"}}, record.lifecycle_id
-    )
+    updated = store.update_spec("llama", {**SPEC, "env": {"VLLM_LOGGING_LEVEL": "DEBUG"}}, lifecycle_id)
     assert updated is not None
     local.pump()
     env = deployments(local, EAST)["llama"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"} in env
     assert deployments(local, WEST)["llama"]["metadata"]["generation"] == 2
 
-    store.scale("llama", 3, record.lifecycle_id)
+    store.scale("llama", 3, lifecycle_id)
     local.pump()
     assert status(store) == {EAST: ("running", 3, 3), WEST: ("running", 3, 3)}
 
-    store.update_desired_state("llama", "stopped", expected_lifecycle_id=record.lifecycle_id)
+    store.update_desired_state("llama", "stopped", expected_lifecycle_id=lifecycle_id)
     local.pump()
     assert status(store) == {EAST: ("stopped", 0, 0), WEST: ("stopped", 0, 0)}
     assert deployments(local, EAST)["llama"]["spec"]["replicas"] == 0
     assert not any(obj["kind"] == "PodDisruptionBudget" for obj in local.regions[EAST].api.endpoint_objects())
 
-    store.start("llama", record.lifecycle_id)
+    store.start("llama", lifecycle_id)
     local.pump()
     assert status(store) == {EAST: ("running", 3, 3), WEST: ("running", 3, 3)}
 
@@ -90,7 +90,7 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
     store.update_target_regions(
         "llama",
         [EAST],
-        expected_lifecycle_id=record.lifecycle_id,
+        expected_lifecycle_id=lifecycle_id,
         expected_updated_at=snapshot.updated_at or "",
     )
     local.pump()
@@ -103,7 +103,7 @@ def test_full_lifecycle_in_two_regions(store: EndpointStore, local: LocalReconci
     store.update_target_regions(
         "llama",
         [EAST, WEST],
-        expected_lifecycle_id=record.lifecycle_id,
+        expected_lifecycle_id=lifecycle_id,
         expected_updated_at=snapshot.updated_at or "",
     )
     local.pump()

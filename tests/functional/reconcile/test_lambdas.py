@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 
@@ -13,6 +14,7 @@ from gco.endpoints import EndpointStore, InvalidSpecError
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.errors import ClusterConfigError
+from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.runtime import LazyReconciler, reconciler_from_env
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -72,11 +74,16 @@ def test_entry_points_build_their_reconciler_once_on_first_use() -> None:
 
     assert isinstance(stream_entry.reconciler, LazyReconciler)
     assert isinstance(sweep_entry.reconciler, LazyReconciler)
-    built: list[int] = []
-    lazy = LazyReconciler(lambda: built.append(1) or "reconciler")  # type: ignore[arg-type, func-returns-value]
+    built: list[Reconciler] = []
+
+    def build() -> Reconciler:
+        built.append(Mock(spec=Reconciler))  # a stand-in: what matters is when and how often it is built
+        return built[-1]
+
+    lazy = LazyReconciler(build)
     assert built == []
-    assert lazy() == lazy() == "reconciler"
-    assert built == [1]
+    assert lazy() is lazy() is built[0]
+    assert len(built) == 1
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ records, lost races, the sweep's accounting, and the local stack's background th
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -150,7 +150,7 @@ def test_sweep_accounts_for_every_outcome(
     store.create("elsewhere", SPEC, [WEST])
     original = reconciler.cluster.apply
 
-    def apply(obj: dict[str, Any]) -> dict[str, Any]:
+    def apply(obj: Mapping[str, Any]) -> dict[str, Any]:
         name = obj["metadata"]["labels"].get("gco.dev/endpoint")
         if name == "broken":
             api.inject(Fault(status=500, times=2))

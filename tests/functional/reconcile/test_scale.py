@@ -33,10 +33,10 @@ def test_parallel_batches_keep_each_endpoint_in_order_and_retry_only_what_failed
     store: EndpointStore, moto: MotoServer
 ) -> None:
     for name in ENDPOINTS:
-        record = store.create(name, SPEC, [EAST])
+        lifecycle_id = store.create(name, SPEC, [EAST]).lifecycle_id
+        assert lifecycle_id is not None
         for replicas in (2, 3):
-            record = store.update_spec(name, {**SPEC, "replicas": replicas}, record.lifecycle_id)
-            assert record is not None
+            assert store.update_spec(name, {**SPEC, "replicas": replicas}, lifecycle_id) is not None
     invocations: list[list[dict[str, Any]]] = []
     lock = threading.Lock()
     failed_once: set[str] = set()

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from gco import aws
+from gco.local.motoserver import MotoServer
 from stacks import stream_arn_handler
 from stacks.stream_lookup import HANDLER, INLINE_LIMIT
-from tests.conftest import MotoServer
 
 TABLE = "gco-stream-test"
 
@@ -118,7 +118,8 @@ def test_malformed_request_answers_failed(client: Any, response_url: Any) -> Non
 
 def test_delete_answers_success_without_reading(response_url: Any) -> None:
     url, received = response_url
-    stream_arn_handler.handler(_event(url, "Delete", PhysicalResourceId="arn:old"), None, client=object())
+    unreadable: Any = object()  # no DynamoDB call succeeds on it: a Delete must not read the table
+    stream_arn_handler.handler(_event(url, "Delete", PhysicalResourceId="arn:old"), None, client=unreadable)
     (answer,) = received
     assert answer["Status"] == "SUCCESS"
     assert answer["PhysicalResourceId"] == "arn:old"

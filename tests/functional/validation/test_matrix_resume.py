@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ GCO = str(Path(sys.executable).with_name("gco"))
 DEADLINE_S = 90.0
 
 
-def _checkpoint(run_dir: Path) -> dict[str, object]:
+def _checkpoint(run_dir: Path) -> dict[str, Any]:
     try:
         return dict(json.loads((run_dir / CHECKPOINT).read_text(encoding="utf-8")))
     except (OSError, ValueError):
@@ -58,7 +59,7 @@ def test_a_crash_after_deploy_then_resume_deploys_nothing_again(
         deployed: list[object] = []
         while time.monotonic() < deadline and process.poll() is None:
             steps = _checkpoint(run_dir).get("steps") or []
-            deployed = [s for s in steps if isinstance(s, dict) and s["step"] == "deploy"]  # type: ignore[union-attr]
+            deployed = [s for s in steps if isinstance(s, dict) and s["step"] == "deploy"]
             if len(deployed) == 4:
                 break
             time.sleep(0.02)
@@ -70,7 +71,7 @@ def test_a_crash_after_deploy_then_resume_deploys_nothing_again(
     before = _checkpoint(run_dir)
     assert before["finished"] is False
     run_id = str(before["run_id"])
-    lifecycles = {e["name"]: e["lifecycle_id"] for e in before["endpoints"]}  # type: ignore[attr-defined]
+    lifecycles = {e["name"]: e["lifecycle_id"] for e in before["endpoints"]}
     assert all(lifecycles.values())
 
     # A changed image: refused before anything is touched, naming the field.
@@ -94,7 +95,7 @@ def test_a_crash_after_deploy_then_resume_deploys_nothing_again(
     steps = after["steps"]
     assert isinstance(steps, list)
     assert [s["endpoint"] for s in steps if s["step"] == "deploy"] == list(lifecycles)  # each once
-    assert {e["name"]: e["lifecycle_id"] for e in after["endpoints"]} == lifecycles  # type: ignore[attr-defined]
+    assert {e["name"]: e["lifecycle_id"] for e in after["endpoints"]} == lifecycles
     assert after["finished"] is True and after["evidence_id"] == answer["evidence_id"]
     assert_nothing_left(stack, store, run_id)
 
@@ -150,7 +151,7 @@ def test_a_resume_redeploys_only_an_endpoint_that_vanished(
     )
     with pytest.raises(Crash):
         matrix.execute(new_checkpoint(settings, path, "v1"))
-    before = {e["name"]: e["lifecycle_id"] for e in _checkpoint(run_dir)["endpoints"]}  # type: ignore[attr-defined]
+    before = {e["name"]: e["lifecycle_id"] for e in _checkpoint(run_dir)["endpoints"]}
     # Someone else deletes one endpoint while the run is down; the reconciler purges it.
     operations.delete(store, "mx-v1-vllm-hpa")
     deadline = time.monotonic() + DEADLINE_S
@@ -159,7 +160,7 @@ def test_a_resume_redeploys_only_an_endpoint_that_vanished(
     result = resume(run_dir, store, **ports(stack))
     assert result.verdict == "pass", result.summary
     after = _checkpoint(run_dir)
-    lifecycles = {e["name"]: e["lifecycle_id"] for e in after["endpoints"]}  # type: ignore[attr-defined]
+    lifecycles = {e["name"]: e["lifecycle_id"] for e in after["endpoints"]}
     assert lifecycles["mx-v1-vllm-hpa"] != before["mx-v1-vllm-hpa"]
     assert {k: v for k, v in lifecycles.items() if k != "mx-v1-vllm-hpa"} == {
         k: v for k, v in before.items() if k != "mx-v1-vllm-hpa"

@@ -18,6 +18,7 @@ from gco.evidence import validate
 from gco.local.motoserver import MotoServer
 from gpu_runner import JobMessage, MatrixJob, run_job
 from gpu_runner.runner import subprocess_executor
+from tests.functional.gpu_runner.conftest import RUNNER
 from tests.functional.gpu_runner.test_runner import RecordingSfn
 from tests.functional.validation.conftest import StackFactory, assert_nothing_left, stack_environment
 from tests.unit.validation.sample import SETTINGS, settings
@@ -75,6 +76,7 @@ def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "first",
+        runner=RUNNER,
         execute=local_gco,
         heartbeat_interval=0.2,
         sweep_engines=list,
@@ -92,8 +94,8 @@ def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
     assert output["evidence"] == f"s3://{BUCKET}/{key}"
     record = validate(json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
     assert (record.kind, record.claim_class, record.data["verdict"]) == ("matrix", "observed", "pass")
-    uploaded = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/mx-ok/")["Contents"]}
-    assert "runs/mx-ok/matrix/checkpoint.json" in uploaded
+    run_keys = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"runs/mx-ok/{RUNNER}/")["Contents"]
+    assert f"runs/mx-ok/{RUNNER}/matrix/checkpoint.json" in {o["Key"] for o in run_keys}
     assert_nothing_left(stack, store, record.data["run_id"])
 
     # A later job resumes that run directory from the bucket: already finished, nothing redeployed.
@@ -103,6 +105,7 @@ def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "second",
+        runner=RUNNER,
         execute=local_gco,
         sweep_engines=list,
     )
@@ -122,6 +125,7 @@ def test_a_failing_matrix_job_answers_the_failure_naming_the_field(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path,
+        runner=RUNNER,
         execute=local_gco,
         heartbeat_interval=0.2,
         sweep_engines=list,
@@ -138,6 +142,7 @@ def test_a_failing_matrix_job_answers_the_failure_naming_the_field(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "none",
+        runner=RUNNER,
         execute=local_gco,
         sweep_engines=list,
     )

@@ -68,9 +68,9 @@ def test_namespaces_and_labels() -> None:
         "app.kubernetes.io/name": "x",
         "team": "",
     }
-    for bad in ({"": "x"}, {"Bad_Prefix!/x": "y"}, {"a/" + "b" * 64: "y"}, {"k": "v" * 64}, {"k": 5}):
+    for bad_labels in ({"": "x"}, {"Bad_Prefix!/x": "y"}, {"a/" + "b" * 64: "y"}, {"k": "v" * 64}, {"k": 5}):
         with pytest.raises(InvalidSpecError, match="labels"):
-            names.labels(bad)  # type: ignore[arg-type]
+            names.labels(bad_labels)  # type: ignore[arg-type]
     with pytest.raises(InvalidSpecError, match="mapping"):
         names.labels(["a"])  # type: ignore[arg-type]
     with pytest.raises(InvalidSpecError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -57,7 +58,8 @@ class ScriptedReader:
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
         return None
 
-    def list_any(self, key: str, values: Sequence[str]) -> list[dict[str, Any]]:
+    # `builtins.list`: inside this class `list` names the method above.
+    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
         return []
 
 
