@@ -74,16 +74,6 @@ class Rule:
     verbs: tuple[str, ...]
     resource_names: tuple[str, ...] = ()
 
-    def read_only(self, *, group: str, rbac_name: str) -> Grant:
-        """The same scopes (kinds per namespace) with `get` and `list` only, and nothing cluster-wide."""
-        return Grant(
-            kinds_by_namespace=self.kinds_by_namespace,
-            cluster_rules=(),
-            group=group,
-            verbs=READ_VERBS,
-            rbac_name=rbac_name,
-        )
-
     def allows(self, verb: str, group: str, resource: str, name: str | None) -> bool:
         """As RBAC's rule matcher: a `resourceNames` rule never allows a request without a name."""
         if verb not in self.verbs or group not in self.api_groups or resource not in self.resources:
