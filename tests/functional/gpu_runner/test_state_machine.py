@@ -160,7 +160,13 @@ def test_the_machine_accepts_a_matrix_job(sfn_moto: MotoServer, tmp_path: Path) 
     assert isinstance(message.job, MatrixJob) and message.job.settings == job["settings"]
     fake = FakeRounds()
     outcome = run_job(
-        message, sfn=aws["stepfunctions"], s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, execute=fake
+        message,
+        sfn=aws["stepfunctions"],
+        s3=aws["s3"],
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=RUNNER,
+        execute=fake,
     )
     assert outcome.succeeded and fake.argv[:3] == ["gco", "matrix", "run"]
     described = _finish(aws["stepfunctions"], execution)
