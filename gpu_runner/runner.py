@@ -176,12 +176,36 @@ def download_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str
     return keys
 
 
+def earlier_run_prefix(s3: Any, bucket: str, execution: str) -> str:
+    """The run directory an earlier execution's runner uploaded: `runs/<execution>/<its runner id>/`.
+
+    Each runner writes under its own id (`run_prefix`), and a resumed job runs on another instance,
+    so the folder is found by listing, not by this runner's id.
+
+    Raises:
+        JobError: the execution has no runner folder, or several (which one to resume would be a guess).
+    """
+    prefix = f"{RUNS_PREFIX}{execution}/"
+    folders = [
+        common["Prefix"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix, Delimiter="/")
+        for common in page.get("CommonPrefixes", [])
+    ]
+    if not folders:
+        raise JobError(f"s3://{bucket}/{prefix} holds no run directory to resume")
+    if len(folders) > 1:
+        raise JobError(
+            f"s3://{bucket}/{prefix} holds {len(folders)} runners' directories: {', '.join(folders)}"
+        )
+    return str(folders[0])
+
+
 def _restore(s3: Any, bucket: str, execution: str | None, run_dir: Path) -> tuple[int, str, str] | None:
     """Copy a resumed execution's run directory; None when done (or nothing to resume), else the failure."""
     if execution is None:
         return None
     try:
-        download_dir(s3, bucket, f"runs/{execution}/", run_dir)
+        download_dir(s3, bucket, earlier_run_prefix(s3, bucket, execution), run_dir)
     except JobError as error:
         return 1, "", str(error)
     return None

@@ -88,7 +88,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         *[item for stack in regional.values() for item in regional_suppressions(stack, config.home_region)],
         *[item for stack in regional.values() for item in front_door_suppressions(stack)],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
-        *runner_suppressions(runner),
+        *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]
     for stack in result.stacks:
         apply(stack, [item for item in result.suppressions if item.path.startswith(f"/{stack.stack_name}/")])

@@ -1,11 +1,17 @@
 """The global stack (home Region) and the per-Region key stacks its table replicas need.
 
-Besides the table and the evidence bucket, it holds the GPU runner workflow and its cleanup.
+Besides the table and the evidence bucket, it holds the GPU runner workflow and its cleanup, and the
+runner's instance role itself (its permissions are the runner stack's): each Regional stack gives
+that role an EKS access entry, and EKS resolves the principal when the entry is created and keeps
+its unique role id, so the role must exist before the Regional stacks and outlive the runner stack
+("if you ... recreate the IAM principal, even if it has the same ARN, the access entry won't work",
+EKS API reference, AccessEntry.principalArn).
 """
 
 from __future__ import annotations
 
 from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from stacks.config import GcoConfig
@@ -66,6 +72,13 @@ class GlobalStack(Stack):
         )
         names = RunnerNames.of(config)
         retention = RETENTION[config.log_retention_days]
+        self.runner_role = iam.Role(
+            self,
+            "RunnerInstanceRole",
+            role_name=names.instance_role,
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="gco GPU runner instances; its permissions are the runner stack's managed policy",
+        )
         self.runner_workflow = RunnerWorkflow(
             self,
             "RunnerWorkflow",

@@ -1,6 +1,6 @@
-"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler, its
-cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`) and the front door
-(`front_door.py`)."""
+"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler, its and
+the GPU runner's cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`) and
+the front door (`front_door.py`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from constructs import Construct
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
-from stacks.cluster_access import ReconcilerClusterAccess
+from stacks.cluster_access import ClusterAccess
 from stacks.cluster_addons import ClusterAddons, kubectl_provider_options
 from stacks.config import GcoConfig, NodeGroupConfig
 from stacks.data import stream_identity
@@ -27,6 +27,7 @@ from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
 from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
+from stacks.runner_workflow import RunnerNames
 from stacks.stream_lookup import StreamArnLookup
 
 
@@ -218,11 +219,16 @@ class RegionalStack(Stack):
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
         )
-        self.access = ReconcilerClusterAccess(
+        # The runner's role by its fixed name (IAM is global; the role is the global stack's).
+        runner_role_arn = self.format_arn(
+            service="iam", region="", resource="role", resource_name=RunnerNames.of(config).instance_role
+        )
+        self.access = ClusterAccess(
             self,
             "ReconcilerAccess",
             cluster=self.eks.cluster_interface,
             role_arn=self.reconciler.role.role_arn,
+            runner_role_arn=runner_role_arn,
         )
         self.front_door = FrontDoor(
             self,

@@ -1,7 +1,16 @@
-"""The runner stack (home Region): container image, launch template, instance role, security group.
+"""The runner stack (home Region): container image, launch template, the instance role's permissions,
+security group.
 
 The global stack's workflow launches from this template by name. The instance runs in the home
-Regional stack's private subnet (set in the template); it has no inbound rule and no SSH.
+Regional stack's private subnet (set in the template); it has no inbound rule and no SSH. The role
+itself is the global stack's (`GlobalStack.runner_role`, by its fixed name): every Regional stack
+gives it an EKS access entry, which needs the role to exist first.
+
+Besides its job, evidence and run files, a job of kind `matrix` (`gco matrix run`/`resume`) reads
+and writes the endpoint table, describes the Regional EKS clusters, reads them with the read-only
+grant its access entry is bound to (`gco.reconcile.access.RUNNER_GRANT`), reads each Regional
+stack's `InvokeUrl` output, calls the front doors (SigV4), and a resumed job reads an earlier run
+directory back from `runs/`. Each of these is a statement below, on exactly those resources.
 """
 
 from __future__ import annotations
@@ -17,10 +26,12 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from gco.env import HOME_REGION_ENV, TABLE_ENV
+from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
 from stacks.config import GcoConfig
 from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
-from stacks.iam import managed_role, statement
+from stacks.front_door import INFERENCE_PREFIX
+from stacks.iam import statement
 from stacks.reconciler import TABLE_ACTIONS
 from stacks.regional import RegionalStack
 from stacks.runner_workflow import RUNNER_TAG, RUNNER_ZONES, RunnerNames
@@ -35,6 +46,10 @@ IMDS = "http://169.254.169.254/latest"
 # What the instance role may create under runs/: any execution's folder, but only its own id's
 # subfolder (gpu_runner.runner.run_prefix), the policy variable resolving to the caller's aws:userid.
 OWN_RUN_OBJECTS = f"{RUNS_PREFIX}*/{RUNNER_ID_VARIABLE}/*"
+# What a resumed job reads back: any earlier execution's run directory (gpu_runner.runner.download_dir).
+RUN_OBJECTS = f"{RUNS_PREFIX}*"
+# Every front door's invoke path: any stage (the API has only `$default`), any method, under /inference.
+INVOKE_PATH = f"*/*{INFERENCE_PREFIX}/*"
 
 
 def user_data(
@@ -106,52 +121,18 @@ class RunnerStack(Stack):
             resource_name=names.workflow,
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        self.role, self.policy = managed_role(
+        self.role = iam.Role.from_role_name(self, "InstanceRole", names.instance_role)
+        self.policy = iam.ManagedPolicy(
             self,
-            "InstanceRole",
-            role_name=names.instance_role,
-            service="ec2.amazonaws.com",
-            description="gco GPU runner: its job, evidence and run prefixes, task tokens, the endpoint table",
+            "InstanceRolePolicy",
+            managed_policy_name=names.instance_role,
+            description="gco GPU runner: its job, evidence and run prefixes, task tokens, the endpoint "
+            "table, and what a matrix job reads (clusters, Regional stack outputs, front doors)",
             statements=[
-                statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
-                # New objects only (If-None-Match): the runner adds evidence and run files and can
-                # replace none, its own run's or another's; the bucket denies an unconditional
-                # evidence write to every caller (stacks/data.py EvidenceBucket). Run files only under
-                # the runner's own id (`aws:userid`, role-id:instance-id: one instance per execution);
-                # evidence keys are content digests, checked on every read, so a runner can add a
-                # record but never one under another record's id.
-                statement(
-                    "CreateEvidenceAndOwnRunObjects",
-                    ["s3:PutObject"],
-                    [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects(OWN_RUN_OBJECTS)],
-                    Null={IF_NONE_MATCH: "false"},
-                ),
-                statement("ReadEvidence", ["s3:GetObject"], [bucket.arn_for_objects(EVIDENCE_OBJECTS)]),
-                statement("BucketAndTableKey", ["kms:Decrypt", "kms:GenerateDataKey"], [bucket_key.key_arn]),
-                statement(
-                    "AnswerOwnTasks",
-                    ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
-                    [state_machine_arn],
-                ),
-                statement(
-                    "EndpointTable",
-                    TABLE_ACTIONS,
-                    [
-                        self.format_arn(
-                            service="dynamodb",
-                            region=config.home_region,
-                            resource="table",
-                            resource_name=config.table_name,
-                        )
-                    ],
-                ),
-                statement(
-                    "PullRunnerImage",
-                    ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                    [self.image.repository.repository_arn],
-                ),
-                statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
+                *self._job_statements(config, bucket, bucket_key, state_machine_arn),
+                *self._matrix_statements(config, bucket, home_api_id=regional.front_door.api.api_id),
             ],
+            roles=[self.role],
         )
         security_group = ec2.SecurityGroup(
             self,
@@ -161,6 +142,19 @@ class RunnerStack(Stack):
             allow_all_outbound=True,
             description="gco GPU runner: no inbound; outbound for images, models and AWS APIs",
         )
+        # The home cluster's API endpoint is private (or allow-listed): admit the runner on 443 as the
+        # reconciler is admitted, with the rules in this stack so the Regional stack knows nothing of it.
+        for index, group in enumerate(regional.eks.cluster.connections.security_groups):
+            ec2.CfnSecurityGroupIngress(
+                self,
+                f"ClusterApiFromRunner{index}",
+                group_id=group.security_group_id,
+                source_security_group_id=security_group.security_group_id,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description="GPU runner (a matrix job) to the home Region's Kubernetes API",
+            )
         profile = iam.InstanceProfile(
             self, "InstanceProfile", role=self.role, instance_profile_name=names.instance_role
         )
@@ -197,6 +191,106 @@ class RunnerStack(Stack):
             )
         ]
         self.launch_template = self.launch_templates[0]
+
+    def _job_statements(
+        self, config: GcoConfig, bucket: s3.IBucket, bucket_key: kms.IKey, state_machine_arn: str
+    ) -> list[iam.PolicyStatement]:
+        """Every job's: its job file, new evidence and run files, the keys, its task, the table, its image."""
+        return [
+            statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
+            # New objects only (If-None-Match): the runner adds evidence and run files and can
+            # replace none, its own run's or another's; the bucket denies an unconditional
+            # evidence write to every caller (stacks/data.py EvidenceBucket). Run files only under
+            # the runner's own id (`aws:userid`, role-id:instance-id: one instance per execution);
+            # evidence keys are content digests, checked on every read, so a runner can add a
+            # record but never one under another record's id.
+            statement(
+                "CreateEvidenceAndOwnRunObjects",
+                ["s3:PutObject"],
+                [bucket.arn_for_objects(EVIDENCE_OBJECTS), bucket.arn_for_objects(OWN_RUN_OBJECTS)],
+                Null={IF_NONE_MATCH: "false"},
+            ),
+            statement("ReadEvidence", ["s3:GetObject"], [bucket.arn_for_objects(EVIDENCE_OBJECTS)]),
+            statement("BucketAndTableKey", ["kms:Decrypt", "kms:GenerateDataKey"], [bucket_key.key_arn]),
+            statement(
+                "AnswerOwnTasks",
+                ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
+                [state_machine_arn],
+            ),
+            # `gco matrix run` creates, reads, deletes (desired state) and lists (Scan) its endpoints.
+            statement(
+                "EndpointTable",
+                TABLE_ACTIONS,
+                [
+                    self.format_arn(
+                        service="dynamodb",
+                        region=config.home_region,
+                        resource="table",
+                        resource_name=config.table_name,
+                    )
+                ],
+            ),
+            statement(
+                "PullRunnerImage",
+                ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+                [self.image.repository.repository_arn],
+            ),
+            statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
+        ]
+
+    def _matrix_statements(
+        self, config: GcoConfig, bucket: s3.IBucket, *, home_api_id: str
+    ) -> list[iam.PolicyStatement]:
+        """What `gco matrix run`/`resume` needs beyond every job's, on exactly the gco resources."""
+        clusters = [
+            self.format_arn(
+                service="eks", region=region, resource="cluster", resource_name=config.name(region)
+            )
+            for region in config.regions
+        ]
+        # A stack's ARN ends in a generated id (stack/<name>/<uuid>): the name is exact, the id is not
+        # known before the stack exists.
+        stacks = [
+            self.format_arn(
+                service="cloudformation",
+                region=region,
+                resource="stack",
+                resource_name=f"{regional_stack_name(region, config.prefix)}/*",
+            )
+            for region in config.regions
+        ]
+        return [
+            # Resume: list the bucket only under runs/ and read any run directory there back.
+            statement(
+                "ListRuns", ["s3:ListBucket"], [bucket.bucket_arn], StringLike={"s3:prefix": RUN_OBJECTS}
+            ),
+            statement("ReadRuns", ["s3:GetObject"], [bucket.arn_for_objects(RUN_OBJECTS)]),
+            # The API server's endpoint and CA (gco.reconcile.eks.connect_eks); Kubernetes access is the
+            # access entry's and RBAC's (stacks/cluster_access.py).
+            statement("DescribeClusters", ["eks:DescribeCluster"], clusters),
+            # Each Region's InvokeUrl output (gco.front_door.invoke_urls).
+            statement("ReadRegionalOutputs", ["cloudformation:DescribeStacks"], stacks),
+            statement("InvokeFrontDoors", ["execute-api:Invoke"], self._invoke_arns(config, home_api_id)),
+        ]
+
+    def _invoke_arns(self, config: GcoConfig, home_api_id: str) -> list[str]:
+        """The home Region's front door by its API id; the other Regions' by Region and path only.
+
+        An HTTP API's id is generated when it is created, and this stack can reference only the home
+        Regional stack (CloudFormation exports do not cross Regions), so in another Region any API id
+        of this account under `/inference/*` is allowed: only gco's front doors route that path, and
+        each still requires SigV4 (execute-api:Invoke) for its one route. The stage is `*` as in the
+        front door's own InvokePolicy (the API has only its `$default` stage).
+        """
+        return [
+            self.format_arn(
+                service="execute-api",
+                region=region,
+                resource=home_api_id if region == config.home_region else "*",
+                resource_name=INVOKE_PATH,
+            )
+            for region in config.regions
+        ]
 
     def _launch_template(
         self,

@@ -6,11 +6,14 @@ only for the exact resource strings listed in `applies_to`, so a new wildcard st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+
+from gco.front_door import regional_stack_name
 
 PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
 EC2_ARN = "Resource::arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:{kind}/*"
@@ -168,15 +171,43 @@ def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
     ]
 
 
-def runner_suppressions(stack: Stack) -> list[Suppression]:
+def runner_suppressions(
+    stack: Stack, regions: Sequence[str], home_region: str, prefix: str
+) -> list[Suppression]:
     root = f"/{stack.stack_name}"
+    arn = "Resource::arn:<AWS::Partition>:{service}:{region}:<AWS::AccountId>:{resource}"
+    stacks = [
+        arn.format(
+            service="cloudformation", region=region, resource=f"stack/{regional_stack_name(region, prefix)}/*"
+        )
+        for region in regions
+    ]
+    invoke = [
+        arn.format(service="execute-api", region=region, resource="*/*/*/inference/*")
+        for region in regions
+        if region != home_region
+    ]
+    home_invoke = RegexAppliesTo(
+        regex=rf"/^Resource::arn:<AWS::Partition>:execute-api:{home_region}:<AWS::AccountId>:"
+        r"<FrontDoorApi[0-9A-F]{8}>\/\*\/\*\/inference\/\*$/g"
+    )
     return [
         Suppression(
             f"{root}/InstanceRolePolicy/Resource",
             "AwsSolutions-IAM5",
             "ecr:GetAuthorizationToken takes no resource; objects only under jobs/, evidence/ and the "
-            "runner's own folder of each run (runs/<execution>/<aws:userid>/, files unknown before the run)",
-            ("Resource::*", *(_bucket(p) for p in ("jobs", "evidence")), _bucket(r"runs\/\*\/<aws:userid>")),
+            "runner's own folder of each run (runs/<execution>/<aws:userid>/, files unknown before the run); "
+            "a resumed matrix job reads back any earlier run under runs/ (read only); a Regional stack's "
+            "ARN ends in its generated id; the front doors' routes are any method under /inference, and "
+            "another Region's API id cannot be referenced from this stack (exports do not cross Regions)",
+            (
+                "Resource::*",
+                *(_bucket(p) for p in ("jobs", "evidence", "runs")),
+                _bucket(r"runs\/\*\/<aws:userid>"),
+                *stacks,
+                home_invoke,
+                *invoke,
+            ),
         ),
     ]
 

@@ -17,7 +17,7 @@ from typing import Any
 from gco import aws
 from gco.endpoints.store import EndpointStore
 from gco.local.poller import StreamPoller
-from gco.local.standin import StandInKubeAPI
+from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
@@ -26,6 +26,9 @@ from gco.reconcile.throughput import STREAM_SETTINGS
 
 log = logging.getLogger(__name__)
 LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token
+# The token the matrix reads the stand-ins with: the GPU runner's identity and read-only grant, as
+# its access entry and RBAC give it in a Regional cluster.
+RUNNER_TOKEN = "gco-local-runner-token"  # noqa: S105 - a loopback stand-in's fixed token
 
 
 def _poll_again(poller: StreamPoller) -> bool:
@@ -81,7 +84,10 @@ class LocalReconcilers:
         backoff = retry or RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
         for region in regions:
             api = StandInKubeAPI(
-                token=LOCAL_TOKEN, ready_delay=ready_delay, deletion_delay=deletion_delay
+                token=LOCAL_TOKEN,
+                identities={RUNNER_TOKEN: RUNNER_IDENTITY},
+                ready_delay=ready_delay,
+                deletion_delay=deletion_delay,
             ).start()
             cluster = KubeCluster(api.url, static_token(LOCAL_TOKEN), timeout=client_timeout, retry=backoff)
             reconciler = Reconciler(store, cluster, region, wait=wait, poll=poll)

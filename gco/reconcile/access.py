@@ -20,6 +20,13 @@ The grant, and why each part:
 
 EKS access policies (`AmazonEKSEditPolicy`) are not used: they do not reach `keda.sh` objects, and a
 Role written from this definition is exactly as wide as what the reconciler does.
+
+The GPU runner's grant (`RUNNER_GRANT`, for `gco matrix run` on the runner: its checks and its final
+inventory) is read-only and derived from the reconciler's: the same kinds in the same namespaces,
+because the inventory must see every object the reconciler can leave behind (it lists each scope the
+reconciler lists), with verbs `get` and `list` only. `get` adds nothing that `list` does not already
+show in a scope it is given (a list answers whole objects); nothing cluster-scoped, no `watch`, no
+Secrets, no namespaces. Its RBAC is bound to its own group, which the runner role's access entry names.
 """
 
 from __future__ import annotations
@@ -46,11 +53,16 @@ from gco.reconcile.objects import (
 RECONCILER_GROUP = "gco:reconciler"
 # The name of the Roles, ClusterRole and bindings that grant the reconciler its access.
 RECONCILER_RBAC_NAME = "gco-reconciler"
+# The GPU runner's group (its instance role's EKS access entry) and the name of its Roles and bindings.
+RUNNER_GROUP = "gco:runner"
+RUNNER_RBAC_NAME = "gco-runner-read"
 OBJECT_VERBS: tuple[str, ...] = ("get", "list", "patch", "delete")
+READ_VERBS: tuple[str, ...] = ("get", "list")
 NAMESPACE_VERBS: tuple[str, ...] = ("get", "patch")
 ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
 SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+_LABELS = {"app.kubernetes.io/managed-by": "gco"}
 
 
 @dataclass(frozen=True)
@@ -89,11 +101,14 @@ def _rules(kinds: Sequence[Kind], verbs: tuple[str, ...]) -> tuple[Rule, ...]:
 
 @dataclass(frozen=True)
 class Grant:
-    """The reconciler's access: per namespace the kinds it manages there, plus cluster-scoped rules."""
+    """An identity's access: per namespace the kinds it may touch there with `verbs`, plus
+    cluster-scoped rules; its RBAC objects are named `rbac_name` and bound to `group`."""
 
     kinds_by_namespace: tuple[tuple[str, tuple[Kind, ...]], ...]
     cluster_rules: tuple[Rule, ...]
     group: str = RECONCILER_GROUP
+    verbs: tuple[str, ...] = OBJECT_VERBS
+    rbac_name: str = RECONCILER_RBAC_NAME
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -103,7 +118,7 @@ class Grant:
         return dict(self.kinds_by_namespace).get(namespace, ())
 
     def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
-        return _rules(self.kinds_in(namespace), OBJECT_VERBS)
+        return _rules(self.kinds_in(namespace), self.verbs)
 
     def list_scopes(self, kinds: Sequence[Kind]) -> Iterator[tuple[str, Kind]]:
         """(namespace, kind) of every namespaced list the reconciler may make among `kinds`."""
@@ -111,6 +126,16 @@ class Grant:
             for kind in kinds:
                 if kind in granted:
                     yield namespace, kind
+
+    def read_only(self, *, group: str, rbac_name: str) -> Grant:
+        """The same scopes (kinds per namespace) with `get` and `list` only, and nothing cluster-wide."""
+        return Grant(
+            kinds_by_namespace=self.kinds_by_namespace,
+            cluster_rules=(),
+            group=group,
+            verbs=READ_VERBS,
+            rbac_name=rbac_name,
+        )
 
     def allows(self, verb: str, group: str, resource: str, namespace: str | None, name: str | None) -> bool:
         """Whether RBAC built from this grant allows the request (a cluster-wide request has no namespace).
@@ -123,52 +148,31 @@ class Grant:
         return any(rule.allows(verb, group, resource, name) for rule in rules)
 
     def rbac_objects(self) -> list[dict[str, Any]]:
-        """The ClusterRole, and per namespace a Role, each bound to the access-entry group."""
-        subject = [{"kind": "Group", "name": self.group, "apiGroup": "rbac.authorization.k8s.io"}]
-        labels = {"app.kubernetes.io/managed-by": "gco"}
-        objects: list[dict[str, Any]] = [
-            {
-                "apiVersion": RBAC_API_VERSION,
-                "kind": "ClusterRole",
-                "metadata": {"name": RECONCILER_RBAC_NAME, "labels": labels},
-                "rules": [rule.as_policy_rule() for rule in self.cluster_rules],
-            },
-            {
-                "apiVersion": RBAC_API_VERSION,
-                "kind": "ClusterRoleBinding",
-                "metadata": {"name": RECONCILER_RBAC_NAME, "labels": labels},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": RECONCILER_RBAC_NAME,
-                },
-                "subjects": subject,
-            },
-        ]
+        """Per namespace a Role, and (with cluster rules) a ClusterRole, each bound to the group."""
+        objects = self._cluster_role() if self.cluster_rules else []
         for namespace in self.namespaces:
-            meta = {"name": RECONCILER_RBAC_NAME, "namespace": namespace, "labels": labels}
-            objects.append(
-                {
-                    "apiVersion": RBAC_API_VERSION,
-                    "kind": "Role",
-                    "metadata": meta,
-                    "rules": [rule.as_policy_rule() for rule in self.namespace_rules(namespace)],
-                }
-            )
-            objects.append(
-                {
-                    "apiVersion": RBAC_API_VERSION,
-                    "kind": "RoleBinding",
-                    "metadata": meta,
-                    "roleRef": {
-                        "apiGroup": "rbac.authorization.k8s.io",
-                        "kind": "Role",
-                        "name": RECONCILER_RBAC_NAME,
-                    },
-                    "subjects": subject,
-                }
-            )
+            meta = {"name": self.rbac_name, "namespace": namespace, "labels": dict(_LABELS)}
+            rules = [rule.as_policy_rule() for rule in self.namespace_rules(namespace)]
+            objects.append({"apiVersion": RBAC_API_VERSION, "kind": "Role", "metadata": meta, "rules": rules})
+            objects.append(self._binding("RoleBinding", "Role", meta))
         return objects
+
+    def _cluster_role(self) -> list[dict[str, Any]]:
+        meta = {"name": self.rbac_name, "labels": dict(_LABELS)}
+        rules = [rule.as_policy_rule() for rule in self.cluster_rules]
+        return [
+            {"apiVersion": RBAC_API_VERSION, "kind": "ClusterRole", "metadata": meta, "rules": rules},
+            self._binding("ClusterRoleBinding", "ClusterRole", meta),
+        ]
+
+    def _binding(self, kind: str, role_kind: str, meta: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "apiVersion": RBAC_API_VERSION,
+            "kind": kind,
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": self.rbac_name},
+            "subjects": [{"kind": "Group", "name": self.group, "apiGroup": "rbac.authorization.k8s.io"}],
+        }
 
 
 def reconciler_grant(endpoint_namespaces: Sequence[str] = (DEFAULT_NAMESPACE,)) -> Grant:
@@ -183,3 +187,4 @@ def reconciler_grant(endpoint_namespaces: Sequence[str] = (DEFAULT_NAMESPACE,)) 
 
 
 RECONCILER_GRANT = reconciler_grant()
+RUNNER_GRANT = RECONCILER_GRANT.read_only(group=RUNNER_GROUP, rbac_name=RUNNER_RBAC_NAME)

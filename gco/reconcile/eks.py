@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gco import aws
+from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterAuthError, ClusterConfigError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy
 
@@ -113,12 +114,14 @@ def connect_eks(
     eks_client: Any | None = None,
     sts_client: Any | None = None,
     retry: RetryPolicy | None = None,
+    grant: Grant = RECONCILER_GRANT,
 ) -> KubeCluster:
-    """A `KubeCluster` for the Region's EKS cluster, authenticated with the caller's IAM identity."""
+    """A `KubeCluster` for the Region's EKS cluster, authenticated with the caller's IAM identity;
+    `grant` is what that identity's RBAC allows (its lists go to the grant's scopes)."""
     eks = eks_client or aws.client("eks", region=region)
     sts = sts_client or aws.client("sts", region=region)
     endpoint, pem = describe_cluster(cluster_name, eks)
     context = ssl.create_default_context(cadata=pem)
     return KubeCluster(
-        endpoint, TokenCache(lambda: eks_token(cluster_name, sts)), verify=context, retry=retry
+        endpoint, TokenCache(lambda: eks_token(cluster_name, sts)), verify=context, retry=retry, grant=grant
     )

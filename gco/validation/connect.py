@@ -1,9 +1,11 @@
 """The real adapters of the matrix's ports.
 
 - Clusters: on the local stack (`GCO_CLUSTER_URLS` set by `gco local env`) each Region's stand-in
-  API server with its fixed token; in AWS each Region's EKS cluster `<prefix>-<region>` (as the
-  Regional stack names it), reached with the caller's IAM identity. Either way through the
-  reconciler's REST client, so what may be read is what the reconciler's grant allows.
+  API server with the runner's fixed token; in AWS each Region's EKS cluster `<prefix>-<region>` (as
+  the Regional stack names it), reached with the caller's IAM identity. Either way through the
+  reconciler's REST client with the runner's read-only grant (`gco.reconcile.access.RUNNER_GRANT`,
+  the RBAC a Regional cluster binds to the GPU runner's role), so the matrix reads exactly what the
+  runner may read, and a stand-in refuses it anything more as the API server would.
 - Endpoint HTTP: the Region's way in, `<base>/<name><path>`: the local proxy (`GCO_INVOKE_URLS`,
   its certificate trusted from `GCO_INVOKE_CA_BUNDLE`), or the Regional stack's `InvokeUrl` with
   SigV4-signed requests.
@@ -24,7 +26,8 @@ from gco import aws
 from gco.env import CLUSTER_URLS_ENV
 from gco.front_door import DEFAULT_PREFIX, PREFIX_ENV, invoke_urls
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, local_bases, sigv4_headers
-from gco.local.reconcilers import LOCAL_TOKEN
+from gco.local.reconcilers import RUNNER_TOKEN
+from gco.reconcile.access import RUNNER_GRANT
 from gco.reconcile.eks import connect_eks
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.validation.errors import MatrixError
@@ -51,7 +54,9 @@ class UrlClusters:
     def __init__(self, urls: Mapping[str, str], *, timeout: float = 10.0) -> None:
         retry = RetryPolicy(attempts=4, base_delay=0.05, max_delay=0.5)
         self._clusters = {
-            region: KubeCluster(url, static_token(LOCAL_TOKEN), timeout=timeout, retry=retry)
+            region: KubeCluster(
+                url, static_token(RUNNER_TOKEN), grant=RUNNER_GRANT, timeout=timeout, retry=retry
+            )
             for region, url in urls.items()
         }
 
@@ -79,7 +84,7 @@ class EksClusters:
 
     def reader(self, region: str) -> ClusterReader:
         if region not in self._clusters:
-            self._clusters[region] = connect_eks(f"{self._prefix}-{region}", region)
+            self._clusters[region] = connect_eks(f"{self._prefix}-{region}", region, grant=RUNNER_GRANT)
         return self._clusters[region]
 
 

@@ -1,6 +1,6 @@
-"""The Regional stack's way into the cluster and the way in for callers: the reconciler's access entry
-and RBAC (held against the grant the stand-in enforces), the load balancer controller and its role,
-the IAM-authorized front door and its outputs."""
+"""The Regional stack's ways into the cluster and the way in for callers: the reconciler's and the GPU
+runner's access entries and RBAC (held against the grants the stand-in enforces), the load balancer
+controller and its role, the IAM-authorized front door and its outputs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import itertools
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
-from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP
+from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, RUNNER_GRANT, RUNNER_GROUP, Grant
 from gco.reconcile.objects import KINDS, SYSTEM_KINDS
 from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
 from stacks.cluster_access import cluster_objects
@@ -42,7 +43,7 @@ def rbac_allows(objects: list[dict[str, Any]], group: str, verb: str, api_group:
                 namespace: str | None, name: str | None) -> bool:  # fmt: skip
     """Kubernetes RBAC over the synthesized objects: the group's bindings, their roles' rules."""
     roles = {
-        (o["kind"], o["metadata"].get("namespace")): o
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
         for o in objects
         if o["kind"] in ("Role", "ClusterRole")
     }
@@ -53,7 +54,7 @@ def rbac_allows(objects: list[dict[str, Any]], group: str, verb: str, api_group:
         if binding["kind"] == "RoleBinding" and scope != namespace:
             continue
         ref = binding["roleRef"]
-        role = roles.get((ref["kind"], scope if ref["kind"] == "Role" else None))
+        role = roles.get((ref["kind"], scope if ref["kind"] == "Role" else None, ref["name"]))
         for rule in (role or {}).get("rules", []):
             names = rule.get("resourceNames")
             if (
@@ -66,8 +67,14 @@ def rbac_allows(objects: list[dict[str, Any]], group: str, verb: str, api_group:
     return False
 
 
-def test_the_stack_grants_exactly_what_the_stand_in_enforces(synthesized: Synthesized) -> None:
-    """One definition, two derivations: RBAC in the template and `Grant.allows` agree everywhere."""
+@pytest.mark.parametrize(
+    ("grant", "group"), [(RECONCILER_GRANT, RECONCILER_GROUP), (RUNNER_GRANT, RUNNER_GROUP)]
+)
+def test_the_stack_grants_exactly_what_the_stand_in_enforces(
+    synthesized: Synthesized, grant: Grant, group: str
+) -> None:
+    """One definition, two derivations: RBAC in the template and `Grant.allows` agree everywhere, for
+    the reconciler's group and the runner's."""
     template = synthesized.template_json(f"gco-regional-{OTHER}")
     objects = manifests(template)
     assert [o for o in objects if o["kind"] != "TargetGroupBinding"] == cluster_objects()
@@ -75,14 +82,40 @@ def test_the_stack_grants_exactly_what_the_stand_in_enforces(synthesized: Synthe
     verbs = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"]
     namespaces = [None, "gco-inference", "gco-system", "kube-system", "default"]
     names = [None, "gco-inference", "gco-system", "kube-system", "llama"]
-    compared = 0
-    for verb, (group, resource), namespace, name in itertools.product(verbs, resources_, namespaces, names):
-        expected = RECONCILER_GRANT.allows(verb, group, resource, namespace, name)
-        assert rbac_allows(objects, RECONCILER_GROUP, verb, group, resource, namespace, name) == expected, (
-            verb, group, resource, namespace, name,
+    compared = allowed = 0
+    for verb, (api_group, resource), namespace, name in itertools.product(
+        verbs, resources_, namespaces, names
+    ):
+        expected = grant.allows(verb, api_group, resource, namespace, name)
+        assert rbac_allows(objects, group, verb, api_group, resource, namespace, name) == expected, (
+            verb, api_group, resource, namespace, name,
         )  # fmt: skip
         compared += 1
+        allowed += expected
     assert compared == 8 * len(resources_) * 25
+    assert allowed > 0
+
+
+def test_the_runner_access_entry_names_its_fixed_role_and_group_in_every_region(
+    synthesized: Synthesized,
+) -> None:
+    """By the role's name (it is the global stack's, and no reference crosses Regions): no import."""
+    role = [
+        "arn:",
+        {"Ref": "AWS::Partition"},
+        ":iam::",
+        {"Ref": "AWS::AccountId"},
+        ":role/gco-runner-us-east-1",
+    ]
+    for region in synthesized.gco.regional:
+        entries = list(
+            resources(synthesized.template_json(f"gco-regional-{region}"), "AWS::EKS::AccessEntry").values()
+        )
+        [runner] = [entry for entry in entries if entry.get("KubernetesGroups") == [RUNNER_GROUP]]
+        assert runner["PrincipalArn"] == {"Fn::Join": ["", role]}
+        assert (runner["Type"], "AccessPolicies" in runner) == ("STANDARD", False)
+        [reconciler] = [entry for entry in entries if entry.get("KubernetesGroups") == [RECONCILER_GROUP]]
+        assert runner["ClusterName"] == reconciler["ClusterName"]
 
 
 def test_the_reconciler_access_entry_names_the_group_and_no_policy(regional_template: Any) -> None:

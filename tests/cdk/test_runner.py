@@ -1,4 +1,5 @@
-"""Runner stack: image asset, launch template (with its network), instance role."""
+"""Runner stack: image asset, launch template (with its network), the instance role's permissions
+(every job's, and what a matrix job reads: clusters, Regional stack outputs, front doors, earlier runs)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,35 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
+from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX, run_prefix
-from tests.cdk.synth_cache import Synthesized
+from tests.cdk.synth_cache import HOME, OTHER, Synthesized
+
+
+def render(value: Any) -> str:
+    """A CloudFormation string as text: partition `aws`, account `ACCOUNT`, imports as `IMPORT(<name>)`."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(render(part) for part in parts)
+    if "Fn::ImportValue" in value:
+        return f"IMPORT({value['Fn::ImportValue']})"
+    pseudo = {"AWS::Partition": "aws", "AWS::AccountId": "ACCOUNT"}
+    return pseudo.get(value.get("Ref", ""), json.dumps(value))
+
+
+def runner_statements(runner_template: Any) -> dict[str, dict[str, Any]]:
+    policy = Capture()
+    runner_template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy", {"ManagedPolicyName": "gco-runner-us-east-1", "PolicyDocument": policy}
+    )
+    return {s["Sid"]: s for s in policy.as_object()["Statement"]}
+
+
+def resources_of(statement: dict[str, Any]) -> list[str]:
+    found = statement["Resource"]
+    return [render(item) for item in (found if isinstance(found, list) else [found])]
 
 
 def test_launch_template_imdsv2_encrypted_gpu_ami(runner_template: Any, synthesized: Synthesized) -> None:
@@ -78,11 +106,7 @@ def test_image_asset_from_the_runner_dockerfile(synthesized: Synthesized) -> Non
 
 
 def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template: Any) -> None:
-    policy = Capture()
-    runner_template.has_resource_properties(
-        "AWS::IAM::ManagedPolicy", {"ManagedPolicyName": "gco-runner-us-east-1", "PolicyDocument": policy}
-    )
-    statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
+    statements = runner_statements(runner_template)
     assert set(statements) == {
         "ReadJobs",
         "CreateEvidenceAndOwnRunObjects",
@@ -92,6 +116,11 @@ def test_instance_role_limited_to_its_prefixes_tokens_and_table(runner_template:
         "EndpointTable",
         "PullRunnerImage",
         "EcrLogin",
+        "ListRuns",
+        "ReadRuns",
+        "DescribeClusters",
+        "ReadRegionalOutputs",
+        "InvokeFrontDoors",
     }
     assert statements["EcrLogin"]["Action"] == "ecr:GetAuthorizationToken"
     create = statements["CreateEvidenceAndOwnRunObjects"]
@@ -143,11 +172,60 @@ def test_launch_template_holds_the_private_network_and_the_workflow_tag(synthesi
     assert {"Key": "gco:deployment", "Value": "gco"} in template["Resources"][group_id]["Properties"]["Tags"]
 
 
-def test_security_group_has_no_inbound_rule(runner_template: Any) -> None:
-    runner_template.resource_count_is("AWS::EC2::SecurityGroupIngress", 0)
+def test_security_group_has_no_inbound_rule_and_reaches_the_home_cluster_api(
+    synthesized: Synthesized, runner_template: Any
+) -> None:
     runner_template.has_resource_properties(
         "AWS::EC2::SecurityGroup", {"SecurityGroupIngress": Match.absent()}
     )
+    resources = synthesized.template_json("gco-runner")["Resources"]
+    [group_id] = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::SecurityGroup"]
+    rules = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"]
+    # Only onto the home cluster's groups (as the reconciler is admitted), from the runner, HTTPS.
+    assert len(rules) == 2
+    for rule in rules:
+        assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 443, 443)
+        assert rule["SourceSecurityGroupId"] == {"Fn::GetAtt": [group_id, "GroupId"]}
+        assert render(rule["GroupId"]).startswith(f"IMPORT(gco-regional-{HOME}:ExportsOutputFnGetAttEks")
+
+
+def test_matrix_statements_name_exactly_the_gco_resources(runner_template: Any) -> None:
+    statements = runner_statements(runner_template)
+    bucket = "IMPORT(gco-global:ExportsOutputFnGetAttEvidenceBucketC67FF768Arn6F25C0BE)"
+    listing = statements["ListRuns"]
+    assert (listing["Action"], resources_of(listing)) == ("s3:ListBucket", [bucket])
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": "runs/*"}}  # never the whole bucket
+    assert (statements["ReadRuns"]["Action"], resources_of(statements["ReadRuns"])) == (
+        "s3:GetObject", [f"{bucket}/runs/*"],
+    )  # fmt: skip
+    assert statements["DescribeClusters"]["Action"] == "eks:DescribeCluster"
+    assert resources_of(statements["DescribeClusters"]) == [
+        f"arn:aws:eks:{region}:ACCOUNT:cluster/gco-{region}" for region in (HOME, OTHER)
+    ]
+    assert statements["ReadRegionalOutputs"]["Action"] == "cloudformation:DescribeStacks"
+    assert resources_of(statements["ReadRegionalOutputs"]) == [
+        f"arn:aws:cloudformation:{region}:ACCOUNT:stack/{regional_stack_name(region, 'gco')}/*"
+        for region in (HOME, OTHER)
+    ]
+    assert statements["InvokeFrontDoors"]["Action"] == "execute-api:Invoke"
+    home, other = resources_of(statements["InvokeFrontDoors"])
+    assert home.startswith(
+        f"arn:aws:execute-api:{HOME}:ACCOUNT:IMPORT(gco-regional-{HOME}:ExportsOutputRefFrontDoorApi"
+    )
+    assert home.endswith(")/*/*/inference/*")
+    assert other == f"arn:aws:execute-api:{OTHER}:ACCOUNT:*/*/*/inference/*"
+    # What `gco matrix run` does to the endpoint table: create, read, update, delete, list (Scan).
+    table = set(statements["EndpointTable"]["Action"])
+    assert {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} <= table
+    assert {"dynamodb:Query", "dynamodb:Scan"} <= table
+    # Reads stay reads: no new write action anywhere but the If-None-Match object creation.
+    writes = [s["Sid"] for s in statements.values() if "s3:PutObject" in json.dumps(s["Action"])]
+    assert writes == ["CreateEvidenceAndOwnRunObjects"]
+
+
+def test_the_regional_stacks_are_named_as_the_matrix_reads_them(synthesized: Synthesized) -> None:
+    for region, stack in synthesized.gco.regional.items():
+        assert stack.stack_name == regional_stack_name(region, "gco")
 
 
 def test_image_context_is_exactly_what_the_dockerfile_copies(synthesized: Synthesized) -> None:

@@ -103,7 +103,19 @@ def test_workflow_names_what_the_runner_stack_creates(synthesized: Synthesized) 
     states = state_machine_definition(synthesized.template_json("gco-global"))["States"]
     runner = synthesized.template_json("gco-runner")["Resources"]
     templates = [r for r in runner.values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
-    [role] = [r for r in runner.values() if r["Type"] == "AWS::IAM::Role"]
+    # The role is the global stack's (Regional access entries need it first); the runner stack attaches
+    # its policy and instance profile to it by name.
+    global_resources = synthesized.template_json("gco-global")["Resources"]
+    [role] = [r for r in global_resources.values() if r["Type"] == "AWS::IAM::Role"
+              and r["Properties"].get("RoleName") == "gco-runner-us-east-1"]  # fmt: skip
+    assert not [r for r in runner.values() if r["Type"] == "AWS::IAM::Role"]
+    [policy] = [r for r in runner.values() if r["Type"] == "AWS::IAM::ManagedPolicy"]
+    [profile] = [r for r in runner.values() if r["Type"] == "AWS::IAM::InstanceProfile"]
+    assert policy["Properties"]["Roles"] == profile["Properties"]["Roles"] == ["gco-runner-us-east-1"]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+        {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}}
+    ]
+    assert "Policies" not in role["Properties"] and "ManagedPolicyArns" not in role["Properties"]
     for state, template in zip(("Launch", "LaunchZone2"), templates, strict=True):
         launch = states[state]
         assert launch["Parameters"]["LaunchTemplate"] == {

@@ -20,8 +20,9 @@ parts, one concern each:
   answered 404 `the server could not find the requested resource`, as for any resource the server
   does not serve;
 - `server.py`, the HTTP face: authentication (a bearer token names a user; 401 otherwise) and
-  authorization: every request is checked against the grant of `gco.reconcile.access` (the
-  definition the Regional stack turns into the reconciler's RBAC), as RBAC would check it: verb
+  authorization: every request is checked against that user's grant of `gco.reconcile.access` (the
+  definitions the Regional stack turns into RBAC: the reconciler's by default, and for any further
+  token its own `Identity`, such as the GPU runner's read-only grant), as RBAC would check it: verb
   (get/list/patch/delete), API group, resource, namespace (none for a cluster-wide list) and
   resource name; anything else is answered 403 with the API server's `Status` (reason Forbidden,
   its message, `status.py`) before the path is even resolved; 415 for anything but an apply patch,
@@ -45,6 +46,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 
@@ -52,10 +54,22 @@ from gco.local.standin import server
 from gco.local.standin.faults import Fault, FaultQueue
 from gco.local.standin.status import Attributes
 from gco.local.standin.store import Key, ObjectStore, ReplicaSource
-from gco.reconcile.access import RECONCILER_GRANT, Grant
+from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
 from gco.reconcile.objects import ENDPOINT_LABEL, Kind
 
 RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
+RUNNER_USER = "arn:aws:sts::000000000000:assumed-role/gco-runner-us-east-1/i-0123456789abcdef0"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a bearer token authenticates as, and the grant RBAC gives that user."""
+
+    user: str
+    grant: Grant
+
+
+RUNNER_IDENTITY = Identity(RUNNER_USER, RUNNER_GRANT)
 
 
 class StandInKubeAPI:
@@ -65,6 +79,7 @@ class StandInKubeAPI:
         token: the bearer token it accepts (None: any bearer token), as `user`.
         user: the user the token authenticates as.
         grant: what that user may do (default: the reconciler's grant, as the stack binds it).
+        identities: further tokens, each with its own user and grant (the runner's read-only one).
         namespaces: namespaces that exist from the start besides `default` and `kube-system`.
         ready_delay: seconds from a Deployment's spec change to all replicas ready.
         deletion_delay: seconds a deleted object stays (terminating) before it is gone.
@@ -79,6 +94,7 @@ class StandInKubeAPI:
         token: str | None = None,
         user: str = RECONCILER_USER,
         grant: Grant = RECONCILER_GRANT,
+        identities: Mapping[str, Identity] | None = None,
         namespaces: Sequence[str] = (),
         ready_delay: float = 0.0,
         deletion_delay: float = 0.0,
@@ -89,6 +105,7 @@ class StandInKubeAPI:
         self.token = token
         self.user = user
         self.grant = grant
+        self.identities = dict(identities or {})
         self.fault_sleep = fault_sleep
         self.store = ObjectStore(
             namespaces=namespaces,
@@ -136,9 +153,22 @@ class StandInKubeAPI:
 
     # -- authorization -------------------------------------------------------------------------
 
-    def authorize(self, attributes: Attributes) -> bool:
-        """RBAC as the stack binds it: the grant's rules; a refusal is recorded in `forbidden`."""
-        allowed = self.grant.allows(
+    def identify(self, authorization: str) -> Identity | None:
+        """The identity of an `Authorization` header: a further token's, else the main user's (any bearer
+        token when `token` is None); None (401) without a bearer token or with an unknown one."""
+        scheme, _, token = authorization.partition(" ")
+        if scheme != "Bearer" or not token:
+            return None
+        if token in self.identities:
+            return self.identities[token]
+        if self.token is None or token == self.token:
+            return Identity(self.user, self.grant)
+        return None
+
+    def authorize(self, attributes: Attributes, grant: Grant | None = None) -> bool:
+        """RBAC as the stack binds it: the grant's rules (the main user's unless given); a refusal is
+        recorded in `forbidden`."""
+        allowed = (grant or self.grant).allows(
             attributes.verb, attributes.group, attributes.resource, attributes.namespace, attributes.name
         )
         if not allowed:

@@ -23,7 +23,7 @@ from gco.local.standin.status import Attributes, forbidden, not_found, not_serve
 from gco.local.standin.status import status as _status
 
 if TYPE_CHECKING:
-    from gco.local.standin.api import StandInKubeAPI
+    from gco.local.standin.api import Identity, StandInKubeAPI
 
 PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
@@ -74,9 +74,8 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         api.requests[method] += 1
-        expected = f"Bearer {api.token}" if api.token else None
-        header = self.headers.get("Authorization") or ""
-        if not header.startswith("Bearer ") or (expected is not None and header != expected):
+        identity = api.identify(self.headers.get("Authorization") or "")
+        if identity is None:
             self._send(401, _status(401, "Unauthorized"))
             return
         fault = api.faults.take(method)
@@ -87,14 +86,14 @@ class Handler(BaseHTTPRequestHandler):
         if fault is not None and fault.status is not None:
             self._send(fault.status, _status(fault.status, "injected fault"), {"Retry-After": "0"})
             return
-        code, body = self._dispatch(method, raw)
+        code, body = self._dispatch(method, raw, identity)
         if fault is not None and fault.timeout == "after":
             time.sleep(api.fault_sleep)
             self.close_connection = True
             return
         self._send(code, body)
 
-    def _dispatch(self, method: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    def _dispatch(self, method: str, raw: bytes, identity: Identity) -> tuple[int, dict[str, Any]]:
         api = self.server_api
         url = urlparse(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
@@ -104,14 +103,14 @@ class Handler(BaseHTTPRequestHandler):
         namespace, name = match["ns"], match["name"]
         prefix = match["prefix"]
         attributes = Attributes(
-            user=api.user,
+            user=identity.user,
             verb=_verb(method, name),
             group="" if prefix == "api/v1" else prefix.split("/")[1],
             resource=match["plural"],
             namespace=namespace,
             name=name,
         )
-        if not api.authorize(attributes):
+        if not api.authorize(attributes, identity.grant):
             return 403, forbidden(attributes)
         kind = api.store.kind_for(prefix, match["plural"])
         if not kind:

@@ -15,7 +15,14 @@ from gco import aws
 from gco.local.motoserver import MotoServer
 from gpu_runner import JobError, JobMessage, RoundsJob, RunnerError, run_job
 from gpu_runner.__main__ import main
-from gpu_runner.runner import read_job, run_prefix, runner_id, subprocess_executor, upload_dir
+from gpu_runner.runner import (
+    earlier_run_prefix,
+    read_job,
+    run_prefix,
+    runner_id,
+    subprocess_executor,
+    upload_dir,
+)
 from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, FakeRounds, clients, make_bucket, rounds_job
 
 
@@ -280,3 +287,18 @@ def test_runner_id_unreachable_is_a_runner_error() -> None:
 
     with pytest.raises(RunnerError, match="identity"):
         runner_id(Down())
+
+
+def test_an_earlier_run_is_found_under_its_one_runner_folder(moto: MotoServer) -> None:
+    s3 = aws.client("s3", endpoint_url=moto.url)
+    make_bucket(s3)
+    with pytest.raises(JobError, match="runs/exec-0/ holds no run directory to resume"):
+        earlier_run_prefix(s3, BUCKET, "exec-0")
+    s3.put_object(Bucket=BUCKET, Key=run_prefix("exec-0", RUNNER) + "matrix/checkpoint.json", Body=b"{}")
+    s3.put_object(
+        Bucket=BUCKET, Key=run_prefix("exec-01", "AROAX:i-9") + "matrix/checkpoint.json", Body=b"{}"
+    )
+    assert earlier_run_prefix(s3, BUCKET, "exec-0") == run_prefix("exec-0", RUNNER)
+    s3.put_object(Bucket=BUCKET, Key=run_prefix("exec-0", "AROAX:i-2") + "matrix/checkpoint.json", Body=b"{}")
+    with pytest.raises(JobError, match="runs/exec-0/ holds 2 runners' directories"):
+        earlier_run_prefix(s3, BUCKET, "exec-0")

@@ -1,5 +1,6 @@
 """The reconciler under the enforcing stand-in: only what the grant allows, as the API server answers
-refusals; namespaces created, the shared proxy applied once and kept, a missing CRD is terminal."""
+refusals; namespaces created, the shared proxy applied once and kept, a missing CRD is terminal. The
+GPU runner's read-only grant beside it: the matrix's reads allowed, any write refused 403."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ import httpx
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.local.standin import RECONCILER_USER, StandInKubeAPI
+from gco.local.standin import RECONCILER_USER, RUNNER_IDENTITY, RUNNER_USER, StandInKubeAPI
+from gco.namespaces import SYSTEM_NAMESPACE
+from gco.reconcile.access import RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.objects import Kind
+from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
 from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
 from gco.reconcile.settings import RenderSettings
 from gco.reconcile.sweep import sweep
+from gco.validation import checks
 from tests.unit.reconcile.records import EAST, IMAGE
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
@@ -207,3 +212,31 @@ def test_a_namespace_outside_the_grant_is_a_terminal_status(
         f"namespace team-x is not granted to gco in {EAST} (granted: gco-inference)"
     )
     assert not any(o["metadata"].get("namespace") == "team-x" for o in api.objects())
+
+
+def test_the_runner_reads_what_the_matrix_reads_and_any_write_is_refused(store: EndpointStore) -> None:
+    """The matrix's reads with the runner's identity (its checks' gets and label lists, the inventory's
+    set-based lists) are all allowed; an apply or a delete by that identity is refused 403."""
+    with StandInKubeAPI(token="t", identities={"runner": RUNNER_IDENTITY}) as api:
+        store.create("llama", SPEC, [EAST])
+        assert build(api, store).reconcile("llama").kind == "done"
+        record = store.get("llama")
+        assert record is not None and record.lifecycle_id is not None
+        runner = KubeCluster(
+            api.url, static_token("runner"), grant=RUNNER_GRANT, retry=FAST, sleep=lambda _: None
+        )
+        deployment = runner.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT)
+        assert deployment is not None and runner.get(HPA, SYSTEM_NAMESPACE, PROXY_HPA) is not None
+        assert {o["kind"] for o in runner.list({ENDPOINT_LABEL: "llama"})} >= {"Deployment", "Service"}
+        assert checks.hpa_replicas(runner, "llama", record.lifecycle_id) == (0, 1)
+        left = checks.leftovers({EAST: runner}, [record.lifecycle_id])
+        assert "Deployment gco-inference/llama" in left[EAST]
+        assert api.forbidden == []
+        with pytest.raises(ClusterAuthError, match=f'User "{RUNNER_USER}" cannot patch resource'):
+            runner.apply(deployment)
+        with pytest.raises(ClusterAuthError, match=f'User "{RUNNER_USER}" cannot delete resource'):
+            runner.delete([ObjectRef.of(deployment)])
+        assert [(a.user, a.verb) for a in api.forbidden] == [(RUNNER_USER, "patch"), (RUNNER_USER, "delete")]
+        assert api.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT) is not None
+        with httpx.Client(base_url=api.url, headers={"Authorization": "Bearer unknown"}) as http:
+            assert http.get(f"/apis/apps/v1/namespaces/{SYSTEM_NAMESPACE}/deployments").status_code == 401

@@ -18,12 +18,14 @@ from gco.evidence import validate
 from gco.local.motoserver import MotoServer
 from gpu_runner import JobMessage, MatrixJob, run_job
 from gpu_runner.runner import subprocess_executor
-from tests.functional.gpu_runner.conftest import RUNNER
 from tests.functional.gpu_runner.test_runner import RecordingSfn
 from tests.functional.validation.conftest import StackFactory, assert_nothing_left, stack_environment
 from tests.unit.validation.sample import SETTINGS, settings
 
 BUCKET = "gco-evidence-matrix"
+# Two instances (aws:userid role-id:instance-id): the run, and the later job that resumes it.
+FIRST_RUNNER = "AROAEXAMPLE:i-0aaaaaaaaaaaaaaa1"
+LATER_RUNNER = "AROAEXAMPLE:i-0bbbbbbbbbbbbbbb2"
 GCO = str(Path(sys.executable).with_name("gco"))
 
 
@@ -76,7 +78,7 @@ def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "first",
-        runner=RUNNER,
+        runner=FIRST_RUNNER,
         execute=local_gco,
         heartbeat_interval=0.2,
         sweep_engines=list,
@@ -94,23 +96,26 @@ def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
     assert output["evidence"] == f"s3://{BUCKET}/{key}"
     record = validate(json.loads(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
     assert (record.kind, record.claim_class, record.data["verdict"]) == ("matrix", "observed", "pass")
-    run_keys = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"runs/mx-ok/{RUNNER}/")["Contents"]
-    assert f"runs/mx-ok/{RUNNER}/matrix/checkpoint.json" in {o["Key"] for o in run_keys}
+    uploaded = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="runs/mx-ok/")["Contents"]}
+    assert f"runs/mx-ok/{FIRST_RUNNER}/matrix/checkpoint.json" in uploaded
     assert_nothing_left(stack, store, record.data["run_id"])
 
-    # A later job resumes that run directory from the bucket: already finished, nothing redeployed.
+    # A later job, on another instance, resumes that run directory from the earlier runner's folder:
+    # already finished, nothing redeployed.
     again = run_job(
         message("mx-again", settings=SETTINGS, resume_execution="mx-ok"),
         sfn=RecordingSfn(),
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "second",
-        runner=RUNNER,
+        runner=LATER_RUNNER,
         execute=local_gco,
         sweep_engines=list,
     )
     assert again.succeeded, again.output
     assert store.list(consistent_read=True) == []
+    resumed = s3.list_objects_v2(Bucket=BUCKET, Prefix=f"runs/mx-again/{LATER_RUNNER}/matrix/")["Contents"]
+    assert f"runs/mx-again/{LATER_RUNNER}/matrix/checkpoint.json" in {o["Key"] for o in resumed}
 
 
 def test_a_failing_matrix_job_answers_the_failure_naming_the_field(
@@ -125,7 +130,7 @@ def test_a_failing_matrix_job_answers_the_failure_naming_the_field(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path,
-        runner=RUNNER,
+        runner=FIRST_RUNNER,
         execute=local_gco,
         heartbeat_interval=0.2,
         sweep_engines=list,
@@ -142,7 +147,7 @@ def test_a_failing_matrix_job_answers_the_failure_naming_the_field(
         s3=s3,
         bucket=BUCKET,
         workdir=tmp_path / "none",
-        runner=RUNNER,
+        runner=FIRST_RUNNER,
         execute=local_gco,
         sweep_engines=list,
     )

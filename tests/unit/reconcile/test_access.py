@@ -1,11 +1,20 @@
-"""The reconciler's grant: what it allows, and the RBAC objects written from it."""
+"""The reconciler's grant and the runner's read-only one: what each allows, and their RBAC objects."""
 
 from __future__ import annotations
 
 import kubernetes_validate
 import pytest
 
-from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, Rule, reconciler_grant
+from gco.reconcile.access import (
+    RECONCILER_GRANT,
+    RECONCILER_GROUP,
+    RECONCILER_RBAC_NAME,
+    RUNNER_GRANT,
+    RUNNER_GROUP,
+    RUNNER_RBAC_NAME,
+    Rule,
+    reconciler_grant,
+)
 from gco.reconcile.objects import CONFIG_MAP, DEPLOYMENT, INGRESS, KINDS, PDB, SCALED_OBJECT, SERVICE
 from tests.unit.reconcile.test_render import K8S_VERSION
 
@@ -81,3 +90,39 @@ def test_a_rule_with_resource_names_needs_a_name() -> None:
     assert rule.allows("get", "", "namespaces", "a")
     assert not rule.allows("get", "", "namespaces", None)
     assert not rule.allows("get", "", "namespaces", "b")
+
+
+def test_the_runner_reads_every_scope_the_reconciler_writes_and_writes_nothing() -> None:
+    assert RUNNER_GRANT.group == RUNNER_GROUP != RECONCILER_GROUP
+    assert set(RUNNER_GRANT.list_scopes(KINDS)) == set(RECONCILER_GRANT.list_scopes(KINDS))
+    for namespace in RECONCILER_GRANT.namespaces:
+        for kind in RECONCILER_GRANT.kinds_in(namespace):
+            assert RUNNER_GRANT.allows("list", kind.group, kind.plural, namespace, None)
+            assert RUNNER_GRANT.allows("get", kind.group, kind.plural, namespace, "llama")
+            for verb in ("patch", "delete", "create", "update", "watch", "deletecollection"):
+                assert not RUNNER_GRANT.allows(verb, kind.group, kind.plural, namespace, "llama")
+    assert not RUNNER_GRANT.allows("list", DEPLOYMENT.group, DEPLOYMENT.plural, None, None)  # cluster-wide
+    assert not RUNNER_GRANT.allows("get", "", "namespaces", None, INFERENCE)
+    assert not RUNNER_GRANT.allows("list", "", "secrets", INFERENCE, None)
+    assert not RUNNER_GRANT.allows("get", DEPLOYMENT.group, DEPLOYMENT.plural, "kube-system", "coredns")
+
+
+def test_the_runner_rbac_is_roles_only_bound_to_its_own_group() -> None:
+    objects = RUNNER_GRANT.rbac_objects()
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    assert sorted((o["kind"], o["metadata"]["namespace"]) for o in objects) == [
+        ("Role", INFERENCE), ("Role", SYSTEM), ("RoleBinding", INFERENCE), ("RoleBinding", SYSTEM),
+    ]  # fmt: skip
+    assert {o["metadata"]["name"] for o in objects} == {RUNNER_RBAC_NAME}
+    for binding in (o for o in objects if o["kind"] == "RoleBinding"):
+        assert binding["subjects"][0]["name"] == RUNNER_GROUP
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": RUNNER_RBAC_NAME,
+        }
+    verbs = {verb for o in objects if o["kind"] == "Role" for rule in o["rules"] for verb in rule["verbs"]}
+    assert verbs == {"get", "list"}
+    names = {o["metadata"]["name"] for o in RECONCILER_GRANT.rbac_objects()}
+    assert names == {RECONCILER_RBAC_NAME} != {RUNNER_RBAC_NAME}  # the two grants' objects never collide
