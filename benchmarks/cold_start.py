@@ -70,6 +70,7 @@ print(json.dumps({"wall": (time.perf_counter() - start) * 1000, "cpu": (time.pro
 def build(scratch: Path) -> tuple[Path, Path, Path]:
     """The bundle with bytecode, the same without, and the runtime SDK stand-in (with bytecode)."""
     compiled = scratch / "bundle"
+    compiled.mkdir()  # CDK hands the bundler an existing, empty directory
     # The functions' own bundle (the lock's wheels, their hashes checked) when their Python is here.
     assert LocalPythonBundling(install_dependencies=MEASURED is RUNTIME, runtime=MEASURED).try_bundle(
         str(compiled),
