@@ -15,6 +15,8 @@ from types import TracebackType
 
 import httpx
 
+from gco.local.children import stop_child
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -59,12 +61,7 @@ class MotoServer:
     def stop(self) -> None:
         if self._process is None:
             return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        stop_child(self._process)
         self._process = None
 
     def __enter__(self) -> MotoServer:

@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
+from gco.local.children import stop_child
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key
@@ -95,12 +96,7 @@ class StandInProcess:
         self._http.close()
         if self._process is None:
             return
-        self._process.terminate()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(timeout=10)
+        stop_child(self._process)
         self._process = None
 
     def __enter__(self) -> StandInProcess:
