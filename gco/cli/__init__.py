@@ -12,15 +12,43 @@ from collections.abc import Sequence
 import click
 
 from gco import __version__
-from gco.cli.bench import bench
-from gco.cli.inference import inference
-from gco.cli.local import local
-from gco.cli.matrix import matrix
-from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
+from gco.cli.lazy import LazyGroup
 from gco.errors import GcoError
 
 
-@click.group()
+def _inference() -> click.Command:
+    from gco.cli.inference import inference
+    from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
+
+    for command in TRAFFIC_COMMANDS:
+        inference.add_command(command)
+    return inference
+
+
+def _local() -> click.Command:
+    from gco.cli.local import local
+
+    return local
+
+
+def _matrix() -> click.Command:
+    from gco.cli.matrix import matrix
+
+    return matrix
+
+
+def _bench() -> click.Command:
+    from gco.cli.bench import bench
+
+    return bench
+
+
+# Each group is imported when it is run (or listed by --help): `gco inference list` need not load
+# the benchmark's, the local stack's or the matrix's modules, which cost seconds of start-up.
+SUBCOMMANDS = {"inference": _inference, "local": _local, "matrix": _matrix, "bench": _bench}
+
+
+@click.group(cls=LazyGroup, lazy_subcommands=SUBCOMMANDS)
 @click.version_option(__version__, prog_name="gco")
 @click.option("--verbose", "-v", is_flag=True, help="Log what gco does to stderr.")
 def cli(verbose: bool) -> None:
@@ -30,14 +58,6 @@ def cli(verbose: bool) -> None:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
-
-
-for _command in TRAFFIC_COMMANDS:
-    inference.add_command(_command)
-cli.add_command(inference)
-cli.add_command(local)
-cli.add_command(matrix)
-cli.add_command(bench)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,10 +20,10 @@ import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RC: dict[str, Any] = {
     "svg.fonttype": "none",
@@ -46,7 +46,13 @@ _REFERENCE = re.compile(r'( id="|href="#|url\(#)([^")]+)')
 
 @contextmanager
 def _rc(extra: dict[str, Any] | None = None) -> Iterator[None]:
-    """matplotlib's defaults plus the report's settings (never a user's matplotlibrc), restored after."""
+    """matplotlib's defaults plus the report's settings (never a user's matplotlibrc), restored after.
+
+    matplotlib is imported here, not with the module: it is most of a second of start-up, and every
+    `gco` command imports the evidence package, while only a page with plots draws one.
+    """
+    import matplotlib
+
     with matplotlib.rc_context():
         matplotlib.rcdefaults()
         params: Any = matplotlib.rcParams  # typed by literal keys; ours are checked at run time
@@ -65,6 +71,8 @@ def _svg(figure: Figure, name: str) -> str:
 
 
 def _figure(height_in: float) -> Figure:
+    from matplotlib.figure import Figure  # imported when a plot is drawn (see `_rc`)
+
     with _rc():
         return Figure(figsize=(WIDTH_IN, max(height_in, 1.6)), layout="constrained")
 
