@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import boto3
 import httpx
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
+from gco import aws
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
@@ -140,7 +140,7 @@ def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, 
     Raises:
         InvokeFailedError: no AWS credentials are configured.
     """
-    credentials = boto3.session.Session().get_credentials()
+    credentials = aws.session().get_credentials()
     if credentials is None:
         raise InvokeFailedError("no AWS credentials to sign the request with (IAM-authorized API)")
     request = AWSRequest(method=method, url=url, data=body, headers={"content-type": "application/json"})

@@ -83,3 +83,23 @@ def test_loopback_endpoints_get_local_credentials(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("DYNAMODB_REGION", raising=False)
     monkeypatch.setenv("REGION", "eu-west-1")
     assert aws.home_region() == "eu-west-1"
+
+
+def test_clients_share_one_parsed_service_model_and_keep_gco_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-env")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-env")
+    first = aws.client("dynamodb", endpoint_url="http://127.0.0.1:1")
+    second = aws.client("dynamodb", endpoint_url="http://127.0.0.1:1")
+    # one parse of the model for both: their models wrap the very same description the loader cached
+    description = first.meta.service_model._service_description
+    assert second.meta.service_model._service_description is description
+    assert first.meta.service_model.service_name == "dynamodb"
+    # each client still reads the credentials the environment holds now, and gco's configuration
+    assert second._request_signer._credentials.access_key == "from-env"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rotated")
+    assert aws.client(
+        "dynamodb", endpoint_url="http://127.0.0.1:1"
+    )._request_signer._credentials.access_key == ("rotated")
+    config = second.meta.config
+    assert config.retries["mode"] == "adaptive" and config.read_timeout == aws.CLIENT_CONFIG.read_timeout
+    assert config.max_pool_connections == aws.MAX_POOL_CONNECTIONS
