@@ -97,9 +97,8 @@ def test_clients_share_one_parsed_service_model_and_keep_gco_config(monkeypatch:
     # each client still reads the credentials the environment holds now, and gco's configuration
     assert second._request_signer._credentials.access_key == "from-env"
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "rotated")
-    assert aws.client(
-        "dynamodb", endpoint_url="http://127.0.0.1:1"
-    )._request_signer._credentials.access_key == ("rotated")
-    config = second.meta.config
-    assert config.retries["mode"] == "adaptive" and config.read_timeout == aws.CLIENT_CONFIG.read_timeout
+    rotated = aws.client("dynamodb", endpoint_url="http://127.0.0.1:1")
+    assert rotated._request_signer._credentials.access_key == "rotated"
+    config: Any = second.meta.config  # botocore's Config declares its options at run time
+    assert config.retries["mode"] == "adaptive" and config.read_timeout == 30
     assert config.max_pool_connections == aws.MAX_POOL_CONNECTIONS
