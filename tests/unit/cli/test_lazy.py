@@ -68,3 +68,14 @@ def test_a_loader_returning_another_command_is_refused() -> None:
     group = LazyGroup("top", lazy_subcommands={"one": lambda: click.Command("two")})
     with pytest.raises(TypeError, match="returned the command 'two'"):
         group.get_command(click.Context(group), "one")
+
+
+def test_the_fake_engine_starts_without_pydantic() -> None:
+    """It starts once per benchmark cell and per local replica: its imports are its start-up."""
+    code = (
+        "import sys, gco.bench.fake_engine; print(sorted(m for m in sys.modules if m.startswith('pydantic')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
