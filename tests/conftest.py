@@ -53,6 +53,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "synthesized" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))
+    # The longest tests go first (a stable sort keeps the rest in collection order): pytest-xdist
+    # hands out work in this order, so no worker starts a minute-long test while the other idles at
+    # the end of the run.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def soak_enabled() -> bool:

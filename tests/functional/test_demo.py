@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gco.bench.process import group_members
 from gco.cli import main
@@ -19,6 +20,7 @@ from tests.functional.evidence.chromium import chromium_path
 from tests.functional.evidence.test_report_page import check_page
 
 
+@pytest.mark.slow
 def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> None:
     lines: list[str] = []
     walkthrough(lines.append, run_dir=tmp_path / "demo")

@@ -151,6 +151,7 @@ def _band(
     return mine / (theirs + overhead), (mine + overhead) / theirs
 
 
+@pytest.mark.slow
 def test_three_clip_engines_in_rounds_ratio_cis_hold_the_known_truth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

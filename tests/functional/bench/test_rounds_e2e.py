@@ -37,6 +37,7 @@ def realized_band(run: Path, speeds: dict[str, float], label: str, best: str) ->
     )
 
 
+@pytest.mark.slow
 def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     speeds = {"fast": 2.0, "mid": 1.5, "slow": 1.0}
     styles = {"fast": "vllm", "mid": "sglang", "slow": "tgi"}
@@ -130,6 +131,7 @@ def test_every_failure_path_is_named_and_the_run_completes(
             assert secret not in path.read_text(), path
 
 
+@pytest.mark.slow
 def test_load_mode_shares_the_reference_and_stops_adaptively(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

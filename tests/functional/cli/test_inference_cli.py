@@ -482,6 +482,7 @@ spec_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 @given(field=st.sampled_from(sorted(EndpointSpec.model_fields)), value=spec_values)
 def test_malformed_spec_files_change_nothing(

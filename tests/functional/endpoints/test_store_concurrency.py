@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis.stateful import get_state_machine_test
 
@@ -85,6 +86,7 @@ def run_machine(store: EndpointStore, min_steps: int, *, shrink: bool = True) ->
             break
 
 
+@pytest.mark.slow
 def test_concurrent_stale_actors_change_nothing(store: EndpointStore) -> None:
     run_machine(store, MIN_STEPS)
     print(f"stateful steps: {Tally.steps}; writes by staleness: {dict(sorted(Tally.kinds.items()))}")

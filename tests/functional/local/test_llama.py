@@ -33,6 +33,7 @@ def test_tgi_body_becomes_a_greedy_completion() -> None:
     assert tgi_completion({"inputs": "x"}, "m")["max_tokens"] > 0
 
 
+@pytest.mark.slow
 def test_invoke_gets_generated_text_from_llama_cpp(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="the llama extra is not installed (pip install -e '.[llama]')")
     state = tmp_path / "state"

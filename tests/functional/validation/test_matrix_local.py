@@ -108,6 +108,7 @@ def test_a_wrong_answer_fails_its_step_and_everything_is_destroyed(
     assert_nothing_left(stack, store, "b1")
 
 
+@pytest.mark.slow
 def test_an_hpa_stuck_at_one_fails(make_stack: StackFactory, store: EndpointStore, tmp_path: Path) -> None:
     stack = make_stack()
     stack.autoscalers[EAST].stuck = True

@@ -38,6 +38,7 @@ def _checkpoint(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
+@pytest.mark.slow
 def test_a_crash_after_deploy_then_resume_deploys_nothing_again(
     make_stack: StackFactory,
     store: EndpointStore,

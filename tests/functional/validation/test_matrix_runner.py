@@ -60,6 +60,7 @@ def test_matrix_job_command_lines(tmp_path: Path) -> None:
             message("e", **bad)
 
 
+@pytest.mark.slow
 def test_a_matrix_job_succeeds_with_heartbeats_and_its_evidence_in_s3(
     make_stack: StackFactory,
     store: EndpointStore,
