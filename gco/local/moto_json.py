@@ -73,5 +73,5 @@ def install() -> None:  # pragma: no cover - runs in the moto server process
         result = self.backend.get_records(self._get_param("ShardIterator"), 1000 if limit is None else limit)
         return records_body(result)
 
-    DynamoResult.execute_result = execute_result  # type: ignore[method-assign,assignment]
-    DynamoDBStreamsHandler.get_records = get_records  # type: ignore[method-assign,assignment]
+    DynamoResult.execute_result = execute_result
+    DynamoDBStreamsHandler.get_records = get_records

@@ -7,6 +7,7 @@ neither lists would go unchecked without anyone noticing: these tests fail inste
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import subprocess
@@ -15,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-# What an override may set: where a third party ships no types. Anything else would relax strictness.
-OVERRIDE_KEYS = {"module", "ignore_missing_imports"}
+# What an override may set: where a third party ships no types, or which third parties mypy need not
+# follow. Anything else would relax strictness.
+OVERRIDE_KEYS = {"module", "ignore_missing_imports", "follow_imports"}
+# The packages whose modules are followed only where the project imports them (pyproject's [tool.mypy]).
+FOLLOWED_WHERE_IMPORTED = "aws_cdk"
 
 
 def tracked_python_roots() -> set[str]:
@@ -67,6 +71,35 @@ def test_mypy_overrides_only_name_untyped_third_parties() -> None:
         assert set(override) <= OVERRIDE_KEYS, override
         modules = override["module"] if isinstance(override["module"], list) else [override["module"]]
         assert not any(module.split(".")[0] in tracked_python_roots() for module in modules), override
+
+
+def imported_modules(package: str) -> set[str]:
+    """Every module of `package` that the project's tracked Python imports (`from package import x`
+    names the submodule `package.x` where x is lower case, as aws_cdk's service modules are)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    found: set[str] = set()
+    for path in listed:
+        for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.split(".")[0] == package)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+                found.add(node.module or "")
+                if node.module == package:
+                    found.update(f"{package}.{a.name}" for a in node.names if a.name.islower())
+    return found
+
+
+def test_mypy_follows_every_aws_cdk_module_the_project_imports() -> None:
+    overrides = mypy_config().get("overrides", [])
+    skipped = [o for o in overrides if o.get("follow_imports") == "skip"]
+    assert any(f"{FOLLOWED_WHERE_IMPORTED}.*" in o["module"] for o in skipped)
+    followed = {m for o in overrides if o.get("follow_imports") == "normal" for m in o["module"]}
+    imported = imported_modules(FOLLOWED_WHERE_IMPORTED)
+    assert "aws_cdk.aws_eks_v2" in imported  # the walk finds what the stacks import
+    assert sorted(imported - followed) == [], "add these to the follow_imports = normal override"
+    assert all(o["follow_imports"] in ("skip", "normal") for o in overrides if "follow_imports" in o)
 
 
 def test_ruff_lints_and_format_checks_every_top_level_folder_of_python() -> None:
