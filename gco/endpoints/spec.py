@@ -70,10 +70,23 @@ def unsafe_location(value: Any) -> tuple[str | int, ...] | None:
     return None
 
 
+# Every field of the spec's models that can hold text (a str, or a list or dict holding str), each
+# checked for control and invisible characters by `_Strict`. Named rather than "*": a validator on
+# every field also wraps each number, boolean, literal and nested model (values it can never refuse),
+# and pydantic builds each wrapper (inspecting the validator) when the models are defined, at every
+# Lambda cold start. tests/unit/endpoints/test_spec.py checks that no text field is left out.
+TEXT_FIELDS = (
+    *("image", "gpu_type", "model_id", "model_revision", "model_source", "health_check_path"),
+    *("env", "command", "args", "extra_args", "node_selector"),
+    *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
+    "proxy_image",
+)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
 
-    @field_validator("*", mode="after")
+    @field_validator(*TEXT_FIELDS, mode="after", check_fields=False)
     @classmethod
     def _no_control_characters(cls, value: Any) -> Any:
         found = unsafe_location(value)
