@@ -2,17 +2,17 @@
 
 The bundle is the one the project's bundling builds for the functions (handlers, gco, the lock's
 wheels, bytecode compiled by the functions' Python: `stacks.bundling.compile_bundle`), measured with
-that Python (`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for this
-interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so. Each
-measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the path
-but the bundle, a copy of the AWS SDK standing in for the runtime's, and the standard library), no
-bytecode written (`-B`: Lambda's task root is read-only), Lambda's environment variables set (so
-Powertools runs as in Lambda). The figure is the handler module's import, timed inside the process
-as CPU time (what the import costs, and what a quiet machine's wall clock shows) and as wall time
-(inflated by whatever else the machine runs); the median of --runs fresh processes. Printed beside
-it: the same bundle without bytecode (what a build on a different Python ships) and `import boto3`
-alone, measured the same way in the same run, as the baseline no handler can go below. Target: each
-handler under 300 ms with bytecode.
+that Python (`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for
+this interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so.
+Each measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the
+path but the bundle, a copy of the AWS SDK standing in for the runtime's, and the standard library),
+no bytecode written (`-B`: Lambda's task root is read-only), Lambda's environment variables set (so
+Powertools runs as in Lambda), and those the stack sets on the functions (`BUNDLE_ENVIRONMENT`). The
+figure is the handler module's import, timed inside the process as CPU time (what the import costs,
+and what a quiet machine's wall clock shows) and as wall time (inflated by whatever else the machine
+runs); the median of --runs fresh processes. Printed beside it: the same bundle without bytecode
+(what a build on a different Python ships) and `import boto3` alone, measured the same way in the
+same run, as the baseline no handler can go below. Target: each handler under 300 ms with bytecode.
 
     .venv/bin/python benchmarks/cold_start.py [--runs 7]
 """
@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from aws_cdk import aws_lambda as lambda_  # noqa: E402
 
 from stacks.bundling import (  # noqa: E402
+    BUNDLE_ENVIRONMENT,
     LOCK,
     RUNTIME,
     TASK_ROOT,
@@ -124,6 +125,7 @@ def cold_import_ms(module: str, bundle: Path, runtime: Path, probe: Path) -> dic
         "AWS_LAMBDA_FUNCTION_NAME": f"gco-{module}",
         "LAMBDA_TASK_ROOT": TASK_ROOT,
         "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
+        **BUNDLE_ENVIRONMENT,  # what the stack sets on the functions
     }
     done = subprocess.run(
         [INTERPRETER, "-I", "-S", "-B", str(probe), str(bundle), str(runtime), module],

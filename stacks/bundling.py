@@ -66,6 +66,10 @@ _GLIBC_AL2023, _GLIBC_AL2, _GLIBC_MANYLINUX2014 = 34, 26, 17
 _MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}
 # Where Lambda unpacks the bundle (LAMBDA_TASK_ROOT): the path the bytecode names in tracebacks.
 TASK_ROOT = "/var/task"
+# Environment variables of every function running the bundle. No wheel of the lock is a pydantic
+# plugin, so pydantic is told not to look for one: otherwise building the first model (at each cold
+# start) reads the entry points of every distribution on the function's path.
+BUNDLE_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 # An interpreter of the functions' Python to compile the bundle with, when this one is another.
 BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
 

@@ -19,7 +19,7 @@ from constructs import Construct
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
-from stacks.bundling import ARCHITECTURE, RUNTIME
+from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.iam import managed_role, statement
 
 TABLE_ACTIONS = [
@@ -161,7 +161,11 @@ class Reconciler(Construct):
                 memory_size=512,
                 timeout=Duration.seconds(timeout),
                 reserved_concurrent_executions=STREAM_RESERVED_CONCURRENCY if kind == "stream" else 1,
-                environment={**environment.to_env(), "POWERTOOLS_SERVICE_NAME": f"gco-{kind}"},
+                environment={
+                    **environment.to_env(),
+                    **BUNDLE_ENVIRONMENT,
+                    "POWERTOOLS_SERVICE_NAME": f"gco-{kind}",
+                },
                 environment_encryption=key,
                 tracing=lambda_.Tracing.ACTIVE,
                 vpc=vpc,

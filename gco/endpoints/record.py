@@ -4,7 +4,8 @@ Records are parsed at the store edge; a record written by an older gco (no lifec
 parses, with `is_legacy` true until `ensure_lifecycle_metadata` back-fills it.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 from typing import Any, Literal, get_args
 

@@ -4,10 +4,11 @@ Strict means a bool is not an int, a string is not a number, and unknown keys ar
 `parse_spec` turns any validation failure into one `InvalidSpecError` naming the field.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -70,10 +71,23 @@ def unsafe_location(value: Any) -> tuple[str | int, ...] | None:
     return None
 
 
+# Every field of the spec's models that can hold text (a str, or a list or dict holding str), each
+# checked for control and invisible characters by `_Strict`. Named rather than "*": a validator on
+# every field also wraps each number, boolean, literal and nested model (values it can never refuse),
+# and pydantic builds each wrapper (inspecting the validator) when the models are defined, at every
+# Lambda cold start. tests/unit/endpoints/test_spec.py checks that no text field is left out.
+TEXT_FIELDS = (
+    *("image", "gpu_type", "model_id", "model_revision", "model_source", "health_check_path"),
+    *("env", "command", "args", "extra_args", "node_selector"),
+    *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
+    "proxy_image",
+)
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, validate_default=True)
 
-    @field_validator("*", mode="after")
+    @field_validator(*TEXT_FIELDS, mode="after", check_fields=False)
     @classmethod
     def _no_control_characters(cls, value: Any) -> Any:
         found = unsafe_location(value)
@@ -118,7 +132,7 @@ class Toleration(_Strict):
     toleration_seconds: Annotated[int, Field(ge=0)] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> Toleration:
+    def _check(self) -> Self:
         if self.operator == "Exists" and self.value:
             raise FieldValueError("value", "must be empty when operator is Exists")
         if self.toleration_seconds is not None and self.effect != "NoExecute":
@@ -138,7 +152,7 @@ class AutoscalingMetric(_Strict):
     target: Annotated[float, Field(gt=0)]
 
     @model_validator(mode="after")
-    def _check(self) -> AutoscalingMetric:
+    def _check(self) -> Self:
         if self.type in PERCENT_METRICS and not 1 <= self.target <= 100:
             raise FieldValueError("target", f"a {self.type} target is a percent from 1 to 100")
         return self
@@ -151,7 +165,7 @@ class Autoscaling(_Strict):
     metrics: list[AutoscalingMetric] = Field(default_factory=list, max_length=8)
 
     @model_validator(mode="after")
-    def _check(self) -> Autoscaling:
+    def _check(self) -> Self:
         if self.min_replicas > self.max_replicas:
             raise FieldValueError("min_replicas", "must not exceed max_replicas")
         kinds = [metric.type for metric in self.metrics]
@@ -206,7 +220,7 @@ class Mooncake(_Strict):
         return None if value is None else _image(value)
 
     @model_validator(mode="after")
-    def _check(self) -> Mooncake:
+    def _check(self) -> Self:
         if self.mode in ("disaggregated", "both") and self.proxy_image is None:
             raise FieldValueError("proxy_image", "is required for disaggregated serving")
         return self
@@ -287,7 +301,7 @@ class EndpointSpec(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _check(self) -> EndpointSpec:
+    def _check(self) -> Self:
         if self.mooncake is not None and self.canary is not None:
             raise FieldValueError("canary", "cannot be used together with mooncake")
         if self.require_digest:

@@ -14,9 +14,11 @@ GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addo
 the writer and the reader.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 from collections.abc import Mapping
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -84,7 +86,7 @@ class ReconcilerEnvironment(BaseModel):
         return env
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> ReconcilerEnvironment:
+    def from_env(cls, env: Mapping[str, str]) -> Self:
         """Parse the function's environment; an empty variable counts as unset.
 
         Raises:

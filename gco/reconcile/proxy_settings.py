@@ -2,9 +2,11 @@
 carried to the reconciler in one environment variable, and read by the proxy renderers.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 import re
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -64,7 +66,7 @@ class ProxySettings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _bounds(self) -> ProxySettings:
+    def _bounds(self) -> Self:
         if self.min_replicas > self.max_replicas:
             raise ValueError("needs min_replicas <= max_replicas")
         return self

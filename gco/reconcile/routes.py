@@ -19,7 +19,8 @@ deployed proxy. Upstream hosts are validated (`<service>.<namespace>.svc`, a por
 object edited by hand cannot inject configuration.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 import re
 from collections.abc import Iterable, Mapping

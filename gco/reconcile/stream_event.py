@@ -9,7 +9,8 @@ event class it pulls in) was a fifth of the stream function's cold import, for a
 lines (`handler.py`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
+# evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 from typing import Any
 

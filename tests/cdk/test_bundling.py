@@ -75,7 +75,10 @@ def test_the_bundle_holds_exactly_the_modules_the_handlers_import(tmp_path: Path
     bundling = LocalPythonBundling(install_dependencies=False, runtime=OTHER_PYTHON)
     assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
     bundled = {str(path.relative_to(tmp_path)) for path in (tmp_path / "gco").rglob("*.py")}
-    assert bundled == imported_by_handlers()
+    # modulefinder also follows imports under `if TYPE_CHECKING:`, which never run: the lazy face of
+    # `gco.endpoints` names the table module there only (no handler creates the table).
+    assert bundled == imported_by_handlers() - {"gco/endpoints/table.py"}
+    assert "gco/endpoints/table.py" not in bundled
     # Imported only inside a function (the EKS client, built on the first invocation): still shipped.
     assert "gco/reconcile/eks.py" in bundled
     # The stand-in API server and the local reconcilers live with the local stack, which no handler imports.

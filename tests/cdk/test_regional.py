@@ -87,6 +87,7 @@ def test_functions_in_vpc_traced_named_with_environment(regional_template: Any) 
                             "RECONCILER_REGION": OTHER,
                             "DYNAMODB_REGION": HOME,
                             "INFERENCE_ENDPOINTS_TABLE_NAME": "gco-inference-endpoints",
+                            "PYDANTIC_DISABLE_PLUGINS": "__all__",
                         }
                     )
                 },

@@ -25,7 +25,7 @@ import pytest
 from gco.endpoints import EndpointStore
 from gco.local.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
-from stacks.bundling import LOCK, RUNTIME_PROVIDED, LocalPythonBundling
+from stacks.bundling import BUNDLE_ENVIRONMENT, LOCK, RUNTIME_PROVIDED, LocalPythonBundling
 from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -137,6 +137,7 @@ def run_handler(
         "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}",
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         "POWERTOOLS_METRICS_NAMESPACE": "gco-test",
+        **BUNDLE_ENVIRONMENT,  # what the stack sets on the functions
     }
     done = subprocess.run(
         [sys.executable, "-I", "-S", str(DRIVER), json.dumps(config)],

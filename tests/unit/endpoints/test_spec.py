@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from gco.endpoints import InvalidSpecError, parse_spec, spec_json_schema
+from gco.endpoints import spec as spec_module
 from gco.endpoints.spec import EndpointSpec, field_path
 
 DIGEST = "sha256:" + "a" * 64
@@ -231,3 +233,78 @@ def test_unknown_keys_are_refused(extra: str) -> None:
 def test_a_bool_is_never_an_int(value: bool) -> None:
     for field in ("port", "replicas", "gpu_count"):
         refuse({**BASE, field: value}, f"spec.{field}")
+
+
+# Every text field of the spec's models, in a spec that is valid but for one control character there.
+CONTROL_IN_TEXT = [
+    ({"image": "vllm\x00"}, "spec.image"),
+    ({"gpu_type": "h100\x1b", "gpu_count": 1}, "spec.gpu_type"),
+    ({"model_id": "meta/llama\u202e"}, "spec.model_id"),
+    ({"model_revision": "main\x07"}, "spec.model_revision"),
+    ({"model_source": "s3://bucket/m\x00"}, "spec.model_source"),
+    ({"health_check_path": "/health\u2028"}, "spec.health_check_path"),
+    ({"env": {"TOKEN": "a\x00b"}}, "spec.env.TOKEN"),
+    ({"env": {"TO\x1bKEN": "ab"}}, "spec.env['TO\\x1bKEN']"),
+    ({"command": ["python", "-c\x00"]}, "spec.command[1]"),
+    ({"args": ["--port\n"]}, "spec.args[0]"),
+    ({"extra_args": ["--x\u200b"]}, "spec.extra_args[0]"),
+    ({"node_selector": {"zone": "a\x00"}}, "spec.node_selector.zone"),
+    ({"resources": {"requests": {"cpu": "1\x00"}}}, "spec.resources.requests.cpu"),
+    ({"resources": {"limits": {"memory": "1Gi\n"}}}, "spec.resources.limits.memory"),
+    ({"tolerations": [{"key": "gpu\x00", "operator": "Exists"}]}, "spec.tolerations[0].key"),
+    ({"tolerations": [{"key": "gpu", "value": "yes\x1b"}]}, "spec.tolerations[0].value"),
+    ({"canary": {"image": "vllm:2\x00"}}, "spec.canary.image"),
+    (
+        {"mooncake": {"mode": "store", "store_global_segment_size": "4Gi\x00"}},
+        "spec.mooncake.store_global_segment_size",
+    ),
+    (
+        {"mooncake": {"mode": "store", "store_local_buffer_size": "1Gi\u202e"}},
+        "spec.mooncake.store_local_buffer_size",
+    ),
+    ({"mooncake": {"proxy_image": "proxy:1\x00"}}, "spec.mooncake.proxy_image"),
+]
+
+
+# Fields with a pattern: the pattern refuses the character first, with its own message.
+PATTERNED = {"spec.gpu_type", "spec.model_revision"}
+
+
+@pytest.mark.parametrize(("change", "field"), CONTROL_IN_TEXT)
+def test_a_control_character_in_any_text_field_is_refused_naming_it(
+    change: dict[str, Any], field: str
+) -> None:
+    message = refuse({**BASE, **change}, field)
+    assert field in PATTERNED or message == "holds a control or invisible character"
+
+
+def holds_text(annotation: Any) -> bool:
+    """Whether a value of this type can hold a str anywhere (a literal's values are the model's own)."""
+    if annotation is str:
+        return True
+    if get_origin(annotation) is Literal:
+        return False
+    return any(holds_text(argument) for argument in get_args(annotation))
+
+
+def spec_models() -> list[type[BaseModel]]:
+    """Every model of the spec (the subclasses of its strict base, at any depth)."""
+    found: list[type[BaseModel]] = [spec_module._Strict]
+    for model in found:
+        found.extend(model.__subclasses__())
+    return found[1:]
+
+
+def test_every_text_field_is_checked_for_control_characters() -> None:
+    text_fields = {
+        (model.__name__, name)
+        for model in spec_models()
+        for name, info in model.model_fields.items()
+        if holds_text(info.annotation)
+    }
+    assert {name for _, name in text_fields} == set(spec_module.TEXT_FIELDS)
+    # The check's own list names no field that cannot hold text, in any model.
+    for model in spec_models():
+        for name in set(spec_module.TEXT_FIELDS) & set(model.model_fields):
+            assert (model.__name__, name) in text_fields
+    assert len(spec_models()) == 8
