@@ -306,13 +306,17 @@ def main() -> None:
             print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
             runs: dict[str, list[float]] = {}
             for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
+                moto_before = moto.cpu_seconds()
                 values, cpu = write_to_applied(moto, endpoints, args.window, mode, args.standin)
+                moto_after = moto.cpu_seconds()
                 runs[mode] = values
                 print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes
                     f"  write-to-applied {label:>19}: p50 {percentile(values, 50):7.3f} s"
                     f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {cpu:.1f} s)",
                     flush=True,
                 )
+                if moto_before is not None and moto_after is not None:
+                    print(f"    moto server's CPU meanwhile: {moto_after - moto_before:.1f} s", flush=True)
             stream, polled = runs["stream"], runs["sweep"]
             ratio = percentile(polled, 99) / percentile(stream, 99)
             ratios.append(ratio)

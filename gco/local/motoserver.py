@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import TracebackType
 
 import httpx
@@ -65,6 +66,18 @@ class MotoServer:
         if self._control is None:
             raise RuntimeError("the moto server is not started")
         self._control.post("/moto-api/reset").raise_for_status()
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds (user and system) the server process has used so far (for benchmarks), from
+        /proc; None where there is no /proc or the server is not running."""
+        if self._process is None:
+            return None
+        try:
+            stat = Path(f"/proc/{self._process.pid}/stat").read_text(encoding="ascii")
+        except OSError:
+            return None
+        fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
     def stop(self) -> None:
         if self._control is not None:

@@ -132,15 +132,15 @@ class Reconciler:
             report = self._ensure_system_locked(observed)
             while self._routes_stale.is_set():  # a route changed since `observed` was listed
                 self._routes_stale.clear()
-                report = self._ensure_system_locked(None, namespaces=False)
+                report = self._ensure_system_locked(None, full=False)
         if self._routes_stale.is_set():
             self.refresh_routes()
         return report
 
     def _ensure_system_locked(
-        self, observed: Sequence[dict[str, Any]] | None, *, namespaces: bool = True
+        self, observed: Sequence[dict[str, Any]] | None, *, full: bool = True
     ) -> SystemReport:
-        report = ensure_system(self.cluster, self.settings, self.grant, observed, namespaces=namespaces)
+        report = ensure_system(self.cluster, self.settings, self.grant, observed, full=full)
         self.system_ready = True
         if report.applied:
             log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
@@ -203,7 +203,7 @@ class Reconciler:
             try:
                 while self._routes_stale.is_set():
                     self._routes_stale.clear()
-                    self._ensure_system_locked(None, namespaces=False)
+                    self._ensure_system_locked(None, full=False)
             finally:
                 self._system_lock.release()
 

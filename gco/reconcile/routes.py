@@ -22,6 +22,7 @@ object edited by hand cannot inject configuration.
 # No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
 # evaluate every string annotation when the models are defined, at each Lambda cold start.
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -43,6 +44,7 @@ HEALTH_PATH = "/healthz"
 CONFIG_DIR = "/etc/gco-proxy"
 TLS_DIR = "/tls"
 RESOLVER = f"kube-dns.kube-system.svc.{CLUSTER_DOMAIN}"
+ROUTE_CACHE_SIZE = 8192  # validated routes kept (see `_route`): a few times the design's 1,000 endpoints
 
 
 class Route(BaseModel):
@@ -90,13 +92,25 @@ def _route_of(obj: Mapping[str, Any]) -> Route | None:
         return None
     canary = annotations.get(CANARY_UPSTREAM_ANNOTATION)
     weight = annotations.get(CANARY_WEIGHT_ANNOTATION, "0")
+    return _route(
+        labels_of(obj).get(ENDPOINT_LABEL, ""),
+        str(path),
+        str(upstream),
+        None if canary is None else str(canary),
+        int(weight) if canary and str(weight).isdigit() else 0,
+    )
+
+
+@functools.lru_cache(maxsize=ROUTE_CACHE_SIZE)
+def _route(endpoint: str, path: str, upstream: str, canary: str | None, weight: int) -> Route | None:
+    """The validated Route of these values, or None if they are invalid.
+
+    Kept: a route refresh reads every route of the Region, nearly all of them unchanged since the
+    last refresh, and a Route is immutable (frozen), so an unchanged route is validated once.
+    """
     try:
         return Route(
-            endpoint=labels_of(obj).get(ENDPOINT_LABEL, ""),
-            path=str(path),
-            upstream=upstream,
-            canary_upstream=canary,
-            canary_weight=int(weight) if canary and weight.isdigit() else 0,
+            endpoint=endpoint, path=path, upstream=upstream, canary_upstream=canary, canary_weight=weight
         )
     except ValueError:
         return None  # an invalid route (edited by hand) is left out, never rendered into the config

@@ -18,6 +18,8 @@ from typing import Any
 
 from gco.reconcile.access import Grant
 from gco.reconcile.objects import (
+    CONFIG_MAP,
+    DEPLOYMENT,
     HASH_ANNOTATION,
     INGRESS,
     MANAGED_BY,
@@ -31,11 +33,14 @@ from gco.reconcile.objects import (
     kind_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.render_proxy import render_proxy
+from gco.reconcile.render_proxy import PROXY_CONFIG, PROXY_DEPLOYMENT, render_proxy
 from gco.reconcile.routes import RouteTable, route_table
 from gco.reconcile.settings import RenderSettings
 
 ROUTE_ROLE = "route"
+# The proxy's objects rendered from the route table: its configuration, and the Deployment whose pod
+# template carries the configuration's digest.
+ROUTE_DEPENDENT = frozenset({(CONFIG_MAP, PROXY_CONFIG), (DEPLOYMENT, PROXY_DEPLOYMENT)})
 
 
 @dataclass
@@ -73,24 +78,27 @@ def ensure_system(
     grant: Grant,
     observed: Iterable[Mapping[str, Any]] | None = None,
     *,
-    namespaces: bool = True,
+    full: bool = True,
 ) -> SystemReport:
     """Apply gco's namespaces and the proxy where they differ from what is rendered.
 
     Parameters:
         observed: managed objects already listed (the sweep's snapshot); None lists the routes afresh
             (the route Ingresses, which the renderer puts in the system namespace only: one list).
-        namespaces: check the namespaces too (on start and in the sweep; a route refresh after a
-            reconcile skips them: they were ensured before any endpoint was applied).
+        full: check every object (on start and in the sweep). A route refresh after a reconcile
+            (False) checks only what the route table is rendered into, the proxy's ConfigMap and
+            Deployment (its configuration digest): the namespaces, the proxy's Service and its
+            autoscaler do not depend on the routes and were ensured before any endpoint was applied.
     """
     report = SystemReport()
-    for obj in namespace_objects(grant.namespaces) if namespaces else ():
+    for obj in namespace_objects(grant.namespaces) if full else ():
         _apply_if_changed(cluster, obj, report)
     route_labels = {MANAGED_BY: MANAGER, ROLE_LABEL: ROUTE_ROLE}
     listed = cluster.list_in(INGRESS, SYSTEM_NAMESPACE, route_labels) if observed is None else observed
     report.routes = route_table(route_objects(listed))
     for obj in render_proxy(settings.proxy, report.routes):
-        _apply_if_changed(cluster, obj, report)
+        if full or (kind_of(obj), ObjectRef.of(obj).name) in ROUTE_DEPENDENT:
+            _apply_if_changed(cluster, obj, report)
     return report
 
 

@@ -93,7 +93,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._send(code, body)
 
-    def _dispatch(self, method: str, raw: bytes, identity: Identity) -> tuple[int, dict[str, Any]]:
+    def _dispatch(self, method: str, raw: bytes, identity: Identity) -> tuple[int, dict[str, Any] | bytes]:
         api = self.server_api
         url = urlparse(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
@@ -118,19 +118,17 @@ class Handler(BaseHTTPRequestHandler):
         if not kind.namespaced:
             namespace = ""
         if method == "GET" and name is None:
-            items, version = api.store.list(kind, namespace, query.get("labelSelector", ""))
+            items, version = api.store.list_encoded(kind, namespace, query.get("labelSelector", ""))
             start = int(query.get("continue") or 0)
             limit = int(query.get("limit") or 0) or len(items) or 1
             meta: dict[str, Any] = {"resourceVersion": version}
             if start + limit < len(items):
                 meta["continue"] = str(start + limit)
-            page = items[start : start + limit]
-            return 200, {
-                "kind": f"{kind.kind}List",
-                "apiVersion": kind.api_version,
-                "metadata": meta,
-                "items": page,
-            }
+            head = json.dumps({"kind": f"{kind.kind}List", "apiVersion": kind.api_version, "metadata": meta})
+            # The items are already JSON (the store keeps each object's): spliced in, not re-encoded.
+            return 200, b"".join(
+                (head[:-1].encode(), b', "items": [', b", ".join(items[start : start + limit]), b"]}")
+            )
         if namespace is None or name is None:
             return 405, _status(405, f"{method} needs a namespaced object path")
         if method == "GET":
@@ -150,8 +148,11 @@ class Handler(BaseHTTPRequestHandler):
             kind, namespace, name, body, query["fieldManager"], query.get("force") == "true"
         )
 
-    def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+    def _send(
+        self, code: int, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """Answer `body` as JSON (bytes are JSON already)."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
             self.send_response(code)
             self.send_header("Content-Type", "application/json")

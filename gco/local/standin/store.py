@@ -11,7 +11,8 @@ injection are the other modules of this package.
 
 from __future__ import annotations
 
-import copy
+import builtins
+import json
 import threading
 import time
 import uuid
@@ -26,6 +27,7 @@ from gco.reconcile.objects import KINDS, NAMESPACE, SYSTEM_KINDS, Kind
 
 Key = tuple[str, str, str]  # (plural, namespace or "", name)
 PREEXISTING_NAMESPACES = ("default", "kube-system")
+DEPLOYMENT_KIND = "Deployment"  # the one kind whose rendered status follows the clock
 SERVER_METADATA = (
     "uid",
     "resourceVersion",
@@ -55,6 +57,21 @@ class _Stored:
     managed: dict[str, str] = field(default_factory=dict)
     merged: dict[str, Any] = field(default_factory=dict)  # the managers' configurations, merged
     status: dict[str, Any] | None = None  # written through the status subresource (a controller)
+    # The rendered object's JSON and the resourceVersion it was rendered at (see `list_encoded`).
+    encoded: tuple[int, bytes] | None = None
+
+
+def tree_copy(value: Any) -> Any:
+    """A deep copy of a JSON document (dicts, lists, scalars): what `copy.deepcopy` returns for one,
+    several times faster (no memo, no reduce protocol). The store copies every object it renders
+    (each list answer copies every object listed), so this is most of the server's CPU per call."""
+    if isinstance(value, dict):
+        return {key: tree_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [tree_copy(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple([tree_copy(item) for item in value])
+    return value
 
 
 def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
@@ -62,7 +79,7 @@ def _merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping) and isinstance(base.get(key), dict):
             _merge(base[key], value)
         else:
-            base[key] = copy.deepcopy(value)
+            base[key] = tree_copy(value)
 
 
 def _leaves(obj: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -155,21 +172,48 @@ class ObjectStore:
     ) -> tuple[list[dict[str, Any]], str]:
         """The objects of `kind` (in `namespace`, or all) matching the selector, and the list's version."""
         with self._lock:
-            self._expire()
-            candidates = self._index.candidates(label_selector)
-            scope = (
-                self._objects.items()
-                if candidates is None
-                else ((key, self._objects[key]) for key in candidates if key in self._objects)
-            )
-            matched = [
-                (key, stored)
-                for key, stored in scope
-                if stored.kind == kind
-                and (namespace is None or key[1] == namespace)
-                and matches(stored.merged.get("metadata", {}).get("labels") or {}, label_selector)
-            ]
-            return [self._render(stored, key) for key, stored in sorted(matched)], str(self._version)
+            matched = self._matching(kind, namespace, label_selector)
+            return [self._render(stored, key) for key, stored in matched], str(self._version)
+
+    def list_encoded(
+        self, kind: Kind, namespace: str | None, label_selector: str
+    ) -> tuple[builtins.list[bytes], str]:
+        """`list` with each object as its JSON, as the HTTP face answers it.
+
+        An object's JSON is kept until its resourceVersion changes (every change of what is
+        rendered bumps it), except a Deployment's, whose status follows the clock and the replica
+        source: a list of unchanged objects costs no copy and no encoding, as the real API server
+        answers lists from its watch cache rather than re-reading and re-encoding every object.
+        """
+        with self._lock:
+            matched = self._matching(kind, namespace, label_selector)
+            return [self._encoded(stored, key) for key, stored in matched], str(self._version)
+
+    def _matching(
+        self, kind: Kind, namespace: str | None, label_selector: str
+    ) -> builtins.list[tuple[Key, _Stored]]:
+        """The stored objects a list answers, sorted by key (call with the lock held)."""
+        self._expire()
+        candidates = self._index.candidates(label_selector)
+        scope = (
+            self._objects.items()
+            if candidates is None
+            else ((key, self._objects[key]) for key in candidates if key in self._objects)
+        )
+        return sorted(
+            (key, stored)
+            for key, stored in scope
+            if stored.kind == kind
+            and (namespace is None or key[1] == namespace)
+            and matches(stored.merged.get("metadata", {}).get("labels") or {}, label_selector)
+        )
+
+    def _encoded(self, stored: _Stored, key: Key) -> bytes:
+        if stored.kind.kind == DEPLOYMENT_KIND:
+            return json.dumps(self._render(stored, key)).encode()
+        if stored.encoded is None or stored.encoded[0] != stored.resource_version:
+            stored.encoded = (stored.resource_version, json.dumps(self._render(stored, key)).encode())
+        return stored.encoded[1]
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -195,7 +239,7 @@ class ObjectStore:
             if stored.status != new:
                 self._version += 1
                 stored.resource_version = self._version
-                stored.status = copy.deepcopy(dict(new))
+                stored.status = tree_copy(dict(new))
             return True
 
     def apply(
@@ -213,7 +257,7 @@ class ObjectStore:
             )
         if meta.get("name") != name or meta.get("namespace", namespace) != namespace:
             return 400, status(400, "metadata.name/namespace do not match the path")
-        config = copy.deepcopy(body)
+        config = tree_copy(body)
         config.pop("status", None)
         for server_field in SERVER_METADATA:
             config["metadata"].pop(server_field, None)
@@ -328,7 +372,7 @@ class ObjectStore:
         return merged
 
     def _render(self, stored: _Stored, key: Key) -> dict[str, Any]:
-        obj = copy.deepcopy(stored.merged)
+        obj: dict[str, Any] = tree_copy(stored.merged)
         meta = obj.setdefault("metadata", {})
         meta.update(
             name=key[2],
@@ -351,10 +395,10 @@ class ObjectStore:
         if stored.deleting_since is not None:
             meta["deletionTimestamp"] = stored.created
         if stored.status is not None:
-            obj["status"] = copy.deepcopy(stored.status)
+            obj["status"] = tree_copy(stored.status)
         if stored.kind == NAMESPACE:
             obj["status"] = {"phase": "Terminating" if stored.deleting_since is not None else "Active"}
-        if stored.kind.kind == "Deployment":
+        if stored.kind.kind == DEPLOYMENT_KIND:
             obj["status"] = self._deployment_status(stored, obj)
         return obj
 

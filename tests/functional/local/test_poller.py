@@ -132,3 +132,15 @@ def test_records_a_full_batch_held_back_are_delivered_next_without_a_new_read(
     assert sorted(delivered) == sorted([*first, other]) and len(delivered) == 4
     assert calls["GetRecords"] == 1
     assert poller.poll_once() == 0 and calls["GetRecords"] == 2
+
+
+def test_the_moto_server_reports_the_cpu_it_used(moto: MotoServer) -> None:
+    """What the latency benchmark prints beside each row: the server's CPU grows with its work."""
+    before = moto.cpu_seconds()
+    assert before is not None and before > 0  # it imported moto at least
+    client = aws.client("dynamodb", endpoint_url=moto.url)
+    for _ in range(50):
+        client.list_tables()
+    after = moto.cpu_seconds()
+    assert after is not None and after > before
+    assert MotoServer().cpu_seconds() is None  # not started

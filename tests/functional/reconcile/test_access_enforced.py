@@ -141,6 +141,21 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
     assert routes(api) == []
 
 
+def test_a_route_refresh_reads_the_routes_and_only_what_they_are_rendered_into(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    """After a reconcile that changed a route: one list of the routes, then the proxy's ConfigMap
+    and Deployment (its configuration digest); the namespaces, Service and autoscaler are left to
+    the start and the sweep."""
+    reconciler = build(api, store)
+    reconciler.ensure_system()
+    reads = api.requests["GET"]
+    reconciler.refresh_routes()
+    assert api.requests["GET"] - reads == 3
+    assert reconciler.ensure_system().applied == []
+    assert api.requests["GET"] - reads == 3 + 1 + 2 + 4  # the full check: namespaces and every proxy object
+
+
 def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> None:
     spec = {
         **SPEC,

@@ -1,5 +1,5 @@
 """The pure parts of reconciling at scale: the poller's partition by key, the stand-in's label
-index, the cost model's choice, and the local moto server's direct JSON bodies."""
+index and kept list answers, the cost model's choice, and the local moto server's direct JSON bodies."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 from gco.local.moto_json import item_body, records_body
 from gco.local.poller import partition
 from gco.local.standin.labels import LabelIndex, equality_term, set_term, split_terms
-from gco.reconcile.objects import set_selector
+from gco.local.standin.store import ObjectStore, tree_copy
+from gco.reconcile.objects import DEPLOYMENT, INGRESS, set_selector
 from gco.reconcile.throughput import (
     AWS_MODEL,
     DESIGN_WRITES_PER_SECOND,
@@ -117,3 +118,52 @@ def test_direct_json_bodies_as_the_protocol_writes_them() -> None:
     assert records["Records"][0]["dynamodb"]["ApproximateCreationDateTime"] == when.timestamp()
     assert records["Records"][0]["dynamodb"]["NewImage"]["blob"] == {"B": "AAE="}
     assert records["NextShardIterator"] == "it"
+
+
+def _ingress(name: str, upstream: str) -> dict[str, Any]:
+    return {
+        "apiVersion": INGRESS.api_version,
+        "kind": INGRESS.kind,
+        "metadata": {"name": name, "namespace": "gco-system", "labels": {"role": "route"}},
+        "spec": {"rules": [{"http": {"paths": [{"path": f"/inference/{name}", "backend": upstream}]}}]},
+    }
+
+
+def test_the_stand_in_lists_the_same_json_it_renders_and_a_change_is_seen() -> None:
+    clock = [0.0]
+    store = ObjectStore(namespaces=["gco-system"], ready_delay=5.0, clock=lambda: clock[0])
+    for name in ("a", "b"):
+        store.apply_as("gco", _ingress(name, "one"))
+    encoded, version = store.list_encoded(INGRESS, "gco-system", "role=route")
+    assert [json.loads(item) for item in encoded] == store.list(INGRESS, "gco-system", "role=route")[0]
+    store.apply_as("gco", _ingress("a", "two"))  # a new resourceVersion: the kept JSON is stale
+    changed, later = store.list_encoded(INGRESS, "gco-system", "role=route")
+    assert json.loads(changed[0])["spec"]["rules"][0]["http"]["paths"][0]["backend"] == "two"
+    assert json.loads(changed[0])["metadata"]["resourceVersion"] == later != version
+    assert changed[1] is encoded[1]  # the unchanged object's JSON is not encoded again
+
+
+def test_a_listed_deployment_follows_the_clock_not_a_kept_answer() -> None:
+    clock = [0.0]
+    store = ObjectStore(namespaces=["gco-inference"], ready_delay=5.0, clock=lambda: clock[0])
+    deployment = {
+        "apiVersion": DEPLOYMENT.api_version,
+        "kind": DEPLOYMENT.kind,
+        "metadata": {"name": "d", "namespace": "gco-inference", "labels": {"app": "d"}},
+        "spec": {"replicas": 2},
+    }
+    store.apply_as("gco", deployment)
+    before, _ = store.list_encoded(DEPLOYMENT, "gco-inference", "app=d")
+    clock[0] = 6.0  # past the readiness delay: same resourceVersion, different status
+    after, _ = store.list_encoded(DEPLOYMENT, "gco-inference", "app=d")
+    assert "readyReplicas" not in json.loads(before[0])["status"]
+    assert json.loads(after[0])["status"]["readyReplicas"] == 2
+
+
+def test_tree_copy_is_a_deep_copy_of_json() -> None:
+    document: dict[str, Any] = {"a": [{"b": 1}, ("c", [2])], "d": {"e": None}}
+    copied = tree_copy(document)
+    assert copied == document
+    copied["a"][0]["b"] = 3
+    copied["d"]["e"] = "x"
+    assert document == {"a": [{"b": 1}, ("c", [2])], "d": {"e": None}}

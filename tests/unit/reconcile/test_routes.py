@@ -44,6 +44,16 @@ def test_route_table_reads_the_rendered_routes() -> None:
     assert routes[1].canary_upstream is None
 
 
+def test_an_unchanged_route_is_validated_once_and_a_changed_one_again() -> None:
+    first, again = table().routes, table().routes
+    assert all(a is b for a, b in zip(first, again, strict=True))  # the kept Routes
+    moved = make_record(CANARY, ingress_path="/inference/llama")
+    moved_routes = routes_of(moved)
+    moved_routes[0]["metadata"]["annotations"]["gco.dev/canary-weight"] = "60"
+    (changed,) = route_table(moved_routes).routes
+    assert (changed.canary_weight, first[0].canary_weight) == (60, 25)
+
+
 def test_choose_honours_the_canary_weight_and_strips_the_prefix() -> None:
     draws = [i / 1000 for i in range(1000)]
     picks = [choose(table(), "/inference/llama/v1/completions", draw) for draw in draws]
