@@ -1,4 +1,5 @@
-"""boto3 clients configured the one way gco uses them: adaptive retries, timeouts, local endpoints.
+"""AWS SDK clients configured the one way gco uses them: adaptive retries, timeouts, local endpoints,
+and one service-model loader per process (see `session`).
 
 `AWS_ENDPOINT_URL` (read by botocore) or an explicit endpoint URL points every client at a local
 server; for a loopback endpoint with no credentials configured, fixed local credentials are used.
