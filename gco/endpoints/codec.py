@@ -19,16 +19,11 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
 from gco.endpoints.errors import InvalidSpecError
 
 # DynamoDB numbers: up to 38 significant digits, magnitude 1E-130 .. 9.99...E+125.
 MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
 MIN_MAGNITUDE = Decimal("1E-130")
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 def _to_decimal(value: float, field: str) -> Decimal:
@@ -56,23 +51,56 @@ def _prepare(value: Any, field: str) -> Any:
     raise InvalidSpecError(field, f"cannot store a value of type {type(value).__name__}")
 
 
-def _restore(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        # By value, never by text: the service normalises the text (2.0 -> 2, 1.50 -> 1.5).
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {key: _restore(item) for key, item in value.items()}
-    if isinstance(value, list | set | frozenset):
-        return [_restore(item) for item in value]
-    if isinstance(value, bytes | bytearray):
+def _encode(value: Any) -> dict[str, Any]:
+    """A value `_prepare` returned as its AttributeValue (the wire shape botocore sends as is).
+
+    Written here rather than taken from `boto3.dynamodb.types`: importing that module imports
+    boto3 and s3transfer, a quarter of the Lambda's cold import for two small functions.
+    """
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, int | Decimal):
+        return {"N": str(value)}
+    if isinstance(value, Mapping):
+        return {"M": {key: _encode(item) for key, item in value.items()}}
+    return {"L": [_encode(item) for item in value]}
+
+
+def _decode(attribute: Mapping[str, Any]) -> Any:
+    """One AttributeValue as a plain Python value (numbers by value: see the module docstring)."""
+    ((kind, value),) = attribute.items()
+    if kind == "S" or kind == "BOOL":
+        return value
+    if kind == "N":
+        return _number(value)
+    if kind == "M":
+        return {key: _decode(item) for key, item in value.items()}
+    if kind == "L":
+        return [_decode(item) for item in value]
+    if kind == "NULL":
+        return None
+    if kind == "B":
         return bytes(value)
-    return value
+    if kind == "SS" or kind == "BS":
+        return [item if kind == "SS" else bytes(item) for item in value]
+    if kind == "NS":
+        return [_number(item) for item in value]
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def _number(text: str) -> int | float:
+    # By value, never by text: the service normalises the text (2.0 -> 2, 1.50 -> 1.5).
+    number = Decimal(text)
+    return int(number) if number == number.to_integral_value() else float(number)
 
 
 def to_attribute(value: Any, field: str = "value") -> dict[str, Any]:
     """One Python value as a DynamoDB AttributeValue."""
-    attribute: dict[str, Any] = dict(_serializer.serialize(_prepare(value, field)))
-    return attribute
+    return _encode(_prepare(value, field))
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,8 +109,8 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A DynamoDB item as plain Python values (int, float, str, bool, None, list, dict)."""
-    return {name: _restore(_deserializer.deserialize(value)) for name, value in item.items()}
+    """A DynamoDB item as plain Python values (int, float, str, bool, None, bytes, list, dict)."""
+    return {name: _decode(value) for name, value in item.items()}
 
 
 # DynamoDB's item size limit (400 KB, counted as 400 * 1024 bytes) for one record.
