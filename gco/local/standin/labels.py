@@ -11,6 +11,7 @@ make a list faster, never change its answer.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Mapping
 from typing import Generic, TypeVar
@@ -51,21 +52,36 @@ def equality_term(term: str) -> tuple[str, str] | None:
     return key.strip(), value.strip()
 
 
-def matches(labels: Mapping[str, str], query: str) -> bool:
-    """Whether `labels` satisfy every term of the selector `query` (equality, `!=` and `in`)."""
+# One parsed selector term: ("in", key, values), ("!=", key, value) or ("=", key, value).
+Term = tuple[str, str, frozenset[str] | str]
+
+
+@functools.lru_cache(maxsize=1024)
+def parse_selector(query: str) -> tuple[Term, ...]:
+    """A selector's terms, parsed once per selector text rather than once per object a list checks."""
+    terms: list[Term] = []
     for term in split_terms(query):
         values = set_term(term)
         if values is not None:
-            if labels.get(values[0]) not in values[1]:
-                return False
+            terms.append(("in", values[0], values[1]))
         elif "!=" in term:
             key, value = term.split("!=", 1)
-            if labels.get(key) == value:
-                return False
+            terms.append(("!=", key, value))
         else:
             key, _, value = term.replace("==", "=").partition("=")
-            if labels.get(key) != value:
+            terms.append(("=", key, value))
+    return tuple(terms)
+
+
+def matches(labels: Mapping[str, str], query: str) -> bool:
+    """Whether `labels` satisfy every term of the selector `query` (equality, `!=` and `in`)."""
+    for operator, key, value in parse_selector(query):
+        found = labels.get(key)
+        if operator == "in":
+            if found not in value:
                 return False
+        elif (found == value) != (operator == "="):
+            return False
     return True
 
 

@@ -9,7 +9,14 @@ from typing import Any
 
 from gco.local.moto_json import item_body, records_body
 from gco.local.poller import partition
-from gco.local.standin.labels import LabelIndex, equality_term, set_term, split_terms
+from gco.local.standin.labels import (
+    LabelIndex,
+    equality_term,
+    matches,
+    parse_selector,
+    set_term,
+    split_terms,
+)
 from gco.local.standin.store import ObjectStore, tree_copy
 from gco.reconcile.objects import DEPLOYMENT, INGRESS, set_selector
 from gco.reconcile.throughput import (
@@ -167,3 +174,20 @@ def test_tree_copy_is_a_deep_copy_of_json() -> None:
     copied["a"][0]["b"] = 3
     copied["d"]["e"] = "x"
     assert document == {"a": [{"b": 1}, ("c", [2])], "d": {"e": None}}
+
+
+def test_a_selector_is_parsed_once_and_matches_each_operator() -> None:
+    query = "gco.dev/endpoint in (a,b),app==x,role!=y"
+    assert parse_selector(query) == (
+        ("in", "gco.dev/endpoint", frozenset({"a", "b"})),
+        ("=", "app", "x"),
+        ("!=", "role", "y"),
+    )
+    assert parse_selector(query) is parse_selector(query)  # kept: not parsed again for each object
+    assert matches({"gco.dev/endpoint": "a", "app": "x"}, query)  # a missing label is != y
+    assert matches({"gco.dev/endpoint": "b", "app": "x", "role": "z"}, query)
+    assert not matches({"gco.dev/endpoint": "c", "app": "x"}, query)  # not in the set
+    assert not matches({"app": "x"}, query)  # a missing label is in no set
+    assert not matches({"gco.dev/endpoint": "a", "app": "w"}, query)
+    assert not matches({"gco.dev/endpoint": "a", "app": "x", "role": "y"}, query)
+    assert matches({"anything": "1"}, "")  # the empty selector matches everything
