@@ -119,7 +119,8 @@ class StandInKubeAPI:
         self.faults = FaultQueue()
         self.forbidden: list[Attributes] = []  # every request refused 403, for tests
         self.requests: Counter[str] = Counter()  # HTTP requests by method
-        self.lists: Counter[str] = Counter()  # list requests (GET of a collection) by resource
+        # List requests (GET of a collection) by resource and label selector, for tests.
+        self.lists: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
