@@ -142,9 +142,12 @@ class Reconciler:
         the list, so those are dropped instead of merged again.
         """
         with self._system_lock:
-            if observed is None:
-                self._take_route_changes()
-            report = ensure_system(self.cluster, self.settings, self.grant, observed)
+            listed = self._take_route_changes() if observed is None else RouteChanges()
+            try:
+                report = ensure_system(self.cluster, self.settings, self.grant, observed)
+            except Exception:  # nothing was listed: the changes wait for the next refresh
+                self._restore_route_changes(listed)
+                raise
             self.system_ready = True
             self._log_applied(report)
             report = self._refresh_pending_locked() or report
@@ -228,6 +231,14 @@ class Reconciler:
             self._routes_stale.clear()
             return taken
 
+    def _restore_route_changes(self, taken: RouteChanges) -> None:
+        """Changes a failed refresh took, recorded again ahead of any recorded since."""
+        if taken:
+            with self._pending_lock:
+                taken.update(self._pending_routes)
+                self._pending_routes = taken
+                self._routes_stale.set()
+
     def _drain_route_changes(self) -> None:
         while self._routes_stale.is_set():
             if not self._system_lock.acquire(blocking=False):
@@ -244,9 +255,8 @@ class Reconciler:
             changes = self._take_route_changes()
             try:
                 report = refresh_route_table(self.cluster, self.settings, self.grant, changes)
-            except Exception:  # recorded again, before later changes, for the next refresh
-                changes.update(self._take_route_changes())
-                self._record_route_changes(changes)
+            except Exception:
+                self._restore_route_changes(changes)
                 raise
             self._log_applied(report)
         return report
