@@ -503,7 +503,9 @@ def _note_applied_routes(
         if not _is_route_key(ref.kind, ref.namespace):
             continue
         if isinstance(result, dict) and ref.name == route_name(name):
-            tally.routes.put(name, route_of(result) if _listed_as_route(result) else None)
+            # The answer is the stored object; its kind as applied, should an answer leave it out.
+            stored = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **result}
+            tally.routes.put(name, route_of(stored) if _listed_as_route(stored) else None)
         else:
             tally.routes.rebuild = True
 
