@@ -3,6 +3,7 @@
     ReconcileError                 (gco.errors.GcoError)
     ├── ClusterError               a Kubernetes API call failed
     │   ├── ClusterUnavailableError  429/5xx/timeouts/conflicts after every retry (retry later)
+    │   │   └── ClusterConflictError     409 to an apply with a resourceVersion precondition: read again
     │   ├── ClusterAuthError         credentials refused even after a fresh token
     │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
     │       └── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
@@ -35,6 +36,12 @@ class ClusterError(ReconcileError):
 
 class ClusterUnavailableError(ClusterError):
     """Throttled, failing or unreachable after bounded retries: the work is retried later."""
+
+
+class ClusterConflictError(ClusterUnavailableError):
+    """409 Conflict to an apply that carried `metadata.resourceVersion`: the object changed since it
+    was read. Retrying the same request cannot succeed; read the object again and merge afresh (a
+    caller that does not is retried later, as for any unavailable API server)."""
 
 
 class ClusterAuthError(ClusterError):

@@ -18,7 +18,9 @@ protocol below is the documented one, and it is what tests exercise against the 
   name; 404 (gone) and 409 (replaced) both mean the observed object no longer exists.
 - Retries: 429, 5xx, 409 on apply, timeouts, connection errors and bodies that cannot be decoded
   (a broken `Content-Encoding`), with capped exponential backoff and jitter (honouring
-  `Retry-After`); a 401 mints a fresh token once.
+  `Retry-After`); a 401 mints a fresh token once. An apply that carries `metadata.resourceVersion`
+  (an optimistic-concurrency precondition) is not retried on 409: it raises `ClusterConflictError`
+  at once, since only a fresh read can make it succeed.
 - Errors: every httpx error, and an answer that is not a JSON object where one is due, leaves
   this module as a `ClusterError` (`gco.reconcile.errors`), converted with `raise ... from`.
 """
@@ -41,6 +43,7 @@ import httpx
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import (
     ClusterAuthError,
+    ClusterConflictError,
     ClusterRejectedError,
     ClusterUnavailableError,
     KindNotServedError,
@@ -119,8 +122,15 @@ class KubeCluster:
     # -- the port ------------------------------------------------------------------------------
 
     def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Server-side apply; with `metadata.resourceVersion` set, applied only over that version.
+
+        Raises:
+            ClusterConflictError: the object carried a resourceVersion and the stored one differs
+                (409): not retried here, the same request would fail again; the caller reads anew.
+        """
         ref = ObjectRef.of(obj)
         kind = kind_of(obj)
+        conditional = bool((obj.get("metadata") or {}).get("resourceVersion"))
         response = self._request(
             "PATCH",
             kind.path(ref.namespace, ref.name),
@@ -128,8 +138,10 @@ class KubeCluster:
             params={"fieldManager": self.field_manager, "force": "true"},
             content=json.dumps(obj, separators=(",", ":")).encode(),
             headers={"Content-Type": "application/apply-patch+yaml"},
-            retry_conflict=True,
+            retry_conflict=not conditional,
         )
+        if response.status_code == 409 and conditional:
+            raise ClusterConflictError(f"apply {ref}: HTTP 409: {_message(response)}", 409)
         if response.status_code == 404 and not _names_a_namespace(response):
             raise KindNotServedError(kind, f"apply {ref}: HTTP 404: {_message(response)}")
         if response.status_code >= 400:

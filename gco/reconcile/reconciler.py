@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gco.addons import missing_addons
@@ -34,6 +34,9 @@ from gco.reconcile.objects import (
     ENDPOINT_LABEL,
     HPA,
     INGRESS,
+    MANAGED_BY,
+    MANAGER,
+    ROLE_LABEL,
     SCALED_OBJECT,
     SYSTEM_NAMESPACE,
     ObjectRef,
@@ -41,9 +44,12 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
+from gco.reconcile.render import ROUTE_ROLE, route_name
 from gco.reconcile.render_scaling import uses_keda
+from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.routes import route_of
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
-from gco.reconcile.system import SystemReport, ensure_system
+from gco.reconcile.system import SystemReport, ensure_system, refresh_route_table
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
@@ -67,7 +73,7 @@ class _Tally:
     deleted: int = 0
     writes: int = 0
     purged: bool = False
-    routes_changed: bool = False
+    routes: RouteChanges = field(default_factory=RouteChanges)  # what this reconcile did to routes
 
     def outcome(self, kind: OutcomeKind, detail: str, after: float = 0.0) -> Outcome:
         return Outcome(kind, after, detail, self.applied, self.deleted, self.writes, self.purged)
@@ -115,6 +121,10 @@ class Reconciler:
         self.grant = grant
         self.system_ready = False
         self._system_lock = threading.Lock()
+        # Route changes not yet in the proxy's table, and whether there are any; both guarded by
+        # `_pending_lock` (a change is recorded, or taken for a refresh, with its mark).
+        self._pending_lock = threading.Lock()
+        self._pending_routes = RouteChanges()
         self._routes_stale = threading.Event()
         self.wait = wait
         self.poll = poll
@@ -125,26 +135,28 @@ class Reconciler:
     def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
         """Apply the Region's namespaces and shared proxy where they differ (see `system.py`).
 
-        One refresh at a time: a refresh that starts after a route changed lists that route, so
-        the last of several concurrent refreshes writes every route.
+        The full check, on start and in the sweep: the route table is rebuilt from every route
+        Ingress (`observed`, or listed now), which heals any drift of the table from the routes.
+        Route changes recorded meanwhile are merged after it (a change made after `observed` was
+        listed is not in it); when the routes are listed here, every change recorded before is in
+        the list, so those are dropped instead of merged again.
         """
         with self._system_lock:
-            report = self._ensure_system_locked(observed)
-            while self._routes_stale.is_set():  # a route changed since `observed` was listed
-                self._routes_stale.clear()
-                report = self._ensure_system_locked(None, full=False)
-        if self._routes_stale.is_set():
-            self.refresh_routes()
+            listed = self._take_route_changes() if observed is None else RouteChanges()
+            try:
+                report = ensure_system(self.cluster, self.settings, self.grant, observed)
+            except Exception:  # nothing was listed: the changes wait for the next refresh
+                self._restore_route_changes(listed)
+                raise
+            self.system_ready = True
+            self._log_applied(report)
+            report = self._refresh_pending_locked() or report
+        self._drain_route_changes()
         return report
 
-    def _ensure_system_locked(
-        self, observed: Sequence[dict[str, Any]] | None, *, full: bool = True
-    ) -> SystemReport:
-        report = ensure_system(self.cluster, self.settings, self.grant, observed, full=full)
-        self.system_ready = True
+    def _log_applied(self, report: SystemReport) -> None:
         if report.applied:
             log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
-        return report
 
     def reconcile(self, name: str, *, wait: float | None = None) -> Outcome:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
@@ -183,29 +195,71 @@ class Reconciler:
                     name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
                     for name, tally in tallies.items()
                 }
-        if any(tally.routes_changed for tally in tallies.values()):
-            self.refresh_routes()
+        changes = RouteChanges()
+        for tally in tallies.values():
+            changes.update(tally.routes)
+        if changes or self._routes_stale.is_set():  # also what an earlier failed refresh left
+            self.refresh_routes(changes)
         return futures
 
-    def refresh_routes(self) -> None:
-        """Bring the proxy's route table up to date after a route changed, coalescing refreshes.
+    def refresh_routes(self, changes: RouteChanges | None = None) -> None:
+        """Bring the proxy's route table up to date with route changes, coalescing refreshes.
 
-        A refresh lists the routes when it starts, so a change made before a refresh starts is
-        in it. A caller whose change finds a refresh running marks the table stale and returns:
-        the running caller refreshes again before it lets go (and re-checks after letting go, so
-        a mark made while it was letting go is not lost). Concurrent batches thus share a
-        refresh instead of each listing every route.
+        Parameters:
+            changes: what the caller changed (`RouteChanges`): merged into the table the proxy's
+                ConfigMap holds, with no list of the routes (`system.refresh_route_table`). None:
+                not known, so the table is rebuilt from the listed routes.
+
+        The changes are recorded, then taken by whoever refreshes: a caller whose changes find a
+        refresh running returns, and the running caller refreshes again with them before it lets
+        go (and re-checks after letting go, so changes recorded while it was letting go are not
+        lost). Concurrent batches thus share refreshes, each merging the union of the changes
+        recorded before it started. A refresh that fails leaves its changes recorded, ahead of
+        any recorded since, for the next refresh.
         """
-        self._routes_stale.set()
+        self._record_route_changes(RouteChanges(rebuild=True) if changes is None else changes)
+        self._drain_route_changes()
+
+    def _record_route_changes(self, changes: RouteChanges) -> None:
+        with self._pending_lock:
+            self._pending_routes.update(changes)
+            self._routes_stale.set()
+
+    def _take_route_changes(self) -> RouteChanges:
+        with self._pending_lock:
+            taken, self._pending_routes = self._pending_routes, RouteChanges()
+            self._routes_stale.clear()
+            return taken
+
+    def _restore_route_changes(self, taken: RouteChanges) -> None:
+        """Changes a failed refresh took, recorded again ahead of any recorded since."""
+        if taken:
+            with self._pending_lock:
+                taken.update(self._pending_routes)
+                self._pending_routes = taken
+                self._routes_stale.set()
+
+    def _drain_route_changes(self) -> None:
         while self._routes_stale.is_set():
             if not self._system_lock.acquire(blocking=False):
                 return  # the holder refreshes again: it sees the mark before or after letting go
             try:
-                while self._routes_stale.is_set():
-                    self._routes_stale.clear()
-                    self._ensure_system_locked(None, full=False)
+                self._refresh_pending_locked()
             finally:
                 self._system_lock.release()
+
+    def _refresh_pending_locked(self) -> SystemReport | None:
+        """Refresh the table with the recorded changes until none is left (call holding the lock)."""
+        report = None
+        while self._routes_stale.is_set():
+            changes = self._take_route_changes()
+            try:
+                report = refresh_route_table(self.cluster, self.settings, self.grant, changes)
+            except Exception:
+                self._restore_route_changes(changes)
+                raise
+            self._log_applied(report)
+        return report
 
     def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         """For several endpoints, their objects from one list per kind and namespace (not one each).
@@ -300,15 +354,18 @@ class Reconciler:
         tally: _Tally,
         answers: list[dict[str, Any]],
     ) -> str | None:
-        if any(ref.kind == INGRESS.kind for ref in step.delete) or any(
-            obj["kind"] == INGRESS.kind for obj in step.apply
-        ):
-            tally.routes_changed = True
         if step.delete:
-            self.cluster.delete(step.delete)
+            try:
+                self.cluster.delete(step.delete)
+            except Exception:  # the deletes may or may not have been made
+                if any(_is_route_key(ref.kind, ref.namespace) for ref in step.delete):
+                    tally.routes.rebuild = True
+                raise
+            _note_deleted_routes(tally, name, step.delete)
             tally.deleted += len(step.delete)
             log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
         results = self._apply_all(step.apply)
+        _note_applied_routes(tally, name, step.apply, results)
         answered = [result for result in results if isinstance(result, dict)]
         answers.extend(answered)
         tally.applied += len(answered)
@@ -413,3 +470,47 @@ class Reconciler:
         )
         if tally.purged:
             log.info("purged: endpoint=%s (every Region acknowledged)", name)
+
+
+# -- what a pass did to the Region's routes (`RouteChanges`) ------------------------------------
+
+
+def _is_route_key(kind: str, namespace: str) -> bool:
+    """An Ingress in the system namespace: a route (Ingresses elsewhere are never routes)."""
+    return kind == INGRESS.kind and namespace == SYSTEM_NAMESPACE
+
+
+def _note_deleted_routes(tally: _Tally, name: str, deleted: Sequence[ObjectRef]) -> None:
+    """The endpoint's route Ingress deleted: it has no route. Any other Ingress there is none gco
+    renders (made by hand): what its deletion did to the table only a rebuild knows."""
+    for ref in deleted:
+        if _is_route_key(ref.kind, ref.namespace):
+            if ref.name == route_name(name):
+                tally.routes.put(name, None)
+            else:
+                tally.routes.rebuild = True
+
+
+def _note_applied_routes(
+    tally: _Tally,
+    name: str,
+    applied: Sequence[dict[str, Any]],
+    results: Sequence[dict[str, Any] | Exception],
+) -> None:
+    """Each applied route's answer is the endpoint's route now; a failed apply's effect is unknown."""
+    for obj, result in zip(applied, results, strict=True):
+        ref = ObjectRef.of(obj)
+        if not _is_route_key(ref.kind, ref.namespace):
+            continue
+        if isinstance(result, dict) and ref.name == route_name(name):
+            # The answer is the stored object; its kind as applied, should an answer leave it out.
+            stored = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **result}
+            tally.routes.put(name, route_of(stored) if _listed_as_route(stored) else None)
+        else:
+            tally.routes.rebuild = True
+
+
+def _listed_as_route(obj: dict[str, Any]) -> bool:
+    """Whether the route list (gco's label selector for routes) would list the object."""
+    labels = labels_of(obj)
+    return labels.get(MANAGED_BY) == MANAGER and labels.get(ROLE_LABEL) == ROUTE_ROLE

@@ -52,6 +52,7 @@ PROXY_PORT_NAME = "https"  # the shared proxy Service's port (render_proxy.py)
 UPSTREAM_ANNOTATION = "gco.dev/upstream"
 CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
 CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
+ROUTE_ROLE = "route"  # the role label of a route Ingress (what the route refresh lists)
 
 
 @dataclass(frozen=True)
@@ -216,10 +217,15 @@ def _mooncake(ctx: _Context) -> list[dict[str, Any]]:
     return objects
 
 
+def route_name(endpoint: str) -> str:
+    """The name of an endpoint's route Ingress (in the system namespace): `route-<name>`."""
+    return f"route-{endpoint}"
+
+
 def _route(ctx: _Context) -> dict[str, Any]:
     spec = ctx.spec
     namespace = ctx.record.namespace
-    meta = ctx.meta(f"route-{ctx.name}", "route", SYSTEM_NAMESPACE)
+    meta = ctx.meta(route_name(ctx.name), ROUTE_ROLE, SYSTEM_NAMESPACE)
     meta["annotations"][UPSTREAM_ANNOTATION] = f"http://{ctx.name}.{namespace}.svc:{spec.port}"
     if spec.canary is not None:
         meta["annotations"][CANARY_UPSTREAM_ANNOTATION] = (

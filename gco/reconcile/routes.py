@@ -23,6 +23,7 @@ object edited by hand cannot inject configuration.
 # evaluate every string annotation when the models are defined, at each Lambda cold start.
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -116,21 +117,70 @@ def _route(endpoint: str, path: str, upstream: str, canary: str | None, weight: 
         return None  # an invalid route (edited by hand) is left out, never rendered into the config
 
 
+def route_of(obj: Mapping[str, Any]) -> Route | None:
+    """The route an object serves: an Ingress in gco-system, not terminating, naming a valid upstream.
+
+    None for anything else (another kind or namespace, a terminating or invalid route), which the
+    route table leaves out.
+    """
+    meta = obj.get("metadata") or {}
+    if obj.get("kind") != INGRESS.kind or meta.get("namespace") != SYSTEM_NAMESPACE:
+        return None
+    if meta.get("deletionTimestamp"):
+        return None
+    return _route_of(obj)
+
+
 def route_table(objects: Iterable[Mapping[str, Any]]) -> RouteTable:
-    """The routes among `objects`: Ingresses in gco-system that name an upstream; others are ignored."""
+    """The routes among `objects`: Ingresses in gco-system that name an upstream; others are ignored.
+
+    Two routes of one path: the later object's is kept (objects come sorted by name from a list).
+    """
     routes: dict[str, Route] = {}
     for obj in objects:
-        if (
-            obj.get("kind") != INGRESS.kind
-            or (obj.get("metadata") or {}).get("namespace") != SYSTEM_NAMESPACE
-        ):
-            continue
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            continue
-        route = _route_of(obj)
+        route = route_of(obj)
         if route is not None:
             routes[route.path] = route
     return RouteTable(routes=tuple(routes[path] for path in sorted(routes)))
+
+
+def table_from_json(text: object) -> RouteTable | None:
+    """The route table a proxy ConfigMap's `routes.json` holds, or None if it is not one.
+
+    The inverse of `RouteTable.model_dump_json`, through the kept validated Routes (`_route`), so
+    reading back a table of unchanged routes validates none of them again. Anything else (not a
+    string, not JSON, a field missing, extra or of the wrong type, an invalid route) is None: the
+    caller then rebuilds the table from the route objects instead of trusting it.
+    """
+    if not isinstance(text, str):
+        return None
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return None
+    entries = document.get("routes") if isinstance(document, dict) and set(document) == {"routes"} else None
+    if not isinstance(entries, list):
+        return None
+    routes: dict[str, Route] = {}
+    for entry in entries:
+        route = _route_entry(entry)
+        if route is None or route.path in routes:
+            return None
+        routes[route.path] = route
+    return RouteTable(routes=tuple(routes[path] for path in sorted(routes)))
+
+
+def _route_entry(entry: object) -> Route | None:
+    """One `routes.json` entry as its Route, or None if it is not exactly a Route's fields."""
+    if not isinstance(entry, dict) or set(entry) != set(Route.model_fields):
+        return None
+    endpoint, path, upstream = entry["endpoint"], entry["path"], entry["upstream"]
+    canary, weight = entry["canary_upstream"], entry["canary_weight"]
+    if not (isinstance(endpoint, str) and isinstance(path, str) and isinstance(upstream, str)):
+        return None
+    if not (canary is None or isinstance(canary, str)) or type(weight) is not int:
+        return None
+    return _route(endpoint, path, upstream, canary, weight)
 
 
 def choose(table: RouteTable, path: str, draw: float) -> tuple[str, str] | None:

@@ -3,8 +3,13 @@
 `ensure_system` is level-triggered like the endpoint reconciler: it reads each object, compares
 the content digest gco sealed it with, and applies (server-side, gco's field manager) only what
 is missing or different; so a Region already as desired costs reads and no write. The reconciler
-runs it on start (its first reconcile in an execution environment), on every sweep, and after a
-reconcile that changed a route (the route table is rendered into the proxy's configuration).
+runs it on start (its first reconcile in an execution environment) and on every sweep, where it
+rebuilds the route table from every listed route Ingress: that heals any drift (a route edited by
+hand, a change a failed refresh lost).
+
+After a batch that changed routes the reconciler runs `refresh_route_table` instead: it merges the
+batch's own changes into the table the proxy's ConfigMap holds, so its cost follows the batch
+rather than the Region's size (the route table is rendered into the proxy's configuration).
 
 Nothing here is ever deleted with an endpoint: the proxy objects carry no endpoint label, and the
 endpoint planner only ever deletes objects labelled with the endpoint's name.
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gco.reconcile.access import Grant
+from gco.reconcile.errors import ClusterConflictError
 from gco.reconcile.objects import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -33,14 +39,18 @@ from gco.reconcile.objects import (
     kind_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.render_proxy import PROXY_CONFIG, PROXY_DEPLOYMENT, render_proxy
-from gco.reconcile.routes import RouteTable, route_table
+from gco.reconcile.render import ROUTE_ROLE
+from gco.reconcile.render_proxy import PROXY_CONFIG, PROXY_DEPLOYMENT, ROUTES_JSON, render_proxy
+from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.routes import RouteTable, route_table, table_from_json
 from gco.reconcile.settings import RenderSettings
 
-ROUTE_ROLE = "route"
 # The proxy's objects rendered from the route table: its configuration, and the Deployment whose pod
 # template carries the configuration's digest.
 ROUTE_DEPENDENT = frozenset({(CONFIG_MAP, PROXY_CONFIG), (DEPLOYMENT, PROXY_DEPLOYMENT)})
+# Reads and merges of the ConfigMap one refresh makes when concurrent refreshes keep changing it,
+# before it rebuilds the table from the route objects instead.
+MERGE_ATTEMPTS = 3
 
 
 @dataclass
@@ -82,13 +92,17 @@ def ensure_system(
 ) -> SystemReport:
     """Apply gco's namespaces and the proxy where they differ from what is rendered.
 
+    The route table is rebuilt from every route Ingress (listed, or in `observed`), whatever the
+    proxy's ConfigMap held: this is what heals a table that drifted from the routes.
+
     Parameters:
         observed: managed objects already listed (the sweep's snapshot); None lists the routes afresh
             (the route Ingresses, which the renderer puts in the system namespace only: one list).
-        full: check every object (on start and in the sweep). A route refresh after a reconcile
-            (False) checks only what the route table is rendered into, the proxy's ConfigMap and
-            Deployment (its configuration digest): the namespaces, the proxy's Service and its
-            autoscaler do not depend on the routes and were ensured before any endpoint was applied.
+        full: check every object (on start and in the sweep). A route refresh that falls back to
+            the listed routes (False) checks only what the route table is rendered into, the proxy's
+            ConfigMap and Deployment (its configuration digest): the namespaces, the proxy's Service
+            and its autoscaler do not depend on the routes and were ensured before any endpoint was
+            applied.
     """
     report = SystemReport()
     for obj in namespace_objects(grant.namespaces) if full else ():
@@ -100,6 +114,62 @@ def ensure_system(
         if full or (kind_of(obj), ObjectRef.of(obj).name) in ROUTE_DEPENDENT:
             _apply_if_changed(cluster, obj, report)
     return report
+
+
+def refresh_route_table(
+    cluster: Cluster,
+    settings: RenderSettings,
+    grant: Grant,
+    changes: RouteChanges,
+    *,
+    attempts: int = MERGE_ATTEMPTS,
+) -> SystemReport:
+    """Bring the proxy's route table up to date with `changes`, without listing the routes.
+
+    Reads the proxy's ConfigMap (one GET), merges the changes into the table its `routes.json`
+    holds, and applies the ConfigMap rendered from the merged table with the read resourceVersion
+    as a precondition, then the Deployment's configuration digest (as `ensure_system`). A
+    concurrent refresh (another execution environment's) that wrote the ConfigMap in between makes
+    the apply fail with 409 Conflict: the ConfigMap is read and merged again, so neither refresh's
+    routes are lost. After `attempts` conflicts, or when the merge cannot be trusted (no ConfigMap,
+    a `routes.json` that is not a route table, a change not known exactly, two routes of one path),
+    the table is rebuilt from the listed route Ingresses instead (`ensure_system`, full=False).
+    """
+    for _ in range(attempts if not changes.rebuild else 0):
+        current = cluster.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+        version = str(((current or {}).get("metadata") or {}).get("resourceVersion") or "")
+        table = table_from_json(((current or {}).get("data") or {}).get(ROUTES_JSON))
+        merged = changes.merged_into(table) if table is not None and version else None
+        if current is None or merged is None:
+            break
+        report = SystemReport(routes=merged)
+        config, deployment = _route_dependents(render_proxy(settings.proxy, merged))
+        if annotations_of(current).get(HASH_ANNOTATION) != annotations_of(config).get(HASH_ANNOTATION):
+            # metadata.resourceVersion in the applied object is an optimistic-concurrency
+            # precondition: "When a record is about to be updated, its version is checked against
+            # a pre-saved value, and if it doesn't match, the update fails with a StatusConflict
+            # (HTTP status code 409)" and "the correct client action at this point is to GET the
+            # resource again, apply the changes afresh, and try submitting again" (Kubernetes API
+            # Conventions, "Concurrency Control and Consistency",
+            # https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency).
+            # An apply is served by the same update path (apiserver registry `Store.Update`), which
+            # answers "the object has been modified; please apply your changes to the latest
+            # version and try again" when the applied version differs from the stored one.
+            precondition = {**config, "metadata": {**config["metadata"], "resourceVersion": version}}
+            try:
+                cluster.apply(precondition)
+            except ClusterConflictError:
+                continue  # another refresh wrote it since the read: merge into what it wrote
+            report.applied.append(str(ObjectRef.of(config)))
+        _apply_if_changed(cluster, deployment, report)
+        return report
+    return ensure_system(cluster, settings, grant, None, full=False)
+
+
+def _route_dependents(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The proxy's ConfigMap and Deployment among its rendered objects."""
+    by_key = {(kind_of(obj), ObjectRef.of(obj).name): obj for obj in objects}
+    return by_key[(CONFIG_MAP, PROXY_CONFIG)], by_key[(DEPLOYMENT, PROXY_DEPLOYMENT)]
 
 
 def _apply_if_changed(cluster: Cluster, obj: dict[str, Any], report: SystemReport) -> None:

@@ -9,7 +9,9 @@ parts, one concern each:
   answers from its watch cache rather than by reading every object; server-side apply merged per
   field manager (maps merge, lists and scalars are replaced whole; a manager that stops setting a
   field drops it unless another sets it; a non-forced apply that changes a value another manager
-  set answers 409, a forced one takes those fields); `DELETE` with `preconditions.uid` (409 on
+  set answers 409, a forced one takes those fields; an apply carrying `metadata.resourceVersion`
+  answers 409 Conflict when the stored object's differs, and creates an object that does not
+  exist without comparing it, as the real server does); `DELETE` with `preconditions.uid` (409 on
   mismatch), immediate or after a termination delay; resourceVersions (one counter),
   metadata.generation bumped on spec changes, uids, creationTimestamp, managedFields (manager and
   time only); Deployment readiness (`status.readyReplicas` reaches the replica count `ready_delay`
@@ -117,6 +119,8 @@ class StandInKubeAPI:
         self.faults = FaultQueue()
         self.forbidden: list[Attributes] = []  # every request refused 403, for tests
         self.requests: Counter[str] = Counter()  # HTTP requests by method
+        # List requests (GET of a collection) by resource and label selector, for tests.
+        self.lists: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -118,7 +118,9 @@ class Handler(BaseHTTPRequestHandler):
         if not kind.namespaced:
             namespace = ""
         if method == "GET" and name is None:
-            items, version = api.store.list_encoded(kind, namespace, query.get("labelSelector", ""))
+            label_selector = query.get("labelSelector", "")
+            api.lists[(kind.plural, label_selector)] += 1
+            items, version = api.store.list_encoded(kind, namespace, label_selector)
             start = int(query.get("continue") or 0)
             limit = int(query.get("limit") or 0) or len(items) or 1
             meta: dict[str, Any] = {"resourceVersion": version}

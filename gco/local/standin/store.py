@@ -100,6 +100,30 @@ def _drop(obj: dict[str, Any], path: tuple[str, ...]) -> None:
         _drop(obj, path[:-1])
 
 
+def _stale(stored: _Stored | None, precondition: object) -> bool:
+    """Whether an apply's resourceVersion precondition fails against the stored object.
+
+    The API server compares the version only when it updates an object (its registry's
+    `Store.Update`: a mismatch is a Conflict). Creating through an apply never compares it (the
+    create-on-update path; storage drops the version), so a precondition on an object that does
+    not exist does not fail: the object is created (kubernetes/kubernetes#106745).
+    """
+    return (
+        stored is not None
+        and precondition not in (None, "")
+        and str(precondition) != str(stored.resource_version)
+    )
+
+
+def _modified(kind: Kind, name: str) -> dict[str, Any]:
+    """The 409 `Status` of a failed resourceVersion precondition, as the API server words it."""
+    message = (
+        f'Operation cannot be fulfilled on {kind.plural}{"." + kind.group if kind.group else ""} "{name}": '
+        "the object has been modified; please apply your changes to the latest version and try again"
+    )
+    return status(409, message, {"name": name, "group": kind.group, "kind": kind.plural})
+
+
 def installed_kinds(crds: frozenset[str] | None) -> dict[tuple[str, str], Kind]:
     """The resources served, by (path prefix, plural): built-in kinds and the installed CRDs' kinds."""
     custom = {"ScaledObject"} if crds is None else crds
@@ -248,9 +272,11 @@ class ObjectStore:
         """Server-side apply of `body` by `manager`: the answer's code and body (the object or a `Status`).
 
         A non-forced apply that changes a value another manager set answers 409; a forced one
-        takes those fields from the other managers.
+        takes those fields from the other managers. A `metadata.resourceVersion` in the body is a
+        precondition (`_stale`): 409 when the stored object's differs.
         """
         meta = body.get("metadata") or {}
+        precondition = meta.get("resourceVersion")
         if body.get("apiVersion") != kind.api_version or body.get("kind") != kind.kind:
             return 400, status(
                 400, f"body is {body.get('apiVersion')}/{body.get('kind')}, path is {kind.kind}"
@@ -274,6 +300,8 @@ class ObjectStore:
             stored = self._objects.get(key)
             if stored is not None and stored.deleting_since is not None:
                 return 409, status(409, f"{kind.kind} {name} is being deleted")
+            if _stale(stored, precondition):
+                return 409, _modified(kind, name)
             if stored is not None and not force:
                 conflict = self._conflict(stored, manager, config)
                 if conflict is not None:

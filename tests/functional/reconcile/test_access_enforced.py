@@ -144,9 +144,10 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
 def test_a_route_refresh_reads_the_routes_and_only_what_they_are_rendered_into(
     api: StandInKubeAPI, store: EndpointStore
 ) -> None:
-    """After a reconcile that changed a route: one list of the routes, then the proxy's ConfigMap
-    and Deployment (its configuration digest); the namespaces, Service and autoscaler are left to
-    the start and the sweep."""
+    """A refresh whose changes are not known (no `RouteChanges`) rebuilds the table: one list of the
+    routes, then the proxy's ConfigMap and Deployment (its configuration digest); the namespaces,
+    Service and autoscaler are left to the start and the sweep. (After a batch, the batch's own
+    changes are merged without the list: `test_route_refresh.py`.)"""
     reconciler = build(api, store)
     reconciler.ensure_system()
     reads = api.requests["GET"]

@@ -3,6 +3,7 @@ paging, retries on injected faults, token refresh, and the stand-in's apply sema
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,9 +11,14 @@ import pytest
 
 from gco.local.standin import Fault, StandInKubeAPI
 from gco.reconcile.access import RECONCILER_GRANT
-from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError, ClusterUnavailableError
+from gco.reconcile.errors import (
+    ClusterAuthError,
+    ClusterConflictError,
+    ClusterRejectedError,
+    ClusterUnavailableError,
+)
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.objects import ENDPOINT_LABEL, ObjectRef
+from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, ObjectRef
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
 
@@ -136,6 +142,83 @@ def test_transient_faults_are_retried(api: StandInKubeAPI, cluster: KubeCluster,
     api.inject(fault)
     cluster.apply(objects()[0])
     assert len(cluster.list({ENDPOINT_LABEL: "llama"})) == 1
+
+
+def at_version(obj: dict[str, Any], version: str) -> dict[str, Any]:
+    """`obj` applied only over `version` (a resourceVersion precondition)."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+
+
+def test_an_apply_over_a_stale_resource_version_is_a_conflict_and_is_not_retried(
+    api: StandInKubeAPI, cluster: KubeCluster
+) -> None:
+    first = cluster.apply(objects()[0])
+    changed = objects()[0]
+    changed["spec"]["replicas"] = 3
+    current = cluster.apply(at_version(changed, first["metadata"]["resourceVersion"]))  # still current
+    assert current["spec"]["replicas"] == 3
+    patches = api.requests["PATCH"]
+    changed["spec"]["replicas"] = 5
+    with pytest.raises(ClusterConflictError, match=r"HTTP 409: .*the object has been modified") as raised:
+        cluster.apply(at_version(changed, first["metadata"]["resourceVersion"]))
+    assert raised.value.status == 409
+    assert isinstance(
+        raised.value, ClusterUnavailableError
+    )  # a caller that does not read again retries later
+    assert api.requests["PATCH"] - patches == 1  # the same request would only fail again
+    stored = api.get(DEPLOYMENT, "gco-inference", "llama")
+    assert stored is not None and stored["spec"]["replicas"] == 3
+    assert cluster.apply(at_version(changed, current["metadata"]["resourceVersion"]))["spec"]["replicas"] == 5
+
+
+def test_the_stand_in_refuses_a_stale_version_as_the_api_server_words_it(api: StandInKubeAPI) -> None:
+    import httpx
+
+    path = "/apis/apps/v1/namespaces/gco-inference/deployments/llama"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/apply-patch+yaml"}
+    with httpx.Client(base_url=api.url, headers=headers) as http:
+        created = http.patch(path, params={"fieldManager": "m"}, json=at_version(objects()[0], "999"))
+        assert created.status_code == 201  # creating never compares the version (nothing to compare)
+        refused = http.patch(path, params={"fieldManager": "m"}, json=at_version(objects()[0], "1"))
+    assert refused.status_code == 409
+    assert refused.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'Operation cannot be fulfilled on deployments.apps "llama": the object has been modified; '
+        "please apply your changes to the latest version and try again",
+        "reason": "Conflict",
+        "details": {"name": "llama", "group": "apps", "kind": "deployments"},
+        "code": 409,
+    }
+
+
+def test_a_conditional_apply_carries_its_version_and_is_not_retried_on_conflict(
+    api: StandInKubeAPI, cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[tuple[str, str, dict[str, Any]]] = []
+    original = cluster._request
+
+    def recorded(method: str, path: str, **kwargs: Any) -> Any:
+        body = json.loads(kwargs["content"]) if kwargs.get("content") else {}
+        sent.append((method, path, {**kwargs, "content": body}))
+        return original(method, path, **kwargs)
+
+    stored = cluster.apply(objects()[0])
+    monkeypatch.setattr(cluster, "_request", recorded)
+    api.inject(Fault(status=409, method="PATCH"))
+    with pytest.raises(ClusterConflictError):
+        cluster.apply(at_version(objects()[0], stored["metadata"]["resourceVersion"]))
+    ((method, path, request),) = sent
+    assert (method, path) == ("PATCH", "/apis/apps/v1/namespaces/gco-inference/deployments/llama")
+    assert request["params"] == {"fieldManager": "gco-reconciler", "force": "true"}
+    assert request["headers"] == {"Content-Type": "application/apply-patch+yaml"}
+    assert request["content"]["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert request["retry_conflict"] is False
+    api.inject(Fault(status=409, method="PATCH"))
+    cluster.apply(objects()[0])  # without a precondition a 409 is transient: retried
+    assert sent[-1][2]["retry_conflict"] is True
 
 
 @pytest.mark.parametrize("when", ["before", "after"])

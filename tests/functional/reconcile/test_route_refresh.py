@@ -1,0 +1,294 @@
+"""The route refresh after a batch: the batch's own route changes merged into the proxy's ConfigMap
+(no list of the routes), kept equal to a full rebuild, safe against concurrent refreshers (409 on a
+stale resourceVersion, re-read and merged again), and rebuilt from the listed routes whenever the
+ConfigMap cannot be trusted."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.endpoints.record import EndpointRecord
+from gco.local.standin import Fault, StandInKubeAPI
+from gco.namespaces import SYSTEM_NAMESPACE
+from gco.reconcile.errors import ClusterUnavailableError
+from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef
+from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
+from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.routes import route_table
+from gco.reconcile.settings import DEFAULT_SETTINGS
+from gco.reconcile.system import MERGE_ATTEMPTS, refresh_route_table
+from tests.unit.reconcile.records import EAST, IMAGE, WEST
+
+SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
+FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+ROUTE_LIST = "gco.dev/role=route"  # what the route list's label selector contains
+
+
+class HookedCluster(KubeCluster):
+    """The real adapter, with a hook run once just before the next conditional ConfigMap apply (after
+    the refresh read the ConfigMap), and ConfigMap reads that can be made to fail."""
+
+    def __init__(self, api: StandInKubeAPI) -> None:
+        super().__init__(api.url, static_token("t"), retry=FAST, sleep=lambda _: None)
+        self.before_conditional_apply: Callable[[], None] | None = None
+        self.failing_config_reads = 0
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        hook = self.before_conditional_apply
+        if hook is not None and obj["kind"] == CONFIG_MAP.kind and obj["metadata"].get("resourceVersion"):
+            self.before_conditional_apply = None
+            hook()
+        return super().apply(obj)
+
+    def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        if kind == CONFIG_MAP and self.failing_config_reads:
+            self.failing_config_reads -= 1
+            raise ClusterUnavailableError("get ConfigMap: injected")
+        return super().get(kind, namespace, name)
+
+
+@pytest.fixture
+def api() -> Iterator[StandInKubeAPI]:
+    with StandInKubeAPI() as server:
+        yield server
+
+
+@pytest.fixture
+def clusters(api: StandInKubeAPI) -> Iterator[list[HookedCluster]]:
+    made: list[HookedCluster] = []
+    yield made
+    for cluster in made:
+        cluster.close()
+
+
+@pytest.fixture
+def build(
+    api: StandInKubeAPI, store: EndpointStore, clusters: list[HookedCluster]
+) -> Callable[[], tuple[Reconciler, HookedCluster]]:
+    """A reconciler of its own execution environment (its own client), started."""
+
+    def make() -> tuple[Reconciler, HookedCluster]:
+        cluster = HookedCluster(api)
+        clusters.append(cluster)
+        reconciler = Reconciler(store, cluster, EAST, wait=0.0)
+        reconciler.ensure_system()
+        return reconciler, cluster
+
+    return make
+
+
+def served(api: StandInKubeAPI) -> list[dict[str, Any]]:
+    """The route table the proxy's ConfigMap holds."""
+    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    assert config is not None
+    table: list[dict[str, Any]] = json.loads(config["data"][ROUTES_JSON])["routes"]
+    return table
+
+
+def rebuilt(api: StandInKubeAPI) -> list[dict[str, Any]]:
+    """The route table a full rebuild makes from the stored route Ingresses."""
+    ingresses = [obj for obj in api.objects() if obj["kind"] == INGRESS.kind]
+    return [route.model_dump(mode="json") for route in route_table(ingresses).routes]
+
+
+def route_lists(api: StandInKubeAPI) -> int:
+    return sum(count for (_, selector), count in api.lists.items() if ROUTE_LIST in selector)
+
+
+def weights(api: StandInKubeAPI) -> dict[str, int]:
+    return {route["endpoint"]: route["canary_weight"] for route in served(api)}
+
+
+def current(store: EndpointStore, name: str) -> EndpointRecord:
+    record = store.get(name)
+    assert record is not None
+    return record
+
+
+def canary(weight: int) -> dict[str, Any]:
+    return {**SPEC, "canary": {"image": IMAGE, "weight": weight, "replicas": 1}}
+
+
+def test_batches_of_creates_updates_and_deletes_keep_the_table_a_full_rebuild_would_make(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    reconciler, _ = build()
+    lists = route_lists(api)
+    for name in "abcd":
+        store.create(name, canary(10) if name == "b" else SPEC, [EAST])
+    reconciler.reconcile_many(list("abcd"), wait=0.0, concurrency=4)
+    assert served(api) == rebuilt(api) and len(served(api)) == 4
+    store.update_spec("b", canary(60), current(store, "b").lifecycle_id or "")  # a canary weight change
+    store.update_desired_state("c", "deleted", expected_lifecycle_id=current(store, "c").lifecycle_id)
+    d = current(store, "d")
+    moved = store.update_target_regions(
+        "d",
+        [WEST],
+        [EAST],
+        expected_lifecycle_id=d.lifecycle_id or "",
+        expected_updated_at=d.updated_at or "",
+    )  # the Region is no longer a target: its objects go
+    assert moved is not None
+    store.create("e", canary(30), [EAST])
+    reconciler.reconcile_many(["b", "c", "d", "e"], wait=0.0, concurrency=4)
+    assert weights(api) == {"a": 0, "b": 60, "e": 30}
+    assert served(api) == rebuilt(api)
+    store.update_desired_state("a", "deleted", expected_lifecycle_id=current(store, "a").lifecycle_id)
+    reconciler.reconcile_many(["a"], wait=0.0)
+    assert weights(api) == {"b": 60, "e": 30}
+    assert served(api) == rebuilt(api)
+    assert route_lists(api) == lists  # no batch listed the routes
+    assert reconciler.ensure_system().applied == []  # the full rebuild finds nothing to change
+
+
+def test_a_refresh_after_a_batch_reads_one_object_per_dependent_and_lists_no_route(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    reconciler, _ = build()
+    for name in ("a", "b"):
+        store.create(name, SPEC, [EAST])
+    reconciler.reconcile_many(["a", "b"], wait=0.0)
+    store.create("c", SPEC, [EAST])
+    lists, reads, writes = sum(api.lists.values()), api.requests["GET"], api.writes()
+    reconciler.refresh_routes(RouteChanges())  # nothing changed: read the ConfigMap and Deployment
+    assert (sum(api.lists.values()), api.requests["GET"] - reads, api.writes()) == (lists, 2, writes)
+    routes = route_lists(api)
+    reconciler.reconcile_many(["c"], wait=0.0)
+    assert route_lists(api) == routes
+    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+
+
+def test_a_refresh_that_lost_the_race_reads_again_and_loses_no_route(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    """Two execution environments: the second's refresh writes the ConfigMap between the first's
+    read and its apply, so the first's stale resourceVersion is refused (409) and it merges again."""
+    first, first_cluster = build()
+    second, _ = build()
+    for name in ("a", "b"):
+        store.create(name, SPEC, [EAST])
+    between: list[list[dict[str, Any]]] = []
+
+    def second_refreshes() -> None:
+        second.reconcile_many(["b"], wait=0.0)
+        between.append(served(api))
+
+    first_cluster.before_conditional_apply = second_refreshes
+    lists = route_lists(api)
+    first.reconcile_many(["a"], wait=0.0)
+    assert [[route["endpoint"] for route in table] for table in between] == [["b"]]
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert served(api) == rebuilt(api)
+    assert route_lists(api) == lists  # settled by merging again, not by listing
+
+
+def test_conflicts_past_the_bound_rebuild_from_the_listed_routes(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    reconciler, cluster = build()
+    store.create("a", SPEC, [EAST])
+    reconciler.reconcile_many(["a"], wait=0.0)
+    store.create("b", SPEC, [EAST])
+    reconciler.reconcile_many(["b"], wait=0.0)
+    changes = RouteChanges()
+    changes.put("a", None)  # says a's route is gone, while its Ingress is still there
+    api.inject(Fault(status=409, method="PATCH", times=MERGE_ATTEMPTS))
+    lists = route_lists(api)
+    report = refresh_route_table(cluster, DEFAULT_SETTINGS, reconciler.grant, changes)
+    assert route_lists(api) == lists + 1
+    assert [route.endpoint for route in report.routes.routes] == ["a", "b"]  # what the routes say
+    assert served(api) == rebuilt(api)
+
+
+def test_a_conflict_is_merged_again_without_a_list(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    reconciler, _ = build()
+    store.create("a", SPEC, [EAST])
+    lists = route_lists(api)
+    reconciler.reconcile_many(["a"], wait=0.0)  # applies the endpoint's objects: the fault waits
+    store.create("b", SPEC, [EAST])
+    reconciler.reconcile_many(["b"], wait=0.0)
+    assert route_lists(api) == lists
+    patches = api.requests["PATCH"]
+    api.inject(Fault(status=409, method="PATCH"))
+    changes = RouteChanges()
+    changes.put("a", None)
+    refresh_route_table(reconciler.cluster, DEFAULT_SETTINGS, reconciler.grant, changes)
+    assert api.requests["PATCH"] - patches == 3  # refused once, applied, then the Deployment's digest
+    assert route_lists(api) == lists
+    assert [route["endpoint"] for route in served(api)] == ["b"]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "not-json", "not-a-table"])
+def test_a_missing_or_unreadable_configmap_is_rebuilt_from_the_listed_routes(
+    api: StandInKubeAPI,
+    store: EndpointStore,
+    build: Callable[[], tuple[Reconciler, HookedCluster]],
+    damage: str,
+) -> None:
+    reconciler, cluster = build()
+    store.create("a", SPEC, [EAST])
+    reconciler.reconcile_many(["a"], wait=0.0)
+    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    assert config is not None
+    if damage == "deleted":
+        cluster.delete([ObjectRef.of(config)])
+    else:
+        text = "{" if damage == "not-json" else json.dumps({"routes": [{"path": "/inference/a"}]})
+        api.apply_as("kubectl", {**config, "data": {ROUTES_JSON: text}})
+    store.create("b", SPEC, [EAST])
+    lists = route_lists(api)
+    reconciler.reconcile_many(["b"], wait=0.0)
+    assert route_lists(api) == lists + 1
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert served(api) == rebuilt(api)
+
+
+def test_a_batch_during_a_refresh_is_merged_by_the_running_refresh(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    """A batch of the same execution environment whose refresh finds one running leaves its
+    changes to it: the running refresh merges them before it lets go, with no list."""
+    reconciler, cluster = build()
+    for name in ("a", "b"):
+        store.create(name, SPEC, [EAST])
+    returned: list[list[dict[str, Any]]] = []
+
+    def batch_meanwhile() -> None:
+        reconciler.reconcile_many(["b"], wait=0.0)
+        returned.append(served(api))
+
+    cluster.before_conditional_apply = batch_meanwhile
+    lists = route_lists(api)
+    reconciler.reconcile_many(["a"], wait=0.0)
+    assert returned == [[]]  # the inner batch returned before any refresh wrote its route
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert route_lists(api) == lists
+
+
+def test_changes_of_a_failed_refresh_are_kept_for_the_next_batch(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    reconciler, cluster = build()
+    store.create("a", SPEC, [EAST])
+    cluster.failing_config_reads = 1
+    with pytest.raises(ClusterUnavailableError):
+        reconciler.reconcile_many(["a"], wait=0.0)  # the endpoint is applied, its refresh fails
+    assert served(api) == []
+    store.create("b", SPEC, [EAST])
+    store.create("c", SPEC, [EAST])
+    reconciler.reconcile_many(["b"], wait=0.0)
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    reconciler.reconcile_many(["a"], wait=0.0)  # nothing left to apply, nor to refresh
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    lists = route_lists(api)
+    reconciler.reconcile_many(["c"], wait=0.0)
+    assert served(api) == rebuilt(api) and route_lists(api) == lists
