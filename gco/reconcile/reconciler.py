@@ -49,7 +49,7 @@ from gco.reconcile.render_scaling import uses_keda
 from gco.reconcile.route_changes import RouteChanges
 from gco.reconcile.routes import route_of
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
-from gco.reconcile.system import SystemReport, ensure_system, refresh_route_table
+from gco.reconcile.system import KnownRouteConfig, SystemReport, ensure_system, refresh_route_table
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
@@ -126,6 +126,9 @@ class Reconciler:
         self._pending_lock = threading.Lock()
         self._pending_routes = RouteChanges()
         self._routes_stale = threading.Event()
+        # The proxy ConfigMap this process last wrote (held with the system lock): the next route
+        # refresh applies over its version without reading it first (`system.KnownRouteConfig`).
+        self._known_route_config: KnownRouteConfig | None = None
         self.wait = wait
         self.poll = poll
         self.max_passes = max_passes
@@ -148,6 +151,8 @@ class Reconciler:
             except Exception:  # nothing was listed: the changes wait for the next refresh
                 self._restore_route_changes(listed)
                 raise
+            finally:
+                self._known_route_config = None  # the rebuild may have written it: read it next
             self.system_ready = True
             self._log_applied(report)
             report = self._refresh_pending_locked() or report
@@ -253,11 +258,13 @@ class Reconciler:
         report = None
         while self._routes_stale.is_set():
             changes = self._take_route_changes()
+            known, self._known_route_config = self._known_route_config, None
             try:
-                report = refresh_route_table(self.cluster, self.settings, self.grant, changes)
+                report = refresh_route_table(self.cluster, self.settings, self.grant, changes, known=known)
             except Exception:
                 self._restore_route_changes(changes)
                 raise
+            self._known_route_config = report.config
             self._log_applied(report)
         return report
 

@@ -17,7 +17,6 @@ These objects are never deleted with an endpoint: they carry no endpoint label.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gco.reconcile.objects import (
@@ -35,7 +34,15 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import PROXY_PORT_NAME
-from gco.reconcile.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, TLS_DIR, RouteTable, nginx_conf
+from gco.reconcile.routes import (
+    CONFIG_DIR,
+    HEALTH_PATH,
+    PROXY_PORT,
+    TLS_DIR,
+    RouteTable,
+    nginx_conf,
+    routes_json,
+)
 from gco.reconcile.settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
@@ -64,7 +71,7 @@ def _config_map(table: RouteTable) -> dict[str, Any]:
         "metadata": _meta(PROXY_CONFIG),
         "data": {
             NGINX_CONF: nginx_conf(table),
-            ROUTES_JSON: json.dumps(table.model_dump(mode="json"), sort_keys=True),
+            ROUTES_JSON: routes_json(table),
         },
     }
 

@@ -206,32 +206,50 @@ def _backend(upstream: str) -> str:
 
 def nginx_conf(table: RouteTable) -> str:
     """The proxy's whole nginx.conf: TLS on PROXY_PORT, one location per route, canary splits."""
-    splits: list[str] = []
-    locations: list[str] = []
-    for index, route in enumerate(table.routes):
-        variable = f"$gco_upstream_{index}"
-        lines = [f'split_clients "${{request_id}}" {variable} {{']
-        if route.canary_upstream is not None and route.canary_weight > 0:
-            lines.append(f"        {route.canary_weight}% {_backend(route.canary_upstream)};")
-        lines.append(f"        * {_backend(route.upstream)};")
-        lines.append("    }")
-        splits.append("\n".join(lines))
-        prefix = re.escape(route.path)
-        locations.append(
-            f"        # {route.endpoint}\n"
-            f"        location ~ ^{prefix}(/|$) {{\n"
-            f"            rewrite ^{prefix}/?(.*)$ /$1 break;\n"
-            f"            proxy_pass http://{variable};\n"
-            "        }"
-        )
+    blocks = [_route_blocks(route, index) for index, route in enumerate(table.routes)]
     return _TEMPLATE.format(
         resolver=RESOLVER,
-        splits="\n    ".join(splits) or "# no routes",
+        splits="\n    ".join(split for split, _ in blocks) or "# no routes",
         port=PROXY_PORT,
         tls=TLS_DIR,
         health=HEALTH_PATH,
-        locations="\n".join(locations) or "        # no routes",
+        locations="\n".join(location for _, location in blocks) or "        # no routes",
     )
+
+
+@functools.lru_cache(maxsize=2 * ROUTE_CACHE_SIZE)
+def _route_blocks(route: Route, index: int) -> tuple[str, str]:
+    """One route's `split_clients` block and `location` block, as the route at `index` of its table.
+
+    Kept, like the validated routes: a refresh renders the whole table, nearly all of it unchanged
+    (and at unchanged places, as new endpoints' paths mostly sort last) since the last refresh.
+    """
+    variable = f"$gco_upstream_{index}"
+    lines = [f'split_clients "${{request_id}}" {variable} {{']
+    if route.canary_upstream is not None and route.canary_weight > 0:
+        lines.append(f"        {route.canary_weight}% {_backend(route.canary_upstream)};")
+    lines.append(f"        * {_backend(route.upstream)};")
+    lines.append("    }")
+    prefix = re.escape(route.path)
+    location = (
+        f"        # {route.endpoint}\n"
+        f"        location ~ ^{prefix}(/|$) {{\n"
+        f"            rewrite ^{prefix}/?(.*)$ /$1 break;\n"
+        f"            proxy_pass http://{variable};\n"
+        "        }"
+    )
+    return "\n".join(lines), location
+
+
+def routes_json(table: RouteTable) -> str:
+    """The table as the ConfigMap's `routes.json`: `json.dumps(table.model_dump(mode="json"),
+    sort_keys=True)`, written from each route's kept JSON rather than dumping every route again."""
+    return '{"routes": [' + ", ".join(_route_json(route) for route in table.routes) + "]}"
+
+
+@functools.lru_cache(maxsize=ROUTE_CACHE_SIZE)
+def _route_json(route: Route) -> str:
+    return json.dumps(route.model_dump(mode="json"), sort_keys=True)
 
 
 _TEMPLATE = """\

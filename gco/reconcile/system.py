@@ -53,12 +53,31 @@ ROUTE_DEPENDENT = frozenset({(CONFIG_MAP, PROXY_CONFIG), (DEPLOYMENT, PROXY_DEPL
 MERGE_ATTEMPTS = 3
 
 
+@dataclass(frozen=True)
+class KnownRouteConfig:
+    """The proxy's ConfigMap as this process last wrote it: its resourceVersion, table and digest.
+
+    The next refresh merges into this table and applies over this version without reading the
+    ConfigMap first; if another writer changed it since, the precondition fails (409) and that
+    refresh reads it, as it would have without this.
+    """
+
+    version: str
+    table: RouteTable
+    digest: str
+    uid: str
+
+
 @dataclass
 class SystemReport:
-    """What one pass applied (object keys), and the route table the proxy now serves."""
+    """What one pass applied (object keys), and the route table the proxy now serves.
+
+    `config`: the ConfigMap this pass wrote, when it knows its resourceVersion (a route refresh).
+    """
 
     applied: list[str] = field(default_factory=list)
     routes: RouteTable = field(default_factory=RouteTable)
+    config: KnownRouteConfig | None = None
 
 
 def namespace_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
@@ -122,48 +141,75 @@ def refresh_route_table(
     grant: Grant,
     changes: RouteChanges,
     *,
+    known: KnownRouteConfig | None = None,
     attempts: int = MERGE_ATTEMPTS,
 ) -> SystemReport:
     """Bring the proxy's route table up to date with `changes`, without listing the routes.
 
-    Reads the proxy's ConfigMap (one GET), merges the changes into the table its `routes.json`
-    holds, and applies the ConfigMap rendered from the merged table with the read resourceVersion
-    as a precondition, then the Deployment's configuration digest (as `ensure_system`). A
-    concurrent refresh (another execution environment's) that wrote the ConfigMap in between makes
-    the apply fail with 409 Conflict: the ConfigMap is read and merged again, so neither refresh's
-    routes are lost. After `attempts` conflicts, or when the merge cannot be trusted (no ConfigMap,
-    a `routes.json` that is not a route table, a change not known exactly, two routes of one path),
-    the table is rebuilt from the listed route Ingresses instead (`ensure_system`, full=False).
+    Reads the proxy's ConfigMap (one GET; none when `known` is what this process last wrote),
+    merges the changes into the table its `routes.json` holds, and applies the ConfigMap rendered
+    from the merged table with the read resourceVersion as a precondition, then the Deployment's
+    configuration digest (as `ensure_system`). A concurrent refresh (another execution
+    environment's) that wrote the ConfigMap in between makes the apply fail with 409 Conflict: the
+    ConfigMap is read and merged again, so neither refresh's routes are lost. After `attempts`
+    conflicts, or when the merge cannot be trusted (no ConfigMap, a `routes.json` that is not a
+    route table, a change not known exactly, two routes of one path), the table is rebuilt from
+    the listed route Ingresses instead (`ensure_system`, full=False).
     """
-    for _ in range(attempts if not changes.rebuild else 0):
-        current = cluster.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
-        version = str(((current or {}).get("metadata") or {}).get("resourceVersion") or "")
-        table = table_from_json(((current or {}).get("data") or {}).get(ROUTES_JSON))
-        merged = changes.merged_into(table) if table is not None and version else None
-        if current is None or merged is None:
+    for attempt in range(attempts if not changes.rebuild else 0):
+        base = known if attempt == 0 and known is not None else _read_route_config(cluster)
+        merged = changes.merged_into(base.table) if base is not None else None
+        if base is None or merged is None:
             break
-        report = SystemReport(routes=merged)
+        report = SystemReport(routes=merged, config=base)
         config, deployment = _route_dependents(render_proxy(settings.proxy, merged))
-        if annotations_of(current).get(HASH_ANNOTATION) != annotations_of(config).get(HASH_ANNOTATION):
-            # metadata.resourceVersion in the applied object is an optimistic-concurrency
-            # precondition: "When a record is about to be updated, its version is checked against
-            # a pre-saved value, and if it doesn't match, the update fails with a StatusConflict
-            # (HTTP status code 409)" and "the correct client action at this point is to GET the
-            # resource again, apply the changes afresh, and try submitting again" (Kubernetes API
-            # Conventions, "Concurrency Control and Consistency",
-            # https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency).
-            # An apply is served by the same update path (apiserver registry `Store.Update`), which
-            # answers "the object has been modified; please apply your changes to the latest
-            # version and try again" when the applied version differs from the stored one.
-            precondition = {**config, "metadata": {**config["metadata"], "resourceVersion": version}}
-            try:
-                cluster.apply(precondition)
-            except ClusterConflictError:
-                continue  # another refresh wrote it since the read: merge into what it wrote
-            report.applied.append(str(ObjectRef.of(config)))
-        _apply_if_changed(cluster, deployment, report)
+        digest = annotations_of(config).get(HASH_ANNOTATION, "")
+        if base.digest == digest:
+            _apply_if_changed(cluster, deployment, report)
+            return report
+        # metadata.resourceVersion in the applied object is an optimistic-concurrency
+        # precondition: "When a record is about to be updated, its version is checked against
+        # a pre-saved value, and if it doesn't match, the update fails with a StatusConflict
+        # (HTTP status code 409)" and "the correct client action at this point is to GET the
+        # resource again, apply the changes afresh, and try submitting again" (Kubernetes API
+        # Conventions, "Concurrency Control and Consistency",
+        # https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency).
+        # An apply is served by the same update path (apiserver registry `Store.Update`), which
+        # answers "the object has been modified; please apply your changes to the latest
+        # version and try again" when the applied version differs from the stored one.
+        precondition = {**config, "metadata": {**config["metadata"], "resourceVersion": base.version}}
+        try:
+            answer = cluster.apply(precondition)
+        except ClusterConflictError:
+            continue  # another refresh wrote it since the read: merge into what it wrote
+        report.applied.append(str(ObjectRef.of(config)))
+        meta = answer.get("metadata") or {}
+        if str(meta.get("uid") or "") != base.uid:
+            # Created, not updated: the ConfigMap was deleted since this process wrote it, and an
+            # apply creates whatever resourceVersion it carries, so the table it held (which other
+            # writers may have changed before the deletion) is rebuilt from the routes instead.
+            return ensure_system(cluster, settings, grant, None, full=False)
+        version = str(meta.get("resourceVersion") or "")
+        report.config = KnownRouteConfig(version, merged, digest, base.uid) if version else None
+        # The configuration changed, so the Deployment's digest did: applied without reading it
+        # first (an apply of what is already stored changes nothing).
+        cluster.apply(deployment)
+        report.applied.append(str(ObjectRef.of(deployment)))
         return report
     return ensure_system(cluster, settings, grant, None, full=False)
+
+
+def _read_route_config(cluster: Cluster) -> KnownRouteConfig | None:
+    """The proxy's ConfigMap as stored, or None when its version or route table cannot be trusted."""
+    current = cluster.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    if current is None:
+        return None
+    meta = current.get("metadata") or {}
+    version, uid = str(meta.get("resourceVersion") or ""), str(meta.get("uid") or "")
+    table = table_from_json((current.get("data") or {}).get(ROUTES_JSON))
+    if not version or not uid or table is None:
+        return None
+    return KnownRouteConfig(version, table, annotations_of(current).get(HASH_ANNOTATION, ""), uid)
 
 
 def _route_dependents(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -151,18 +151,71 @@ def test_batches_of_creates_updates_and_deletes_keep_the_table_a_full_rebuild_wo
 def test_a_refresh_after_a_batch_reads_one_object_per_dependent_and_lists_no_route(
     api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
 ) -> None:
-    reconciler, _ = build()
+    reconciler, cluster = build()
     for name in ("a", "b"):
         store.create(name, SPEC, [EAST])
+    lists, reads, writes = sum(api.lists.values()), api.requests["GET"], api.writes()
+    refresh_route_table(cluster, DEFAULT_SETTINGS, reconciler.grant, RouteChanges())
+    # nothing changed and nothing known: read the ConfigMap and the Deployment, write nothing
+    assert (sum(api.lists.values()), api.requests["GET"] - reads, api.writes()) == (lists, 2, writes)
     reconciler.reconcile_many(["a", "b"], wait=0.0)
     store.create("c", SPEC, [EAST])
-    lists, reads, writes = sum(api.lists.values()), api.requests["GET"], api.writes()
-    reconciler.refresh_routes(RouteChanges())  # nothing changed: read the ConfigMap and Deployment
-    assert (sum(api.lists.values()), api.requests["GET"] - reads, api.writes()) == (lists, 2, writes)
+    lists, reads = sum(api.lists.values()), api.requests["GET"]
+    reconciler.refresh_routes(RouteChanges())  # the ConfigMap is as this process wrote it: not read
+    assert (sum(api.lists.values()), api.requests["GET"] - reads) == (lists, 1)  # the Deployment
     routes = route_lists(api)
     reconciler.reconcile_many(["c"], wait=0.0)
     assert route_lists(api) == routes
     assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+
+
+def test_a_known_configmap_another_writer_changed_is_refused_then_read_and_merged(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    """The first environment applies over the version it last wrote; the second wrote since, so the
+    apply is refused (409), and the first reads the ConfigMap and merges into it: no route lost."""
+    first, first_cluster = build()
+    second, _ = build()
+    for name in ("a", "b", "c"):
+        store.create(name, SPEC, [EAST])
+    first.reconcile_many(["a"], wait=0.0)  # the first now knows the ConfigMap's version
+    second.reconcile_many(["b"], wait=0.0)  # ... which this write makes stale
+    lists, patches = route_lists(api), api.requests["PATCH"]
+    api_gets: list[str] = []
+    original_get = first_cluster.get
+
+    def counted_get(kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        api_gets.append(f"{kind.kind}/{name}")
+        return original_get(kind, namespace, name)
+
+    first_cluster.get = counted_get  # type: ignore[method-assign]
+    first.reconcile_many(["c"], wait=0.0)
+    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+    assert served(api) == rebuilt(api)
+    assert route_lists(api) == lists
+    assert api_gets.count(f"ConfigMap/{PROXY_CONFIG}") == 1  # read only after the refusal
+    assert api.requests["PATCH"] - patches >= 3  # c's objects, the refused apply, the merged one
+
+
+def test_a_configmap_deleted_since_this_process_wrote_it_is_rebuilt_from_the_routes(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    """An apply creates an object whatever resourceVersion it carries: a known table applied over a
+    deleted ConfigMap would bring back whatever that table missed, so the table is rebuilt instead."""
+    first, first_cluster = build()
+    second, _ = build()
+    for name in ("a", "b", "c"):
+        store.create(name, SPEC, [EAST])
+    first.reconcile_many(["a"], wait=0.0)
+    second.reconcile_many(["b"], wait=0.0)  # the first's known table lacks b
+    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    assert config is not None
+    first_cluster.delete([ObjectRef.of(config)])
+    lists = route_lists(api)
+    first.reconcile_many(["c"], wait=0.0)
+    assert route_lists(api) == lists + 1
+    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+    assert served(api) == rebuilt(api)
 
 
 def test_a_refresh_that_lost_the_race_reads_again_and_loses_no_route(

@@ -18,7 +18,7 @@ from gco.reconcile.render_proxy import (
     ROUTES_JSON,
     render_proxy,
 )
-from gco.reconcile.routes import Route, RouteTable, choose, nginx_conf, route_table
+from gco.reconcile.routes import Route, RouteTable, choose, nginx_conf, route_table, routes_json
 from tests.unit.reconcile.records import EAST, make_record
 from tests.unit.reconcile.test_render import K8S_VERSION
 
@@ -140,3 +140,40 @@ def test_proxy_settings_refuse_bad_values_naming_the_field(field: str, value: An
         ProxySettings.model_validate({field: value})
     with pytest.raises(ValidationError, match="min_replicas"):
         ProxySettings(min_replicas=5, max_replicas=2)
+
+
+def _routes(*names: str) -> RouteTable:
+    return RouteTable(
+        routes=tuple(
+            Route(
+                endpoint=name,
+                path=f"/inference/{name}",
+                upstream=f"http://{name}.gco-inference.svc:8000",
+                canary_upstream=f"http://{name}-canary.gco-inference.svc:8000"
+                if name.startswith("c")
+                else None,
+                canary_weight=30 if name.startswith("c") else 0,
+            )
+            for name in sorted(names)
+        )
+    )
+
+
+def test_routes_json_is_the_sorted_dump_of_the_table_written_from_kept_routes() -> None:
+    for routes in (RouteTable(), table(), _routes("a", "c1", "b")):
+        assert routes_json(routes) == json.dumps(routes.model_dump(mode="json"), sort_keys=True)
+        assert RouteTable.model_validate(json.loads(routes_json(routes))) == routes
+
+
+def test_nginx_conf_of_kept_blocks_numbers_each_route_by_its_place_in_this_table() -> None:
+    """Blocks are kept per route and place: a route inserted before others moves them, and each
+    location must still send to its own split's variable."""
+    nginx_conf(_routes("b", "d"))  # blocks of b at 0 and d at 1 kept
+    conf = nginx_conf(_routes("a", "b", "c1", "d"))
+    for index, name in enumerate(["a", "b", "c1", "d"]):
+        split = conf.index(f'split_clients "${{request_id}}" $gco_upstream_{index} {{')
+        assert f"* {name}.gco-inference.svc.cluster.local:8000;" in conf[split : conf.index("\n    }", split)]
+        location = conf.index(f"location ~ ^/inference/{name}(/|$)")
+        block = conf[location : conf.index("\n        }", location)]
+        assert block.endswith(f"proxy_pass http://$gco_upstream_{index};")
+    assert conf.count("split_clients") == 4 and "30% c1-canary.gco-inference.svc.cluster.local:8000;" in conf
