@@ -73,7 +73,7 @@ def _encode(value: Any) -> dict[str, Any]:
 def _decode(attribute: Mapping[str, Any]) -> Any:
     """One AttributeValue as a plain Python value (numbers by value: see the module docstring)."""
     ((kind, value),) = attribute.items()
-    if kind == "S" or kind == "BOOL":
+    if kind in {"S", "BOOL"}:
         return value
     if kind == "N":
         return _number(value)
@@ -85,7 +85,7 @@ def _decode(attribute: Mapping[str, Any]) -> Any:
         return None
     if kind == "B":
         return bytes(value)
-    if kind == "SS" or kind == "BS":
+    if kind in {"SS", "BS"}:
         return [item if kind == "SS" else bytes(item) for item in value]
     if kind == "NS":
         return [_number(item) for item in value]
