@@ -94,11 +94,12 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     from werkzeug.serving import run_simple
 
     from gco.local import moto_json, moto_lexer
+    from gco.local.moto_direct import DirectDispatch
 
     moto_json.install()
     moto_lexer.install()
 
-    app = SerializedApp(DomainDispatcherApplication(create_backend_app))
+    app = SerializedApp(DirectDispatch(DomainDispatcherApplication(create_backend_app)))
     run_simple(options.host, options.port, app, threaded=True, request_handler=MotoRequestHandler)
 
 
