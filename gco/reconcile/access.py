@@ -2,7 +2,8 @@
 
 Both sides import this: the Regional stack renders it into the RBAC objects bound to the
 reconciler's EKS access-entry group (`Grant.rbac_objects`), and the reconciler lists, applies and
-deletes only where it grants (`Grant.list_scopes`). The local stand-in API server authorizes every
+deletes only where it grants (`Grant.list_scopes`; its lists of endpoint objects only where those can
+be, `Grant.object_scopes`). The local stand-in API server authorizes every
 request with `Grant.allows`, so a request the deployed API server would refuse is refused in tests.
 
 The grant, and why each part:
@@ -126,6 +127,19 @@ class Grant:
             for kind in kinds:
                 if kind in granted:
                     yield namespace, kind
+
+    def object_scopes(self, kinds: Sequence[Kind]) -> Iterator[tuple[str, Kind]]:
+        """The list scopes that can hold an endpoint's objects: `list_scopes` less the system
+        namespace's kinds other than the routes.
+
+        The renderer puts nothing of an endpoint in the system namespace but its route (an
+        Ingress), and no endpoint may live there (the reconciler refuses it), so the proxy's own
+        Deployment, Service and autoscaler are all a list could find there: three lists of every
+        batch and every sweep that can find nothing gco labels for an endpoint.
+        """
+        for namespace, kind in self.list_scopes(kinds):
+            if namespace != SYSTEM_NAMESPACE or kind == INGRESS:
+                yield namespace, kind
 
     def read_only(self, *, group: str, rbac_name: str) -> Grant:
         """The same scopes (kinds per namespace) with `get` and `list` only, and nothing cluster-wide."""

@@ -8,8 +8,9 @@ protocol below is the documented one, and it is what tests exercise against the 
   `application/apply-patch+yaml` (JSON is YAML): one field manager owns what gco sets, and
   fields set by others (an HPA's replica count) are left alone.
 - list: `GET /apis/<group>/<version>/namespaces/<ns>/<plural>?labelSelector=...` in each namespace
-  where the grant (`gco.reconcile.access`) allows the kind, never cluster-wide (the reconciler may
-  not), paged with `limit`/`continue`; a kind whose CRD is not installed (404) lists as empty.
+  where the grant (`gco.reconcile.access`) allows the kind and an endpoint's objects can be
+  (`Grant.object_scopes`: in the system namespace only the routes), never cluster-wide (the
+  reconciler may not), paged with `limit`/`continue`; a kind whose CRD is not installed (404) lists as empty.
   The lists of one call (and the deletes of one call) go out concurrently: one round trip.
 - get: one object by name; 404 is None.
 - An apply answered 404 for a kind the API server does not serve (its CRD is not installed) raises
@@ -175,7 +176,7 @@ class KubeCluster:
         return [item for chunk in chunks for item in self._list_selected(set_selector(key, chunk))]
 
     def _list_selected(self, label_selector: str) -> builtins.list[dict[str, Any]]:
-        scopes = builtins.list(self.grant.list_scopes(KINDS))
+        scopes = builtins.list(self.grant.object_scopes(KINDS))
         pages = self._concurrently(lambda scope: self._list_scope(*scope, label_selector), scopes)
         return [item for page in pages for item in page]
 

@@ -22,7 +22,7 @@ class Cluster(Protocol):
         ...
 
     def list(self, labels: Mapping[str, str]) -> list[dict[str, Any]]:
-        """Every managed object whose labels match, in every namespace where the grant allows its kind."""
+        """Every object whose labels match, wherever an endpoint's objects can be (`Grant.object_scopes`)."""
         ...
 
     def list_in(self, kind: Kind, namespace: str, labels: Mapping[str, str]) -> builtins.list[dict[str, Any]]:

@@ -6,6 +6,7 @@ import kubernetes_validate
 import pytest
 
 from gco.reconcile.access import (
+    ENDPOINT_KINDS,
     RECONCILER_GRANT,
     RECONCILER_GROUP,
     RECONCILER_RBAC_NAME,
@@ -58,6 +59,15 @@ def test_list_scopes_follow_the_grant() -> None:
     assert (SYSTEM, SCALED_OBJECT) not in scopes
     grant = reconciler_grant(["team-a", "team-b"])
     assert grant.namespaces == ("team-a", "team-b", SYSTEM)
+
+
+def test_endpoint_objects_are_listed_in_the_endpoint_namespaces_and_the_system_routes_only() -> None:
+    objects = set(RECONCILER_GRANT.object_scopes(KINDS))
+    assert objects <= set(RECONCILER_GRANT.list_scopes(KINDS))
+    assert {(INFERENCE, kind) for kind in ENDPOINT_KINDS} | {(SYSTEM, INGRESS)} == objects
+    assert (SYSTEM, DEPLOYMENT) not in objects  # the proxy's: never an endpoint's
+    grant = reconciler_grant(["team-a", "team-b"])
+    assert {namespace for namespace, _ in grant.object_scopes(KINDS)} == {"team-a", "team-b", SYSTEM}
 
 
 def test_rbac_objects_are_valid_and_bound_to_the_access_entry_group() -> None:

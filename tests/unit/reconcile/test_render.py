@@ -15,10 +15,13 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
+from gco.endpoints.record import DEFAULT_NAMESPACE
+from gco.reconcile.access import reconciler_grant
 from gco.reconcile.objects import (
     ENDPOINT_LABEL,
     GENERATION_ANNOTATION,
     HASH_ANNOTATION,
+    KINDS,
     LIFECYCLE_ANNOTATION,
     ObjectRef,
     content_hash,
@@ -134,6 +137,15 @@ def test_stopped_renders_zero_replicas_without_autoscalers(feature: str) -> None
     kinds = {obj["kind"] for obj in objects}
     assert not kinds & {"HorizontalPodAutoscaler", "ScaledObject", "PodDisruptionBudget"}
     assert all(obj["spec"]["replicas"] == 0 for obj in objects if obj["kind"] == "Deployment")
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_every_rendered_object_lies_where_the_reconciler_lists_endpoint_objects(feature: str) -> None:
+    grant = reconciler_grant([DEFAULT_NAMESPACE, "team-a"])
+    scopes = {(namespace, kind.kind) for namespace, kind in grant.object_scopes(KINDS)}
+    for namespace in (DEFAULT_NAMESPACE, "team-a"):
+        for obj in rendered(feature, namespace=namespace):
+            assert (obj["metadata"]["namespace"], obj["kind"]) in scopes, ObjectRef.of(obj)
 
 
 def test_every_object_carries_fencing_labels_and_is_deterministic() -> None:
