@@ -54,6 +54,9 @@ from gco.reconcile.system import KnownRouteConfig, SystemReport, ensure_system, 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
 MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
+# The longest a route change waits for the last of several concurrent batches to end before a batch
+# that ends refreshes the route table anyway (`Reconciler._end_batch`).
+ROUTE_REFRESH_MAX_DELAY = 1.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class Reconciler:
         self._pending_lock = threading.Lock()
         self._pending_routes = RouteChanges()
         self._routes_stale = threading.Event()
+        self._pending_since: float | None = None  # when the oldest change waiting was recorded
+        self._batches = 0  # `reconcile_many` calls running (guarded by `_pending_lock`)
         # The proxy ConfigMap this process last wrote (held with the system lock): the next route
         # refresh applies over its version without reading it first (`system.KnownRouteConfig`).
         self._known_route_config: KnownRouteConfig | None = None
@@ -180,9 +185,30 @@ class Reconciler:
         Endpoints are independent (each reads its own record and objects), so they run
         concurrently; the proxy's route table is refreshed once afterwards if any of them changed
         a route, rather than once per endpoint. Each future holds the outcome or the exception.
+
+        Batches of one execution environment that run at once (the local stack's concurrent
+        batches of a poll; in Lambda an environment runs one batch at a time) share one refresh: a
+        batch that ends while another is still running leaves its route changes to the last one
+        to end, unless the oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old
+        (`_end_batch`). A refresh costs a read and a write of the whole route table, so one per
+        batch made the table's size a cost of every batch.
         """
         if not self.system_ready:
             self.ensure_system()
+        with self._pending_lock:
+            self._batches += 1
+        changes = RouteChanges()
+        try:
+            futures = self._run_batch(names, wait, concurrency, changes)
+        finally:
+            if self._end_batch(changes):
+                self._drain_route_changes()
+        return futures
+
+    def _run_batch(
+        self, names: Sequence[str], wait: float | None, concurrency: int, changes: RouteChanges
+    ) -> dict[str, Future[Outcome]]:
+        """Each endpoint's reconcile; what they did to routes is added to `changes`."""
         tallies = {name: _Tally() for name in dict.fromkeys(names)}
         observed = self._observe_batch(list(tallies))
         futures: dict[str, Future[Outcome]] = {}
@@ -200,12 +226,26 @@ class Reconciler:
                     name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
                     for name, tally in tallies.items()
                 }
-        changes = RouteChanges()
         for tally in tallies.values():
             changes.update(tally.routes)
-        if changes or self._routes_stale.is_set():  # also what an earlier failed refresh left
-            self.refresh_routes(changes)
         return futures
+
+    def _end_batch(self, changes: RouteChanges) -> bool:
+        """Record a batch's route changes as it ends; whether it refreshes the table now.
+
+        It does when it is the last batch running (recording and counting under one lock, so the
+        last batch sees every change recorded before it), or when the oldest change waiting is
+        `ROUTE_REFRESH_MAX_DELAY` old (batches that keep overlapping never starve the table). It
+        also does for what an earlier failed refresh left.
+        """
+        with self._pending_lock:
+            self._batches -= 1
+            if changes:
+                self._record_route_changes_locked(changes)
+            if not self._routes_stale.is_set():
+                return False
+            waited = 0.0 if self._pending_since is None else self._clock() - self._pending_since
+            return self._batches == 0 or waited >= ROUTE_REFRESH_MAX_DELAY
 
     def refresh_routes(self, changes: RouteChanges | None = None) -> None:
         """Bring the proxy's route table up to date with route changes, coalescing refreshes.
@@ -227,13 +267,19 @@ class Reconciler:
 
     def _record_route_changes(self, changes: RouteChanges) -> None:
         with self._pending_lock:
-            self._pending_routes.update(changes)
-            self._routes_stale.set()
+            self._record_route_changes_locked(changes)
+
+    def _record_route_changes_locked(self, changes: RouteChanges) -> None:
+        if not self._routes_stale.is_set():
+            self._pending_since = self._clock()
+        self._pending_routes.update(changes)
+        self._routes_stale.set()
 
     def _take_route_changes(self) -> RouteChanges:
         with self._pending_lock:
             taken, self._pending_routes = self._pending_routes, RouteChanges()
             self._routes_stale.clear()
+            self._pending_since = None
             return taken
 
     def _restore_route_changes(self, taken: RouteChanges) -> None:
@@ -242,6 +288,8 @@ class Reconciler:
             with self._pending_lock:
                 taken.update(self._pending_routes)
                 self._pending_routes = taken
+                if self._pending_since is None:
+                    self._pending_since = self._clock()
                 self._routes_stale.set()
 
     def _drain_route_changes(self) -> None:

@@ -6,6 +6,7 @@ ConfigMap cannot be trusted."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.errors import ClusterUnavailableError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef
-from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.reconciler import ROUTE_REFRESH_MAX_DELAY, Reconciler
 from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
 from gco.reconcile.route_changes import RouteChanges
 from gco.reconcile.routes import route_table
@@ -345,3 +346,72 @@ def test_changes_of_a_failed_refresh_are_kept_for_the_next_batch(
     lists = route_lists(api)
     reconciler.reconcile_many(["c"], wait=0.0)
     assert served(api) == rebuilt(api) and route_lists(api) == lists
+
+
+class GatedCluster(HookedCluster):
+    """The real adapter; an apply of `held`'s Deployment waits until `release` is set, and every
+    conditional ConfigMap apply (one per route refresh) is counted."""
+
+    def __init__(self, api: StandInKubeAPI, held: str) -> None:
+        super().__init__(api)
+        self.held, self.entered, self.release = held, threading.Event(), threading.Event()
+        self.refreshes = 0
+
+    def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
+        if obj["kind"] == "Deployment" and obj["metadata"]["name"] == self.held:
+            self.entered.set()
+            assert self.release.wait(30)
+        if obj["kind"] == CONFIG_MAP.kind and obj["metadata"].get("resourceVersion"):
+            self.refreshes += 1
+        return super().apply(obj)
+
+
+def gated(
+    api: StandInKubeAPI, store: EndpointStore, clock: Callable[[], float]
+) -> tuple[Reconciler, GatedCluster]:
+    cluster = GatedCluster(api, held="b")
+    reconciler = Reconciler(store, cluster, EAST, wait=0.0, clock=clock)
+    reconciler.ensure_system()
+    for name in ("a", "b"):
+        store.create(name, SPEC, [EAST])
+    return reconciler, cluster
+
+
+def test_concurrent_batches_share_one_refresh_made_by_the_last_to_end(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    """A batch that ends while another of its execution environment runs leaves its route to the
+    last one: one refresh writes both routes, and no change is left waiting."""
+    reconciler, cluster = gated(api, store, clock=lambda: 0.0)
+    running = threading.Thread(target=reconciler.reconcile_many, args=(["b"],), kwargs={"wait": 0.0})
+    running.start()
+    assert cluster.entered.wait(30)
+    reconciler.reconcile_many(["a"], wait=0.0)
+    assert served(api) == [] and cluster.refreshes == 0  # left to the batch still running
+    cluster.release.set()
+    running.join(timeout=30)
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert cluster.refreshes == 1
+    assert served(api) == rebuilt(api)
+    cluster.close()
+
+
+def test_a_change_that_waited_the_longest_delay_is_refreshed_by_its_own_batch(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    """Batches that keep overlapping never starve the table: a change recorded
+    ROUTE_REFRESH_MAX_DELAY ago is refreshed by the batch that ends, another still running."""
+    now = [0.0]
+    reconciler, cluster = gated(api, store, clock=lambda: now[0])
+    running = threading.Thread(target=reconciler.reconcile_many, args=(["b"],), kwargs={"wait": 0.0})
+    running.start()
+    assert cluster.entered.wait(30)
+    reconciler.reconcile_many(["a"], wait=0.0)
+    assert served(api) == []  # a's route waits for b's batch
+    now[0] = ROUTE_REFRESH_MAX_DELAY
+    reconciler.reconcile_many(["a"], wait=0.0)  # nothing to apply; the waiting change is old enough
+    assert [route["endpoint"] for route in served(api)] == ["a"] and cluster.refreshes == 1
+    cluster.release.set()
+    running.join(timeout=30)
+    assert [route["endpoint"] for route in served(api)] == ["a", "b"] and cluster.refreshes == 2
+    cluster.close()
