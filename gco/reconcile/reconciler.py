@@ -46,7 +46,7 @@ from gco.reconcile.planner import Plan, StatusWrite, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.render import ROUTE_ROLE, route_name
 from gco.reconcile.render_scaling import uses_keda
-from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
 from gco.reconcile.routes import route_of
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import KnownRouteConfig, SystemReport, ensure_system, refresh_route_table
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]
 MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
 # The longest a route change waits for the last of several concurrent batches to end before a batch
-# that ends refreshes the route table anyway (`Reconciler._end_batch`).
+# that ends refreshes the route table anyway (`PendingRouteChanges.end_batch`).
 ROUTE_REFRESH_MAX_DELAY = 1.0
 
 
@@ -124,13 +124,8 @@ class Reconciler:
         self.grant = grant
         self.system_ready = False
         self._system_lock = threading.Lock()
-        # Route changes not yet in the proxy's table, and whether there are any; both guarded by
-        # `_pending_lock` (a change is recorded, or taken for a refresh, with its mark).
-        self._pending_lock = threading.Lock()
-        self._pending_routes = RouteChanges()
-        self._routes_stale = threading.Event()
-        self._pending_since: float | None = None  # when the oldest change waiting was recorded
-        self._batches = 0  # `reconcile_many` calls running (guarded by `_pending_lock`)
+        # Route changes not yet in the proxy's table, and the batches running.
+        self._pending = PendingRouteChanges(max_delay=ROUTE_REFRESH_MAX_DELAY, clock=clock)
         # The proxy ConfigMap this process last wrote (held with the system lock): the next route
         # refresh applies over its version without reading it first (`system.KnownRouteConfig`).
         self._known_route_config: KnownRouteConfig | None = None
@@ -150,11 +145,11 @@ class Reconciler:
         the list, so those are dropped instead of merged again.
         """
         with self._system_lock:
-            listed = self._take_route_changes() if observed is None else RouteChanges()
+            listed = self._pending.take() if observed is None else RouteChanges()
             try:
                 report = ensure_system(self.cluster, self.settings, self.grant, observed)
             except Exception:  # nothing was listed: the changes wait for the next refresh
-                self._restore_route_changes(listed)
+                self._pending.restore(listed)
                 raise
             finally:
                 self._known_route_config = None  # the rebuild may have written it: read it next
@@ -190,18 +185,17 @@ class Reconciler:
         batches of a poll; in Lambda an environment runs one batch at a time) share one refresh: a
         batch that ends while another is still running leaves its route changes to the last one
         to end, unless the oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old
-        (`_end_batch`). A refresh costs a read and a write of the whole route table, so one per
-        batch made the table's size a cost of every batch.
+        (`PendingRouteChanges.end_batch`). A refresh costs a read and a write of the whole route
+        table, so one per batch made the table's size a cost of every batch.
         """
         if not self.system_ready:
             self.ensure_system()
-        with self._pending_lock:
-            self._batches += 1
+        self._pending.begin_batch()
         changes = RouteChanges()
         try:
             futures = self._run_batch(names, wait, concurrency, changes)
         finally:
-            if self._end_batch(changes):
+            if self._pending.end_batch(changes):
                 self._drain_route_changes()
         return futures
 
@@ -230,23 +224,6 @@ class Reconciler:
             changes.update(tally.routes)
         return futures
 
-    def _end_batch(self, changes: RouteChanges) -> bool:
-        """Record a batch's route changes as it ends; whether it refreshes the table now.
-
-        It does when it is the last batch running (recording and counting under one lock, so the
-        last batch sees every change recorded before it), or when the oldest change waiting is
-        `ROUTE_REFRESH_MAX_DELAY` old (batches that keep overlapping never starve the table). It
-        also does for what an earlier failed refresh left.
-        """
-        with self._pending_lock:
-            self._batches -= 1
-            if changes:
-                self._record_route_changes_locked(changes)
-            if not self._routes_stale.is_set():
-                return False
-            waited = 0.0 if self._pending_since is None else self._clock() - self._pending_since
-            return self._batches == 0 or waited >= ROUTE_REFRESH_MAX_DELAY
-
     def refresh_routes(self, changes: RouteChanges | None = None) -> None:
         """Bring the proxy's route table up to date with route changes, coalescing refreshes.
 
@@ -262,38 +239,11 @@ class Reconciler:
         recorded before it started. A refresh that fails leaves its changes recorded, ahead of
         any recorded since, for the next refresh.
         """
-        self._record_route_changes(RouteChanges(rebuild=True) if changes is None else changes)
+        self._pending.record(RouteChanges(rebuild=True) if changes is None else changes)
         self._drain_route_changes()
 
-    def _record_route_changes(self, changes: RouteChanges) -> None:
-        with self._pending_lock:
-            self._record_route_changes_locked(changes)
-
-    def _record_route_changes_locked(self, changes: RouteChanges) -> None:
-        if not self._routes_stale.is_set():
-            self._pending_since = self._clock()
-        self._pending_routes.update(changes)
-        self._routes_stale.set()
-
-    def _take_route_changes(self) -> RouteChanges:
-        with self._pending_lock:
-            taken, self._pending_routes = self._pending_routes, RouteChanges()
-            self._routes_stale.clear()
-            self._pending_since = None
-            return taken
-
-    def _restore_route_changes(self, taken: RouteChanges) -> None:
-        """Changes a failed refresh took, recorded again ahead of any recorded since."""
-        if taken:
-            with self._pending_lock:
-                taken.update(self._pending_routes)
-                self._pending_routes = taken
-                if self._pending_since is None:
-                    self._pending_since = self._clock()
-                self._routes_stale.set()
-
     def _drain_route_changes(self) -> None:
-        while self._routes_stale.is_set():
+        while self._pending.stale:
             if not self._system_lock.acquire(blocking=False):
                 return  # the holder refreshes again: it sees the mark before or after letting go
             try:
@@ -304,13 +254,13 @@ class Reconciler:
     def _refresh_pending_locked(self) -> SystemReport | None:
         """Refresh the table with the recorded changes until none is left (call holding the lock)."""
         report = None
-        while self._routes_stale.is_set():
-            changes = self._take_route_changes()
+        while self._pending.stale:
+            changes = self._pending.take()
             known, self._known_route_config = self._known_route_config, None
             try:
                 report = refresh_route_table(self.cluster, self.settings, self.grant, changes, known=known)
             except Exception:
-                self._restore_route_changes(changes)
+                self._pending.restore(changes)
                 raise
             self._known_route_config = report.config
             self._log_applied(report)

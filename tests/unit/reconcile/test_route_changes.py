@@ -10,7 +10,7 @@ import pytest
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import render
 from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON, render_proxy
-from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
 from gco.reconcile.routes import Route, RouteTable, route_of, route_table, table_from_json
 from tests.unit.reconcile.records import EAST, make_record
 
@@ -123,3 +123,50 @@ def test_route_of_is_the_route_tables_rule_for_one_object() -> None:
     }
     elsewhere = {**ingress, "metadata": {**ingress["metadata"], "namespace": "gco-inference"}}
     assert route_of(terminating) is None and route_of(elsewhere) is None
+
+
+def changed(*endpoints: str) -> RouteChanges:
+    changes = RouteChanges()
+    for endpoint in endpoints:
+        changes.put(endpoint, route(endpoint))
+    return changes
+
+
+def test_the_last_of_concurrent_batches_refreshes_for_all_of_them() -> None:
+    pending = PendingRouteChanges(max_delay=1.0, clock=lambda: 5.0)
+    pending.begin_batch()
+    pending.begin_batch()
+    assert pending.end_batch(changed("a")) is False  # another batch runs: left to it
+    assert pending.stale
+    assert pending.end_batch(RouteChanges()) is True  # the last one, though it changed nothing
+    assert list(pending.take().routes) == ["a"]
+    assert not pending.stale
+    pending.begin_batch()
+    assert pending.end_batch(RouteChanges()) is False  # nothing waits
+
+
+def test_a_change_waiting_max_delay_is_refreshed_while_batches_overlap() -> None:
+    now = [0.0]
+    pending = PendingRouteChanges(max_delay=1.0, clock=lambda: now[0])
+    for _ in range(3):
+        pending.begin_batch()
+    assert pending.end_batch(changed("a")) is False
+    now[0] = 0.5
+    assert pending.end_batch(changed("b")) is False  # the oldest change is a's, 0.5 s old
+    now[0] = 1.0
+    pending.begin_batch()
+    assert pending.end_batch(RouteChanges()) is True  # two still run; a's change waited 1 s
+    assert list(pending.take().routes) == ["a", "b"]
+
+
+def test_a_failed_refresh_puts_its_changes_back_ahead_of_later_ones() -> None:
+    now = [0.0]
+    pending = PendingRouteChanges(max_delay=1.0, clock=lambda: now[0])
+    pending.record(changed("a", "b"))
+    taken = pending.take()
+    pending.record(changed("c", "a"))
+    now[0] = 3.0
+    pending.restore(taken)
+    assert list(pending.take().routes) == ["b", "c", "a"]  # a's later change wins, last
+    pending.restore(RouteChanges())
+    assert not pending.stale
