@@ -91,10 +91,13 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
         MotoRequestHandler,
         create_backend_app,
     )
-    from werkzeug.serving import run_simple
+    from werkzeug.serving import BaseWSGIServer, run_simple
 
     from gco.local import moto_json, moto_lexer
+    from gco.local.listen import LISTEN_BACKLOG
     from gco.local.moto_direct import DirectDispatch
+
+    BaseWSGIServer.request_queue_size = LISTEN_BACKLOG  # werkzeug's 128: see gco.local.listen
 
     moto_json.install()
     moto_lexer.install()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from gco.local.moto_app import SerializedApp
@@ -72,3 +73,13 @@ def test_reads_run_together_and_a_write_runs_alone() -> None:
     run_concurrently(serialized, [*reads[:4], *writes, *reads[4:]])
     assert active["max_reads"] > 1
     assert active["overlap"] == 0
+
+
+def test_the_local_servers_listen_with_a_backlog_bursts_of_connections_fit_in() -> None:
+    """A dropped connection costs its client a second before its SYN is sent again (gco.local.listen)."""
+    from gco.local.listen import LISTEN_BACKLOG
+    from gco.local.standin.server import QuietServer
+
+    server = QuietServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    server.server_close()
+    assert server.request_queue_size == LISTEN_BACKLOG >= 1024

@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
+from gco.local.listen import LISTEN_BACKLOG
 from gco.local.standin.status import Attributes, forbidden, not_found, not_served
 from gco.local.standin.status import status as _status
 
@@ -41,6 +42,7 @@ def _verb(method: str, name: str | None) -> str:
 
 class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG  # socketserver's 5: see gco.local.listen
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (an injected timeout, a closed pool) is not an error here."""

@@ -1,0 +1,16 @@
+"""The listen backlog of the local stack's HTTP servers (the moto server, the stand-in API servers).
+
+Python's servers listen with a backlog of 5 (`socketserver`) or 128 (werkzeug's). The local stack's
+servers take bursts of new connections: moto's clients open one per request (werkzeug's server
+closes each after its response), and the concurrent lists and applies of a poll's batches open a
+stand-in's connection pool at once. A connection the backlog cannot hold is dropped by the kernel
+and the client's SYN is sent again only after a second (Linux's initial retransmission timeout), so
+one dropped connection held a whole poll's batches for a second or more: at 1,000 endpoints written
+at once, about 40 connections a run were dropped (`ListenOverflows` and `TCPSynRetrans` in
+/proc/net/netstat). A real DynamoDB or EKS endpoint does not drop connections at that rate. The
+kernel caps a backlog at `net.core.somaxconn` (4096 on current Linux).
+"""
+
+from __future__ import annotations
+
+LISTEN_BACKLOG = 1024
