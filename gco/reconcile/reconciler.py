@@ -267,7 +267,7 @@ class Reconciler:
         return report
 
     def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """For several endpoints, their objects from one list per kind and namespace (not one each).
+        """For several endpoints, their objects from one list per scope (`Grant.object_scopes`), not one each.
 
         Listed after the batch was delivered, so as fresh as each endpoint's own list would be;
         the first pass of each endpoint uses it, later passes list that endpoint again.

@@ -8,7 +8,7 @@ network round trip, however many calls it carries, because the calls of a round 
 concurrently (`Reconciler`, `KubeCluster`):
 
 1. the strongly consistent read of the record (GetItem to the home Region);
-2. the lists of the endpoint's objects (one per kind and granted namespace, concurrently);
+2. the lists of the endpoint's objects (one per kind and namespace where they can be, concurrently);
 3. the server-side applies of what differs (concurrently; deletes likewise);
 4. the fenced status write (UpdateItem to the home Region).
 
