@@ -102,8 +102,15 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     moto_json.install()
     moto_lexer.install()
 
+    class QuietRequestHandler(MotoRequestHandler):  # type: ignore[misc]  # moto is not followed by mypy
+        """moto's handler without werkzeug's line per request (the server's output is discarded:
+        `MotoServer`), which cost about a twentieth of the server's CPU at 1,000 endpoints."""
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            return None
+
     app = SerializedApp(DirectDispatch(DomainDispatcherApplication(create_backend_app)))
-    run_simple(options.host, options.port, app, threaded=True, request_handler=MotoRequestHandler)
+    run_simple(options.host, options.port, app, threaded=True, request_handler=QuietRequestHandler)
 
 
 if __name__ == "__main__":  # pragma: no cover

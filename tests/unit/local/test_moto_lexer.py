@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import Any
 
@@ -10,7 +11,7 @@ from moto.dynamodb.comparisons import ConditionExpressionParser
 
 from gco.endpoints import conditions
 from gco.endpoints.expressions import Expression
-from gco.local.moto_lexer import keep_lexing, kept_lexer
+from gco.local.moto_lexer import keep_last_parse, keep_lexing, kept_lexer
 
 
 def _observation_condition() -> str:
@@ -62,3 +63,38 @@ def test_a_bad_expression_still_raises_and_is_not_kept() -> None:
     for _ in range(2):
         with pytest.raises(ValueError, match="Cannot parse condition"):
             kept(_parser("#a = :b ~ :c"))
+
+
+def _counted_parse(calls: list[str]) -> Any:
+    def parse(parser: ConditionExpressionParser) -> Any:
+        calls.append(parser.condition_expression or "")
+        return ConditionExpressionParser.parse(parser)
+
+    return keep_last_parse(parse)
+
+
+def test_the_second_parse_of_one_condition_reuses_the_first_with_what_it_found() -> None:
+    calls: list[str] = []
+    parse = _counted_parse(calls)
+    text, names, values = (
+        "#s = :s AND #n < :n",
+        {"#s": "state", "#n": "n"},
+        {":s": {"S": "a"}, ":n": {"N": "1"}},
+    )
+    first, second = (ConditionExpressionParser(text, dict(names), dict(values)) for _ in range(2))
+    tree = parse(first)
+    assert parse(second) is tree and len(calls) == 1
+    assert (second.expr_attr_names_found, second.expr_attr_values_found) == (
+        first.expr_attr_names_found,
+        first.expr_attr_values_found,
+    )
+    assert sorted(second.expr_attr_values_found) == [":n", ":s"]
+    other = ConditionExpressionParser(text, names, {":s": {"S": "b"}, ":n": {"N": "1"}})
+    assert parse(other) is not tree and len(calls) == 2  # other values: parsed again
+    elsewhere: list[Any] = []
+    thread = threading.Thread(
+        target=lambda: elsewhere.append(parse(ConditionExpressionParser(text, names, values)))
+    )
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not tree and len(calls) == 3  # each thread keeps its own last parse
