@@ -167,8 +167,9 @@ class Reconciler:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
 
         The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
-        a call that changed a route refreshes the proxy's route table before it returns (or, if
-        another thread is refreshing it, leaves the refresh to that thread: `refresh_routes`).
+        a call that changed a route refreshes the proxy's route table before it returns (or leaves
+        the refresh to another thread that is refreshing it, or to a batch still running:
+        `reconcile_many`).
         """
         return self.reconcile_many([name], wait=wait)[name].result()
 
