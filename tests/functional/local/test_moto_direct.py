@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from werkzeug.serving import make_server
 
 from gco import aws
+from gco.endpoints import init_table
 from gco.local.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch
 
 StartResponse = Any
@@ -40,6 +41,7 @@ def served() -> Iterator[tuple[str, CountingApp]]:
         yield f"http://127.0.0.1:{server.server_port}", fallback
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=10)
 
 
@@ -47,24 +49,20 @@ def test_dynamodb_calls_skip_moto_routing_and_answer_as_it_does(served: tuple[st
     url, fallback = served
     table = "direct-dispatch"
     client = aws.client("dynamodb", endpoint_url=url, region="us-east-1")
-    client.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    )
-    client.put_item(TableName=table, Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    init_table(client, table)  # the endpoint table, with its stream
+    client.put_item(TableName=table, Item={"endpoint_name": {"S": "a"}, "n": {"N": "1"}})
     with pytest.raises(ClientError) as refused:
         client.put_item(
-            TableName=table, Item={"pk": {"S": "a"}}, ConditionExpression="attribute_not_exists(pk)"
+            TableName=table,
+            Item={"endpoint_name": {"S": "a"}},
+            ConditionExpression="attribute_not_exists(endpoint_name)",
         )
     assert refused.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
     with pytest.raises(ClientError) as missing:
-        client.get_item(TableName="no-such-table", Key={"pk": {"S": "a"}})
+        client.get_item(TableName="no-such-table", Key={"endpoint_name": {"S": "a"}})
     assert missing.value.response["Error"]["Code"] == "ResourceNotFoundException"
-    assert client.get_item(TableName=table, Key={"pk": {"S": "a"}})["Item"]["n"] == {"N": "1"}
+    assert client.get_item(TableName=table, Key={"endpoint_name": {"S": "a"}})["Item"]["n"] == {"N": "1"}
     streams = aws.client("dynamodbstreams", endpoint_url=url, region="us-east-1")
     arn = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
     shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
