@@ -14,6 +14,7 @@ the 400 KB item limit is refused before the write, naming its largest field.
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Mapping
 from decimal import Decimal
@@ -84,12 +85,17 @@ def _decode(attribute: Mapping[str, Any]) -> Any:
     if kind == "NULL":
         return None
     if kind == "B":
-        return bytes(value)
+        return _binary(value)
     if kind in {"SS", "BS"}:
-        return [item if kind == "SS" else bytes(item) for item in value]
+        return [item if kind == "SS" else _binary(item) for item in value]
     if kind == "NS":
         return [_number(item) for item in value]
     raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def _binary(value: Any) -> bytes:
+    """A binary value as botocore parses it (bytes) or as the JSON protocol writes it (base64 text)."""
+    return base64.b64decode(value, validate=True) if isinstance(value, str) else bytes(value)
 
 
 def _number(text: str) -> int | float:

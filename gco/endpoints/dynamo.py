@@ -2,10 +2,19 @@
 
 A failed condition becomes `ConditionLost` carrying the item DynamoDB returned with the failure
 (ReturnValuesOnConditionCheckFailure), so the store can say why without another read.
+
+The items of a successful answer reach the codec as the JSON protocol wrote them: botocore's parser
+walks every attribute value of an item against the service model only to rebuild the same
+AttributeValue dicts (binary values aside, which stay base64 text and which the codec decodes), and
+that walk was the largest part of a status write's client CPU (UpdateItem answers with the whole
+record, ReturnValues ALL_NEW). A `before-parse` hook on the table's client takes each answer's
+items out of the body before botocore parses the rest, as Lambda's stream poller hands records on.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,6 +25,35 @@ from gco.endpoints.expressions import Expression
 from gco.endpoints.record import EndpointRecord, parse_record
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+# The store's operations whose answers carry items, and the member that holds them.
+ITEM_MEMBERS = {
+    **dict.fromkeys(("GetItem",), "Item"),
+    **dict.fromkeys(("PutItem", "UpdateItem", "DeleteItem"), "Attributes"),
+    **dict.fromkeys(("Scan", "Query"), "Items"),
+}
+
+
+def keep_wire_items(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any], *, member: str, **_: Any
+) -> None:
+    """botocore's `before-parse` hook: a successful answer's `member` taken out of the body unparsed
+    (in the parsed response as the protocol wrote it); what is left, and any error, parsed as usual."""
+    if response_dict.get("status_code", 500) >= 300 or not response_dict.get("body"):
+        return
+    body = json.loads(response_dict["body"])
+    if isinstance(body, dict) and member in body:
+        customized_response_dict[member] = body.pop(member)
+        response_dict["body"] = json.dumps(body).encode()
+
+
+def keep_items_unparsed(client: Any) -> None:
+    """Register `keep_wire_items` on `client` for each of `ITEM_MEMBERS` (once per client)."""
+    events = getattr(getattr(client, "meta", None), "events", None)
+    if events is None:  # not a botocore client (a test's stand-in)
+        return
+    for operation, member in ITEM_MEMBERS.items():
+        hook = functools.partial(keep_wire_items, member=member)
+        events.register(f"before-parse.dynamodb.{operation}", hook, unique_id=f"gco-wire-items-{operation}")
 
 
 class ConditionLost(Exception):  # noqa: N818 - an internal signal, never raised past the store
@@ -31,6 +69,7 @@ class RecordTable:
     def __init__(self, client: Any, table_name: str) -> None:
         self.client = client
         self.table_name = table_name
+        keep_items_unparsed(client)
 
     def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
         response = self._call("get_item", Key=self._key(name), ConsistentRead=consistent_read)
