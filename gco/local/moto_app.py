@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     )
     from werkzeug.serving import BaseWSGIServer, run_simple
 
-    from gco.local import moto_json, moto_lexer
+    from gco.local import moto_direct, moto_json, moto_lexer
     from gco.local.listen import LISTEN_BACKLOG
     from gco.local.moto_direct import DirectDispatch
 
@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
 
     moto_json.install()
     moto_lexer.install()
+    moto_direct.install()
 
     class QuietRequestHandler(MotoRequestHandler):  # type: ignore[misc]  # moto is not followed by mypy
         """moto's handler without werkzeug's line per request (the server's output is discarded:

@@ -12,7 +12,7 @@ from werkzeug.serving import make_server
 
 from gco import aws
 from gco.endpoints import init_table
-from gco.local.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch
+from gco.local.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch, kept_method_names
 
 StartResponse = Any
 
@@ -113,3 +113,15 @@ def test_only_json_protocol_calls_of_dynamodb_and_its_streams_go_direct(
     handlers = {DYNAMODB_TARGET: "dynamodb", STREAMS_TARGET: "streams"}
     dispatch = DirectDispatch(lambda environ, start_response: [], handlers=handlers)
     assert (dispatch.handler_for(environ) is not None) is direct
+
+
+def test_a_handler_class_method_names_are_listed_once() -> None:
+    calls: list[type] = []
+
+    def names(cls: Any) -> list[str]:
+        calls.append(cls)
+        return sorted(name for name in vars(cls) if callable(getattr(cls, name)))
+
+    kept = kept_method_names(names)
+    assert kept(CountingApp) == kept(CountingApp) == ["__call__", "__init__"]
+    assert calls == [CountingApp]
