@@ -27,9 +27,12 @@ from gco.endpoints.record import EndpointRecord, parse_record
 CONDITION_FAILED = "ConditionalCheckFailedException"
 # The store's operations whose answers carry items, and the member that holds them.
 ITEM_MEMBERS = {
-    **dict.fromkeys(("GetItem",), "Item"),
-    **dict.fromkeys(("PutItem", "UpdateItem", "DeleteItem"), "Attributes"),
-    **dict.fromkeys(("Scan", "Query"), "Items"),
+    "GetItem": "Item",
+    "PutItem": "Attributes",
+    "UpdateItem": "Attributes",
+    "DeleteItem": "Attributes",
+    "Scan": "Items",
+    "Query": "Items",
 }
 
 
@@ -40,7 +43,10 @@ def keep_wire_items(
     (in the parsed response as the protocol wrote it); what is left, and any error, parsed as usual."""
     if response_dict.get("status_code", 500) >= 300 or not response_dict.get("body"):
         return
-    body = json.loads(response_dict["body"])
+    try:
+        body = json.loads(response_dict["body"])
+    except ValueError:  # not JSON: botocore's parser raises its own error for it, converted by `_call`
+        return
     if isinstance(body, dict) and member in body:
         customized_response_dict[member] = body.pop(member)
         response_dict["body"] = json.dumps(body).encode()

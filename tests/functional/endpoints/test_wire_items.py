@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gco.endpoints.codec import from_item
-from gco.endpoints.dynamo import RecordTable, keep_items_unparsed
+from gco.endpoints.dynamo import RecordTable, keep_items_unparsed, keep_wire_items
 from gco.endpoints.store import EndpointStore
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -73,3 +73,12 @@ def test_the_store_reads_and_writes_records_through_the_unparsed_answers(store: 
 
 def test_a_client_that_is_not_botocore_is_left_alone() -> None:
     keep_items_unparsed(object())  # a test's stand-in: nothing to register on
+
+
+def test_an_answer_that_is_not_json_is_left_to_botocore() -> None:
+    answer = {"status_code": 200, "body": b"<html>proxy error</html>"}
+    customized: dict[str, Any] = {}
+    keep_wire_items(answer, customized, member="Item")
+    assert customized == {} and answer["body"] == b"<html>proxy error</html>"
+    keep_wire_items({"status_code": 400, "body": b'{"Item": {}}'}, customized, member="Item")
+    assert customized == {}  # an error's body is botocore's to parse
