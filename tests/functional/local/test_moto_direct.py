@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -13,6 +12,7 @@ from werkzeug.serving import make_server
 from gco import aws
 from gco.endpoints import init_table
 from gco.local.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch, kept_method_names
+from tests.functional.loopback import serving
 
 StartResponse = Any
 
@@ -34,15 +34,8 @@ class CountingApp:
 @pytest.fixture
 def served() -> Iterator[tuple[str, CountingApp]]:
     fallback = CountingApp()
-    server = make_server("127.0.0.1", 0, DirectDispatch(fallback), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", fallback
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(make_server("127.0.0.1", 0, DirectDispatch(fallback), threaded=True)) as url:
+        yield url, fallback
 
 
 def test_dynamodb_calls_skip_moto_routing_and_answer_as_it_does(served: tuple[str, CountingApp]) -> None:

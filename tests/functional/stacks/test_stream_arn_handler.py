@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from gco import aws
 from gco.local.motoserver import MotoServer
 from stacks import stream_arn_handler
 from stacks.stream_lookup import HANDLER, INLINE_LIMIT
+from tests.functional.loopback import serving
 
 TABLE = "gco-stream-test"
 
@@ -36,14 +36,8 @@ def response_url() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """CloudFormation's presigned response URL, stood in for by a loopback server recording each PUT."""
     received: list[dict[str, Any]] = []
     handler = type("Answers", (_Answers,), {"received": received})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/response", received
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as url:
+        yield f"{url}/response", received
 
 
 @pytest.fixture

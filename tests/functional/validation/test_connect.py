@@ -4,7 +4,6 @@ Region's way in (SigV4-signed to the Regional stack's InvokeUrl in AWS), over lo
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -14,6 +13,7 @@ import pytest
 from gco.env import CLUSTER_URLS_ENV
 from gco.invoke import INVOKE_URLS_ENV
 from gco.validation.connect import EksClusters, ProxyHttp, UnreachableError, UrlClusters, environment_clusters
+from tests.functional.loopback import serving
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -41,14 +41,8 @@ class Recorder(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[str]:
     Recorder.seen = []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Recorder)) as url:
+        yield url
 
 
 class CloudFormation:
