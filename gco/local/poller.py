@@ -97,19 +97,21 @@ def partition(records: list[dict[str, Any]], batches: int, batch_size: int) -> l
 
     As Lambda does with a parallelization factor: every record of one key (one endpoint) lands in
     the same batch, in stream order, so two batches never race on one endpoint. A batch holds at
-    most `batch_size` records: the records are taken in stream order until one would overflow its
-    batch, and that record and every later one wait for the next poll. What is delivered is thus a
-    prefix of the shard (the checkpoint goes right after it), and no record is delivered twice
-    because a record before it had to wait.
+    most `batch_size` records: once a batch is full, its later records (and so every later record
+    of its keys) wait for the next poll, while the other batches go on filling, as Lambda's lanes
+    fill independently. What waits is returned by neither batch; the caller keeps it, in order.
     """
     groups: list[list[dict[str, Any]]] = [[] for _ in range(max(1, batches))]
     for record in records:
         key = json.dumps((record.get("dynamodb") or {}).get("Keys") or {}, sort_keys=True)
         group = groups[zlib.crc32(key.encode()) % len(groups)]
-        if len(group) >= batch_size:
-            break
-        group.append(record)
+        if len(group) < batch_size:
+            group.append(record)
     return [group for group in groups if group]
+
+
+def _sequence(record: dict[str, Any]) -> str:
+    return str(record["dynamodb"]["SequenceNumber"])
 
 
 class StreamPoller:
@@ -148,9 +150,11 @@ class StreamPoller:
         self._shards: list[str] = []
         self._described_at = -SHARD_REFRESH_S
         self._iterators: dict[str, str] = {}  # shard -> NextShardIterator, where it continues the checkpoint
-        # shard -> records read but held back by a full batch (right after the checkpoint), and the
-        # iterator after them
+        # shard -> records read but held back by a full batch (the first right after the
+        # checkpoint; later records of other batches may have been delivered), and the iterator
+        # after the last record read
         self._held: dict[str, tuple[list[dict[str, Any]], str | None]] = {}
+        self._dead: set[str] = set()  # sequence numbers dead-lettered: never delivered again
         self.stream_arn = stream_arn
         self.handler = handler
         self.region = region
@@ -196,60 +200,71 @@ class StreamPoller:
         return iterator
 
     def _read(self, shard_id: str) -> tuple[list[dict[str, Any]], str | None]:
-        """The shard's next records (those a full batch held back last time first, not read again)
-        in the event's shape, and the iterator after the last record read."""
-        held = self._held.pop(shard_id, None)
-        if held is not None:
-            return held
+        """The shard's next records in the event's shape (those a full batch held back last time
+        first, not read again, then new ones up to the read's limit), and the iterator after the
+        last record read."""
         limit = min(MAX_GET_RECORDS, self.batch_size * self.parallelization)
-        answer = self.client.get_records(ShardIterator=self._iterator(shard_id), Limit=limit)
+        held, following = self._held.pop(shard_id, None) or ([], None)
+        if held and (following is None or len(held) >= limit):
+            return held, following
+        answer = self.client.get_records(
+            ShardIterator=following or self._iterator(shard_id), Limit=limit - len(held)
+        )
         wire = answer.get(WIRE_RECORDS)
         event = (
             lambda_event(answer.get("Records") or [], self.stream_arn, self.region)
             if wire is None
             else _wire_event(wire, self.stream_arn, self.region)
         )
-        return event["Records"], answer.get("NextShardIterator")
+        return held + event["Records"], answer.get("NextShardIterator")
 
     def _poll_shard(self, shard_id: str) -> int:
         records, following = self._read(shard_id)
-        event = {"Records": records}
         if not records:
             if following:  # nothing new: the next read starts where this one did
                 self._iterators[shard_id] = following
             return 0
-        sequences = [record["dynamodb"]["SequenceNumber"] for record in records]
-        batches = partition(event["Records"], self.parallelization, self.batch_size)
+        live = [record for record in records if _sequence(record) not in self._dead]
+        batches = partition(live, self.parallelization, self.batch_size)
         if len(batches) == 1:
             failed = self._invoke(batches[0])
         else:
             with ThreadPoolExecutor(max_workers=len(batches)) as pool:
                 failed = [seq for found in pool.map(self._invoke, batches) for seq in found]
-        delivered = {record["dynamodb"]["SequenceNumber"] for batch in batches for record in batch}
-        held = next((i for i, seq in enumerate(sequences) if seq not in delivered), len(sequences))
-        # The checkpoint stops before the earliest failure of any batch (or the first record held
-        # for the next poll): after a failure the records after it are read and delivered again
-        # (at least once; reconciling is idempotent).
-        first = min((sequences.index(seq) for seq in failed if seq in sequences), default=None)
-        if failed and first is None:
-            first = 0
-        if first is None or held < first:
-            if held > 0:
-                self.checkpoints[shard_id] = sequences[held - 1]
-            if held < len(sequences):  # the rest waits for the next poll, already read
-                self._held[shard_id] = (records[held:], following)
-            elif following:  # all delivered: continue after the last one
-                self._iterators[shard_id] = following
+        delivered = {_sequence(record) for batch in batches for record in batch}
+        retried = self._count_failure(records, failed)
+        settled = (delivered - retried) | self._dead
+        # The checkpoint goes right after the longest settled prefix: before the earliest failure
+        # or the first record held for the next poll. After a failure the records after it are
+        # read and delivered again (at least once; reconciling is idempotent); otherwise what was
+        # held is kept, already read, and nothing delivered is read again.
+        cut = next((i for i, record in enumerate(records) if _sequence(record) not in settled), len(records))
+        if cut > 0:
+            self.checkpoints[shard_id] = _sequence(records[cut - 1])
+        if retried:
             return len(delivered)
+        waiting = [record for record in records[cut:] if _sequence(record) not in settled]
+        if waiting:
+            self._held[shard_id] = (waiting, following)
+        elif following:  # all delivered: continue after the last one
+            self._iterators[shard_id] = following
+        return len(delivered)
+
+    def _count_failure(self, records: list[dict[str, Any]], failed: list[str]) -> set[str]:
+        """The earliest failed record, counted: the sequence numbers to retry (none once it is
+        dead-lettered after `max_retries` failures; the checkpoint then moves past it)."""
+        if not failed:
+            return set()
+        sequences = [_sequence(record) for record in records]
+        first = min((sequences.index(seq) for seq in failed if seq in sequences), default=0)
         seq = sequences[first]
         self._failures[seq] = self._failures.get(seq, 0) + 1
-        if self._failures[seq] >= self.max_retries:
-            log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
-            self.dead_letters.append(event["Records"][first])
-            first += 1
-        if first > 0:
-            self.checkpoints[shard_id] = sequences[first - 1]
-        return len(delivered)
+        if self._failures[seq] < self.max_retries:
+            return {seq}
+        log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
+        self.dead_letters.append(records[first])
+        self._dead.add(seq)
+        return {s for s in failed if s != seq}
 
     def _invoke(self, batch: list[dict[str, Any]]) -> list[str]:
         """One invocation; returns the sequence numbers of the records it reports as failed."""

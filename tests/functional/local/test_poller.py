@@ -109,7 +109,7 @@ def group_of(name: str, groups: int) -> int:
     return zlib.crc32(key.encode()) % groups
 
 
-def test_records_a_full_batch_held_back_are_delivered_next_without_a_new_read(
+def test_records_a_full_batch_held_back_are_delivered_next_without_being_read_again(
     store: EndpointStore, moto: MotoServer
 ) -> None:
     names = [f"ep-{index}" for index in range(40)]
@@ -126,12 +126,53 @@ def test_records_a_full_batch_held_back_are_delivered_next_without_a_new_read(
     poller = StreamPoller(client, arn, handler, region=EAST, batch_size=2, parallelization=2)
     for name in [*first, other]:
         store.create(name, SPEC, [EAST])
-    assert poller.poll_once() == 2  # the third of group 0 overflows its batch: it and `other` wait
-    assert delivered == first[:2]
-    assert poller.poll_once() == 2  # from what was read, not read again
-    assert sorted(delivered) == sorted([*first, other]) and len(delivered) == 4
-    assert calls["GetRecords"] == 1
-    assert poller.poll_once() == 0 and calls["GetRecords"] == 2
+    # The third of group 0 overflows its batch and waits; group 1's batch goes on: `other` is
+    # delivered past it.
+    assert poller.poll_once() == 3
+    assert sorted(delivered) == sorted([*first[:2], other])
+    assert poller.checkpoints  # right after the second of group 0, before the one waiting
+    # The one waiting comes from what was read (a read continues after the last record read, for
+    # new records only: nothing delivered is read or delivered again).
+    store.create("late", SPEC, [EAST])
+    assert poller.poll_once() == 2
+    assert sorted(delivered) == sorted([*first, other, "late"]) and len(delivered) == 5
+    assert calls["GetRecords"] == 2 and calls["GetShardIterator"] == 1
+    assert poller.poll_once() == 0 and calls["GetRecords"] == 3
+
+
+def test_a_failure_after_a_held_record_is_retried_then_dead_lettered_and_nothing_is_lost(
+    store: EndpointStore, moto: MotoServer
+) -> None:
+    """One batch full (its third record waits), another batch's record failing: the checkpoint
+    stops before the earlier of the two, the failing record is retried up to `max_retries` times,
+    then dead-lettered once and never delivered again; every other record is delivered."""
+    names = [f"ep-{index}" for index in range(40)]
+    full = [name for name in names if group_of(name, 2) == 0][:3]
+    failing = next(name for name in names if group_of(name, 2) == 1)
+    delivered: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        keys = [r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in event["Records"]]
+        delivered.extend(keys)
+        return {
+            "batchItemFailures": [
+                {"itemIdentifier": r["dynamodb"]["SequenceNumber"]}
+                for r, key in zip(event["Records"], keys, strict=True)
+                if key == failing
+            ]
+        }
+
+    client, _ = counted_client(moto)
+    arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+    poller = StreamPoller(client, arn, handler, region=EAST, batch_size=2, parallelization=2, max_retries=3)
+    for name in [*full, failing]:
+        store.create(name, SPEC, [EAST])
+    assert poller.drain() > 0
+    assert Counter(delivered) == Counter({full[0]: 1, full[1]: 1, full[2]: 1, failing: 3})
+    assert [r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in poller.dead_letters] == [failing]
+    store.create("after", SPEC, [EAST])
+    assert poller.drain() == 1 and delivered[-1] == "after"
+    assert len(poller.dead_letters) == 1
 
 
 def test_the_moto_server_reports_the_cpu_it_used(moto: MotoServer) -> None:

@@ -23,6 +23,7 @@ from gco.reconcile.throughput import (
     AWS_MODEL,
     DESIGN_WRITES_PER_SECOND,
     MAX_HANDLER_CONCURRENCY,
+    RECORDS_PER_WRITE,
     STREAM_SETTINGS,
     CostModel,
     StreamSettings,
@@ -54,13 +55,18 @@ def test_partition_caps_batches_and_one_batch_is_the_whole_shard() -> None:
     assert partition(records, 1, 100) == [records]
 
 
-def test_partition_delivers_a_prefix_of_the_stream() -> None:
-    """A record that would overflow its batch waits, and so does every later record: none of them is
-    delivered now and again after the checkpoint (which can only stop before the first one waiting)."""
+def test_a_full_batch_holds_back_its_own_keys_only() -> None:
+    """A record that would overflow its batch waits, and so does every later record of that batch's
+    keys (their order kept); the other batches go on filling, as Lambda's lanes do."""
     records = [record("same" if seq < 12 else f"other-{seq}", seq) for seq in range(20)]
     batches = partition(records, 4, 10)
     delivered = sorted(int(item["dynamodb"]["SequenceNumber"]) for batch in batches for item in batch)
-    assert delivered == list(range(10))
+    same = next(batch for batch in batches if batch[0]["dynamodb"]["Keys"] == records[0]["dynamodb"]["Keys"])
+    assert [int(item["dynamodb"]["SequenceNumber"]) for item in same[:10]] == list(range(10))
+    assert 10 not in delivered and 11 not in delivered  # the rest of "same" waits
+    others = [seq for seq in range(12, 20) if seq in delivered]
+    assert len(others) >= 4  # keys of the other batches were delivered past the full one
+    assert all(len(batch) <= 10 for batch in batches)
 
 
 def test_selector_terms_and_the_label_index() -> None:
@@ -93,6 +99,20 @@ def test_the_chosen_settings_drain_the_design_load_with_headroom() -> None:
         parallelization_factor=1, batch_size=25, batching_window_seconds=1, handler_concurrency=8
     )
     assert old.write_capacity(AWS_MODEL) < DESIGN_WRITES_PER_SECOND
+
+
+def test_a_batch_is_counted_in_records_most_of_them_status_echoes() -> None:
+    """A write is 5 records in each Region's stream (2 Regions), 2 of them reconciled: batches of 10
+    records hold 4 reconciles, and 9 of them in flight drain fewer writes than the design load."""
+    assert RECORDS_PER_WRITE == 5
+    small = StreamSettings(
+        parallelization_factor=9, batch_size=10, batching_window_seconds=0, handler_concurrency=10
+    )
+    assert small.reconciles_per_batch == 4
+    assert small.write_capacity(AWS_MODEL) < DESIGN_WRITES_PER_SECOND
+    assert STREAM_SETTINGS.batch_size > small.batch_size
+    # One wave even when every record of a batch is a new endpoint's INSERT.
+    assert STREAM_SETTINGS.handler_concurrency >= STREAM_SETTINGS.batch_size
 
 
 def test_a_slower_round_trip_needs_more_in_flight() -> None:
