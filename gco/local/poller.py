@@ -204,7 +204,7 @@ class StreamPoller:
         first, not read again, then new ones up to the read's limit), and the iterator after the
         last record read."""
         limit = min(MAX_GET_RECORDS, self.batch_size * self.parallelization)
-        held, following = self._held.pop(shard_id, None) or ([], None)
+        held, following = self._held.pop(shard_id, ([], None))
         if held and (following is None or len(held) >= limit):
             return held, following
         answer = self.client.get_records(
