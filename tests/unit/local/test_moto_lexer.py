@@ -1,4 +1,5 @@
-"""The local moto server's kept condition lexer gives moto's own tokens, lexing each text once."""
+"""The local moto server's kept condition lexer gives moto's own tokens, lexing each text once, and its kept
+parse templates judge items as moto's own parse does, parsing each template once."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from collections import deque
 from typing import Any
 
 import pytest
-from moto.dynamodb.comparisons import ConditionExpressionParser
+from moto.dynamodb.comparisons import AttributeValue, ConditionExpressionParser, Func, Op
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from gco.endpoints import conditions
 from gco.endpoints.expressions import Expression
-from gco.local.moto_lexer import keep_last_parse, keep_lexing, kept_lexer
+from gco.local.moto_lexer import keep_lexing, keep_parse_templates, kept_lexer
 
 
 def _observation_condition() -> str:
@@ -65,36 +67,103 @@ def test_a_bad_expression_still_raises_and_is_not_kept() -> None:
             kept(_parser("#a = :b ~ :c"))
 
 
-def _counted_parse(calls: list[str]) -> Any:
+def _store_write(lifecycle: str, generation: str, now: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """A Region status write's condition (text, names, values), as the store sends it."""
+    expression = Expression()
+    conditions.observation(expression, "us-east-1", lifecycle, generation)
+    conditions.advancing(expression, now)
+    request = expression.request()
+    return (
+        request["ConditionExpression"],
+        request["ExpressionAttributeNames"],
+        request["ExpressionAttributeValues"],
+    )
+
+
+def _item(lifecycle: str, generation: str, updated_at: str, state: str = "running") -> Item:
+    return Item(
+        DynamoType({"S": "ep"}),
+        None,
+        {
+            "endpoint_name": {"S": "ep"},
+            "lifecycle_id": {"S": lifecycle},
+            "region_generations": {"M": {"us-east-1": {"S": generation}}},
+            "desired_state": {"S": state},
+            "cleanup_regions": {"SS": ["us-east-1"]},
+            "updated_at": {"S": updated_at},
+        },
+    )
+
+
+def _counted(calls: list[str]) -> Any:
     def parse(parser: ConditionExpressionParser) -> Any:
         calls.append(parser.condition_expression or "")
         return ConditionExpressionParser.parse(parser)
 
-    return keep_last_parse(parse)
+    return keep_parse_templates(parse, ConditionExpressionParser, AttributeValue, (Op, Func))
 
 
-def test_the_second_parse_of_one_condition_reuses_the_first_with_what_it_found() -> None:
+ITEMS = [
+    _item("a" * 64, "b" * 64, "2026-01-01T00:00:00Z"),
+    _item("a" * 64, "c" * 64, "2026-01-01T00:00:00Z"),  # another membership token
+    _item("d" * 64, "b" * 64, "2026-01-01T00:00:00Z"),  # another lifecycle
+    _item("a" * 64, "b" * 64, "2027-01-01T00:00:00Z"),  # written later than `now`
+    _item("a" * 64, "b" * 64, "2026-01-01T00:00:00Z", state="deleted"),
+]
+
+
+@pytest.mark.parametrize(
+    "fences", [("a" * 64, "b" * 64), ("a" * 64, "c" * 64), ("d" * 64, "b" * 64), ("e" * 64, "f" * 64)]
+)
+def test_a_kept_template_judges_every_item_as_moto_own_parse(fences: tuple[str, str]) -> None:
     calls: list[str] = []
-    parse = _counted_parse(calls)
-    text, names, values = (
-        "#s = :s AND #n < :n",
-        {"#s": "state", "#n": "n"},
-        {":s": {"S": "a"}, ":n": {"N": "1"}},
-    )
-    first, second = (ConditionExpressionParser(text, dict(names), dict(values)) for _ in range(2))
-    tree = parse(first)
-    assert parse(second) is tree and len(calls) == 1
-    assert (second.expr_attr_names_found, second.expr_attr_values_found) == (
-        first.expr_attr_names_found,
-        first.expr_attr_values_found,
-    )
-    assert sorted(second.expr_attr_values_found) == [":n", ":s"]
-    other = ConditionExpressionParser(text, names, {":s": {"S": "b"}, ":n": {"N": "1"}})
-    assert parse(other) is not tree and len(calls) == 2  # other values: parsed again
-    elsewhere: list[Any] = []
-    thread = threading.Thread(
-        target=lambda: elsewhere.append(parse(ConditionExpressionParser(text, names, values)))
-    )
-    thread.start()
-    thread.join()
-    assert elsewhere[0] is not tree and len(calls) == 3  # each thread keeps its own last parse
+    parse = _counted(calls)
+    parse(ConditionExpressionParser(*_store_write("0" * 64, "1" * 64, "2026-06-01T00:00:00Z")))
+    text, names, values = _store_write(*fences, "2026-06-01T00:00:00Z")
+    kept = parse(ConditionExpressionParser(text, names, values))
+    own = ConditionExpressionParser(text, names, values).parse()
+    verdicts = [kept.expr(item) for item in ITEMS]
+    assert verdicts == [own.expr(item) for item in ITEMS]
+    assert len(calls) == 1  # one parse of the template, whatever the values
+    if fences == ("a" * 64, "b" * 64):
+        assert verdicts == [True, False, False, False, False]
+
+
+def test_a_template_is_its_text_names_and_value_types_and_hands_over_what_it_found() -> None:
+    calls: list[str] = []
+    parse = _counted(calls)
+    text, names = "#s = :s AND #n < :n", {"#s": "state", "#n": "n"}
+    first = ConditionExpressionParser(text, names, {":s": {"S": "a"}, ":n": {"N": "1"}})
+    second = ConditionExpressionParser(text, names, {":s": {"S": "b"}, ":n": {"N": "2"}})
+    parse(first)
+    parse(second)
+    assert len(calls) == 1
+    assert sorted(second.expr_attr_values_found) == sorted(first.expr_attr_values_found) == [":n", ":s"]
+    assert sorted(second.expr_attr_names_found) == ["#n", "#s"]
+    parse(ConditionExpressionParser(text, names, {":s": {"N": "1"}, ":n": {"N": "2"}}))  # a value's type
+    parse(ConditionExpressionParser(text, {"#s": "other", "#n": "n"}, {":s": {"S": "a"}, ":n": {"N": "1"}}))
+    assert len(calls) == 3
+    # Concurrent calls share the template, never one call's values.
+    trees: list[Any] = []
+    workers = [
+        threading.Thread(
+            target=lambda v=v: trees.append(
+                (v, parse(ConditionExpressionParser(text, names, {":s": {"S": v}, ":n": {"N": "5"}})))
+            )
+        )
+        for v in ("x", "y", "z")
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    for value, tree in trees:
+        match = Item(DynamoType({"S": "k"}), None, {"state": {"S": value}, "n": {"N": "1"}})
+        assert tree.expr(match) and len(calls) == 3
+
+
+def test_a_condition_that_does_not_parse_raises_moto_own_error_every_time() -> None:
+    parse = _counted([])
+    for _ in range(2):
+        with pytest.raises(KeyError):
+            parse(ConditionExpressionParser("#a = :missing", {"#a": "a"}, {}))
