@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from gco.local.moto_json import item_body, records_body
+from gco.local.moto_json import EncodedRecords, item_body, record_json, records_body
 from gco.local.poller import partition
 from gco.local.standin.labels import (
     LabelIndex,
@@ -145,6 +145,37 @@ def test_direct_json_bodies_as_the_protocol_writes_them() -> None:
     assert records["Records"][0]["dynamodb"]["ApproximateCreationDateTime"] == when.timestamp()
     assert records["Records"][0]["dynamodb"]["NewImage"]["blob"] == {"B": "AAE="}
     assert records["NextShardIterator"] == "it"
+
+
+def test_each_stream_record_is_written_once_for_every_reader() -> None:
+    """Every Region's poller reads every record: its JSON is written once and kept (a bounded number)."""
+    written: list[str] = []
+
+    def encode(record: dict[str, Any]) -> str:
+        written.append(record["eventID"])
+        return record_json(record)
+
+    encoded = EncodedRecords(size=2, encode=encode)
+    first, second, third = ({"eventID": f"e{i}", "dynamodb": {"Keys": {}, "Gone": None}} for i in range(3))
+    result = {"Records": [first, second], "NextShardIterator": "it"}
+    body = records_body(result, encoded)
+    assert (
+        json.loads(body)
+        == json.loads(records_body(result))
+        == {
+            "Records": [
+                {"eventID": "e0", "dynamodb": {"Keys": {}}},
+                {"eventID": "e1", "dynamodb": {"Keys": {}}},
+            ],
+            "NextShardIterator": "it",
+        }
+    )
+    assert records_body(result, encoded) == body and written == ["e0", "e1"]  # the second reader
+    assert json.loads(records_body({"Records": []}, encoded)) == {"Records": []}
+    encoded(third)  # past the bound: the oldest is dropped, and written again when read again
+    encoded(first)
+    assert written == ["e0", "e1", "e2", "e0"]
+    assert encoded({**second}) == encoded(second)  # an equal record of its own identity: same text
 
 
 def _ingress(name: str, upstream: str) -> dict[str, Any]:
