@@ -116,7 +116,7 @@ def _control_handler(api: StandInKubeAPI) -> type[BaseHTTPRequestHandler]:  # pr
             path, _, query = self.path.partition("?")
             if path == "/created":
                 plural = parse_qs(query).get("plural", [None])[0]
-                rows = list(api.created_at.items())
+                rows = list(api.store.creations().items())
                 answer = [[*key, at] for key, at in rows if plural is None or key[0] == plural]
             elif path == "/requests":
                 answer = dict(api.requests)

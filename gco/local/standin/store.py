@@ -369,6 +369,12 @@ class ObjectStore:
                         return f"conflict with field manager {other} on {'.'.join(path)}"
         return None
 
+    def creations(self) -> dict[Key, float]:
+        """When each object was created, copied under the store's lock: a reader iterating
+        `created_at` itself while a request creates an object would fail."""
+        with self._lock:
+            return dict(self.created_at)
+
     def _create(self, kind: Kind, key: Key, manager: str, config: dict[str, Any], now: str) -> dict[str, Any]:
         self._version += 1
         stored = _Stored(kind, {manager: config}, str(uuid.uuid4()), now, self._version, 1, self.clock())

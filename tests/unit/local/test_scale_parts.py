@@ -4,6 +4,7 @@ index and kept list answers, the cost model's choice, and the local moto server'
 from __future__ import annotations
 
 import json
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -242,3 +243,29 @@ def test_a_selector_is_parsed_once_and_matches_each_operator() -> None:
     assert not matches({"gco.dev/endpoint": "a", "app": "w"}, query)
     assert not matches({"gco.dev/endpoint": "a", "app": "x", "role": "y"}, query)
     assert matches({"anything": "1"}, "")  # the empty selector matches everything
+
+
+def test_creation_times_are_read_as_a_copy_while_objects_are_created() -> None:
+    """The benchmark's control endpoint reads the creation clocks while requests create objects:
+    iterating the live dict then fails with 'dictionary changed size during iteration'."""
+    store = ObjectStore(namespaces=["gco-system"], ready_delay=0.0)
+    stop = threading.Event()
+
+    def create() -> None:
+        for index in range(5000):
+            if stop.is_set():
+                return
+            store.apply_as("gco", _ingress(f"r{index}", "one"))
+
+    writer = threading.Thread(target=create)
+    writer.start()
+    try:
+        for _ in range(200):
+            copy = store.creations()
+            assert all(isinstance(at, float) for at in copy.values())
+    finally:
+        stop.set()
+        writer.join()
+    before = store.creations()
+    store.apply_as("gco", _ingress("late", "one"))
+    assert len(store.creations()) == len(before) + 1  # a copy: the earlier one did not grow
