@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import resource
 import sys
@@ -99,7 +100,13 @@ class Region:
             self.local.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
             return
         while not stop.is_set():
-            if self.poller.poll_once() == 0:
+            try:
+                delivered = self.poller.poll_once()
+            except Exception:  # as `LocalReconcilers` does: the next poll retries (a dead poller
+                # would leave this Region waiting for its deadline)
+                logging.exception("%s: a poll failed", self.region)
+                delivered = 0
+            if delivered == 0:
                 stop.wait(LAMBDA_POLL)
 
     def stop(self) -> None:
