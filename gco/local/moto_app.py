@@ -11,7 +11,6 @@ this is about order and atomicity, not throughput.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -19,7 +18,6 @@ from contextlib import contextmanager
 from typing import Any
 
 StartResponse = Callable[..., Any]
-COLLECTOR_THRESHOLDS = (700, 10, 1000)  # gc.set_threshold: Python's (700, 10, 10), full passes rarer
 # The X-Amz-Target of the calls that read and change no item or table.
 READS = frozenset(
     {
@@ -82,22 +80,6 @@ class SerializedApp:
             return list(self.app(environ, start_response))
 
 
-def collect_rarely() -> None:
-    """Make the cyclic garbage collector's full passes rare in this process, from here on.
-
-    moto keeps every table's items and stream records as many small Python objects, and each full
-    collection walks all of them while it holds the interpreter, stalling every request: at 1,000
-    endpoints written at once the server spent about a tenth of its CPU collecting, in pauses of up
-    to a quarter of a second. DynamoDB has no such pauses. What moto loaded before serving is
-    frozen (never walked again), and a full collection runs after 1,000 younger ones instead of 10
-    (`COLLECTOR_THRESHOLDS`): about 1.2 s of collecting instead of 2 s, the longest pause 35 ms.
-    Reference cycles are still collected.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*COLLECTOR_THRESHOLDS)
-
-
 def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as the server process
     parser = argparse.ArgumentParser(description="moto server with serialised requests")
     parser.add_argument("--host", default="127.0.0.1")
@@ -112,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     from werkzeug.serving import BaseWSGIServer, run_simple
 
     from gco.local import moto_direct, moto_json, moto_lexer
+    from gco.local.collector import collect_rarely
     from gco.local.listen import LISTEN_BACKLOG
     from gco.local.moto_direct import DirectDispatch
 

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 import httpx
 
 from gco.local.children import stop_child
+from gco.local.collector import collect_rarely
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key
@@ -145,6 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs a
     api = StandInKubeAPI(
         token=options.token, ready_delay=options.ready_delay, deletion_delay=options.deletion_delay
     ).start()
+    collect_rarely()
     control = QuietServer(("127.0.0.1", 0), _control_handler(api))
     threading.Thread(target=control.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
     stop = threading.Event()

@@ -1,10 +1,10 @@
-"""The local moto server process's own settings."""
+"""The local stand-in servers' garbage collector settings."""
 
 from __future__ import annotations
 
 import gc
 
-from gco.local.moto_app import COLLECTOR_THRESHOLDS, collect_rarely
+from gco.local.collector import COLLECTOR_THRESHOLDS, collect_rarely
 
 
 def test_the_moto_server_collects_rarely_from_the_moment_it_serves() -> None:
