@@ -22,8 +22,9 @@ iterator age (and every write's latency) grows without bound.
 A batch is counted in *records*, and most records need no reconcile: a write puts
 `RECORDS_PER_WRITE` records in each Region's stream of which `RECONCILES_PER_WRITE` are reconciled
 (the rest are status echoes, skipped without I/O). So a full batch of `b` records holds about
-`b x RECONCILES_PER_WRITE / RECORDS_PER_WRITE` reconciles, and a batch size chosen as if every
-record were a reconcile leaves each invocation mostly idle.
+`b x RECONCILES_PER_WRITE / RECORDS_PER_WRITE` reconciles, and a shard drains
+`RECORDS_PER_WRITE` records for every write: a model that counted a write as its 2 reconciles
+overstated the writes a shard keeps up with by 2.5x.
 """
 
 from __future__ import annotations
