@@ -48,13 +48,22 @@ def invoke(
         return http.post(f"{clusters.invoke_urls()[region]}/{name}{path}", json=body)
 
 
+def routed(clusters: LocalClusters, region: str) -> httpx.Response | None:
+    """A completion from smol through the Region's proxy, or None while the proxy has no route for it."""
+    answer = invoke(
+        clusters, region, "smol", "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 3}
+    )
+    return None if answer.status_code == 404 else answer
+
+
 def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clusters: LocalClusters) -> None:
     store.create("smol", SPEC, [EAST, WEST])
     for region in (EAST, WEST):
         eventually(functools.partial(running, store, "smol", region, 1), f"smol running in {region}")
-        answer = invoke(
-            clusters, region, "smol", "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 3}
-        )
+        # Running says the Region's replicas are ready; the proxy serves the route once it has
+        # loaded the route table the reconciler wrote (nginx's reload here, the proxy's rollout in
+        # EKS), which on a loaded machine can come after the status write.
+        answer = eventually(functools.partial(routed, clusters, region), f"smol routed in {region}")
         assert answer.status_code == 200, answer.text
         assert answer.json()["model"] == MODEL
         assert answer.json()["choices"][0]["text"]
