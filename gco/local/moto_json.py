@@ -50,14 +50,18 @@ def _present(value: Any) -> Any:
     return value
 
 
+def _protocol_json(value: dict[str, Any]) -> str:
+    return json.dumps(_present(value), default=_wire, separators=(",", ":"))
+
+
 def item_body(result: dict[str, Any]) -> str:
     """The JSON 1.0 response body of an item call's backend result."""
-    return json.dumps(_present(result), default=_wire, separators=(",", ":"))
+    return _protocol_json(result)
 
 
 def record_json(record: dict[str, Any]) -> str:
     """One stream record as GetRecords' answer writes it."""
-    return json.dumps(_present(record), default=_wire, separators=(",", ":"))
+    return _protocol_json(record)
 
 
 class EncodedRecords:
