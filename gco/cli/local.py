@@ -66,11 +66,17 @@ def demo(engine: str, run_dir: Path) -> None:
 @click.option(
     "--regions", default=",".join(stack.DEFAULT_REGIONS), show_default=True, help="Regions, comma-separated."
 )
+@click.option(
+    "--home-region",
+    default=None,
+    help="Where the endpoint table and its stream live [default: the first of --regions].",
+)
 @engine_option
 @state_dir_option
-def up(regions: str, engine: str, state_dir: Path | None) -> None:
+def up(regions: str, home_region: str | None, engine: str, state_dir: Path | None) -> None:
     """Start the stack in the background; then `eval "$(gco local env)"`."""
-    state = stack.up([region.strip() for region in regions.split(",")], state_dir, engine=engine)
+    chosen = [region.strip() for region in regions.split(",")]
+    state = stack.up(chosen, state_dir, engine=engine, home_region=home_region)
     for part in state.parts:
         click.echo(f"started {part.name} (pid {part.pid}) {part.url}")
     click.echo(f'use it: eval "$(gco local env{_dir_flag(state_dir)})"')

@@ -61,6 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--region", required=True)
     parser.add_argument("--endpoint-url", required=True)
     parser.add_argument("--table", required=True)
+    parser.add_argument("--home-region", required=True, help="Where the table and its stream live.")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--engine", choices=ENGINE_KINDS, default="fake")
     options = parser.parse_args(argv)
@@ -71,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     state: Path = options.state_dir
-    store = EndpointStore(aws.client("dynamodb", endpoint_url=options.endpoint_url), options.table)
+    dynamodb = aws.client("dynamodb", region=options.home_region, endpoint_url=options.endpoint_url)
+    store = EndpointStore(dynamodb, options.table)
     with LocalClusters(
         store,
         [options.region],

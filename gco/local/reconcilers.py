@@ -79,7 +79,9 @@ class LocalReconcilers:
         self.store = store
         table = store.client.describe_table(TableName=store.table_name)["Table"]
         self.stream_arn: str = table["LatestStreamArn"]
-        self.streams = aws.client("dynamodbstreams", endpoint_url=endpoint_url)
+        # The stream lives with the table, in the store's (home) Region.
+        home = store.client.meta.region_name
+        self.streams = aws.client("dynamodbstreams", region=home, endpoint_url=endpoint_url)
         self.regions: dict[str, LocalRegion] = {}
         backoff = retry or RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
         for region in regions:

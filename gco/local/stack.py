@@ -27,7 +27,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import botocore.exceptions
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -124,15 +126,24 @@ def _answers(url: str, verify: str | None = None) -> bool:
 
 
 def up(
-    regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None, *, engine: str = "fake"
+    regions: Sequence[str] = DEFAULT_REGIONS,
+    state_dir: Path | None = None,
+    *,
+    engine: str = "fake",
+    home_region: str | None = None,
 ) -> StackState:
     """Start the stack in the background and record it.
 
+    The table (and its stream) lives in `home_region`, by default the first of `regions`: the
+    Region `gco local env` exports as the home Region, where every client of the stack looks for it.
+
     Raises:
         LocalStackError: it already runs from this state directory, or a part did not start.
+        InvalidSpecError: a Region is not a valid Region name.
     """
     state_dir = state_dir or default_state_dir()
     chosen = region_list(regions, "--regions")
+    home = region_list([home_region], "--home-region")[0] if home_region else chosen[0]
     current = read_state(state_dir)
     if current is not None:
         running = [part for part in current.parts if alive(part.pid)]
@@ -155,9 +166,9 @@ def up(
         deadline = time.monotonic() + START_TIMEOUT_S
         if not _until(lambda: moto.poll() is None and _answers(f"{endpoint_url}/moto-api/"), deadline):
             raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
-        init_table(aws.client("dynamodb", endpoint_url=endpoint_url), TABLE)
-        with contextlib.suppress(Exception):  # already there
-            aws.client("s3", endpoint_url=endpoint_url).create_bucket(Bucket=EVIDENCE_BUCKET)
+        # moto keeps each Region's tables apart, as AWS does: the table is made where clients look.
+        init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), TABLE)
+        _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
         nodes = {}
@@ -173,7 +184,8 @@ def up(
                 "--endpoint-url",
                 endpoint_url,
             ]
-            argv += ["--table", TABLE, "--state-dir", str(state_dir), "--engine", engine]
+            argv += ["--table", TABLE, "--home-region", home, "--state-dir", str(state_dir)]
+            argv += ["--engine", engine]
             nodes[region] = (_spawn(argv, log), log)
             parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
         reports = {}
@@ -192,7 +204,7 @@ def up(
     state = StackState(
         endpoint_url=endpoint_url,
         table=TABLE,
-        home_region=chosen[0],
+        home_region=home,
         regions=chosen,
         evidence_bucket=EVIDENCE_BUCKET,
         parts=parts,
@@ -202,6 +214,19 @@ def up(
     )
     (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
     return state
+
+
+def _evidence_bucket(s3: Any, region: str) -> None:
+    """The evidence bucket in `region`: outside us-east-1 S3 needs the Region as its location
+    constraint (CreateBucket's API reference), and moto refuses the call without it as S3 does."""
+    location = {} if region == aws.DEFAULT_REGION else {"LocationConstraint": region}
+    try:
+        s3.create_bucket(
+            Bucket=EVIDENCE_BUCKET, **({"CreateBucketConfiguration": location} if location else {})
+        )
+    except botocore.exceptions.ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+            raise
 
 
 def environment(state: StackState) -> dict[str, str]:

@@ -23,6 +23,7 @@ from gco.reconcile.objects import HPA
 from gco.reconcile.render_proxy import PROXY_HPA
 from gco.validation.connect import environment_clusters
 from tests.functional.local.conftest import eventually
+from tests.unit.validation.sample import settings
 
 IMAGE = "vllm/vllm-openai:v0.6.3"
 MODEL = "HuggingFaceTB/SmolLM2-135M"
@@ -109,3 +110,39 @@ def test_bad_regions_start_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     )
     assert out == "error: --regions[1]: 'Us_East' is not an AWS Region name (for example us-east-1)\n"
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_a_single_region_that_is_not_the_default_finds_its_own_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Region, not us-east-1: the table lives where `env` says, and the CLI and the matrix find it
+    (they look in `DYNAMODB_REGION`; a table made in another Region is `ResourceNotFoundException`)."""
+    gco = Gco(capsys)
+    region = "eu-west-1"
+    state_dir = tmp_path / "state"
+    flag = ("--state-dir", str(state_dir))
+    monkeypatch.delenv("DYNAMODB_REGION", raising=False)  # what a fresh shell has
+    gco("local", "up", "--regions", region, *flag)
+    try:
+        exported = dict(
+            line.removeprefix("export ").split("=", 1) for line in gco("local", "env", *flag).splitlines()
+        )
+        assert exported["DYNAMODB_REGION"] == region
+        for name, value in exported.items():
+            monkeypatch.setenv(name, shlex.split(value)[0])
+        assert json.loads(gco("inference", "list", "-o", "json")) == []
+        deploy = ["inference", "deploy", "solo", "--image", IMAGE, "--model-id", MODEL, "--region", region]
+        gco(*deploy, "--wait", "--timeout", "60")
+        answer = json.loads(gco("inference", "invoke", "solo", "-o", "json"))
+        assert (answer["region"], answer["status"], answer["body"]["model"]) == (region, 200, MODEL)
+        gco("inference", "delete", "solo", "--wait", "--timeout", "60")
+        settings_file = tmp_path / "settings.json"
+        settings_file.write_text(json.dumps(settings(selected_region=region)), encoding="utf-8")
+        run_dir = tmp_path / "run"
+        gco("matrix", "run", str(settings_file), "--consent", "--run-dir", str(run_dir))
+        checkpoint = json.loads((run_dir / "matrix" / "checkpoint.json").read_text())
+        assert checkpoint["verdict"] == "pass", checkpoint
+        assert json.loads(gco("inference", "list", "-o", "json")) == []
+    finally:
+        gco("local", "down", *flag)
