@@ -7,21 +7,30 @@ probes) and the Service endpoints. Each `sync()`:
 - lists the endpoint Deployments stored in the stand-in (`gco.dev/endpoint` labelled) and reads
   from each pod template what it serves (`gco.local.engines.launch_of`);
 - starts one engine process (own process group, loopback port, log file) per missing replica,
-  replaces an engine that exited (the replica is unready from the moment it is seen gone), stops
-  the newest surplus replicas on scale-down, and stops every process of a Deployment that is gone
-  or terminating (SIGTERM to the group, SIGKILL after `stop_timeout`);
+  stops the newest surplus replicas on scale-down, and stops every process of a Deployment that is
+  gone or terminating (SIGTERM to the group, SIGKILL after `stop_timeout`);
+- restarts an engine that exited as the kubelet restarts a container of a Pod with
+  `restartPolicy: Always` (a Deployment's only policy): the replica is unready from the moment
+  it is seen gone (so its Service stops sending to it), waits a back-off that starts at 10 s,
+  doubles after each further exit up to 5 minutes, and resets once the engine ran 10 minutes
+  (kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-restarts), counts its
+  restarts, and reports it meanwhile as `CrashLoopBackOff` with the last exit;
 - rolls a changed pod template as `maxUnavailable: 0` does: replicas of the old template keep
   serving until as many of the new one are ready;
 - probes each engine's health path: a replica is ready while it answers 2xx.
 
 The stand-in reads the counts through its `replica_source` hook and reports them in the
 Deployment's `status` (`replicas`, `readyReplicas`, `availableReplicas`, `updatedReplicas`), as the
-Deployment controller writes them, so the reconciler observes real readiness.
+Deployment controller writes them, so the reconciler observes real readiness. Its `pods` hook answers
+the stand-in's Pod lists: one Pod per replica with the container status a kubelet reports
+(`ready`, `restartCount`, `state.running|waiting`, `lastState.terminated` with `exitCode` as the
+container runtime gives it, 128 + the signal for a signalled process, and `signal`).
 
 It does not model: pods as API objects, scheduling onto nodes or GPUs, init containers (a
 `model_source` is not synced), probes' periods and thresholds (one failed probe makes a replica
-unready), liveness restarts (an engine that hangs stays unready, not restarted), or
-`maxSurge` (every missing new replica starts at once).
+unready), liveness restarts (an engine that hangs stays unready, not restarted), `maxSurge` (every
+missing new replica starts at once), or a Pod's IP kept across restarts (a restarted engine
+listens on a new loopback port).
 """
 
 from __future__ import annotations
@@ -32,11 +41,13 @@ import itertools
 import json
 import logging
 import os
+import signal
 import socket
 import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +56,7 @@ from gco.bench.process import EngineProcess, clean_env
 from gco.local.engines import EngineLaunch, EngineTable, launch_of
 from gco.local.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
+from gco.local.standin.labels import matches
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL
 
 log = logging.getLogger(__name__)
@@ -62,20 +74,72 @@ def _digest(template: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class RestartPolicy:
+    """The kubelet's container restart back-off: `initial` seconds, doubled after each further exit up
+    to `cap`, back to `initial` once a container ran `reset_after` seconds (10 s, 5 min, 10 min)."""
+
+    initial: float = 10.0
+    cap: float = 300.0
+    reset_after: float = 600.0
+
+    def next_delay(self, previous: float | None, ran: float) -> float:
+        """The wait before restarting a container that exited after running `ran` seconds."""
+        if previous is None or ran >= self.reset_after:
+            return self.initial
+        return min(previous * 2, self.cap)
+
+
 @dataclass
 class Replica:
-    """One running engine: the template it runs, where it listens, whether its probe answered."""
+    """One replica (a Pod): its engine process, where it listens, whether its probe answered, and its
+    restarts; `waiting_until` is set while it waits out its back-off after an exit."""
 
     serial: int
     digest: str
     port: int
     health_path: str
     process: EngineProcess
+    container: str = "engine"
     ready: bool = False
+    started_at: float = 0.0
+    restarts: int = 0
+    last_exit: int | None = None
+    backoff: float | None = None
+    waiting_until: float | None = None
 
     @property
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
+
+    def pod(self, name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+        """This replica as the API server shows its Pod (the fields a reconciler reads)."""
+        status: dict[str, Any] = {
+            "name": self.container,
+            "ready": self.ready,
+            "restartCount": self.restarts,
+            "state": {"running": {}},
+        }
+        if self.waiting_until is not None:
+            message = f"back-off {self.backoff:g}s restarting failed container={self.container} pod={name}"
+            status["state"] = {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        if self.last_exit is not None:
+            status["lastState"] = {"terminated": terminated(self.last_exit)}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "status": {"phase": "Running", "containerStatuses": [status]},
+        }
+
+
+def terminated(returncode: int) -> dict[str, Any]:
+    """A container's `lastState.terminated` for a process that exited with `returncode` (negative: the
+    signal that killed it). The container runtime reports a signalled process as 128 + the signal."""
+    if returncode < 0:
+        number = -returncode
+        return {"exitCode": 128 + number, "signal": number, "reason": "Error"}
+    return {"exitCode": returncode, "reason": "Completed" if returncode == 0 else "Error"}
 
 
 @dataclass
@@ -95,6 +159,7 @@ class _Wanted:
     launch: EngineLaunch
     env: dict[str, str]
     labels: dict[str, str]
+    container: str
 
 
 class LocalKubelet:
@@ -106,6 +171,8 @@ class LocalKubelet:
         log_dir: one log file per engine process.
         stop_timeout: seconds between SIGTERM and SIGKILL of an engine's group.
         probe_timeout: seconds one health probe may take.
+        restart: the restart back-off of an engine that exited.
+        clock: seconds, monotonic (injected by tests).
     """
 
     def __init__(
@@ -116,8 +183,12 @@ class LocalKubelet:
         *,
         stop_timeout: float = 5.0,
         probe_timeout: float = 1.0,
+        restart: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
+        self.restart = restart or RestartPolicy()
+        self.clock = clock
         self.table = table
         self.log_dir = log_dir
         self.stop_timeout = stop_timeout
@@ -128,6 +199,7 @@ class LocalKubelet:
         self._serial = itertools.count(1)
         self._loop = SyncLoop(self.sync, name="local-kubelet")
         api.replica_source = self.observed
+        api.pod_source = self.pods
 
     # -- what the stand-in and the router read ------------------------------------------------
 
@@ -168,6 +240,16 @@ class LocalKubelet:
         with self._lock:
             workload = self._workloads.get((namespace, name))
             return [r.url for r in workload.running if r.ready] if workload is not None else []
+
+    def pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """The Pods of `namespace` whose template labels match `label_selector` (one per replica)."""
+        with self._lock:
+            return [
+                replica.pod(f"{name}-{replica.serial}", ns, workload.labels)
+                for (ns, name), workload in sorted(self._workloads.items())
+                if ns == namespace and matches(workload.labels, label_selector)
+                for replica in workload.running
+            ]
 
     def pids(self) -> list[int]:
         """Process-group ids of every engine this runner started and has not stopped."""
@@ -212,6 +294,7 @@ class LocalKubelet:
                 launch=launch,
                 env=env,
                 labels=dict((template.get("metadata") or {}).get("labels") or {}),
+                container=str(container.get("name") or "engine"),
             )
         return wanted
 
@@ -219,12 +302,10 @@ class LocalKubelet:
         """Under the lock: decide which replicas go and start the missing ones; returns those to stop."""
         workload = self._workloads.setdefault(key, _Workload())
         workload.digest, workload.replicas, workload.labels = want.digest, want.replicas, want.labels
-        going = [r for r in workload.running if r.process.exited()]
-        for replica in going:
-            log.warning(
-                "engine %s/%s #%d exited (%s)", *key, replica.serial, replica.process.popen.returncode
-            )
-        alive = [r for r in workload.running if r not in going]
+        going: list[Replica] = []
+        for replica in workload.running:
+            self._restart_policy(key, replica, want)
+        alive = workload.running
         current = [r for r in alive if r.digest == want.digest]
         old = [r for r in alive if r.digest != want.digest]
         if sum(r.ready for r in current) >= want.replicas:
@@ -237,14 +318,50 @@ class LocalKubelet:
         workload.running = [*old, *current, *started]
         return going
 
+    def _restart_policy(self, key: tuple[str, str], replica: Replica, want: _Wanted) -> None:
+        """Under the lock: note an engine that exited and start its back-off; restart it once over."""
+        now = self.clock()
+        if replica.waiting_until is None and replica.process.exited():
+            code = int(replica.process.popen.returncode)
+            replica.ready, replica.last_exit = False, code
+            replica.backoff = self.restart.next_delay(replica.backoff, now - replica.started_at)
+            replica.waiting_until = now + replica.backoff
+            log.warning(
+                "engine %s/%s #%d exited (%s%s); restart %d in %g s (CrashLoopBackOff)",
+                *key,
+                replica.serial,
+                code,
+                f", {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else "",
+                replica.restarts + 1,
+                replica.backoff,
+            )
+        elif (
+            replica.waiting_until is not None
+            and now >= replica.waiting_until
+            and replica.digest == want.digest
+        ):
+            replica.restarts += 1
+            replica.port = free_port()
+            replica.process = self._process(key, want, replica.serial, replica.port, replica.restarts)
+            replica.waiting_until, replica.started_at = None, now
+
+    def _process(
+        self, key: tuple[str, str], want: _Wanted, serial: int, port: int, restart: int
+    ) -> EngineProcess:
+        env = clean_env({}, os.environ).env | want.env | {"PORT": str(port)}
+        argv = self.table.argv(want.launch, port)
+        suffix = f".restart{restart}" if restart else ""
+        process = EngineProcess(argv, env, self.log_dir / f"{key[0]}.{key[1]}.{serial}{suffix}.log")
+        log.info("engine %s/%s #%d started on port %d (pid %d)", *key, serial, port, process.pgid)
+        return process
+
     def _launch(self, key: tuple[str, str], want: _Wanted) -> Replica:
         port = free_port()
         serial = next(self._serial)
-        env = clean_env({}, os.environ).env | want.env | {"PORT": str(port)}
-        argv = self.table.argv(want.launch, port)
-        process = EngineProcess(argv, env, self.log_dir / f"{key[0]}.{key[1]}.{serial}.log")
-        log.info("engine %s/%s #%d started on port %d (pid %d)", *key, serial, port, process.pgid)
-        return Replica(serial, want.digest, port, want.launch.health_path, process)
+        process = self._process(key, want, serial, port, 0)
+        replica = Replica(serial, want.digest, port, want.launch.health_path, process, want.container)
+        replica.started_at = self.clock()
+        return replica
 
     def _halt(self, replica: Replica) -> None:
         report = replica.process.stop(self.stop_timeout)

@@ -10,7 +10,9 @@ The grant, and why each part:
 
 - In each endpoint namespace (`gco-inference`): Deployments, Services, HPAs, KEDA ScaledObjects,
   PodDisruptionBudgets; verbs get, list, patch (server-side apply: the API server authorizes an
-  apply that creates the object as `patch`), delete.
+  apply that creates the object as `patch`), delete. And `list` of Pods, nothing else on them: a
+  Deployment whose replicas are not ready says only how many; the Pods' container statuses say why
+  (restarts, `CrashLoopBackOff`, the last exit code), which the Region's status reports.
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
   ConfigMap of routes, with the same verbs.
 - Cluster scope: only `get` and `patch` of the gco namespaces themselves, by name (RBAC's
@@ -44,6 +46,7 @@ from gco.reconcile.objects import (
     INGRESS,
     NAMESPACE,
     PDB,
+    POD,
     SCALED_OBJECT,
     SERVICE,
     SYSTEM_NAMESPACE,
@@ -59,6 +62,9 @@ RUNNER_GROUP = "gco:runner"
 RUNNER_RBAC_NAME = "gco-runner-read"
 OBJECT_VERBS: tuple[str, ...] = ("get", "list", "patch", "delete")
 READ_VERBS: tuple[str, ...] = ("get", "list")
+OBSERVE_VERBS: tuple[str, ...] = ("list",)
+# Kinds only read, with OBSERVE_VERBS, in each endpoint namespace.
+OBSERVED_KINDS: tuple[Kind, ...] = (POD,)
 NAMESPACE_VERBS: tuple[str, ...] = ("get", "patch")
 ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
 SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
@@ -119,7 +125,10 @@ class Grant:
         return dict(self.kinds_by_namespace).get(namespace, ())
 
     def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
-        return _rules(self.kinds_in(namespace), self.verbs)
+        rules = _rules(self.kinds_in(namespace), self.verbs)
+        if namespace == SYSTEM_NAMESPACE:
+            return rules
+        return rules + _rules(OBSERVED_KINDS, OBSERVE_VERBS)
 
     def list_scopes(self, kinds: Sequence[Kind]) -> Iterator[tuple[str, Kind]]:
         """(namespace, kind) of every namespaced list the reconciler may make among `kinds`."""

@@ -74,6 +74,9 @@ KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS
 NAMESPACE = Kind("v1", "Namespace", "namespaces", namespaced=False)
 CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")
 SYSTEM_KINDS: tuple[Kind, ...] = (NAMESPACE, CONFIG_MAP)
+# Read, never written: an endpoint's Pods, listed only to say why its replicas are not ready (the
+# restarts and last exit of a crash-looping container live in the Pod's status, not the Deployment's).
+POD = Kind("v1", "Pod", "pods")
 _BY_KEY = {(kind.api_version, kind.kind): kind for kind in (*KINDS, *SYSTEM_KINDS)}
 
 

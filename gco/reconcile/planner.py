@@ -12,6 +12,7 @@ from typing import Any
 
 from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, ObjectRef, annotations_of, lifecycle_of
+from gco.reconcile.pods import trouble
 from gco.reconcile.render import render
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 
@@ -27,6 +28,12 @@ class StatusWrite:
     region_generation: str | None = None
     deletion_generation: str | None = None
     error: str | None = None
+    restarts: int | None = None  # with `reason`: why replicas are not ready (`gco.reconcile.pods`)
+    reason: str | None = None
+
+    def details(self) -> dict[str, Any]:
+        """The status's detail fields (none when the replicas have no trouble to report)."""
+        return {"restarts": self.restarts, "reason": self.reason} if self.reason is not None else {}
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class Plan:
     converged: bool = True
     reason: str = ""
     desired: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    # Replicas are short of ready and no Pods were given: plan again with the endpoint's Pods.
+    needs_pods: bool = False
 
     @property
     def acts_on_cluster(self) -> bool:
@@ -72,6 +81,8 @@ def _changed(current: RegionStatus | None, wanted: StatusWrite) -> bool:
             and current.deletion_generation != wanted.deletion_generation
         )
         or current.error != wanted.error
+        or (current.model_extra or {}).get("reason") != wanted.reason
+        or (current.model_extra or {}).get("restarts") != wanted.restarts
     )
 
 
@@ -85,12 +96,14 @@ def plan(
     region: str,
     observed: Sequence[dict[str, Any]],
     settings: RenderSettings = DEFAULT_SETTINGS,
+    pods: Sequence[dict[str, Any]] | None = None,
 ) -> Plan:
     """What the Region's reconciler should do next for endpoint `name`.
 
     Parameters:
         record: a strongly consistent read of the record (None: it does not exist, or was purged).
         observed: every object in the Region's cluster labelled with the endpoint's name.
+        pods: the endpoint's Pods, read only when a plan asked for them (`Plan.needs_pods`).
     """
     if record is None:
         return Plan(delete=_deletions(observed), converged=not observed, reason="no record: remove leftovers")
@@ -98,7 +111,7 @@ def plan(
         return _plan_deleted(record, region, observed)
     if region not in record.target_regions:
         return _plan_removed(record, region, observed)
-    return _plan_live(record, region, observed, settings)
+    return _plan_live(record, region, observed, settings, pods)
 
 
 def _plan_deleted(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
@@ -154,7 +167,11 @@ def _observed_replicas(obj: dict[str, Any]) -> tuple[int, int, bool]:
 
 
 def _plan_live(
-    record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]], settings: RenderSettings
+    record: EndpointRecord,
+    region: str,
+    observed: Sequence[dict[str, Any]],
+    settings: RenderSettings,
+    pods: Sequence[dict[str, Any]] | None,
 ) -> Plan:
     desired = render(record, region, settings)
     wanted = {ObjectRef.of(obj).key: obj for obj in desired}
@@ -211,12 +228,21 @@ def _plan_live(
         same = previous is not None and previous.lifecycle_id == record.lifecycle_id
         state = "updating" if same and previous and previous.state in ("running", "updating") else "creating"
         done = False
+    found = None
+    if not done and ready < total:
+        if pods is None:
+            return Plan(
+                converged=False, reason=f"observed {state} {ready}/{total}: reading Pods", needs_pods=True
+            )
+        found = trouble(pods)
     write = StatusWrite(
         state=state,
         replicas_ready=ready,
         replicas_desired=total,
         lifecycle_id=record.lifecycle_id,
         region_generation=record.region_generations.get(region),
+        restarts=found.restarts if found else None,
+        reason=found.reason if found else None,
     )
     return Plan(
         status=_status_if_changed(record, region, write),

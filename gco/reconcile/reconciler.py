@@ -36,6 +36,7 @@ from gco.reconcile.objects import (
     INGRESS,
     MANAGED_BY,
     MANAGER,
+    POD,
     ROLE_LABEL,
     SCALED_OBJECT,
     SYSTEM_NAMESPACE,
@@ -306,6 +307,8 @@ class Reconciler:
                 self._record_error(name, record, refused, tally)
                 return tally.outcome("terminal", refused)
             step = plan(name, record, self.region, observed, self.settings)
+            if step.needs_pods and record is not None:
+                step = plan(name, record, self.region, observed, self.settings, self._pods(record))
             last = step.reason
             if step.acts_on_cluster:
                 answers: list[dict[str, Any]] = []
@@ -407,6 +410,16 @@ class Reconciler:
         except Exception as error:  # returned in plan order; `_act` decides
             return error
 
+    def _pods(self, record: EndpointRecord) -> list[dict[str, Any]]:
+        """The endpoint's Pods (why replicas are not ready); none when they cannot be listed."""
+        try:
+            return self.cluster.list_in(POD, record.namespace, {ENDPOINT_LABEL: record.endpoint_name})
+        except ClusterRejectedError as error:  # a grant without Pods: report readiness without reasons
+            log.warning(
+                "pods not listed: endpoint=%s region=%s: %s", record.endpoint_name, self.region, error
+            )
+            return []
+
     def _namespace_refusal(self, record: EndpointRecord | None) -> str | None:
         """Why a live record's namespace cannot be served here (not in the grant), or None."""
         if record is None or record.is_deleted or self.region not in record.target_regions:
@@ -454,6 +467,7 @@ class Reconciler:
             replicas_ready=status.replicas_ready,
             replicas_desired=status.replicas_desired,
             error=status.error,
+            details=status.details() or None,
             expected_lifecycle_id=status.lifecycle_id,
             expected_region_generation=status.region_generation,
             expected_deletion_generation=status.deletion_generation,

@@ -32,9 +32,13 @@ parts, one concern each:
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
 
-A controller's status (an autoscaler's) is written with `write_status`, without HTTP.
+A controller's status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read
+only: a `GET` list of `pods` in a namespace is answered (authorized as `list pods`, as RBAC checks
+it) from the `pod_source` hook, the local stack's kubelet (`gco.local.kubelet`), which reports one
+Pod per replica it runs with its container's status (ready, restartCount, `CrashLoopBackOff`, the
+last termination's exit code and signal); without the hook the list is empty.
 
-It does not model: watches, admission, defaulting or schema validation, pods or ReplicaSets,
+It does not model: watches, admission, defaulting or schema validation, writes to pods, ReplicaSets,
 HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.autoscaler` scales and
 writes HPA status for the local stack), resource quotas and limit ranges, garbage collection of
 dependants, namespace deletion (and the deletion of its objects), finalizers beyond the fixed
@@ -44,6 +48,7 @@ YAML), RBAC objects themselves (the grant is fixed at start), or impersonation.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections import Counter
@@ -121,6 +126,8 @@ class StandInKubeAPI:
         self.requests: Counter[str] = Counter()  # HTTP requests by method
         # List requests (GET of a collection) by resource and label selector, for tests.
         self.lists: Counter[tuple[str, str]] = Counter()
+        # (namespace, label selector) -> the Pods there; set by the local stack's kubelet.
+        self.pod_source: Callable[[str, str], list[dict[str, Any]]] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -221,6 +228,10 @@ class StandInKubeAPI:
         self, kind: Kind, namespace: str | None, label_selector: str
     ) -> tuple[list[dict[str, Any]], str]:
         return self.store.list(kind, namespace, label_selector)
+
+    def pods(self, namespace: str, label_selector: str) -> builtins.list[dict[str, Any]]:
+        """The Pods in `namespace` matching `label_selector`, as the kubelet reports them."""
+        return self.pod_source(namespace, label_selector) if self.pod_source is not None else []
 
     def apply_as(
         self, manager: str, obj: Mapping[str, Any], *, force: bool = True

@@ -22,6 +22,7 @@ from urllib.parse import parse_qs, urlparse
 from gco.local.listen import LISTEN_BACKLOG
 from gco.local.standin.status import Attributes, forbidden, not_found, not_served
 from gco.local.standin.status import status as _status
+from gco.reconcile.objects import POD
 
 if TYPE_CHECKING:
     from gco.local.standin.api import Identity, StandInKubeAPI
@@ -114,6 +115,9 @@ class Handler(BaseHTTPRequestHandler):
         )
         if not api.authorize(attributes, identity.grant):
             return 403, forbidden(attributes)
+        if (prefix, match["plural"]) == ("api/v1", POD.plural) and method == "GET" and name is None:
+            pods = api.pods(namespace or "", query.get("labelSelector", ""))
+            return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods}
         kind = api.store.kind_for(prefix, match["plural"])
         if not kind:
             return 404, not_served()

@@ -7,8 +7,10 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gco.local.llama_engine import MODEL_ID, tgi_completion
@@ -85,3 +87,79 @@ def test_invoke_gets_generated_text_from_llama_cpp(tmp_path: Path) -> None:
     finally:
         down = gco(["local", "down", "--state-dir", str(state)], env)
         assert down.returncode == 0, down.stderr
+
+
+EVENTS = Path(__file__).parents[2] / "events" / "llama"
+
+
+def note_free(path: Path) -> str:
+    return next(line for line in path.read_text().splitlines() if not line.startswith("#"))
+
+
+@pytest.mark.slow
+def test_health_answers_only_after_a_completion_decoded_with_the_portable_build(tmp_path: Path) -> None:
+    """The engine listens (so its readiness probe can pass) only after one completion decoded; the
+    library it loaded reports the portable instruction sets, whatever this CPU has beyond them."""
+    pytest.importorskip(
+        "llama_cpp", reason="the llama extra is not installed (python -m gco.local.llama_build)"
+    )
+    from gco.local.kubelet import free_port
+    from gco.local.llama_build import X86_FEATURES, machine, system_features
+
+    port = free_port()
+    log = tmp_path / "engine.log"
+    with log.open("wb") as out:
+        engine = subprocess.Popen(
+            [sys.executable, "-m", "gco.local.llama_engine", "--port", str(port), "--threads", "1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        body = None
+        for _ in range(600):  # bounded: 60 s
+            try:
+                body = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).json()
+                break
+            except httpx.HTTPError:
+                assert engine.poll() is None, log.read_text()
+                time.sleep(0.1)
+        text = log.read_text()
+        assert body is not None and body["warmup_tokens"] >= 1, text
+        assert "warm-up completion:" in text  # it listens only after this line
+        info = text.split("llama.cpp system info:", 1)[1].splitlines()[0]
+        if machine() == "x86_64":
+            on = {name for name, enabled in system_features(info).items() if enabled}
+            assert not any(name.startswith(("AVX512", "AMX", "AVX_VNNI")) for name in on), info
+            assert on & set(X86_FEATURES)
+    finally:
+        engine.terminate()
+        engine.wait(timeout=30)
+
+
+def test_a_library_built_for_another_cpu_is_refused_before_the_model_loads(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llama_cpp = pytest.importorskip("llama_cpp", reason="the llama extra is not installed")
+    from gco.local import llama_engine
+
+    native = note_free(EVENTS / "system_info_native_amx.txt").encode()
+    monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: native)
+    monkeypatch.setattr(llama_engine, "machine", lambda: "x86_64")
+    assert llama_engine.main(["--port", "1"]) == llama_engine.EXIT_WRONG_BUILD
+    assert "built for a particular CPU (AMX_INT8 on)" in capsys.readouterr().err
+
+
+def test_the_warm_up_must_decode_a_token() -> None:
+    from gco.local.llama_engine import EngineNotReadyError, warm_up
+
+    assert warm_up(lambda prompt, tokens: {"usage": {"completion_tokens": tokens}}) == 4
+    with pytest.raises(EngineNotReadyError, match="decoded no token"):
+        warm_up(lambda prompt, tokens: {"choices": [{"text": ""}], "usage": {"completion_tokens": 0}})
+
+
+def test_the_portable_build_on_an_avx512_cpu_reports_no_avx512() -> None:
+    from gco.local.llama_build import build_problems
+
+    portable = note_free(EVENTS / "system_info_portable_avx512_cpu.txt")
+    avx512_cpu = frozenset({"pni", "ssse3", "avx", "avx2", "f16c", "fma", "bmi2", "avx512f", "avx512_bf16"})
+    assert build_problems(portable, "x86_64", avx512_cpu) == []

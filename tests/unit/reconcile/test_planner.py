@@ -72,12 +72,42 @@ def test_ready_objects_report_running_once_then_nothing() -> None:
 def test_not_ready_reports_creating_then_updating() -> None:
     record = make_record()
     observed = stored(render(record, EAST), ready=False)
-    step = plan("llama", record, EAST, observed)
+    asks = plan("llama", record, EAST, observed)
+    assert asks.needs_pods and asks.status is None and not asks.converged  # why not ready: read the Pods
+    step = plan("llama", record, EAST, observed, pods=[])
     assert step.status is not None
-    assert step.status.state == "creating"
-    assert not step.converged
+    assert step.status.state == "creating" and step.status.details() == {}
+    assert not step.converged and not step.needs_pods
     was_running = make_record(region_status=running_status(record))
-    assert plan("llama", was_running, EAST, observed).status.state == "updating"  # type: ignore[union-attr]
+    assert plan("llama", was_running, EAST, observed, pods=[]).status.state == "updating"  # type: ignore[union-attr]
+
+
+def crashing_pod(restarts: int, waiting: bool = True) -> dict[str, object]:
+    """A Pod as the API server returns it for a container that died of SIGSEGV (exit 139) and waits."""
+    state = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 20s restarting failed"}}
+    status = {
+        "name": "engine",
+        "ready": False,
+        "restartCount": restarts,
+        "state": state if waiting else {"running": {}},
+        "lastState": {"terminated": {"exitCode": 139, "signal": 11, "reason": "Error"}},
+    }
+    return {"kind": "Pod", "status": {"phase": "Running", "containerStatuses": [status]}}
+
+
+def test_a_crash_looping_replica_is_reported_with_its_exit_and_restarts() -> None:
+    record = make_record()
+    observed = stored(render(record, EAST), ready=False)
+    step = plan("llama", record, EAST, observed, pods=[crashing_pod(3)])
+    assert step.status is not None and not step.converged
+    assert step.status.details() == {"restarts": 3, "reason": "engine exited 139 (SIGSEGV), CrashLoopBackOff"}
+    stored_status = running_status(record)[EAST].model_dump() | {"state": "creating", "replicas_ready": 0}
+    written = make_record(region_status={EAST: RegionStatus(**stored_status, **step.status.details())})
+    assert (
+        plan("llama", written, EAST, observed, pods=[crashing_pod(3)]).status is None
+    )  # unchanged: no write
+    again = plan("llama", written, EAST, observed, pods=[crashing_pod(4)])
+    assert again.status is not None and again.status.restarts == 4  # each restart is news
 
 
 def test_spec_change_and_manual_scaling_are_reapplied() -> None:
