@@ -87,6 +87,7 @@ class Behaviour:
     model: str = FAKE_MODEL
     revision: str = ""
     empty_output: bool = False
+    crash_signal: int = 0
     clip_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -172,7 +173,7 @@ class FakeEngine:
                 if marker is not None:
                     marker.write_text("crashed\n", encoding="utf-8")
                 print("ERROR fake engine crashing on purpose", flush=True)
-                os._exit(3)
+                crash(b.crash_signal)
 
     async def generate(self, path: str, body: bytes, writer: asyncio.StreamWriter, arrived: float) -> None:
         b = self.behaviour
@@ -355,6 +356,14 @@ class FakeEngine:
         return "\n".join(out) + "\n"
 
 
+def crash(number: int) -> None:
+    """End the process at once: killed by signal `number` (as a native crash is), or exit 3."""
+    if number:
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    os._exit(3)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
     add = parser.add_argument
@@ -369,6 +378,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--fail-rate", type=float, default=0.0)
     add("--crash-after", type=int, default=0, help="Exit abruptly after this many requests.")
     add("--crash-once-file", default="", help="Crash only if this file is absent, then create it.")
+    add("--crash-signal", default="", help="Crash by this signal (e.g. SIGSEGV) instead of exit 3.")
+    add("--crash-at-start", action="store_true", help="Crash before listening (a model that cannot load).")
     add("--never-ready", action="store_true")
     add("--startup-delay", type=float, default=0.0)
     add("--ignore-sigterm", action="store_true")
@@ -405,6 +416,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(args.startup_delay)
+    crash_signal = int(signal.Signals[args.crash_signal]) if args.crash_signal else 0
+    if args.crash_at_start:
+        print("ERROR fake engine crashing at start on purpose", flush=True)
+        crash(crash_signal)
     behaviour = Behaviour(
         port=args.port,
         style=args.style,
@@ -417,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         crash_after=args.crash_after,
         crash_once_file=args.crash_once_file,
         never_ready=args.never_ready,
+        crash_signal=crash_signal,
         trace=args.trace,
         seed=args.seed,
         tokens=args.tokens,

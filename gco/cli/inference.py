@@ -30,7 +30,7 @@ from gco.cli.specfile import load_spec_file
 from gco.cli.wait import Progress, wait_for
 from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
-from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
+from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES, RegionStatus
 from gco.endpoints.spec import spec_json_schema
 from gco.front_door import invoke_urls
 
@@ -94,10 +94,20 @@ def show(record: EndpointRecord, output: str) -> None:
                 role,
                 status.state if status else "pending",
                 f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
-                (status.error or "") if status else "",
+                region_note(status) if status else "",
             ]
         )
     emit_table(["REGION", "ROLE", "STATE", "READY", "ERROR"], rows)
+
+
+def region_note(status: RegionStatus) -> str:
+    """A Region's error, or why its replicas are not ready: `engine exited 139 (SIGSEGV), restarts 3`."""
+    if status.error:
+        return status.error
+    extra = status.model_extra or {}
+    if not extra.get("reason"):
+        return ""
+    return f"{extra['reason']}, restarts {extra.get('restarts') or 0}"
 
 
 def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
@@ -109,7 +119,14 @@ def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
     failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
     if failed:
         raise click.ClickException("; ".join(failed))
-    pending = ", ".join(f"{r} {s.state if s else 'pending'}" for r, s in states.items() if r not in done)
+    pending = ", ".join(
+        f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
+        + (f" ({note})" if (note := region_note(s)) else "")
+        if s
+        else f"{r} pending"
+        for r, s in states.items()
+        if r not in done
+    )
     return Progress(len(done), len(states), not pending, pending, record)
 
 

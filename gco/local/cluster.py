@@ -17,7 +17,7 @@ from typing import Literal, Protocol
 from gco.endpoints.store import EndpointStore
 from gco.local.autoscaler import LocalAutoscaler
 from gco.local.engines import EngineTable
-from gco.local.kubelet import LocalKubelet
+from gco.local.kubelet import LocalKubelet, RestartPolicy
 from gco.local.nginx import NginxProxy, nginx_path
 from gco.local.reconcilers import LocalReconcilers
 from gco.local.router import LocalRouter
@@ -44,6 +44,7 @@ class LocalClusters:
         proxy: `nginx` (the rendered configuration served by Debian's nginx, over TLS), `python`
             (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
         tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
+        restart: the kubelets' restart back-off of an engine that exited (the kubelet's by default).
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class LocalClusters:
         poll: float = 0.05,
         proxy: ProxyKind = "auto",
         tls_dir: Path | None = None,
+        restart: RestartPolicy | None = None,
     ) -> None:
         self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
         self.kubelets: dict[str, LocalKubelet] = {}
@@ -68,7 +70,7 @@ class LocalClusters:
         self.ca_bundle: Path | None = None
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
-            kubelet = LocalKubelet(local.api, engines, log_dir / region)
+            kubelet = LocalKubelet(local.api, engines, log_dir / region, restart=restart)
             self.kubelets[region] = kubelet
             self.autoscalers[region] = LocalAutoscaler(local.api, kubelet)
             network = self.services[region] = ServiceNetwork(local.api, kubelet)

@@ -254,7 +254,9 @@ class LocalKubelet:
     def pids(self) -> list[int]:
         """Process-group ids of every engine this runner started and has not stopped."""
         with self._lock:
-            return sorted(r.process.pgid for w in self._workloads.values() for r in w.running)
+            return sorted(
+                r.process.pgid for w in self._workloads.values() for r in w.running if r.waiting_until is None
+            )
 
     # -- the loop ------------------------------------------------------------------------------
 

@@ -13,17 +13,26 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.local.cluster import LocalClusters
+from gco.local.kubelet import RestartPolicy
 from gco.local.motoserver import MotoServer
 from tests.unit.reconcile.records import EAST, WEST
 
 T = TypeVar("T")
 DEADLINE_S = 30.0
+# The kubelet's restart back-off scaled down (10 s -> 0.5 s): tests see restarts within their deadline.
+FAST_RESTART = RestartPolicy(initial=0.5, cap=2.0, reset_after=60.0)
 
 
 @pytest.fixture
 def clusters(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
     with LocalClusters(
-        store, [EAST, WEST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.5, poll=0.02
+        store,
+        [EAST, WEST],
+        endpoint_url=moto.url,
+        log_dir=tmp_path / "engines",
+        wait=0.5,
+        poll=0.02,
+        restart=FAST_RESTART,
     ) as stack:
         stack.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
         yield stack
@@ -45,7 +54,13 @@ def eventually(check: Callable[[], T | None], what: str, deadline_s: float = DEA
 def manual(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
     """One Region whose engines the test syncs itself, behind the in-process router."""
     with LocalClusters(
-        store, [EAST], endpoint_url=moto.url, log_dir=tmp_path / "engines", wait=0.2, proxy="python"
+        store,
+        [EAST],
+        endpoint_url=moto.url,
+        log_dir=tmp_path / "engines",
+        wait=0.2,
+        proxy="python",
+        restart=FAST_RESTART,
     ) as stack:
         stack.start(poll_interval=0.05, sweep_interval=0.2, engines=False)
         yield stack

@@ -107,8 +107,12 @@ def test_killed_engine_is_unready_seen_and_replaced(store: EndpointStore, manual
     (victim,) = kubelet.pids()
     os.killpg(victim, signal.SIGKILL)
     eventually(lambda: not group_members(victim), "the engine gone (a zombie until reaped)")
-    kubelet.sync()  # the dead engine is seen gone and a new one started (not ready yet)
-    assert victim not in kubelet.pids() and len(kubelet.pids()) == 1
+    kubelet.sync()  # the dead engine is seen gone: unready, waiting out its back-off
+    assert kubelet.pids() == []
+    (pod,) = kubelet.pods("gco-inference", "gco.dev/endpoint=smol")
+    (container,) = pod["status"]["containerStatuses"]
+    assert container["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert container["lastState"]["terminated"] == {"exitCode": 137, "signal": 9, "reason": "Error"}
     unready = eventually(
         lambda: region_state(store, "smol", EAST) == ("updating", 0, 1), "the reconciler sees it"
     )

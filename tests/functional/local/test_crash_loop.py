@@ -1,0 +1,115 @@
+"""An engine that crashes is restarted as a kubelet restarts a container, kept out of its Service while
+not ready, and reported: the Region's status names the exit and the restarts, `status` prints them and
+`deploy --wait` does not succeed while the replica crash-loops."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gco.cli import main
+from gco.endpoints import EndpointStore
+from gco.local.cluster import LocalClusters
+from gco.local.engines import FAKE_ENGINE, FRAMEWORKS, EngineTable
+from gco.local.kubelet import RestartPolicy
+from gco.local.motoserver import MotoServer
+from tests.conftest import TABLE
+from tests.functional.local.conftest import eventually
+from tests.unit.reconcile.records import EAST, IMAGE
+
+SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "HuggingFaceTB/SmolLM2-135M", "model_revision": "a" * 40}
+RESTART = RestartPolicy(initial=1.0, cap=2.0, reset_after=60.0)
+SEGV_EXIT = "server exited 139 (SIGSEGV)"  # the container `server`; 128 + 11, as the runtime reports it
+
+
+def crashing(*flags: str) -> EngineTable:
+    argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
+    return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in FRAMEWORKS})
+
+
+@pytest.fixture
+def stack(
+    request: pytest.FixtureRequest, store: EndpointStore, moto: MotoServer, tmp_path: Path
+) -> Iterator[LocalClusters]:
+    with LocalClusters(
+        store,
+        [EAST],
+        endpoint_url=moto.url,
+        log_dir=tmp_path / "engines",
+        wait=0.2,
+        poll=0.02,
+        proxy="python",
+        table=crashing(*request.param),
+        restart=RESTART,
+    ) as clusters:
+        clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.3)
+        yield clusters
+
+
+def status_of(store: EndpointStore, name: str) -> dict[str, Any]:
+    record = store.get(name, consistent_read=True)
+    status = record.region_status.get(EAST) if record else None
+    return status.model_dump() if status else {}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", [("--crash-after", "1")], indirect=True)
+def test_a_replica_that_crashes_on_a_request_is_restarted_with_back_off(
+    store: EndpointStore, stack: LocalClusters
+) -> None:
+    kubelet = stack.kubelets[EAST]
+    store.create("seg", SPEC, [EAST])
+    eventually(lambda: status_of(store, "seg").get("state") == "running", "seg running")
+    selector = {"gco.dev/endpoint": "seg"}
+    assert len(kubelet.backends("gco-inference", selector)) == 1
+    address = stack.services[EAST].address("gco-inference", "seg")
+    answers = [
+        httpx.post(f"http://{address}/v1/completions", json={"prompt": "x", "max_tokens": 2}, timeout=10)
+        for _ in range(2)
+    ]
+    # `--crash-after 1`: it answers once, then dies by SIGSEGV on the next (the Service network says so).
+    assert [answer.status_code >= 500 for answer in answers] == [False, True]
+    pod = eventually(
+        lambda: next(iter(kubelet.pods("gco-inference", "gco.dev/endpoint=seg")), None), "the Pod listed"
+    )
+
+    def last_state() -> dict[str, Any] | None:
+        (listed,) = kubelet.pods("gco-inference", "gco.dev/endpoint=seg")
+        return listed["status"]["containerStatuses"][0].get("lastState")  # type: ignore[no-any-return]
+
+    crashed = eventually(last_state, "the exit recorded")
+    assert crashed["terminated"]["signal"] == 11 and pod["metadata"]["name"].startswith("seg-")
+    # Not ready while it waits: its Service sends nothing to it.
+    assert kubelet.backends("gco-inference", selector) == []
+    reported = eventually(lambda: (s := status_of(store, "seg")).get("reason") and s, "the crash reported")
+    assert reported["state"] != "running" and reported["replicas_ready"] == 0
+    assert reported["reason"] == f"{SEGV_EXIT}, CrashLoopBackOff"
+    # Restarted after its back-off (1 s), ready again, and counted.
+    eventually(lambda: status_of(store, "seg").get("state") == "running", "restarted and running", 20)
+    container = kubelet.pods("gco-inference", "gco.dev/endpoint=seg")[0]["status"]["containerStatuses"][0]
+    assert container["restartCount"] == 1 and container["ready"]
+    assert "reason" not in status_of(store, "seg")  # a running Region carries no trouble
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stack", [("--crash-at-start",)], indirect=True)
+def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
+    store: EndpointStore, stack: LocalClusters, moto: MotoServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--endpoint-url", moto.url, "--table", TABLE]
+    deploy = ["inference", "deploy", "boom", "--image", IMAGE, "--region", EAST, *flags]
+    assert main([*deploy, "--wait", "--timeout", "6"]) == 1
+    err = capsys.readouterr().err
+    assert "timed out after 6 s waiting for boom ready" in err.splitlines()[-1]
+    assert SEGV_EXIT in err.splitlines()[-1] and "restarts" in err.splitlines()[-1]
+    eventually(lambda: (status_of(store, "boom").get("restarts") or 0) >= 2, "two restarts")
+    assert main(["inference", "status", "boom", *flags]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith(EAST))
+    assert "0/1" in row and f"{SEGV_EXIT}, CrashLoopBackOff, restarts" in row, table
+    assert sys.platform.startswith("linux")  # signals as Linux numbers them
