@@ -188,7 +188,11 @@ def walkthrough(
         engine_groups: set[int] = set()
         try:
             with clusters.start(poll_interval=0.2, sweep_interval=5.0):
-                _walk(step, echo, clusters, spec_file, engine_groups)
+                try:
+                    _walk(step, echo, clusters, spec_file, engine_groups)
+                except Exception:
+                    explain_failure(echo, store, clusters)
+                    raise
         finally:
             engine_groups.update(pgid for kubelet in clusters.kubelets.values() for pgid in kubelet.pids())
         refused = sum(len(local.api.forbidden) for local in clusters.reconcilers.regions.values())
@@ -198,6 +202,38 @@ def walkthrough(
         _bench(step, echo, env, bench_dir, engine)
     _nothing_left(echo, engine_groups, ports)
     echo("\n# done: the clusters, their engines and proxies, and the local server are stopped")
+
+
+LOG_TAIL_LINES = 8
+
+
+def explain_failure(echo: Callable[[str], None], store: EndpointStore, clusters: LocalClusters) -> None:
+    """What a failed step leaves to look at: each endpoint's state per Region (with why its replicas
+    are not ready) and the last lines of each engine's log that is not ready or has restarted."""
+    echo("\n# the step failed; what the Regions report:")
+    for record in store.scan().records:
+        for region in record.cleanup_regions:
+            status = record.region_status.get(region)
+            if status is None:
+                echo(f"  {record.endpoint_name} in {region}: pending (no status yet)")
+                continue
+            extra = status.model_extra or {}
+            why = status.error or (
+                f"{extra['reason']}, restarts {extra.get('restarts', 0)}" if extra.get("reason") else ""
+            )
+            echo(
+                f"  {record.endpoint_name} in {region}: {status.state} "
+                f"{status.replicas_ready}/{status.replicas_desired} ready{f' ({why})' if why else ''}"
+            )
+    for region, kubelet in clusters.kubelets.items():
+        for name, replica, path in kubelet.engine_logs():
+            if replica.ready and not replica.restarts:
+                continue
+            state = "ready" if replica.ready else "not ready"
+            echo(f"# {region} engine {name} ({state}, restarts {replica.restarts}): last lines of {path}")
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []
+            for line in lines[-LOG_TAIL_LINES:] or ["(empty)"]:
+                echo(f"  | {line}")
 
 
 def _ports(moto_url: str, clusters: LocalClusters) -> list[int]:

@@ -251,6 +251,15 @@ class LocalKubelet:
                 for replica in workload.running
             ]
 
+    def engine_logs(self) -> list[tuple[str, Replica, Path]]:
+        """Every replica as `(namespace/name #serial, replica, its current engine log)`."""
+        with self._lock:
+            return [
+                (f"{ns}/{name} #{replica.serial}", replica, replica.process.log_path)
+                for (ns, name), workload in sorted(self._workloads.items())
+                for replica in workload.running
+            ]
+
     def pids(self) -> list[int]:
         """Process-group ids of every engine this runner started and has not stopped."""
         with self._lock:

@@ -15,6 +15,7 @@ import pytest
 from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.local.cluster import LocalClusters
+from gco.local.demo import explain_failure
 from gco.local.engines import FAKE_ENGINE, FRAMEWORKS, EngineTable
 from gco.local.kubelet import RestartPolicy
 from gco.local.motoserver import MotoServer
@@ -112,4 +113,9 @@ def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith(EAST))
     assert "0/1" in row and f"{SEGV_EXIT}, CrashLoopBackOff, restarts" in row, table
+    # What the demo prints when a step fails: the Region's state with its reason, the engine's last lines.
+    lines: list[str] = []
+    explain_failure(lines.append, store, stack)
+    assert any(line.startswith(f"  boom in {EAST}: creating 0/1 ready ({SEGV_EXIT}") for line in lines), lines
+    assert "  | ERROR fake engine crashing at start on purpose" in lines
     assert sys.platform.startswith("linux")  # signals as Linux numbers them
