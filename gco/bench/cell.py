@@ -25,6 +25,7 @@ from gco.bench.clips import Clip, clip_digest
 from gco.bench.engine_http import scrape_text, served_models
 from gco.bench.enginelog import ResolvedConfig, parse_log
 from gco.bench.gpu import GpuProbe, MemoryCheck, check_memory_returned
+from gco.bench.launchfacts import LaunchCommand
 from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
 from gco.bench.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
@@ -175,7 +176,9 @@ def run_cell(
         memory = check_memory_returned(
             probe, gpu_before, manifest.gpu_memory_tolerance_mib, wait_s=options.memory_wait_s
         )
-        config = parse_log(process.log_path.read_text(encoding="utf-8", errors="replace").splitlines())
+        log = process.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # the argv and env it was started with are facts the gates read beside the log
+        config = parse_log(log, LaunchCommand(argv=engine.argv, env=launch.env))
         (cell_dir / CONFIG_FILE).write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return CellResult(**head, **dict(run), stop=stop, memory=memory, config=config, ended_at=iso(clock()))
 
