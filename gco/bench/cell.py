@@ -24,7 +24,7 @@ from gco.bench import serve as serve_client
 from gco.bench.clips import Clip, clip_digest
 from gco.bench.engine_http import scrape_text, served_models
 from gco.bench.enginelog import ResolvedConfig, parse_log
-from gco.bench.gpu import GpuProbe, MemoryCheck, check_memory_returned
+from gco.bench.gpu import NOT_LAUNCHED, GpuProbe, MemoryCheck, check_memory_returned
 from gco.bench.launchfacts import LaunchCommand
 from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
@@ -162,13 +162,20 @@ def run_cell(
         "missing_env": launch.missing,
     }
     gpu_before = probe.used_mib()
+    unlaunched = MemoryCheck(
+        status="not checked", tolerance_mib=manifest.gpu_memory_tolerance_mib, reason=NOT_LAUNCHED
+    )
     if port_in_use(engine.port):
         error = f"port {engine.port} already in use before launch: a ready check could reach another process"
-        return CellResult(**head, status="launch_failed", error=error, ended_at=iso(clock()))
+        return CellResult(
+            **head, status="launch_failed", error=error, memory=unlaunched, ended_at=iso(clock())
+        )
     try:
         process = EngineProcess(engine.argv, launch.env, cell_dir / "engine.log")
     except OSError as error:
-        return CellResult(**head, status="launch_failed", error=str(error), ended_at=iso(clock()))
+        return CellResult(
+            **head, status="launch_failed", error=str(error), memory=unlaunched, ended_at=iso(clock())
+        )
     try:
         run = _run(process, engine, manifest, inputs, options, cell_dir, round_no)
     finally:
@@ -321,6 +328,7 @@ def cell_summary(cell: CellResult) -> dict[str, Any]:
         "served_models": cell.served_models,
         "stop": cell.stop.model_dump() if cell.stop else None,
         "memory": cell.memory.status if cell.memory else "not checked",
+        "memory_not_checked_because": cell.memory.reason if cell.memory else None,
         "config_status": cell.config.status,
         "attention_backend": cell.config.attention_backend,
         "prefix_cache_hit_rate": cell.prefix_cache.hit_rate if cell.prefix_cache else None,

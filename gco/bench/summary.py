@@ -1,4 +1,8 @@
-"""Summarize a rounds run: medians over rounds with CIs, paired ratios to the best engine, the summary line.
+"""Summarize a rounds run: medians over rounds with CIs, ratios to the best engine, the summary line.
+
+The ratio to the best engine is the ratio of medians over the rounds both engines have (`ratio_to_best`,
+n = those pairs, paired bootstrap CI); the median of the per-round ratios is kept beside it
+(`paired_ratio_median`).
 
 Pure functions of the plan and the cell results; no I/O. The limitations are read in `limitations`.
 """
@@ -13,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench.cell import CellResult
 from gco.bench.records import HIGHER_IS_BETTER, METRICS_CLIP, METRICS_LOAD, METRICS_SINGLE, UNITS, Mode
-from gco.bench.stats import median_ci, paired_ratio_ci
+from gco.bench.stats import Estimate, median_ci, paired_ratio_ci, ratio_of_medians
 from gco.bench.williams import RoundPlan
 
 ClaimClass = Literal["observed", "derived"]
@@ -46,6 +50,9 @@ class MetricSummary(BaseModel):
     best_label: str | None = None
     ratio_to_best: float | None = None
     ratio_ci95: tuple[float, float] | None = None
+    ratio_n: int | None = None
+    paired_ratio_median: float | None = None
+    paired_ratio_ci95: tuple[float, float] | None = None
 
 
 class AdaptiveCheck(BaseModel):
@@ -204,11 +211,21 @@ def metric_summaries(cells: Sequence[CellResult], labels: Sequence[str], mode: s
             common = sorted(set(item.per_round) & set(best.per_round))
             if not common:
                 continue
-            ratio = paired_ratio_ci([item.per_round[r] for r in common], [best.per_round[r] for r in common])
-            item.best_label = best.label
-            item.ratio_to_best = ratio.value
-            item.ratio_ci95 = (ratio.lo, ratio.hi) if ratio.lo is not None and ratio.hi is not None else None
+            _set_ratios(item, best, common)
     return out
+
+
+def _ci(estimate: Estimate) -> tuple[float, float] | None:
+    return (estimate.lo, estimate.hi) if estimate.lo is not None and estimate.hi is not None else None
+
+
+def _set_ratios(item: MetricSummary, best: MetricSummary, rounds: Sequence[int]) -> None:
+    """The ratio of medians over the paired rounds, and the median of the per-round ratios, to `best`."""
+    mine, theirs = [item.per_round[r] for r in rounds], [best.per_round[r] for r in rounds]
+    ratio, paired = ratio_of_medians(mine, theirs), paired_ratio_ci(mine, theirs)
+    item.best_label = best.label
+    item.ratio_to_best, item.ratio_ci95, item.ratio_n = ratio.value, _ci(ratio), ratio.n
+    item.paired_ratio_median, item.paired_ratio_ci95 = paired.value, _ci(paired)
 
 
 def ratio_half_widths(
