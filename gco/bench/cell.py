@@ -204,7 +204,7 @@ def _run(
     started = time.monotonic()
     ready = process.wait_ready(
         base_url + engine.ready_check.path,
-        min(engine.ready_check.timeout_s, manifest.startup_timeout_s),
+        _startup_timeout(engine, manifest),
         engine.ready_check.interval_s,
     )
     run = _Run(ready_s=time.monotonic() - started)
@@ -235,6 +235,12 @@ def _run(
     if process.exited():
         run = run.failed("crashed", "engine exited during the round")
     return run
+
+
+def _startup_timeout(engine: Engine, manifest: Manifest) -> float:
+    """The run's startup timeout, capped by the engine's own ready-check timeout where it sets one."""
+    own = engine.ready_check.timeout_s
+    return manifest.startup_timeout_s if own is None else min(own, manifest.startup_timeout_s)
 
 
 def _warm_up(engine: Engine, manifest: Manifest, inputs: CellInputs, base_url: str) -> list[float]:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gco.bench import enginegates as g
 from gco.bench.launchfacts import LaunchCommand, launch_facts
 from gco.bench.logsyntax import pairs, python_dict, strip_call
+from gco.evidence.redact import REDACTED, redact_text
 
 Status = Literal["RESOLVED", "PARTIAL", "SELF_REPORTED", "UNPROVEN"]
 MAX_WARNINGS = 50
@@ -61,6 +62,7 @@ UNKNOWN = [
     )
 ]
 WARNING = re.compile(r"\b(WARNING|WARN)\b")
+SECRET_KEY = re.compile(r"(^|_)(api_key|secret|password|authtoken|token)$", re.IGNORECASE)
 TIMESTAMP = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?|\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
 )
@@ -199,6 +201,15 @@ def _backend(scan: _Scan) -> str | None:
     return scan.backends[-1] if scan.backends else None
 
 
+def _redacted(settings: dict[str, str]) -> dict[str, str]:
+    """Settings with secrets hidden: a key naming one (`api_key`, TGI's `ngrok_authtoken`; not `tokenizer`
+    or `max_total_tokens`) that has a value, and token-shaped text anywhere."""
+    return {
+        key: REDACTED if SECRET_KEY.search(key) and value not in ("None", "") else redact_text(value)
+        for key, value in settings.items()
+    }
+
+
 def parse_log(lines: Iterable[str], launch: LaunchCommand | None = None) -> ResolvedConfig:
     """Read a server log (and the command that started the engine) and decide what configuration it proves."""
     text = [raw.rstrip("\n") for raw in lines]
@@ -217,8 +228,8 @@ def parse_log(lines: Iterable[str], launch: LaunchCommand | None = None) -> Reso
         family=family,
         engine_version=scan.version,
         status=status,
-        settings=scan.settings or self_reported,
-        self_reported=self_reported,
+        settings=_redacted(scan.settings or self_reported),
+        self_reported=_redacted(self_reported),
         attention_backend=backend,
         cuda_graphs=gates.cuda_graphs,
         attention_fallback=gates.attention_fallback,

@@ -21,9 +21,10 @@ from gco.bench.limitations import cell_limitations, memory_not_checked, plan_lim
 from gco.bench.lock import GpuLock
 from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import SERVE_OWNS_SCHEDULE
-from gco.bench.options import RoundsOptions, check_options, planned_rounds, with_overrides
+from gco.bench.options import RoundsOptions, check_options, planned_rounds, run_settings, with_overrides
 from gco.bench.prompts import load_prompts
 from gco.bench.records import REQUESTS_FILE
+from gco.bench.rundata import failure_list, resolved_configs
 from gco.bench.stats import adaptive_done
 from gco.bench.summary import Adaptive, AdaptiveCheck, Summary, metric_summaries, ratio_half_widths, summarize
 from gco.bench.williams import RoundPlan, plan_rounds
@@ -188,6 +189,7 @@ def run_rounds(
         GpuLockedError: another run holds the GPU lock.
     """
     check_options(options, manifest)
+    settings = run_settings(manifest, options)
     manifest = with_overrides(manifest, options)
     inputs = load_inputs(options, manifest)
     engines = manifest.select(options.engines)
@@ -220,6 +222,7 @@ def run_rounds(
         rounds_run=run.rounds_run,
         limitations=limits,
         adaptive=run.adaptive,
+        extra_body=manifest.workload.extra_body,
     )
     dump_json(out / "summary.json", summary.model_dump(mode="json"))
     files = [(out / "plan.json", "plan"), (out / "summary.json", "summary"), (out / "cells.jsonl", "cells")]
@@ -242,6 +245,8 @@ def run_rounds(
             if cell.log_path
             and (found := cell_requests(cell.label, cell.round, Path(cell.log_path).parent / REQUESTS_FILE))
         ],
+        settings=settings,
+        extra_data={"failures": failure_list(run.cells), "resolved_configs": resolved_configs(run.cells)},
     )
     path = write_record(record, options.run_dir, stores)
     (out / "summary.md").write_text(render_markdown(record), encoding="utf-8")

@@ -10,8 +10,8 @@ Pure functions of the plan and the cell results; no I/O. The limitations are rea
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -98,6 +98,8 @@ class Summary(BaseModel):
     best_engine: str | None = None
     headline_metric: str
     headline_value: float | None = None
+    claim_class: ClaimClass = "observed"
+    extra_body_fields: list[str] = Field(default_factory=list)
     line: str = ""
 
     def with_line(self) -> Summary:
@@ -253,6 +255,7 @@ def summarize(
     rounds_run: int,
     limitations: Sequence[Limitation],
     adaptive: Adaptive | None = None,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> Summary:
     """The run's summary: statistics, every limitation, and the one-line verdict."""
     labels = list(plan.labels)
@@ -278,20 +281,28 @@ def summarize(
         best_engine=best.label if best else None,
         headline_metric=head,
         headline_value=best.median if best else None,
+        claim_class=claim_class(mode),
+        extra_body_fields=sorted(extra_body or {}),
     ).with_line()
 
 
 def summary_line(s: Summary) -> str:
-    """Engines x rounds, cells ok, balance, adaptive outcome, and the best engine's headline value."""
+    """Engines x rounds, cells ok, balance, adaptive outcome, the best engine's headline value and whether it
+    is observed or derived, and the extra request body every engine was sent (its field names)."""
     adaptive = f"adaptive: {s.adaptive.outcome} at {s.adaptive.stopped_at}" if s.adaptive else "adaptive: off"
     if s.best_engine and s.headline_value is not None:
         unit = UNITS.get(s.headline_metric, "")
-        best = f"best {s.best_engine} {s.headline_metric} {s.headline_value:.1f} {unit}"
+        best = f"best {s.best_engine} {s.headline_metric} {s.headline_value:.1f} {unit} ({s.claim_class})"
     else:
         best = "no engine ranked"
+    extra = (
+        f"extra request body: {', '.join(s.extra_body_fields)}"
+        if s.extra_body_fields
+        else "no extra request body"
+    )
     order = "balanced" if s.balanced else "UNBALANCED"
     return (
         f"{len(s.engines)} engines x {s.rounds_run} rounds ({s.mode}), "
         f"{s.cells_ok}/{s.cells_total} cells ok, "
-        f"{order} Williams order, {adaptive}; {best}".strip()
+        f"{order} Williams order, {adaptive}; {best}; {extra}".strip()
     )
