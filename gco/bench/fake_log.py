@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from string import Template
-
-from pydantic import BaseModel, ConfigDict
 
 STYLES = ("vllm", "tgi", "sglang")
 TGI_DEFAULT_GRAPHS_LINE = "Using default cuda graphs"
 
 
-class EngineFlags(BaseModel):
-    """The real-engine flags the fake accepts and shows in its log."""
-
-    model_config = ConfigDict(frozen=True)
+@dataclass(frozen=True)
+class EngineFlags:
+    """The real-engine flags the fake accepts and shows in its log (a dataclass: the fake engine starts
+    once per cell and per local replica, and pydantic's import is most of a start-up)."""
 
     model: str
     port: int

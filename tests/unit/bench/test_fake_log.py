@@ -3,6 +3,8 @@ a line of that fixture; rendered with the fake's flags, they say what the real e
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gco.bench.enginelog import parse_log
@@ -56,9 +58,7 @@ def test_the_fakes_flags_read_as_the_real_engines_flags() -> None:
     assert "cpu_offload_gb" not in alone.settings  # as in vLLM 0.11: only the non-default args say it
     argv = ["python", "-m", "gco.bench.fake_engine", "--cpu-offload-gb", "8"]
     assert parse_log(lines, LaunchCommand(argv=argv)).gate_violations == ["gpu offload"]
-    eager = parse_log(
-        startup_lines("vllm", flags.model_copy(update={"enforce_eager": True, "cpu_offload_gb": 0}), {}, [])
-    )
+    eager = parse_log(startup_lines("vllm", replace(flags, enforce_eager=True, cpu_offload_gb=0), {}, []))
     assert eager.gate_violations == ["cuda graphs off"]
     tgi = startup_lines("tgi", EngineFlags(model="m", port=1, cuda_graphs="0"), {}, [])
     assert not any("Using default cuda graphs" in line for line in tgi)
