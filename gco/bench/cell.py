@@ -24,7 +24,8 @@ from gco.bench import serve as serve_client
 from gco.bench.clips import Clip, clip_digest
 from gco.bench.engine_http import scrape_text, served_models
 from gco.bench.enginelog import ResolvedConfig, parse_log
-from gco.bench.gpu import GpuProbe, MemoryCheck, check_memory_returned
+from gco.bench.gpu import NOT_LAUNCHED, GpuProbe, MemoryCheck, check_memory_returned
+from gco.bench.launchfacts import LaunchCommand
 from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
 from gco.bench.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
@@ -161,13 +162,20 @@ def run_cell(
         "missing_env": launch.missing,
     }
     gpu_before = probe.used_mib()
+    unlaunched = MemoryCheck(
+        status="not checked", tolerance_mib=manifest.gpu_memory_tolerance_mib, reason=NOT_LAUNCHED
+    )
     if port_in_use(engine.port):
         error = f"port {engine.port} already in use before launch: a ready check could reach another process"
-        return CellResult(**head, status="launch_failed", error=error, ended_at=iso(clock()))
+        return CellResult(
+            **head, status="launch_failed", error=error, memory=unlaunched, ended_at=iso(clock())
+        )
     try:
         process = EngineProcess(engine.argv, launch.env, cell_dir / "engine.log")
     except OSError as error:
-        return CellResult(**head, status="launch_failed", error=str(error), ended_at=iso(clock()))
+        return CellResult(
+            **head, status="launch_failed", error=str(error), memory=unlaunched, ended_at=iso(clock())
+        )
     try:
         run = _run(process, engine, manifest, inputs, options, cell_dir, round_no)
     finally:
@@ -175,7 +183,9 @@ def run_cell(
         memory = check_memory_returned(
             probe, gpu_before, manifest.gpu_memory_tolerance_mib, wait_s=options.memory_wait_s
         )
-        config = parse_log(process.log_path.read_text(encoding="utf-8", errors="replace").splitlines())
+        log = process.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # the argv and env it was started with are facts the gates read beside the log
+        config = parse_log(log, LaunchCommand(argv=engine.argv, env=launch.env))
         (cell_dir / CONFIG_FILE).write_text(config.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return CellResult(**head, **dict(run), stop=stop, memory=memory, config=config, ended_at=iso(clock()))
 
@@ -194,7 +204,7 @@ def _run(
     started = time.monotonic()
     ready = process.wait_ready(
         base_url + engine.ready_check.path,
-        min(engine.ready_check.timeout_s, manifest.startup_timeout_s),
+        _startup_timeout(engine, manifest),
         engine.ready_check.interval_s,
     )
     run = _Run(ready_s=time.monotonic() - started)
@@ -225,6 +235,12 @@ def _run(
     if process.exited():
         run = run.failed("crashed", "engine exited during the round")
     return run
+
+
+def _startup_timeout(engine: Engine, manifest: Manifest) -> float:
+    """The run's startup timeout, capped by the engine's own ready-check timeout where it sets one."""
+    own = engine.ready_check.timeout_s
+    return manifest.startup_timeout_s if own is None else min(own, manifest.startup_timeout_s)
 
 
 def _warm_up(engine: Engine, manifest: Manifest, inputs: CellInputs, base_url: str) -> list[float]:
@@ -318,6 +334,7 @@ def cell_summary(cell: CellResult) -> dict[str, Any]:
         "served_models": cell.served_models,
         "stop": cell.stop.model_dump() if cell.stop else None,
         "memory": cell.memory.status if cell.memory else "not checked",
+        "memory_not_checked_because": cell.memory.reason if cell.memory else None,
         "config_status": cell.config.status,
         "attention_backend": cell.config.attention_backend,
         "prefix_cache_hit_rate": cell.prefix_cache.hit_rate if cell.prefix_cache else None,

@@ -1,8 +1,19 @@
-"""Parse an engine's server log for the configuration it actually used (vLLM, TGI, SGLang formats).
+"""Parse an engine's server log, with the command that launched it, for the configuration it actually used.
 
-Status RESOLVED / PARTIAL / SELF_REPORTED / UNPROVEN; gates: CUDA graphs, no attention fallback, no offload.
-vLLM's "non-default args" line is what the engine says of itself: it decides the settings only when no
-config line does, and its names are kept either way.
+Status: RESOLVED (a configuration block of the engine's own and every gate and the attention backend
+decided), PARTIAL (a block, but something undecided), SELF_REPORTED (only vLLM's own argument dump),
+UNPROVEN (none). Hard gates: CUDA graphs on, no attention fallback, no GPU offload (`enginegates`), each
+decided from the log's lines and from the launch command (`launchfacts`), whose argv and env are facts.
+
+Formats, from real output (tests/fixtures/engine_logs, each file naming its source):
+- vLLM: `Initializing an LLM engine (v0.6.x) with config: k=v, ...` (V0), `Initializing a V1 LLM engine
+  (v0.8-0.11) with config: ...`; `args: Namespace(...)` (to 0.8) and `non-default args: {...}` (0.9 on)
+  are its argument dumps; attention: `Using Flash Attention backend.` (V0 selector.py), `Using Flash
+  Attention backend on V1 engine.`, `Cannot use FlashAttention-2 backend for head size 72.`.
+- TGI: `text_generation_launcher: Args { ... }` on one line or pretty-printed over many; attention:
+  `Using attention flashinfer - Prefix caching true` (launcher) and `Using Attention = flashinfer` (shard).
+- SGLang: `server_args=ServerArgs(...)`; attention: its `attention_backend` field or `Attention backend
+  not specified. Use fa3 backend by default.`.
 """
 
 from __future__ import annotations
@@ -13,30 +24,34 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gco.bench import enginegates as g
+from gco.bench.launchfacts import LaunchCommand, launch_facts
+from gco.bench.logsyntax import pairs, python_dict, strip_call
+from gco.evidence.redact import REDACTED, redact_text
+
 Status = Literal["RESOLVED", "PARTIAL", "SELF_REPORTED", "UNPROVEN"]
 MAX_WARNINGS = 50
+MAX_BLOCK_LINES = 400
 
-VLLM_CONFIG = re.compile(r"with config: (?P<body>.*)$")
-VLLM_NON_DEFAULT = re.compile(r"non-default args: \{(?P<body>.*)\}")
-SGLANG_CONFIG = re.compile(r"server_args=ServerArgs\((?P<body>.*)\)\s*$")
-TGI_CONFIG = re.compile(r"Args \{ (?P<body>.*) \}\s*$")
-KEY_EQ = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\}|[^,]*)")
-KEY_COLON = re.compile(r"(\w+): (\"[^\"]*\"|Some\([^)]*\)|\[[^\]]*\]|[^,]*)")
-QUOTED_KEY = re.compile(r"'(\w+)': ('[^']*'|\[[^\]]*\]|[^,]*)")
+VLLM_CONFIG = re.compile(
+    r"Initializing an? (?:(?P<engine>V[01]) )?LLM engine \((?P<version>[^)]*)\) with config: (?P<body>.*)$"
+)
+VLLM_NAMESPACE = re.compile(r"\bargs: Namespace\((?P<body>.*)$")
+VLLM_NON_DEFAULT = re.compile(r"non-default args: (?P<body>\{.*)$")
+SGLANG_CONFIG = re.compile(r"server_args=ServerArgs\((?P<body>.*)$")
+TGI_ARGS = re.compile(r"\bArgs \{(?P<body>.*)$")
 BACKEND = [
-    re.compile(p, re.IGNORECASE)
+    re.compile(p)
     for p in (
-        r"Using (?P<b>[\w-]+) backend",
-        r"Using (?P<b>[\w ]+?) backend on",
-        r"Using Attention = (?P<b>[\w-]+)",
-        r"attention_backend='(?P<b>[\w-]+)'",
+        r"\bUsing (?P<b>[A-Za-z][\w -]*?) backend\b",
+        r"\bUsing Attention = (?P<b>[\w-]+)",
+        r"\bUsing attention (?P<b>[\w-]+) - Prefix caching",
+        r"Attention backend not specified\. Use (?P<b>\w+) backend by default",
     )
 ]
-FALLBACK = re.compile(
-    r"(Cannot use FlashAttention|falling back to|fallback to (the )?\w+ attention|Using XFormers backend"
-    r"|Using Torch SDPA backend|attention fallback)",
-    re.IGNORECASE,
-)
+NOT_ATTENTION = ("Transformers",)  # vLLM's "Using Transformers backend." names the model implementation
+FALLBACK_BACKENDS = ("XFormers", "Torch SDPA", "FlexAttention", "paged", "torch_native")
+FALLBACK_LINE = re.compile(r"Cannot use FlashAttention", re.IGNORECASE)
 UNKNOWN = [
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -47,18 +62,19 @@ UNKNOWN = [
     )
 ]
 WARNING = re.compile(r"\b(WARNING|WARN)\b")
+SECRET_KEY = re.compile(r"(^|_)(api_key|secret|password|authtoken|token)$", re.IGNORECASE)
 TIMESTAMP = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?|\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?\b"
 )
-GATE_KEYS = ("cuda_graphs", "offload")
 
 
 class ResolvedConfig(BaseModel):
-    """What the log proves about the configuration used."""
+    """What the log and the launch command prove about the configuration used."""
 
     model_config = ConfigDict(frozen=True)
 
     family: str | None = None
+    engine_version: str | None = None
     status: Status = "UNPROVEN"
     settings: dict[str, str] = Field(default_factory=dict)
     self_reported: dict[str, str] = Field(default_factory=dict)
@@ -66,12 +82,13 @@ class ResolvedConfig(BaseModel):
     cuda_graphs: bool | None = None
     attention_fallback: bool = False
     gpu_offload: bool | None = None
+    gate_evidence: dict[str, list[str]] = Field(default_factory=dict)
     unknown_settings: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
     @property
     def gate_violations(self) -> list[str]:
-        """Hard gates that the log shows broken (an unknown gate is not a violation, it is unresolved)."""
+        """Hard gates broken (an undecided gate is not a violation: it leaves the status unresolved)."""
         broken = []
         if self.cuda_graphs is False:
             broken.append("cuda graphs off")
@@ -87,102 +104,137 @@ def warning_text(line: str) -> str:
     return " ".join(TIMESTAMP.sub("", line).split())
 
 
-def _clean(value: str) -> str:
-    return value.strip().strip("'\"")
+class _Scan(BaseModel):
+    """What one pass over the lines found."""
 
-
-def _pairs(body: str, pattern: re.Pattern[str]) -> dict[str, str]:
-    return {key: _clean(value) for key, value in pattern.findall(body)}
-
-
-def _truthy(value: str | None) -> bool | None:
-    if value is None:
-        return None
-    return value.strip().lower() in ("true", "1", "yes")
-
-
-def _gates(family: str, s: dict[str, str]) -> tuple[bool | None, bool | None]:
-    """(cuda graphs on, gpu offload) from a family's settings; None when the log does not say."""
-    if family == "tgi":
-        graphs = s.get("cuda_graphs")
-        cuda = None if graphs is None else graphs not in ("Some([0])", "[0]", "Some([])", "[]")
-        return cuda, None if "cuda_graphs" not in s else False
-    eager = s.get("enforce_eager") if family == "vllm" else s.get("disable_cuda_graph")
-    flag = _truthy(eager)
-    offload_raw = s.get("cpu_offload_gb")
-    try:
-        offload = None if offload_raw is None else float(offload_raw) > 0
-    except ValueError:
-        offload = True
-    return (None if flag is None else not flag), offload
-
-
-def parse_log(lines: Iterable[str]) -> ResolvedConfig:
-    """Read a server log and decide what configuration it proves."""
     family: str | None = None
-    settings: dict[str, str] = {}
-    self_reported: dict[str, str] = {}
-    backends: list[str] = []
-    fallback = False
-    unknown: list[str] = []
-    warnings: list[str] = []
-    for raw in lines:
-        line = raw.rstrip("\n")
-        for fam, pattern, pairs in (
-            ("vllm", VLLM_CONFIG, KEY_EQ),
-            ("sglang", SGLANG_CONFIG, KEY_EQ),
-            ("tgi", TGI_CONFIG, KEY_COLON),
-        ):
-            match = pattern.search(line)
-            if match and family is None:
-                family, settings = fam, _pairs(match["body"], pairs)
-        match = VLLM_NON_DEFAULT.search(line)
-        if match:
-            self_reported.update(_pairs(match["body"], QUOTED_KEY))
+    engine: str | None = None
+    version: str | None = None
+    settings: dict[str, str] = Field(default_factory=dict)
+    namespace: dict[str, str] = Field(default_factory=dict)
+    non_default: dict[str, str] = Field(default_factory=dict)
+    backends: list[str] = Field(default_factory=list)
+    fallback_lines: list[str] = Field(default_factory=list)
+    unknown: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _tgi_block(first: str, rest: Iterable[str]) -> str:
+    """The body of TGI's Args block: one line, or the pretty-printed lines up to the closing brace."""
+    if first.rstrip().endswith("}"):
+        return first.rstrip()[:-1]
+    body = [first]
+    for count, line in enumerate(rest):
+        if line.strip() == "}" or count >= MAX_BLOCK_LINES:
+            break
+        body.append(line)
+    return " ".join(body)
+
+
+def _config_block(scan: _Scan, line: str, lines: list[str], index: int) -> None:
+    """Record the first configuration block of any family that `line` opens."""
+    if scan.family is not None:
+        return
+    if found := VLLM_CONFIG.search(line):
+        scan.family, scan.engine, scan.version = "vllm", found["engine"] or "V0", found["version"]
+        scan.settings = pairs(found["body"], "=")
+    elif found := SGLANG_CONFIG.search(line):
+        scan.family, scan.settings = "sglang", pairs(strip_call(found["body"]), "=")
+    elif found := TGI_ARGS.search(line):
+        scan.family, scan.settings = "tgi", pairs(_tgi_block(found["body"], lines[index + 1 :]), ":")
+
+
+def _scan(lines: list[str]) -> _Scan:
+    scan = _Scan()
+    for index, line in enumerate(lines):
+        _config_block(scan, line, lines, index)
+        if found := VLLM_NAMESPACE.search(line):
+            scan.namespace.update(pairs(strip_call(found["body"]), "="))
+        if found := VLLM_NON_DEFAULT.search(line):
+            scan.non_default.update(python_dict(found["body"]))
         for pattern in BACKEND:
-            found = pattern.search(line)
-            if found:
-                backends.append(found["b"].strip())
+            if (hit := pattern.search(line)) and hit["b"].strip() not in NOT_ATTENTION:
+                scan.backends.append(hit["b"].strip())
                 break
-        fallback = fallback or bool(FALLBACK.search(line))
-        for pattern in UNKNOWN:
-            found = pattern.search(line)
-            if found:
-                unknown.append(found["k"].strip())
-        if WARNING.search(line) and len(warnings) < MAX_WARNINGS:
-            warnings.append(line.strip()[:300])
-    if family is None and self_reported:
-        cuda, offload = _gates("vllm", self_reported)
-        return ResolvedConfig(
-            family="vllm",
-            status="SELF_REPORTED",
-            settings=self_reported,
-            self_reported=self_reported,
-            attention_backend=backends[-1] if backends else None,
-            cuda_graphs=cuda,
-            attention_fallback=fallback,
-            gpu_offload=offload,
-            unknown_settings=unknown,
-            warnings=warnings,
-        )
-    if family is None:
-        return ResolvedConfig(
-            attention_backend=backends[-1] if backends else None,
-            attention_fallback=fallback,
-            unknown_settings=unknown,
-            warnings=warnings,
-        )
-    cuda, offload = _gates(family, settings)
-    status: Status = "RESOLVED" if cuda is not None and offload is not None and backends else "PARTIAL"
+        if FALLBACK_LINE.search(line):
+            scan.fallback_lines.append(warning_text(line)[:200])
+        scan.unknown += [hit["k"].strip() for pattern in UNKNOWN if (hit := pattern.search(line))]
+        if WARNING.search(line) and len(scan.warnings) < MAX_WARNINGS:
+            scan.warnings.append(line.strip()[:300])
+    return scan
+
+
+def _log_gates(scan: _Scan, backend: str | None) -> g.Gates:
+    """The gates as the log alone decides them."""
+    evidence: dict[str, list[str]] = {}
+    graphs: bool | None = None
+    offload: bool | None = None
+    if scan.family == "vllm" or (scan.family is None and (scan.namespace or scan.non_default)):
+        # without a config line only the self-reported arguments speak: enforce_eager is all they can say
+        source = scan.settings if scan.family else {**scan.namespace, **scan.non_default}
+        graphs, why = g.vllm_graphs(scan.engine if scan.family else "V0", source)
+        if why:
+            evidence["cuda graphs"] = [why]
+        offload, found = g.vllm_args_offload(scan.namespace, lists_all=True)
+        extra, more = g.vllm_args_offload(scan.non_default, lists_all=False)
+        offload = True if extra else offload
+        if found or more:
+            evidence["gpu offload"] = [f"logged args {item}" for item in found + more]
+    elif scan.family == "sglang":
+        graphs, offload, found = g.sglang_gates(scan.settings)
+        if found:
+            evidence["gpu offload"] = found
+    elif scan.family == "tgi":
+        graphs, offload = g.tgi_graphs(scan.settings), False
+    fallback = bool(scan.fallback_lines) or backend in FALLBACK_BACKENDS
+    if fallback:
+        evidence["attention fallback"] = scan.fallback_lines + ([f"backend {backend}"] if backend else [])
+    if graphs is False and "cuda graphs" in evidence:
+        evidence["cuda graphs off"] = evidence.pop("cuda graphs")
+    return g.Gates(cuda_graphs=graphs, gpu_offload=offload, attention_fallback=fallback, evidence=evidence)
+
+
+def _backend(scan: _Scan) -> str | None:
+    logged = scan.settings.get("attention_backend") if scan.family == "sglang" else None
+    if logged and logged != "None":
+        return logged
+    return scan.backends[-1] if scan.backends else None
+
+
+def _redacted(settings: dict[str, str]) -> dict[str, str]:
+    """Settings with secrets hidden: a key naming one (`api_key`, TGI's `ngrok_authtoken`; not `tokenizer`
+    or `max_total_tokens`) that has a value, and token-shaped text anywhere."""
+    return {
+        key: REDACTED if SECRET_KEY.search(key) and value not in ("None", "") else redact_text(value)
+        for key, value in settings.items()
+    }
+
+
+def parse_log(lines: Iterable[str], launch: LaunchCommand | None = None) -> ResolvedConfig:
+    """Read a server log (and the command that started the engine) and decide what configuration it proves."""
+    text = [raw.rstrip("\n") for raw in lines]
+    scan = _scan(text)
+    backend = _backend(scan)
+    self_reported = {**scan.namespace, **scan.non_default}
+    family = scan.family or ("vllm" if self_reported else None)
+    facts = launch_facts(launch, family) if launch is not None else None
+    gates = g.combine(_log_gates(scan, backend), facts)
+    if scan.family is not None:
+        decided = gates.cuda_graphs is not None and gates.gpu_offload is not None and backend is not None
+        status: Status = "RESOLVED" if decided else "PARTIAL"
+    else:
+        status = "SELF_REPORTED" if self_reported else "UNPROVEN"
     return ResolvedConfig(
         family=family,
+        engine_version=scan.version,
         status=status,
-        settings=settings,
-        self_reported=self_reported,
-        attention_backend=backends[-1] if backends else None,
-        cuda_graphs=cuda,
-        attention_fallback=fallback,
-        gpu_offload=offload,
-        unknown_settings=unknown,
-        warnings=warnings,
+        settings=_redacted(scan.settings or self_reported),
+        self_reported=_redacted(self_reported),
+        attention_backend=backend,
+        cuda_graphs=gates.cuda_graphs,
+        attention_fallback=gates.attention_fallback,
+        gpu_offload=gates.gpu_offload,
+        gate_evidence=gates.evidence,
+        unknown_settings=scan.unknown,
+        warnings=scan.warnings,
     )

@@ -14,10 +14,27 @@ from pathlib import Path
 from typing import Any
 
 from gco.bench.manifest import Engine, Workload
-from gco.bench.records import UNITS, ClipResult, RequestRecord, ServeResult
+from gco.bench.records import (
+    DEFINITIONS,
+    HIGHER_IS_BETTER,
+    MEDIAN_OF_PAIRED_RATIOS,
+    STATISTICS,
+    UNITS,
+    ClipResult,
+    RequestRecord,
+    ServeResult,
+)
 from gco.bench.serve import overridden_fields
-from gco.bench.summary import Summary, claim_class
-from gco.evidence.record import Artifact, EvidenceRecord, LimitationEntry, Metric, file_sha256, now_iso
+from gco.bench.summary import MetricSummary, Summary, claim_class
+from gco.evidence.record import (
+    RATIO_OF_MEDIANS,
+    Artifact,
+    EvidenceRecord,
+    LimitationEntry,
+    Metric,
+    file_sha256,
+    now_iso,
+)
 from gco.evidence.redact import redact_argv, redact_env
 from gco.evidence.report import render_html, render_markdown
 from gco.evidence.store import EvidenceStore, LocalEvidenceStore
@@ -151,6 +168,37 @@ def clip_record(result: ClipResult, *, settings: dict[str, Any], files: list[Art
     ).sealed()
 
 
+def _ratio_metrics(m: MetricSummary, subject: str) -> list[Metric]:
+    """`<metric>_ratio_to_best` as the ratio of medians (n = paired rounds), and the median paired ratio."""
+    if m.ratio_to_best is None or m.ratio_n is None:
+        return []
+    name = f"{m.metric}_ratio_to_best"
+    out = [
+        Metric(
+            name=name,
+            value=m.ratio_to_best,
+            unit="ratio",
+            statistic=RATIO_OF_MEDIANS,
+            n=m.ratio_n,
+            ci95=m.ratio_ci95,
+            subject=subject,
+        )
+    ]
+    if m.paired_ratio_median is not None:
+        out.append(
+            Metric(
+                name=name,
+                value=m.paired_ratio_median,
+                unit="ratio",
+                statistic=MEDIAN_OF_PAIRED_RATIOS,
+                n=m.ratio_n,
+                ci95=m.paired_ratio_ci95,
+                subject=subject,
+            )
+        )
+    return out
+
+
 def rounds_record(
     summary: Summary,
     *,
@@ -164,11 +212,14 @@ def rounds_record(
     cells: list[dict[str, Any]],
     reference: dict[str, Any] | None = None,
     requests: list[dict[str, Any]] | None = None,
+    settings: dict[str, Any] | None = None,
+    extra_data: dict[str, Any] | None = None,
 ) -> EvidenceRecord:
-    """The evidence of a rounds run: medians over rounds and paired ratios to the best engine.
+    """The evidence of a rounds run: medians over rounds and ratios of medians to the best engine.
 
     `requests` (from `cell_requests`) are each cell's request timings, which the report page draws
-    as distributions per engine.
+    as distributions per engine; `settings` (timeouts, warm-up, tolerance: the manifest's values and
+    the flags') join the identity; `extra_data` (failures, resolved configurations) joins the data.
     """
     metrics: list[Metric] = []
     series = []
@@ -185,18 +236,7 @@ def rounds_record(
                 subject=subject,
             )
         )
-        if m.ratio_to_best is not None:
-            metrics.append(
-                Metric(
-                    name=m.metric,
-                    value=m.ratio_to_best,
-                    unit="ratio",
-                    statistic="ratio_to_best",
-                    n=m.n,
-                    ci95=m.ratio_ci95,
-                    subject=f"{subject} / {m.best_label}",
-                )
-            )
+        metrics += _ratio_metrics(m, f"{subject} / {m.best_label}")
         series.append(
             {
                 "subject": f"{subject} {m.metric}",
@@ -216,6 +256,8 @@ def rounds_record(
     }
     if reference is not None:
         identity["load_reference"] = reference
+    if settings is not None:
+        identity["run_settings"] = settings
     return EvidenceRecord(
         kind="bench.rounds",
         claim_class=claim_class(summary.mode),
@@ -235,8 +277,33 @@ def rounds_record(
             "cells": cells,
             "requests": requests or [],
             "adaptive": summary.adaptive.model_dump() if summary.adaptive else None,
+            "metric_definitions": metric_definitions(summary),
+            **(extra_data or {}),
         },
     ).sealed()
+
+
+def metric_definitions(summary: Summary) -> dict[str, Any]:
+    """What each metric and statistic of the record means, with its unit and claim class."""
+    names = sorted({m.metric for m in summary.metrics})
+    return {
+        "metrics": {
+            name: {
+                "definition": DEFINITIONS.get(name, ""),
+                "unit": UNITS.get(name, ""),
+                "higher_is_better": HIGHER_IS_BETTER.get(name, False),
+                "claim_class": claim_class(summary.mode),
+            }
+            for name in names
+        },
+        "ratio_to_best": {
+            "name": "<metric>_ratio_to_best",
+            "definition": "the engine's value relative to the best ranked engine's (1 for the best)",
+            "unit": "ratio",
+            "claim_class": "derived",
+        },
+        "statistics": STATISTICS,
+    }
 
 
 def cell_requests(label: str, round_no: int, requests_path: Path) -> dict[str, Any] | None:

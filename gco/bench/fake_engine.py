@@ -3,9 +3,10 @@
 It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`, TGI's `/generate`
 and `/info`, naming the model id and revision it was started with), and, in clip mode, a video
 engine answering whole clips on POST /v1/videos, where no GPU is available. Configurable speed,
-noise, drift and failures; logs start-up lines in vLLM, TGI or SGLang style. It does not model
-batching, memory or a tokenizer: a token is a fixed chunk and a clip is a fixed-size body after a
-known time per size.
+noise, drift and failures; it logs the start-up lines of real vLLM 0.11, TGI 2.2 or SGLang output with
+its own model and flags (`fake_log`: `--enforce-eager`, `--cpu-offload-gb`, ... as the real engines
+take them). It does not model batching, memory or a tokenizer (a token is a fixed chunk and a clip is
+a fixed-size body after a known time per size), and the flags change only the log, not its speed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gco.bench.fake_log import DEFAULT_SETTINGS, startup_lines
+from gco.bench.fake_log import STYLES, EngineFlags, startup_lines
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
@@ -368,7 +369,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
     add = parser.add_argument
     add("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    add("--style", choices=["vllm", "tgi", "sglang"], default="vllm")
+    add("--style", choices=list(STYLES), default="vllm")
     add("--ttft-ms", type=float, default=5.0)
     add("--itl-ms", type=float, default=1.0)
     add("--speed", type=float, default=1.0, help="Multiplies the token rate.")
@@ -385,6 +386,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--ignore-sigterm", action="store_true")
     add("--leave-child", action="store_true", help="Spawn a child in its own session that outlives us.")
     add("--setting", action="append", default=[], help="key=value overriding a logged config setting.")
+    # the real engines' own flags, logged as each engine logs them (gco.bench.fake_log)
+    add("--enforce-eager", action="store_true", help="vLLM: CUDA graphs off.")
+    add("--cpu-offload-gb", type=float, default=0.0, help="vLLM, SGLang: weights offloaded to CPU memory.")
+    add("--disable-cuda-graph", action="store_true", help="SGLang: CUDA graphs off.")
+    add("--enable-hierarchical-cache", action="store_true", help="SGLang: KV cache kept in host memory.")
+    add("--cuda-graphs", default=None, help="TGI: CUDA graph batch sizes; 0 turns them off.")
     add("--log-line", action="append", default=[], help="An extra start-up log line.")
     add("--seed", type=int, default=0)
     add("--trace", action="store_true", help="Record arrivals and own TTFT/ITL; GET /debug/trace reads them.")
@@ -407,9 +414,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the fake engine until SIGTERM (or forever, with --ignore-sigterm, until SIGKILL)."""
     args = parse_args(argv)
-    settings = dict(DEFAULT_SETTINGS[args.style])
-    settings.update(dict(item.split("=", 1) for item in args.setting))
-    for line in startup_lines(args.style, settings, args.log_line):
+    flags = EngineFlags(
+        model=args.model,
+        port=args.port,
+        enforce_eager=args.enforce_eager,
+        cpu_offload_gb=args.cpu_offload_gb,
+        disable_cuda_graph=args.disable_cuda_graph,
+        enable_hierarchical_cache=args.enable_hierarchical_cache,
+        cuda_graphs=args.cuda_graphs,
+    )
+    settings = dict(item.split("=", 1) for item in args.setting)
+    try:
+        lines = startup_lines(args.style, flags, settings, args.log_line)
+    except ValueError as error:
+        print(f"error: --setting: {error}", file=sys.stderr)
+        return 2
+    for line in lines:
         print(line, flush=True)
     if args.leave_child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)

@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 MIB = 1024 * 1024
 MemoryStatus = Literal["returned", "not returned", "not checked"]
+NVML_UNAVAILABLE = "NVML unavailable before launch"
+NVML_FAILED_AFTER = "NVML read failed after the stop"
+NOT_LAUNCHED = "the engine was not launched"
 
 
 class GpuProbe(Protocol):
@@ -78,6 +81,7 @@ class MemoryCheck(BaseModel):
     before_mib: float | None = None
     after_mib: float | None = None
     tolerance_mib: float
+    reason: str | None = None  # why it was not checked: what really happened to that cell
 
 
 def check_memory_returned(
@@ -91,7 +95,7 @@ def check_memory_returned(
 ) -> MemoryCheck:
     """Poll (bounded) until used memory is within tolerance of `before_mib`."""
     if before_mib is None:
-        return MemoryCheck(status="not checked", tolerance_mib=tolerance_mib)
+        return MemoryCheck(status="not checked", tolerance_mib=tolerance_mib, reason=NVML_UNAVAILABLE)
     after = probe.used_mib()
     for _ in range(max(1, int(wait_s / interval_s))):
         if after is None or after <= before_mib + tolerance_mib:
@@ -99,6 +103,8 @@ def check_memory_returned(
         sleep(interval_s)
         after = probe.used_mib()
     if after is None:
-        return MemoryCheck(status="not checked", before_mib=before_mib, tolerance_mib=tolerance_mib)
+        return MemoryCheck(
+            status="not checked", before_mib=before_mib, tolerance_mib=tolerance_mib, reason=NVML_FAILED_AFTER
+        )
     status: MemoryStatus = "returned" if after <= before_mib + tolerance_mib else "not returned"
     return MemoryCheck(status=status, before_mib=before_mib, after_mib=after, tolerance_mib=tolerance_mib)

@@ -125,10 +125,23 @@ def _stop_limitations(cells: Sequence[CellResult], add: Add) -> None:
                     f"{c.memory.before_mib:.0f} MiB before launch",
                 )
             )
-    if any(c.memory is None or c.memory.status == "not checked" for c in cells):
+    for reason, cells_named in sorted(memory_not_checked(cells).items()):
         add(
-            Limitation(code="gpu_memory_not_checked", text="GPU memory return not checked (NVML unavailable)")
+            Limitation(
+                code="gpu_memory_not_checked",
+                text=f"GPU memory return not checked ({reason}): {', '.join(cells_named)}",
+            )
         )
+
+
+def memory_not_checked(cells: Sequence[CellResult]) -> dict[str, list[str]]:
+    """Cells whose GPU memory return was not checked, by the reason each was not."""
+    out: dict[str, list[str]] = {}
+    for c in cells:
+        if c.memory is None or c.memory.status == "not checked":
+            reason = (c.memory.reason if c.memory else None) or "no check recorded"
+            out.setdefault(reason, []).append(f"{c.label} round {c.round}")
+    return out
 
 
 def _config_limitations(cells: Sequence[CellResult], add: Add) -> None:

@@ -20,12 +20,13 @@ LABEL = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 
 
 class ReadyCheck(BaseModel):
-    """How to tell the engine is ready: a GET on `path` answering 2xx."""
+    """How to tell the engine is ready: a GET on `path` answering 2xx; `timeout_s`, when given, caps the
+    run's startup timeout for this engine (unset: the run's, the manifest's or --startup-timeout-s)."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str = "/health"
-    timeout_s: float = Field(default=1200.0, gt=0, le=86400)
+    timeout_s: float | None = Field(default=None, gt=0, le=86400)
     interval_s: float = Field(default=1.0, gt=0, le=60)
 
 

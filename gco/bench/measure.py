@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import string
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import validate
 
 SERVE_OWNS_SCHEDULE = {"--rates", "--reference-e2e", "--closed-loop"}
+SERVE_CMD_FIELDS = ("base_url", "prompts", "mode", "label", "round", "run_dir", "model")
 RESULT_DIRS: dict[Mode, str] = {"single": "serve", "load": "serve", "clip": "clip"}
 
 
@@ -51,6 +53,44 @@ def _gco(*args: str) -> list[str]:
     return [sys.executable, "-m", "gco.cli", "bench", *args]
 
 
+def check_serve_cmd(template: str) -> list[str]:
+    """The words of a --serve-cmd template, each checked: only the named placeholders, literal braces doubled.
+
+    Raises:
+        ValueError: unbalanced quotes, no command, a placeholder not in SERVE_CMD_FIELDS (a JSON literal
+            such as {"a": 1} reads as one), a single { or }, or a placeholder with a format spec,
+            conversion, attribute or index.
+    """
+    try:
+        words = shlex.split(template)
+    except ValueError as error:
+        raise ValueError(f"cannot split into words: {error}") from None
+    if not words:
+        raise ValueError("no command")
+    allowed = ", ".join("{" + name + "}" for name in SERVE_CMD_FIELDS)
+    for word in words:
+        try:
+            parts = list(string.Formatter().parse(word))
+        except ValueError as error:
+            raise ValueError(f"{word!r}: {error}; write {{{{ and }}}} for literal braces") from None
+        for _, field, spec, conversion in parts:
+            if field is None:
+                continue
+            if field not in SERVE_CMD_FIELDS or spec or conversion:
+                shown = (
+                    "{"
+                    + field
+                    + (f"!{conversion}" if conversion else "")
+                    + (f":{spec}" if spec else "")
+                    + "}"
+                )
+                raise ValueError(
+                    f"{shown} in {word!r} is not a placeholder (allowed: {allowed}); "
+                    "write {{ and }} for literal braces"
+                )
+    return words
+
+
 def _serve_cmd(
     template: str, engine: Engine, options: MeasureOptions, cell_dir: Path, round_no: int
 ) -> list[str]:
@@ -63,7 +103,7 @@ def _serve_cmd(
         "run_dir": str(cell_dir),
         "model": engine.model.id,
     }
-    return [part.format(**values) for part in shlex.split(template)]
+    return [part.format_map(values) for part in check_serve_cmd(template)]
 
 
 def clip_argv(engine: Engine, manifest: Manifest, options: MeasureOptions, cell_dir: Path) -> list[str]:

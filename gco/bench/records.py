@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gco.evidence.record import RATIO_OF_MEDIANS
+
 Mode = Literal["single", "load", "clip"]
 MODES: tuple[Mode, ...] = ("single", "load", "clip")
 REQUESTS_FILE = "serve/requests.jsonl"  # per request timings of one `bench serve` call, in its run dir
@@ -16,6 +18,22 @@ METRICS_SINGLE = ("ttft_ms", "itl_ms", "e2e_ms", "decode_tps")
 METRICS_LOAD = ("n_star", "output_tps", "ttft_ms", "e2e_ms")
 METRICS_CLIP = ("e2e_ms", "clips_per_min")
 HIGHER_IS_BETTER = {"decode_tps": True, "n_star": True, "output_tps": True, "clips_per_min": True}
+DEFINITIONS = {
+    "ttft_ms": "time to first token: from sending the request to the first streamed token, client clock",
+    "itl_ms": "inter-token latency: mean gap between consecutive streamed tokens of a request",
+    "e2e_ms": "end to end: from sending the request (or clip) to its last byte",
+    "decode_tps": "decode tokens/s of a request: output tokens after the first over the time after the first",
+    "n_star": "capacity N*: the highest concurrency level sustained with every lower level sustained",
+    "output_tps": "output tokens/s at N*: completed output tokens over the level's duration",
+    "clips_per_min": "60 x successful clips over the seconds spent on every clip of the shape",
+}
+MEDIAN_OF_PAIRED_RATIOS = "median_of_paired_ratios"
+STATISTICS = {
+    "median_over_rounds": "median over rounds of each round's value (per-request medians within a round)",
+    RATIO_OF_MEDIANS: "this engine's median over the best engine's median, over the rounds both have; "
+    "n = those paired rounds; CI: paired bootstrap (whole rounds resampled)",
+    MEDIAN_OF_PAIRED_RATIOS: "median over the paired rounds of this engine's value over the best engine's",
+}
 UNITS = {
     "ttft_ms": "ms",
     "itl_ms": "ms",

@@ -17,13 +17,14 @@ from gco.bench.cell import CellInputs, CellOptions, CellResult, cell_files, cell
 from gco.bench.clips import load_clips
 from gco.bench.evidence import artifacts, cell_requests, dump_json, rounds_record, write_record
 from gco.bench.gpu import GpuProbe
-from gco.bench.limitations import cell_limitations, plan_limitations
+from gco.bench.limitations import cell_limitations, memory_not_checked, plan_limitations
 from gco.bench.lock import GpuLock
 from gco.bench.manifest import Engine, Manifest
 from gco.bench.measure import SERVE_OWNS_SCHEDULE
-from gco.bench.options import RoundsOptions, check_options, planned_rounds, with_overrides
+from gco.bench.options import RoundsOptions, check_options, planned_rounds, run_settings, with_overrides
 from gco.bench.prompts import load_prompts
 from gco.bench.records import REQUESTS_FILE
+from gco.bench.rundata import failure_list, resolved_configs
 from gco.bench.stats import adaptive_done
 from gco.bench.summary import Adaptive, AdaptiveCheck, Summary, metric_summaries, ratio_half_widths, summarize
 from gco.bench.williams import RoundPlan, plan_rounds
@@ -156,15 +157,19 @@ def execute(
     return Execution(cells=cells, rounds_run=len(plan.rounds), adaptive=adaptive, reference=reference)
 
 
-def _missing(cells: Sequence[CellResult], mode: str) -> list[str]:
+def _missing(cells: Sequence[CellResult], labels: Sequence[str], mode: str) -> list[str]:
+    """What the record lacks: engines with no successful round, counters, evidence, memory checks."""
     ok = [c for c in cells if c.status == "ok"]
     missing = {f"{c.label}: /metrics counters" for c in ok if c.counter_deltas is None}
     missing |= {f"{c.label}: measurement evidence" for c in ok if c.evidence_id is None}
     if mode != "clip":
         missing |= {f"{c.label}: prefix-cache counters" for c in ok if not c.prefix_cache}
-    out = sorted(missing)
-    if any(c.memory is None or c.memory.status == "not checked" for c in cells):
-        out.append("GPU memory check (NVML unavailable)")
+    out = [f"{label}: no successful round" for label in labels if not any(c.label == label for c in ok)]
+    out += sorted(missing)
+    out += [
+        f"GPU memory check ({reason}): {len(where)} cell(s)"
+        for reason, where in sorted(memory_not_checked(cells).items())
+    ]
     return out
 
 
@@ -184,6 +189,7 @@ def run_rounds(
         GpuLockedError: another run holds the GPU lock.
     """
     check_options(options, manifest)
+    settings = run_settings(manifest, options)
     manifest = with_overrides(manifest, options)
     inputs = load_inputs(options, manifest)
     engines = manifest.select(options.engines)
@@ -216,6 +222,7 @@ def run_rounds(
         rounds_run=run.rounds_run,
         limitations=limits,
         adaptive=run.adaptive,
+        extra_body=manifest.workload.extra_body,
     )
     dump_json(out / "summary.json", summary.model_dump(mode="json"))
     files = [(out / "plan.json", "plan"), (out / "summary.json", "summary"), (out / "cells.jsonl", "cells")]
@@ -229,7 +236,7 @@ def run_rounds(
         gpu=probe.name(),
         serve_cmd=options.serve_cmd,
         files=artifacts(files, options.run_dir),
-        missing=_missing(run.cells, options.mode),
+        missing=_missing(run.cells, labels, options.mode),
         cells=[cell_summary(c) for c in run.cells],
         reference=run.reference.model_dump() if run.reference else None,
         requests=[
@@ -238,6 +245,8 @@ def run_rounds(
             if cell.log_path
             and (found := cell_requests(cell.label, cell.round, Path(cell.log_path).parent / REQUESTS_FILE))
         ],
+        settings=settings,
+        extra_data={"failures": failure_list(run.cells), "resolved_configs": resolved_configs(run.cells)},
     )
     path = write_record(record, options.run_dir, stores)
     (out / "summary.md").write_text(render_markdown(record), encoding="utf-8")

@@ -1,4 +1,8 @@
-"""Summarize a rounds run: medians over rounds with CIs, paired ratios to the best engine, the summary line.
+"""Summarize a rounds run: medians over rounds with CIs, ratios to the best engine, the summary line.
+
+The ratio to the best engine is the ratio of medians over the rounds both engines have (`ratio_to_best`,
+n = those pairs, paired bootstrap CI); the median of the per-round ratios is kept beside it
+(`paired_ratio_median`).
 
 Pure functions of the plan and the cell results; no I/O. The limitations are read in `limitations`.
 """
@@ -6,14 +10,14 @@ Pure functions of the plan and the cell results; no I/O. The limitations are rea
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench.cell import CellResult
 from gco.bench.records import HIGHER_IS_BETTER, METRICS_CLIP, METRICS_LOAD, METRICS_SINGLE, UNITS, Mode
-from gco.bench.stats import median_ci, paired_ratio_ci
+from gco.bench.stats import Estimate, median_ci, paired_ratio_ci, ratio_of_medians
 from gco.bench.williams import RoundPlan
 
 ClaimClass = Literal["observed", "derived"]
@@ -46,6 +50,9 @@ class MetricSummary(BaseModel):
     best_label: str | None = None
     ratio_to_best: float | None = None
     ratio_ci95: tuple[float, float] | None = None
+    ratio_n: int | None = None
+    paired_ratio_median: float | None = None
+    paired_ratio_ci95: tuple[float, float] | None = None
 
 
 class AdaptiveCheck(BaseModel):
@@ -91,6 +98,8 @@ class Summary(BaseModel):
     best_engine: str | None = None
     headline_metric: str
     headline_value: float | None = None
+    claim_class: ClaimClass = "observed"
+    extra_body_fields: list[str] = Field(default_factory=list)
     line: str = ""
 
     def with_line(self) -> Summary:
@@ -204,11 +213,21 @@ def metric_summaries(cells: Sequence[CellResult], labels: Sequence[str], mode: s
             common = sorted(set(item.per_round) & set(best.per_round))
             if not common:
                 continue
-            ratio = paired_ratio_ci([item.per_round[r] for r in common], [best.per_round[r] for r in common])
-            item.best_label = best.label
-            item.ratio_to_best = ratio.value
-            item.ratio_ci95 = (ratio.lo, ratio.hi) if ratio.lo is not None and ratio.hi is not None else None
+            _set_ratios(item, best, common)
     return out
+
+
+def _ci(estimate: Estimate) -> tuple[float, float] | None:
+    return (estimate.lo, estimate.hi) if estimate.lo is not None and estimate.hi is not None else None
+
+
+def _set_ratios(item: MetricSummary, best: MetricSummary, rounds: Sequence[int]) -> None:
+    """The ratio of medians over the paired rounds, and the median of the per-round ratios, to `best`."""
+    mine, theirs = [item.per_round[r] for r in rounds], [best.per_round[r] for r in rounds]
+    ratio, paired = ratio_of_medians(mine, theirs), paired_ratio_ci(mine, theirs)
+    item.best_label = best.label
+    item.ratio_to_best, item.ratio_ci95, item.ratio_n = ratio.value, _ci(ratio), ratio.n
+    item.paired_ratio_median, item.paired_ratio_ci95 = paired.value, _ci(paired)
 
 
 def ratio_half_widths(
@@ -236,6 +255,7 @@ def summarize(
     rounds_run: int,
     limitations: Sequence[Limitation],
     adaptive: Adaptive | None = None,
+    extra_body: Mapping[str, Any] | None = None,
 ) -> Summary:
     """The run's summary: statistics, every limitation, and the one-line verdict."""
     labels = list(plan.labels)
@@ -261,20 +281,28 @@ def summarize(
         best_engine=best.label if best else None,
         headline_metric=head,
         headline_value=best.median if best else None,
+        claim_class=claim_class(mode),
+        extra_body_fields=sorted(extra_body or {}),
     ).with_line()
 
 
 def summary_line(s: Summary) -> str:
-    """Engines x rounds, cells ok, balance, adaptive outcome, and the best engine's headline value."""
+    """Engines x rounds, cells ok, balance, adaptive outcome, the best engine's headline value and whether it
+    is observed or derived, and the extra request body every engine was sent (its field names)."""
     adaptive = f"adaptive: {s.adaptive.outcome} at {s.adaptive.stopped_at}" if s.adaptive else "adaptive: off"
     if s.best_engine and s.headline_value is not None:
         unit = UNITS.get(s.headline_metric, "")
-        best = f"best {s.best_engine} {s.headline_metric} {s.headline_value:.1f} {unit}"
+        best = f"best {s.best_engine} {s.headline_metric} {s.headline_value:.1f} {unit} ({s.claim_class})"
     else:
         best = "no engine ranked"
+    extra = (
+        f"extra request body: {', '.join(s.extra_body_fields)}"
+        if s.extra_body_fields
+        else "no extra request body"
+    )
     order = "balanced" if s.balanced else "UNBALANCED"
     return (
         f"{len(s.engines)} engines x {s.rounds_run} rounds ({s.mode}), "
         f"{s.cells_ok}/{s.cells_total} cells ok, "
-        f"{order} Williams order, {adaptive}; {best}".strip()
+        f"{order} Williams order, {adaptive}; {best}; {extra}".strip()
     )

@@ -254,6 +254,36 @@ def clip(
     help="Load mode: the shared reference e2e (ms) that turns levels into rates; default: measured.",
 )
 @click.option(
+    "--startup-timeout-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds an engine may take to pass its ready check (default: the manifest's, 1200).",
+)
+@click.option(
+    "--stop-timeout-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds from SIGTERM to SIGKILL when stopping an engine (default: the manifest's, 30).",
+)
+@click.option(
+    "--serve-timeout-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds one measurement (serve, clip or --serve-cmd) may run (default: the manifest's, 7200).",
+)
+@click.option(
+    "--warmup",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Untimed warm-up requests per cell (default: the manifest's workload.warmup_requests, 2).",
+)
+@click.option(
+    "--gpu-mem-tolerance-mib",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="MiB over its pre-launch level GPU memory may stay at after a stop (default: the manifest's, 512).",
+)
+@click.option(
     "--gpu-lock",
     type=CheckedPath(path_type=Path),
     default=None,
@@ -280,6 +310,7 @@ def rounds(
     gpu_lock: Path | None,
     evidence_bucket: str | None,
     output: str,
+    **run_settings: Any,
 ) -> None:
     """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best."""
     manifest = load_manifest(manifest_path)
@@ -296,6 +327,7 @@ def rounds(
         extra_body=_json_option(extra_body, "--extra-body"),
         chat_template_kwargs=_json_option(chat_template_kwargs, "--chat-template-kwargs"),
         reference_e2e_s=ref_e2e_ms / 1000 if ref_e2e_ms is not None else None,
+        **run_settings,
     )
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
     outcome = run_rounds(

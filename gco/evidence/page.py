@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gco.evidence.plots import distributions_svg, forest_svg, per_round_svg
-from gco.evidence.record import EvidenceRecord, Metric
+from gco.evidence.record import RATIO_OF_MEDIANS, EvidenceRecord, Metric
 
 STYLE = (
     "body{font-family:sans-serif;max-width:60rem;margin:1.5rem auto;padding:0 1rem;color:#222}"
@@ -106,7 +106,7 @@ def _series(record: EvidenceRecord) -> list[Mapping[str, Any]]:
 
 
 def forest_rows(metrics: Sequence[Metric]) -> list[tuple[str, float, tuple[float, float] | None]]:
-    return [(f"{m.subject} {m.name}", m.value, m.ci95) for m in metrics if m.statistic == "ratio_to_best"]
+    return [(f"{m.subject} {m.name}", m.value, m.ci95) for m in metrics if m.statistic == RATIO_OF_MEDIANS]
 
 
 def request_samples(record: EvidenceRecord) -> dict[str, dict[str, list[float]]]:

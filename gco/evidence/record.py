@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gco.evidence.errors import InvalidEvidenceError
 
 SCHEMA_VERSION = 1
+RATIO_OF_MEDIANS = "ratio_of_medians"  # the statistic of a ratio to the best engine, as reports draw it
 
 
 class Metric(BaseModel):

@@ -62,7 +62,17 @@ def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest
     assert summary["rounds_run"] == 6
     assert summary["balanced"]
     assert summary["cells_ok"] == 18
-    assert out["codes"] <= {"gpu_memory_not_checked", "other_gpu_processes"}
+    # vLLM names its non-default args; TGI 2.2 logs no attention backend (its config stays PARTIAL); a
+    # loaded machine can lag the client: each is a named threat, and the ratios are checked all the same
+    assert out["codes"] <= {
+        "gpu_memory_not_checked",
+        "other_gpu_processes",
+        "self_reported_settings",
+        "unresolved_config",
+        "client_lagged",
+    }
+    unresolved = [item["text"] for item in summary["limitations"] if item["code"] == "unresolved_config"]
+    assert unresolved == ["slow: configuration PARTIAL"]
     assert len(out["plan"]["plan"]["rounds"]) == 6
     heads = {
         m["label"]: m for m in summary["metrics"] if m["bucket"] == "all" and m["metric"] == "decode_tps"
@@ -75,7 +85,9 @@ def test_three_engines_of_known_speed_ratios(tmp_path: Path, monkeypatch: pytest
     cells = [json.loads(line) for line in (out["run"] / "rounds" / "cells.jsonl").read_text().splitlines()]
     assert all(c["prefix_cache"]["hit_rate"] == 0.0 for c in cells)
     assert all(c["stop"]["signal"] == "SIGTERM" and c["stop"]["group_gone"] for c in cells)
-    assert {c["config"]["status"] for c in cells} == {"RESOLVED"}
+    statuses = {c["label"]: c["config"]["status"] for c in cells}
+    assert statuses == {"fast": "RESOLVED", "mid": "RESOLVED", "slow": "PARTIAL"}
+    assert all(c["config"]["gpu_offload"] is False and c["config"]["cuda_graphs"] for c in cells)
     assert out["evidence"].claim_class == "observed"
     assert out["evidence"].summary == summary["line"]
 

@@ -42,8 +42,9 @@ def test_wrong_model_gate_and_self_reports_are_told_apart(
     assert "hard_gate_violation" in texts
     assert "failed_requests" not in texts
     assert texts["failed_cells"] == "1 cell(s) failed with status wrong_model: wrong round 1"
-    assert texts["self_reported_settings"].startswith("gated: non-default args it reported: ")
-    assert "enforce_eager, max_model_len, model" in texts["self_reported_settings"]
+    reported = [item.text for item in record.limitations if item.code == "self_reported_settings"]
+    gated = next(text for text in reported if text.startswith("gated: non-default args it reported: "))
+    assert "enforce_eager, max_model_len, model" in gated
     ranked = {m["label"] for m in out["summary"]["metrics"] if m["ranked"]}
     assert ranked == {"good"}
     assert {m["label"] for m in out["summary"]["metrics"]} == {"gated", "good"}

@@ -28,7 +28,8 @@ def test_loads_json_and_yaml_with_defaults(tmp_path: Path) -> None:
     manifest = load_manifest(_write(tmp_path, _manifest(env={"A": "1", "HOME": None})))
     engine = manifest.engines[0]
     assert engine.ready_check.path == "/health"
-    assert engine.ready_check.timeout_s == 1200
+    assert engine.ready_check.timeout_s is None  # the run's startup timeout applies
+    assert manifest.startup_timeout_s == 1200
     assert manifest.stop_timeout_s == 30
     assert manifest.gpu_memory_tolerance_mib == 512
     assert manifest.workload.warmup_requests == 2

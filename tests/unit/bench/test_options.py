@@ -68,3 +68,46 @@ def test_planned_rounds_fixed_and_adaptive() -> None:
     assert (adaptive.min_rounds, adaptive.max_rounds, adaptive.checks) == (6, 12, [])
     with pytest.raises(BenchInputError, match="above the maximum"):
         planned_rounds(2, _options(ci_target=0.05, rounds=2, min_rounds=4))
+
+
+def test_run_setting_flags_win_over_the_manifest_and_both_are_recorded() -> None:
+    from gco.bench.options import run_settings
+
+    options = _options(startup_timeout_s=30.0, warmup=0, gpu_mem_tolerance_mib=64.0)
+    merged = with_overrides(MANIFEST, options)
+    assert (merged.startup_timeout_s, merged.workload.warmup_requests) == (30.0, 0)
+    assert (merged.stop_timeout_s, merged.serve_timeout_s) == (
+        MANIFEST.stop_timeout_s,
+        MANIFEST.serve_timeout_s,
+    )
+    assert merged.gpu_memory_tolerance_mib == 64.0
+    settings = run_settings(MANIFEST, options)
+    assert settings["startup_timeout_s"] == {"manifest": 1200.0, "flag": 30.0, "used": 30.0}
+    assert settings["warmup"] == {"manifest": 2, "flag": 0, "used": 0}
+    assert settings["stop_timeout_s"] == {"manifest": 30.0, "flag": None, "used": 30.0}
+    assert set(settings) == {
+        "startup_timeout_s",
+        "stop_timeout_s",
+        "serve_timeout_s",
+        "warmup",
+        "gpu_mem_tolerance_mib",
+    }
+
+
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("""curl {base_url} -d '{"max_tokens": 8}'""", '{"max_tokens": 8} in'),
+        ("run {prompt}", "{prompt} in"),
+        ("run {round:02d}", "{round:02d} in"),
+        ("run }", "Single '}'"),
+        ('run "open', "cannot split into words"),
+        ("   ", "no command"),
+    ],
+)
+def test_a_serve_cmd_that_would_not_format_is_refused_before_launch(template: str, says: str) -> None:
+    with pytest.raises(BenchInputError) as refused:
+        check_options(_options(serve_cmd=template), PLAIN)
+    assert refused.value.field == "--serve-cmd"
+    assert says in str(refused.value)
+    check_options(_options(serve_cmd="""curl {base_url} -d '{{"max_tokens": 8}}' {label} {round}"""), PLAIN)

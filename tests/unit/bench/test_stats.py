@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gco.bench.stats import Estimate, adaptive_done, median_ci, paired_ratio_ci
+from gco.bench.stats import Estimate, adaptive_done, median_ci, paired_ratio_ci, ratio_of_medians
 from gco.bench.williams import williams_sequences
 from tests.conftest import soak_enabled
 
@@ -25,6 +25,36 @@ def test_paired_ratio_ci_covers_the_true_ratio_about_95_percent(rounds: int) -> 
         assert ci.hi is not None
         hits += ci.lo <= truth <= ci.hi
     assert 0.93 <= hits / sims <= 0.97
+
+
+@pytest.mark.parametrize("rounds", [4, 8])
+def test_ratio_of_medians_ci_covers_the_true_ratio_at_least_95_percent(rounds: int) -> None:
+    """The contract's ratio: medians over paired rounds, paired bootstrap (conservative by design)."""
+    rng = np.random.default_rng(5)
+    sims = 600
+    truth = 0.75
+    hits = 0
+    for sim in range(sims):
+        round_effect = rng.normal(0, 0.05, rounds)
+        a = 100 * truth * np.exp(round_effect + rng.normal(0, 0.04, rounds))
+        b = 100 * np.exp(round_effect + rng.normal(0, 0.04, rounds))
+        ci = ratio_of_medians(a.tolist(), b.tolist(), resamples=1000, seed=sim)
+        assert ci.lo is not None and ci.hi is not None and ci.n == rounds
+        hits += ci.lo <= truth <= ci.hi
+    assert 0.92 <= hits / sims <= 0.99
+
+
+def test_ratio_of_medians_is_not_the_median_of_ratios() -> None:
+    mine, best = [10.0, 30.0, 20.0], [20.0, 20.0, 80.0]
+    assert ratio_of_medians(mine, best).value == pytest.approx(20.0 / 20.0)
+    assert paired_ratio_ci(mine, best).value == pytest.approx(0.5)
+    exact = ratio_of_medians([2.0, 2.0], [1.0, 1.0])
+    assert (exact.value, exact.lo, exact.hi, exact.n) == (2.0, 2.0, 2.0, 2)
+    assert ratio_of_medians([3.0], [1.0]).lo is None
+    with pytest.raises(ValueError, match="equal length"):
+        ratio_of_medians([1.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        ratio_of_medians([0.0, 1.0], [1.0, 1.0])
 
 
 def _simulate(order: list[list[int]], rounds: int, drift: float, rng: np.random.Generator) -> float:

@@ -55,17 +55,19 @@ def test_ratios_to_the_best_engine_and_summary_line() -> None:
     cells = [_cell("a", r, 100.0 + r) for r in range(1, 5)] + [
         _cell("b", r, 50.0 + r / 2) for r in range(1, 5)
     ]
-    summary = summarize(plan, cells, mode="single", rounds_run=4, limitations=[])
+    summary = summarize(plan, cells, mode="single", rounds_run=4, limitations=[], extra_body={"top_k": 1})
     heads = {m.label: m for m in summary.metrics if m.bucket == "all" and m.metric == "decode_tps"}
     assert heads["b"].best_label == "a"
-    assert heads["b"].ratio_to_best == pytest.approx(0.5)
+    assert heads["b"].ratio_to_best == pytest.approx(51.25 / 102.5)  # ratio of the medians
+    assert heads["b"].ratio_n == 4
+    assert heads["b"].paired_ratio_median == pytest.approx(0.5)
     assert heads["a"].ratio_to_best == pytest.approx(1.0)
     ttft = {m.label: m for m in summary.metrics if m.bucket == "all" and m.metric == "ttft_ms"}
     assert ttft["b"].ratio_to_best == pytest.approx(2.0)
     assert heads["a"].claim_class == "observed"
     assert summary.best_engine == "a"
     assert summary.line.startswith("2 engines x 4 rounds (single), 8/8 cells ok, balanced Williams order")
-    assert "best a decode_tps 102.5 tok/s" in summary.line
+    assert summary.line.endswith("best a decode_tps 102.5 tok/s (observed); extra request body: top_k")
     assert ratio_half_widths(summary.metrics, "single", ["a", "b"]) == {
         "a": pytest.approx(0.0),
         "b": pytest.approx(0.0),
@@ -203,3 +205,41 @@ def test_load_mode_uses_values_at_capacity() -> None:
     assert all(m.claim_class == "derived" for m in summary.metrics)
     assert summary.best_engine == "a"
     assert summary.headline_metric == "output_tps"
+
+
+def test_the_ratio_n_is_the_paired_rounds_not_an_engines_own() -> None:
+    from gco.bench.evidence import rounds_record
+    from gco.bench.manifest import Workload
+
+    plan = plan_rounds(["a", "b"], 4)
+    cells = [_cell("a", r, 100.0 + r) for r in range(1, 5)] + [_cell("b", r, 50.0) for r in (1, 2)]
+    cells += [_cell("b", r, 1.0, status="crashed", serve=None) for r in (3, 4)]
+    summary = summarize(plan, cells, mode="single", rounds_run=4, limitations=[])
+    b = next(m for m in summary.metrics if (m.label, m.bucket, m.metric) == ("b", "all", "decode_tps"))
+    assert (b.ranked, b.ratio_n) == (True, 2)
+    assert b.ratio_to_best == pytest.approx(50.0 / 101.5)  # a's median over rounds 1-2 only
+    record = rounds_record(
+        summary,
+        engines=[],
+        workload=Workload(),
+        prompt_digest="d",
+        gpu=None,
+        serve_cmd=None,
+        files=[],
+        missing=[],
+        cells=[],
+    )
+    ratios = {
+        m.statistic: m
+        for m in record.metrics
+        if m.name == "decode_tps_ratio_to_best" and m.subject == "b/all / a"
+    }
+    assert set(ratios) == {"ratio_of_medians", "median_of_paired_ratios"}
+    assert ratios["ratio_of_medians"].n == 2
+    medians = {
+        m.subject: m.n
+        for m in record.metrics
+        if m.name == "decode_tps" and m.statistic == "median_over_rounds"
+    }
+    assert (medians["a/all"], medians["b/all"]) == (4, 2)
+    assert record.data["metric_definitions"]["metrics"]["decode_tps"]["unit"] == "tok/s"

@@ -10,7 +10,7 @@ import pytest
 
 from gco.evidence import EvidenceRecord, InvalidEvidenceError, Metric, evidence_schema, validate
 from gco.evidence.plots import MAX_HEIGHT_IN, distributions_svg, forest_svg, per_round_svg
-from gco.evidence.record import LimitationEntry
+from gco.evidence.record import RATIO_OF_MEDIANS, LimitationEntry
 from gco.evidence.redact import REDACTED, redact_argv, redact_env, redact_text
 from gco.evidence.report import render_html, render_markdown
 
@@ -45,10 +45,10 @@ def record(**update: Any) -> EvidenceRecord:
                 subject="a/all",
             ),
             Metric(
-                name="decode_tps",
+                name="decode_tps_ratio_to_best",
                 value=0.5,
                 unit="ratio",
-                statistic="ratio_to_best",
+                statistic=RATIO_OF_MEDIANS,
                 n=4,
                 ci95=(0.45, 0.55),
                 subject="b/all / a",
@@ -98,7 +98,8 @@ def test_markdown_and_html_reports() -> None:
     sealed = record()
     markdown = render_markdown(sealed)
     assert sealed.summary in markdown
-    assert "| b/all / a | decode_tps | ratio_to_best | 0.5 | [0.45, 0.55] | 4 | ratio |" in markdown
+    row = "| b/all / a | decode_tps_ratio_to_best | ratio_of_medians | 0.5 | [0.45, 0.55] | 4 | ratio |"
+    assert row in markdown
     assert "**gpu_memory_not_checked**" in markdown
     assert "GPU memory check" in markdown
     assert "- prompt_set_digest: `" + "d" * 64 + "`" in markdown
