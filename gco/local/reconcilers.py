@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -23,6 +24,7 @@ from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
+from gco.validation.expiry import destroy_expired
 
 log = logging.getLogger(__name__)
 LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token
@@ -37,8 +39,10 @@ def _poll_again(poller: StreamPoller) -> bool:
 
 
 def _sweep_then_wait(reconciler: Reconciler) -> bool:
-    """One sweep; the next waits for the sweep interval, whatever this one found."""
+    """One sweep and the cleanup of expired matrix endpoints, as the sweep Lambda does (lambdas/sweep.py);
+    the next waits for the sweep interval, whatever this one found."""
     sweep(reconciler)
+    destroy_expired(reconciler.store, region=reconciler.region, now=time.time())
     return False
 
 

@@ -19,6 +19,9 @@ from gco.validation.settings import KEYS, MatrixSettings, settings_document
 
 CONTRACT_VERSION = 2
 OWNER_LABEL = "gco-managed-inference-validation-owner"
+# The run's deadline (epoch seconds) on each of its records: the scheduled cleanup (`expiry.py`)
+# destroys an owner-labelled endpoint whose deadline has passed, even when no runner comes back.
+DEADLINE_LABEL = "gco-managed-inference-validation-deadline"
 ACCELERATOR = "nvidia"
 ROLES = ("baseline", "hpa")
 HPA_METRIC = "cpu"
