@@ -4,7 +4,7 @@ The sweep never raises for one endpoint (`gco.reconcile.sweep`): per-endpoint fa
 unreadable records are counted (the Regional stack alarms on `UnreadableRecords`); only a Region
 that could not be listed at all fails the invocation, so the function's Errors alarm fires.
 Then the matrix endpoints of this Region whose run's deadline has passed are deleted
-(`gco.validation.expiry`): the cleanup of a run whose GPU runner never came back.
+(`gco.reconcile.expiry`): the cleanup of a run whose GPU runner never came back.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.errors import SweepFailedError
+from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
 from gco.tracing import LazyTracer
-from gco.validation.expiry import destroy_expired
 
 logger = Logger(service=SWEEP_SERVICE)
 tracer = LazyTracer(service=SWEEP_SERVICE)

@@ -19,12 +19,12 @@ from gco import aws
 from gco.endpoints.store import EndpointStore
 from gco.local.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
+from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
-from gco.validation.expiry import destroy_expired
 
 log = logging.getLogger(__name__)
 LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token

@@ -36,6 +36,7 @@ from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
 from gco.evidence.record import now_iso
 from gco.evidence.store import EvidenceStore
+from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
 from gco.validation import checks
 from gco.validation.checkpoint import (
     Checkpoint,
@@ -48,7 +49,7 @@ from gco.validation.checkpoint import (
     write_checkpoint,
 )
 from gco.validation.destroy import destroy_endpoint, records_of_run
-from gco.validation.identity import DEADLINE_LABEL, OWNER_LABEL, ROLES, identity
+from gco.validation.identity import ROLES, identity
 from gco.validation.mirror import MirrorError, RunMirror
 from gco.validation.ports import ClusterReader, Clusters, EndpointHttp
 from gco.validation.report import MatrixResult, write_evidence

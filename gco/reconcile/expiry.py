@@ -1,9 +1,11 @@
 """The scheduled cleanup: matrix endpoints whose run's deadline has passed are destroyed.
 
-A matrix run labels each of its records with its owner (the run id, `OWNER_LABEL`) and its
-deadline (epoch seconds, `DEADLINE_LABEL`: the run's start plus `job_timeout_seconds`). A run whose
-machine is lost and never resumed would leave its GPU endpoints running; each Region's scheduled
-sweep (the sweep Lambda, and the local stack's sweep thread) calls `destroy_expired`, which deletes
+The live validation matrix (`gco.validation`) labels each of its records with its owner (the run
+id, `OWNER_LABEL`) and its deadline (epoch seconds, `DEADLINE_LABEL`: the run's start plus
+`job_timeout_seconds`); both labels are defined here, where the sweep reads them, and the matrix
+imports them. A run whose machine is lost and never resumed would leave its GPU endpoints running;
+each Region's scheduled sweep (the sweep Lambda, and the local stack's sweep thread) calls
+`destroy_expired`, which deletes
 every live record of that Region carrying both labels whose deadline has passed. The delete is
 fenced by the owner label and the lifecycle id just read, so a record that changed meanwhile (a new
 lifecycle of the same name, another owner) is not touched; the reconciler then removes the objects
@@ -22,9 +24,10 @@ from gco.endpoints.errors import EndpointNotFoundError
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
-from gco.validation.identity import DEADLINE_LABEL, OWNER_LABEL
 
 log = logging.getLogger(__name__)
+OWNER_LABEL = "gco-managed-inference-validation-owner"
+DEADLINE_LABEL = "gco-managed-inference-validation-deadline"
 
 
 @dataclass
