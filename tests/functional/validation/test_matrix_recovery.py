@@ -211,6 +211,49 @@ def test_the_runner_destroys_a_run_whose_process_was_killed(
     assert_nothing_left(stack, store, str(checkpoint["run_id"]))
 
 
+class ClosingSfn(RecordingSfn):
+    """Step Functions closing the task once `closed()` holds (the execution timed out or was
+    aborted): every later heartbeat is refused as the service refuses it (TaskTimedOut)."""
+
+    def __init__(self, closed: Callable[[], bool]) -> None:
+        super().__init__()
+        self.closed = closed
+
+    def send_task_heartbeat(self, **kwargs: Any) -> None:
+        self.refuse_heartbeats = self.refuse_heartbeats or self.closed()
+        super().send_task_heartbeat(**kwargs)
+
+
+@pytest.mark.slow
+def test_a_task_closed_mid_run_stops_the_run_and_destroys_it(
+    make_stack: StackFactory,
+    store: EndpointStore,
+    moto: MotoServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stack = make_stack()
+    stack_environment(stack, monkeypatch)
+    sfn = ClosingSfn(lambda: len(_deploys(_local_checkpoint(tmp_path / "run"))) == 4)
+    outcome = run_job(
+        message("exec-t", settings=SETTINGS),
+        sfn=sfn,
+        s3=_bucket(moto),
+        bucket=BUCKET,
+        workdir=tmp_path,
+        runner=FIRST_RUNNER,
+        execute=local_gco,
+        heartbeat_interval=0.1,
+        sweep_engines=list,
+    )
+    assert outcome.cancelled and outcome.output["destroyed"]["exit_status"] == 0, outcome.output
+    assert [kind for kind, _ in sfn.calls if kind != "heartbeat"] == []  # a closed task gets no answer
+    checkpoint = _local_checkpoint(tmp_path / "run")
+    assert checkpoint["finished"] is False
+    assert [s["verdict"] for s in checkpoint["steps"] if s["step"] == "destroy"] == ["pass"] * 4
+    assert_nothing_left(stack, store, str(checkpoint["run_id"]))
+
+
 @pytest.mark.slow
 def test_gco_matrix_destroy_leaves_nothing_of_a_killed_run(
     make_stack: StackFactory,
