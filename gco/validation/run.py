@@ -29,7 +29,6 @@ from typing import Any
 
 import click
 
-from gco.cli.wait import Progress, WaitTimeoutError, wait_for
 from gco.endpoints.errors import EndpointExistsError
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
@@ -37,7 +36,7 @@ from gco.errors import GcoError
 from gco.evidence.record import now_iso
 from gco.evidence.store import EvidenceStore
 from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
-from gco.validation import checks
+from gco.validation import checks, waits
 from gco.validation.checkpoint import (
     Checkpoint,
     EndpointEntry,
@@ -232,124 +231,46 @@ class Matrix:
         return checks.Outcome(True, f"lifecycle {record.lifecycle_id}", {"lifecycle_id": record.lifecycle_id})
 
     def _ready(self) -> bool:
-        """Wait for every endpoint to be ready, within readiness_timeout and the run's deadline.
-
-        The wait ends at once when an endpoint cannot become ready: its Region reports a terminal
-        error (the reason is the step's detail), its record is gone, or it has had no ready replica
-        for queue_timeout_seconds.
-        """
+        """Wait for every endpoint to be ready, within readiness_timeout and the run's deadline."""
         pending = [e.name for e in self.state.endpoints if not self.state.passed("ready", e.name)]
         if not pending or self._timed_out("ready", None):
             return not pending
-        started, when_ready = self.clock(), dict[str, float]()
-        stopped: dict[str, checks.Outcome] = {}
-
-        def poll() -> Progress[None]:
-            states = {}
-            for name in pending:
-                seen = checks.ready(self.store.get(name, consistent_read=True), self.region)
-                states[name] = seen.state
-                if seen.done:
-                    when_ready.setdefault(name, self.clock() - started)
-                else:
-                    found = self._cannot_be_ready(name, seen, self.clock() - started)
-                    if found is not None:
-                        stopped.setdefault(name, found)
-            waiting = [f"{name} {states[name]}" for name in pending if name not in when_ready]
-            return Progress(
-                len(when_ready), len(pending), not waiting or bool(stopped), "; ".join(waiting), None
-            )
-
-        try:
-            wait_for(
-                poll,
-                what=f"{len(pending)} endpoints ready in {self.region}",
-                timeout=min(float(self.settings.readiness_timeout_seconds), max(0.0, self._remaining())),
-                interval=self.settings.poll_interval_seconds,
-                sleep=self.sleep,
-                clock=self.clock,
-            )
-            problem = ""
-        except (WaitTimeoutError, GcoError) as error:
-            problem = str(error)
-        for name in pending:
-            seconds = when_ready.get(name)
-            if seconds is not None:
-                outcome = checks.Outcome(
-                    True, f"ready after {seconds:.1f} s", {"ready_seconds": round(seconds, 3)}
-                )
-            elif name in stopped:
-                outcome = stopped[name]
-            else:
-                first = next(iter(stopped), None)
-                outcome = checks.Outcome(
-                    False, f"not awaited: {first} cannot be ready" if first else problem or "not ready"
-                )
-            self._record("ready", name, outcome, seconds if seconds is not None else self.clock() - started)
-        if len(when_ready) < len(pending) and not stopped:
-            self._timed_out("ready", None)
-        return len(when_ready) == len(pending)
-
-    def _cannot_be_ready(self, name: str, seen: checks.Readiness, waited: float) -> checks.Outcome | None:
-        """Why an endpoint that is not ready never will be within the bounds, or None (keep waiting)."""
-        if seen.error is not None:
-            data = {"region": self.region, "region_state": "error", "region_error": seen.error}
-            return checks.Outcome(False, f"{self.region} reports a terminal error: {seen.error}", data)
-        if seen.state == "no record":
-            return checks.Outcome(False, "its record is gone (deleted or destroyed while the run was down)")
-        queue = self.settings.queue_timeout_seconds
-        if seen.replicas_ready == 0 and waited >= queue:
-            detail = (
-                f"no replica ready within queue_timeout_seconds ({queue} s), {seen.state}: no GPU "
-                "capacity, or its pods were never scheduled"
-            )
-            return checks.Outcome(False, detail, {"timeout": "queue_timeout_seconds", "state": seen.state})
-        return None
+        found = waits.await_ready(
+            self.store,
+            self.region,
+            pending,
+            self.settings,
+            limit=self._limit(self.settings.readiness_timeout_seconds),
+            clock=self.clock,
+            sleep=self.sleep,
+        )
+        return self._record_all("ready", found)
 
     def _hpa(self) -> bool:
-        """Sample each HPA endpoint once per monitor interval until it showed 2 replicas long enough."""
+        """See each HPA endpoint hold its replicas, within hpa_timeout and the run's deadline."""
         targets = [
             e for e in self.state.endpoints if e.role == "hpa" and not self.state.passed("hpa", e.name)
         ]
         if not targets or self._timed_out("hpa", None):
             return not targets
-        reader = self.clusters.reader(self.region)
-        wanted, need = self.settings.hpa_max_replicas, self.settings.hpa_stability_intervals
-        streak = {e.name: 0 for e in targets}
-        samples: dict[str, list[list[int]]] = {e.name: [] for e in targets}
-        started = self.clock()
-        deadline = started + min(float(self.settings.hpa_timeout_seconds), max(0.0, self._remaining()))
-        while True:
-            for entry in targets:
-                if streak[entry.name] >= need:
-                    continue
-                try:
-                    current, ready_count = checks.hpa_replicas(reader, entry.name, entry.lifecycle_id)
-                except GcoError:
-                    current = ready_count = -1
-                samples[entry.name].append([current, ready_count])
-                held = current == wanted and ready_count == wanted
-                streak[entry.name] = streak[entry.name] + 1 if held else 0
-            if all(count >= need for count in streak.values()) or self.clock() >= deadline:
-                break
-            self.sleep(self.settings.monitor_interval_seconds)
-        seconds = self.clock() - started
-        for entry in targets:
-            last = samples[entry.name][-1] if samples[entry.name] else [0, 0]
-            held = streak[entry.name] >= need
-            detail = (
-                f"held {wanted} replicas for {need} samples"
-                if held
-                else f"current {last[0]}, ready {last[1]} (want {wanted} for {need} consecutive samples) "
-                f"after {seconds:.0f} s"
-            )
-            self._record(
-                "hpa", entry.name, checks.Outcome(held, detail, {"samples": samples[entry.name]}), seconds
-            )
-        held_all = all(count >= need for count in streak.values())
-        if not held_all:
-            self._timed_out("hpa", None)
-        return held_all
+        found = waits.sample_hpa(
+            self.clusters.reader(self.region),
+            targets,
+            self.settings,
+            limit=self._limit(self.settings.hpa_timeout_seconds),
+            clock=self.clock,
+            sleep=self.sleep,
+        )
+        return self._record_all("hpa", found)
+
+    def _record_all(self, step: StepName, found: waits.Timed) -> bool:
+        """Record a wait's outcomes; True when all passed. A wait cut by the deadline records it."""
+        for name, (outcome, seconds) in found.items():
+            self._record(step, name, outcome, seconds)
+        passed = all(outcome.passed for outcome, _ in found.values())
+        if not passed:
+            self._timed_out(step, None)
+        return passed
 
     def _destroy_all(self, entries: list[EndpointEntry], *, again: bool = False) -> None:
         """Destroy the endpoints concurrently (each waits for its own purge); record each as it ends.
@@ -426,6 +347,10 @@ class Matrix:
             f"matrix {self.state.run_id}: {step} {endpoint or ''} {verdict} ({seconds:.1f} s): "
             f"{outcome.detail}"
         )
+
+    def _limit(self, timeout: int) -> float:
+        """A wait's limit: its own timeout, cut at the run's deadline."""
+        return min(float(timeout), max(0.0, self._remaining()))
 
     def _remaining(self) -> float:
         """Seconds left before the run's deadline (infinite for a checkpoint written before deadlines)."""
