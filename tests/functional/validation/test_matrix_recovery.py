@@ -23,6 +23,7 @@ import pytest
 from gco import aws
 from gco.cli import main
 from gco.endpoints import EndpointStore
+from gco.evidence.store import LocalEvidenceStore
 from gco.local.motoserver import MotoServer
 from gco.local.standin.faults import Fault
 from gco.validation import OWNER_LABEL
@@ -334,6 +335,8 @@ def test_the_job_timeout_ends_a_run_mid_way_destroys_and_records_the_step(
     assert "job_timeout_seconds (20 s) passed at hpa" in timeout["detail"]
     assert [s["verdict"] for s in done if s["step"] == "destroy"] == ["pass"] * 4
     assert "proxy" not in {s["step"] for s in done}
+    evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
+    assert timeout in evidence.data["steps"] and "proxy" in evidence.missing
     assert_nothing_left(stack, store, "t1")
 
 
@@ -349,6 +352,8 @@ def test_the_queue_timeout_ends_the_wait_for_an_endpoint_that_never_gets_a_repli
         assert ready[name]["verdict"] == "fail" and ready[name]["data"]["timeout"] == "queue_timeout_seconds"
         assert "no replica ready within queue_timeout_seconds (3 s)" in ready[name]["detail"]
         assert ready[name]["seconds"] < 60  # the readiness timeout was not waited out
+    evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
+    assert ready["mx-q1-tgi-hpa"] in evidence.data["steps"]
     assert_nothing_left(stack, store, "q1")
 
 
