@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
 from gco.cli.common import CheckedPath, connection_options, open_store
+from gco.endpoints import names
 from gco.env import MATRIX_RUN_URI_ENV
 from gco.local.stack import EVIDENCE_BUCKET_ENV
 from gco.validation.errors import MatrixError, MatrixFailedError, SettingsError
@@ -93,8 +95,21 @@ def run(
     _finish(result_json(result), result.verdict, result.summary, output)
 
 
+class RunLocation(CheckedPath):
+    """A run directory, or the S3 folder a run mirrored itself to (`s3://bucket/prefix/`, a string)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from gco.validation.mirror import SCHEME
+
+        if isinstance(value, str) and value.startswith(SCHEME):
+            if names.first_unsafe(value) is not None:
+                self.fail(f"{value[:80]!r} holds a control or invisible character", param, ctx)
+            return value
+        return super().convert(value, param, ctx)
+
+
 @matrix.command()
-@click.argument("run_dir", metavar="RUN_DIR", type=CheckedPath(path_type=Path, file_okay=False))
+@click.argument("run_dir", metavar="RUN_DIR", type=RunLocation(path_type=Path, file_okay=False))
 @click.option(
     "--settings",
     "settings_path",
@@ -106,23 +121,43 @@ def run(
     "--evidence-bucket", envvar=EVIDENCE_BUCKET_ENV, default=None, help="Also write the evidence to S3."
 )
 @run_uri_option
+@click.option(
+    "--run-dir",
+    "copy_dir",
+    type=CheckedPath(path_type=Path, file_okay=False),
+    default=None,
+    help="With RUN_DIR an s3:// folder: where to copy it [default: gco-matrix/<its last segment>].",
+)
 @connection_options
 def resume(
-    run_dir: Path,
+    run_dir: Path | str,
     settings_path: Path | None,
     evidence_bucket: str | None,
     run_uri: str | None,
+    copy_dir: Path | None,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
 ) -> None:
-    """Continue the run in RUN_DIR from its checkpoint (refused if its settings changed)."""
+    """Continue the run in RUN_DIR from its checkpoint (refused if its settings changed).
+
+    RUN_DIR may be the s3:// folder the run mirrored itself to (`--run-uri`): it is copied to
+    `--run-dir` first, and resumed from its newest checkpoint revision.
+    """
     from gco.validation.service import result_json
     from gco.validation.service import resume as resume_run
 
+    fetch_from = run_dir if isinstance(run_dir, str) else None
+    if fetch_from is not None:
+        run_dir = copy_dir or Path("gco-matrix") / fetch_from.rstrip("/").rsplit("/", 1)[-1]
     store = open_store(endpoint_url, table_name)
     result = resume_run(
-        run_dir, store, settings_path=settings_path, evidence_bucket=evidence_bucket, run_uri=run_uri
+        Path(run_dir),
+        store,
+        settings_path=settings_path,
+        evidence_bucket=evidence_bucket,
+        run_uri=run_uri,
+        fetch_from=fetch_from,
     )
     _finish(result_json(result), result.verdict, result.summary, output)
 

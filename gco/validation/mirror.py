@@ -4,7 +4,8 @@ After every step the run hands its checkpoint to the mirror as a new revision
 (`matrix/checkpoints/<revision>.json`), and at the end its evidence files. On the GPU runner the
 mirror is the runner's own folder, `s3://<bucket>/runs/<execution>/<runner id>/` (`gco matrix run
 --run-uri`, which the runner passes); when that machine is lost, a later job copies the folder back
-(`gpu_runner.runner.download_dir`) and `gco matrix resume` continues from the newest revision.
+(`gpu_runner.runner.download_dir`, or `gco matrix resume s3://...`: `fetch_run`) and `gco matrix
+resume` continues from the newest revision.
 
 Every object is created once (`If-None-Match: *`): the runner's instance role may only create objects
 under its folder (stacks/runner.py), so a revision is never replaced; an object that exists with the
@@ -13,12 +14,13 @@ same bytes (a retried write) is a success, with other bytes a `MirrorError`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gco import aws
-from gco.validation.errors import MatrixError
+from gco.validation.errors import CheckpointError, MatrixError
 
 SCHEME = "s3://"
 # S3's answers to a conditional create whose key exists (412), or is being written meanwhile (409).
@@ -81,3 +83,35 @@ class S3RunMirror:
             return bytes(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
         except (ClientError, BotoCoreError) as error:
             raise MirrorError(f"cannot read {SCHEME}{self.bucket}/{key}: {error}") from None
+
+
+def fetch_run(uri: str, directory: Path, *, client: Any = None) -> list[str]:
+    """Copy every object of the run's folder at `uri` into `directory`; returns the keys copied.
+
+    Files already in `directory` with the same names are replaced; the checkpoint read afterwards
+    is the highest revision found (`checkpoint.read_checkpoint`).
+
+    Raises:
+        CheckpointError: nothing is stored there (field `RUN_DIR`).
+        MirrorError: S3 refused or could not be reached, or a key would land outside `directory`.
+    """
+    bucket, prefix = parse_uri(uri)
+    s3 = client or aws.client("s3")
+    try:
+        pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        keys = [item["Key"] for page in pages for item in page.get("Contents", [])]
+    except (ClientError, BotoCoreError) as error:
+        raise MirrorError(f"cannot list {uri}: {error}") from None
+    if not keys:
+        raise CheckpointError("RUN_DIR", f"{uri} holds no run")
+    root = directory.resolve()
+    for key in keys:
+        target = (root / key[len(prefix) :]).resolve()
+        if not target.is_relative_to(root) or target == root:
+            raise MirrorError(f"{SCHEME}{bucket}/{key} does not fit in the run directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        except (ClientError, BotoCoreError) as error:
+            raise MirrorError(f"cannot read {SCHEME}{bucket}/{key}: {error}") from None
+    return keys

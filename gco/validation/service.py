@@ -25,7 +25,7 @@ from gco.validation.checks import Outcome
 from gco.validation.connect import ProxyHttp, environment_clusters
 from gco.validation.errors import CheckpointError, IdentityChangedError, SettingsError
 from gco.validation.identity import first_difference, identity
-from gco.validation.mirror import S3RunMirror
+from gco.validation.mirror import S3RunMirror, fetch_run
 from gco.validation.ports import Clusters, EndpointHttp
 from gco.validation.report import MatrixResult
 from gco.validation.run import Matrix, new_checkpoint, new_run_id
@@ -104,11 +104,15 @@ def resume(
     settings_path: Path | None = None,
     evidence_bucket: str | None = None,
     run_uri: str | None = None,
+    fetch_from: str | None = None,
     clusters: Clusters | None = None,
     http: EndpointHttp | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MatrixResult:
     """Continue the run in `run_dir` with the settings it started with, unchanged.
+
+    `fetch_from` (`s3://bucket/prefix/`, where a run mirrored itself): first copy that folder into
+    `run_dir` (another machine resuming a run whose own machine was lost).
 
     `settings_path` reads them from another file (a copy on another machine, the first one's
     directory gone); default: the file the checkpoint names. Either way the identity must match.
@@ -118,7 +122,10 @@ def resume(
         CheckpointError: `run_dir` holds no checkpoint.
         SettingsError: the settings file no longer passes the rules.
         IdentityChangedError: the settings' identity differs, naming the first differing field.
+        MirrorError: the folder at `fetch_from` could not be copied.
     """
+    if fetch_from is not None:
+        fetch_run(fetch_from, run_dir)
     checkpoint = read_checkpoint(run_dir)
     path = settings_path.resolve() if settings_path is not None else Path(checkpoint.settings_path)
     settings = load_settings(path)

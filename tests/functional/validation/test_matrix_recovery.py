@@ -27,11 +27,11 @@ from gco.evidence.store import LocalEvidenceStore
 from gco.local.motoserver import MotoServer
 from gco.local.standin.faults import Fault
 from gco.validation import OWNER_LABEL
-from gco.validation.checkpoint import CHECKPOINT, REVISIONS
+from gco.validation.checkpoint import CHECKPOINT, REVISIONS, revision_path
 from gco.validation.run import Matrix, new_checkpoint
 from gco.validation.service import load_settings
 from gpu_runner import run_job
-from gpu_runner.runner import download_dir, run_prefix
+from gpu_runner.runner import run_prefix
 from tests.functional.gpu_runner.test_runner import RecordingSfn
 from tests.functional.validation.conftest import (
     StackFactory,
@@ -130,13 +130,16 @@ def test_a_run_killed_after_deploying_resumes_on_another_machine_from_the_bucket
     assert sorted(_labelled(store, run_id)) == sorted(lifecycles)  # its four endpoints outlived it
     shutil.rmtree(first)  # the machine is gone: its settings and run directory with it
 
-    # A copy of the run from the bucket, resumed with changed settings: refused, naming the field.
+    # `gco matrix resume` of the run's folder in the bucket, with changed settings: copied, then
+    # refused naming the field; nothing was touched.
     copy = tmp_path / "inspect"
-    download_dir(s3, BUCKET, first_prefix, copy)
     changed = write_settings(tmp_path / "changed.json", request_max_tokens=9)
     capsys.readouterr()
-    assert main(["matrix", "resume", str(copy), "--settings", str(changed)]) == 2
+    folder = f"s3://{BUCKET}/{first_prefix}"
+    assert main(["matrix", "resume", folder, "--settings", str(changed), "--run-dir", str(copy)]) == 2
     assert capsys.readouterr().err.startswith("error: request_max_tokens: differs from the identity")
+    assert (copy / revision_path(mirrored["revision"])).is_file()
+    assert sorted(_labelled(store, run_id)) == sorted(lifecycles)
 
     # A later job on another instance: the runner copies the run back and resumes it with the
     # job's copy of the settings.
