@@ -23,6 +23,9 @@ from gco import aws
 from gco.validation.errors import CheckpointError, MatrixError
 
 SCHEME = "s3://"
+# Where a run given an evidence bucket and no run URI mirrors itself: `s3://<bucket>/matrix-runs/<run id>/`
+# (the GPU runner passes its own folder, `runs/<execution>/<runner id>/`).
+DEFAULT_PREFIX = "matrix-runs/"
 # S3's answers to a conditional create whose key exists (412), or is being written meanwhile (409).
 EXISTS = ("PreconditionFailed", "ConditionalRequestConflict")
 
@@ -35,6 +38,11 @@ class RunMirror(Protocol):
     """Where a run's files are copied as they are written; `put` creates `relative` once."""
 
     def put(self, relative: str, body: bytes) -> str: ...
+
+
+def default_uri(evidence_bucket: str | None, run_id: str) -> str | None:
+    """The run URI of a run given only an evidence bucket (None without one: no mirror)."""
+    return f"{SCHEME}{evidence_bucket}/{DEFAULT_PREFIX}{run_id}/" if evidence_bucket else None
 
 
 def parse_uri(uri: str) -> tuple[str, str]:

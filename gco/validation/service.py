@@ -25,7 +25,7 @@ from gco.validation.checks import Outcome
 from gco.validation.connect import ProxyHttp, environment_clusters
 from gco.validation.errors import CheckpointError, IdentityChangedError, SettingsError
 from gco.validation.identity import first_difference, identity
-from gco.validation.mirror import S3RunMirror, fetch_run
+from gco.validation.mirror import S3RunMirror, default_uri, fetch_run
 from gco.validation.ports import Clusters, EndpointHttp
 from gco.validation.report import MatrixResult
 from gco.validation.run import Matrix, new_checkpoint, new_run_id
@@ -87,13 +87,15 @@ def start(
     """Validate the settings and run the matrix from the start in `run_dir` (default `gco-matrix/<run>`).
 
     `run_uri` (`s3://bucket/prefix/`): where each checkpoint revision and the evidence files are
-    also written as the run goes, so another machine can resume it.
+    also written as the run goes, so another machine can resume it; default, with an evidence
+    bucket, `s3://<bucket>/matrix-runs/<run id>/`.
     """
     settings = load_settings(settings_path)
     run = run_id or new_run_id()
     directory = (run_dir or Path("gco-matrix") / run).resolve()
     checkpoint = new_checkpoint(settings, settings_path.resolve(), run)
-    matrix = _matrix(settings, store, directory, evidence_bucket, clusters, http, sleep, run_uri)
+    uri = run_uri or default_uri(evidence_bucket, run)
+    matrix = _matrix(settings, store, directory, evidence_bucket, clusters, http, sleep, uri)
     return matrix.execute(checkpoint)
 
 
@@ -135,7 +137,8 @@ def resume(
             differs, f"differs from the identity this run started with (read from {path}); not resumed"
         )
     checkpoint = checkpoint.model_copy(update={"settings_path": str(path)})
-    matrix = _matrix(settings, store, run_dir.resolve(), evidence_bucket, clusters, http, sleep, run_uri)
+    uri = run_uri or default_uri(evidence_bucket, checkpoint.run_id)
+    matrix = _matrix(settings, store, run_dir.resolve(), evidence_bucket, clusters, http, sleep, uri)
     if checkpoint.finished and checkpoint.verdict is not None and checkpoint.evidence_id:
         matrix.progress(f"matrix {checkpoint.run_id} already finished: {checkpoint.verdict}")
     return matrix.execute(checkpoint)

@@ -10,12 +10,13 @@ import pytest
 from gco import aws
 from gco.local.motoserver import MotoServer
 from gco.validation.errors import CheckpointError
-from gco.validation.mirror import MirrorError, S3RunMirror, fetch_run, parse_uri
+from gco.validation.mirror import MirrorError, S3RunMirror, default_uri, fetch_run, parse_uri
 
 BUCKET = "gco-mirror-test"
 
 
-def test_parse_uri() -> None:
+def test_parse_uri_and_the_default_folder() -> None:
+    assert default_uri("b", "r1") == "s3://b/matrix-runs/r1/" and default_uri(None, "r1") is None
     assert parse_uri("s3://b/runs/e/r") == ("b", "runs/e/r/")
     assert parse_uri("s3://b/runs/e/r/") == ("b", "runs/e/r/")
     assert parse_uri("s3://b") == ("b", "")
