@@ -31,6 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from gco.validation.checkpoint import read_checkpoint
 from gco.validation.errors import CheckpointError
+from gco.validation.mirror import MirrorError, fetch_run
 from gpu_runner import docker
 from gpu_runner.job import JobMessage, MatrixJob
 
@@ -162,24 +163,16 @@ def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
 def download_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
     """Every object under `prefix` into `directory` (a resumed job's earlier run directory).
 
+    The copy is the matrix's own (`gco.validation.mirror.fetch_run`): a folder holding only the
+    checkpoint revisions a lost runner mirrored is a run directory too.
+
     Raises:
-        JobError: nothing is stored under `prefix`, or a key would land outside `directory`.
+        JobError: nothing is stored under `prefix`, a key would land outside `directory`, or S3 failed.
     """
-    keys = [
-        item["Key"]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        for item in page.get("Contents", [])
-    ]
-    if not keys:
-        raise JobError(f"s3://{bucket}/{prefix} holds no run directory to resume")
-    root = directory.resolve()
-    for key in keys:
-        target = (root / key[len(prefix) :]).resolve()
-        if not target.is_relative_to(root) or target == root:
-            raise JobError(f"s3://{bucket}/{key} does not fit in the run directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    return keys
+    try:
+        return fetch_run(f"s3://{bucket}/{prefix}", directory, client=s3)
+    except (CheckpointError, MirrorError) as error:
+        raise JobError(f"cannot copy the run directory to resume: {error}") from None
 
 
 def earlier_run_prefix(s3: Any, bucket: str, execution: str) -> str:
