@@ -22,3 +22,5 @@ LAMBDA_REGION_ENV = "AWS_REGION"
 WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"
 # The local stack's stand-in Kubernetes API servers, Region -> URL (JSON); in AWS: EKS clusters by name.
 CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
+# Where `gco matrix run|resume` also writes each checkpoint revision and its evidence (s3://bucket/prefix/).
+MATRIX_RUN_URI_ENV = "GCO_MATRIX_RUN_URI"

@@ -30,8 +30,10 @@ class RoundsJob(_Model):
     min_rounds: int | None = Field(default=None, ge=1, le=1000)
     serve_args: list[str] = Field(default_factory=list)
 
-    def argv(self, workdir: Path, run_dir: Path, bucket: str) -> list[str]:
-        """Write the inputs under `workdir` and return the command that runs the job."""
+    def argv(self, workdir: Path, run_dir: Path, bucket: str, run_uri: str) -> list[str]:
+        """Write the inputs under `workdir` and return the command that runs the job.
+
+        `run_uri` is unused: `gco bench rounds` writes its run directory, uploaded when it ends."""
         workdir.mkdir(parents=True, exist_ok=True)
         manifest, prompts = workdir / "manifest.json", workdir / "prompts.jsonl"
         manifest.write_text(json.dumps(self.manifest), encoding="utf-8")
@@ -76,22 +78,29 @@ class MatrixJob(_Model):
     The settings are checked by `gco matrix` itself (one place for the rules; a bad value fails the
     job with the line naming the field). Their `consent: true` is the job's consent to deploy and
     destroy, so the command gets `--consent`. With `resume_execution`, the runner first copies that
-    execution's run directory (`runs/<execution>/` in the bucket) into its own and resumes it.
+    execution's run directory (`runs/<execution>/` in the bucket) into its own and resumes it. The
+    run writes each checkpoint revision to the runner's own folder as it goes (`--run-uri`), so a
+    later job can resume it even when this runner's machine is lost.
     """
 
     kind: Literal["matrix"] = "matrix"
     settings: dict[str, Any]
     resume_execution: str | None = Field(default=None, pattern=EXECUTION)
 
-    def argv(self, workdir: Path, run_dir: Path, bucket: str) -> list[str]:
+    def argv(self, workdir: Path, run_dir: Path, bucket: str, run_uri: str) -> list[str]:
         """Write the settings under `workdir` and return the command that runs the job."""
         workdir.mkdir(parents=True, exist_ok=True)
         settings = workdir / "settings.json"
         settings.write_text(json.dumps(self.settings), encoding="utf-8")
-        tail = ["--evidence-bucket", bucket, "--output", "json"]
+        tail = ["--evidence-bucket", bucket, "--run-uri", run_uri, "--output", "json"]
         if self.resume_execution is not None:
             return ["gco", "matrix", "resume", str(run_dir), "--settings", str(settings), *tail]
         return ["gco", "matrix", "run", str(settings), "--consent", "--run-dir", str(run_dir), *tail]
+
+    @staticmethod
+    def destroy_argv(run_dir: Path, run_uri: str) -> list[str]:
+        """The runner's failure path: destroy whatever the run left (`gco matrix destroy`)."""
+        return ["gco", "matrix", "destroy", str(run_dir), "--run-uri", run_uri, "--output", "json"]
 
 
 Job = Annotated[RoundsJob | MatrixJob, Field(discriminator="kind")]

@@ -7,6 +7,9 @@ aborted, timed out, or its heartbeat timeout passed), the job's process group is
 runner answers nothing more. A heartbeat that is throttled or lost on the network is not a refusal:
 the next one is sent on time, and the task's heartbeat timeout bounds how long that may go on.
 After the job, engine containers still running (their wrapper died) are killed and named in the answer.
+A matrix run that did not finish (killed, cancelled because its task closed, or failed mid-way) is
+followed by `gco matrix destroy` of its run directory, so its GPU endpoints do not outlive it; a
+refused start (exit status 2: bad settings, a changed identity) deployed nothing and is not.
 Whatever happens, the caller (`__main__`) exits, and the instance's user data shuts the instance
 down, which terminates it.
 """
@@ -26,11 +29,15 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from gco.validation.checkpoint import read_checkpoint
+from gco.validation.errors import CheckpointError
+from gco.validation.mirror import MirrorError, fetch_run
 from gpu_runner import docker
-from gpu_runner.job import JobMessage
+from gpu_runner.job import JobMessage, MatrixJob
 
 CAUSE_LIMIT = 32_000
 STOP_TIMEOUT = 30.0
+BAD_INPUT = 2  # the `gco` exit status of refused input: nothing was started
 WATCH_INTERVAL = 0.1  # how often the job's watcher looks for a cancellation
 # Step Functions' answers for a task that no longer waits: no later heartbeat can succeed.
 CLOSED_TASK = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
@@ -156,24 +163,16 @@ def upload_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
 def download_dir(s3: Any, bucket: str, prefix: str, directory: Path) -> list[str]:
     """Every object under `prefix` into `directory` (a resumed job's earlier run directory).
 
+    The copy is the matrix's own (`gco.validation.mirror.fetch_run`): a folder holding only the
+    checkpoint revisions a lost runner mirrored is a run directory too.
+
     Raises:
-        JobError: nothing is stored under `prefix`, or a key would land outside `directory`.
+        JobError: nothing is stored under `prefix`, a key would land outside `directory`, or S3 failed.
     """
-    keys = [
-        item["Key"]
-        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-        for item in page.get("Contents", [])
-    ]
-    if not keys:
-        raise JobError(f"s3://{bucket}/{prefix} holds no run directory to resume")
-    root = directory.resolve()
-    for key in keys:
-        target = (root / key[len(prefix) :]).resolve()
-        if not target.is_relative_to(root) or target == root:
-            raise JobError(f"s3://{bucket}/{key} does not fit in the run directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    return keys
+    try:
+        return fetch_run(f"s3://{bucket}/{prefix}", directory, client=s3)
+    except (CheckpointError, MirrorError) as error:
+        raise JobError(f"cannot copy the run directory to resume: {error}") from None
 
 
 def earlier_run_prefix(s3: Any, bucket: str, execution: str) -> str:
@@ -241,20 +240,23 @@ def run_job(
     )
     heartbeats.start()
     run_dir = workdir / "run"
+    runs_prefix = run_prefix(message.execution, runner)
+    run_uri = f"s3://{bucket}/{runs_prefix}"
     resumed = getattr(message.job, "resume_execution", None)
     try:
         rc, stdout, stderr = _restore(s3, bucket, resumed, run_dir) or execute(
-            message.job.argv(workdir / "input", run_dir, bucket), cancel
+            message.job.argv(workdir / "input", run_dir, bucket, run_uri), cancel
         )
     finally:
         done.set()
         heartbeats.join()
+    destroyed = _destroy_unfinished(message, rc, run_dir, run_uri, execute)
     survivors = sweep_engines()
-    runs_prefix = run_prefix(message.execution, runner)
     uploaded = upload_dir(s3, bucket, runs_prefix, run_dir) if run_dir.is_dir() else []
     if cancel.is_set() and rc != 0:
-        return Outcome(succeeded=False, output={"error": "TaskClosed"}, cancelled=True)
-    run_uri = f"s3://{bucket}/{runs_prefix}"
+        return Outcome(
+            succeeded=False, output={"error": "TaskClosed", "destroyed": destroyed}, cancelled=True
+        )
     if rc == 0:
         result = json.loads(stdout or "{}")
         evidence_id = result.get("evidence_id")
@@ -270,10 +272,35 @@ def run_job(
         _answer(sfn.send_task_success, taskToken=message.task_token, output=json.dumps(output))
         return Outcome(succeeded=True, output=output)
     cause = json.dumps(
-        {"exit_status": rc, "message": _last_line(stderr), "run_dir": run_uri, "engine_survivors": survivors}
+        {
+            "exit_status": rc,
+            "message": _last_line(stderr),
+            "run_dir": run_uri,
+            "engine_survivors": survivors,
+            "destroyed": destroyed,
+        }
     )
     _answer(sfn.send_task_failure, taskToken=message.task_token, error="RunnerJobFailed", cause=cause)
     return Outcome(succeeded=False, output=json.loads(cause))
+
+
+def _destroy_unfinished(
+    message: JobMessage, rc: int, run_dir: Path, run_uri: str, execute: Executor
+) -> dict[str, Any] | None:
+    """Run `gco matrix destroy` after a matrix job that left its run unfinished; None when not needed.
+
+    Its own cancel event: the job's may be set (the task closed), and the destruction must run then too.
+    """
+    if not isinstance(message.job, MatrixJob) or rc in (0, BAD_INPUT):
+        return None
+    try:
+        if read_checkpoint(run_dir).finished:
+            return None  # the run destroyed its endpoints and wrote its verdict itself
+    except CheckpointError:
+        return None  # never started: nothing deployed
+    status, stdout, stderr = execute(MatrixJob.destroy_argv(run_dir, run_uri), threading.Event())
+    LOG.warning("matrix run unfinished (exit status %s): gco matrix destroy exited %s", rc, status)
+    return {"exit_status": status, "message": _last_line(stderr) or _last_line(stdout)}
 
 
 def _heartbeat(sfn: Any, token: str, interval: float, cancel: threading.Event, done: threading.Event) -> None:

@@ -3,16 +3,20 @@
 The sweep never raises for one endpoint (`gco.reconcile.sweep`): per-endpoint failures and
 unreadable records are counted (the Regional stack alarms on `UnreadableRecords`); only a Region
 that could not be listed at all fails the invocation, so the function's Errors alarm fires.
+Then the matrix endpoints of this Region whose run's deadline has passed are deleted
+(`gco.reconcile.expiry`): the cleanup of a run whose GPU runner never came back.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.errors import SweepFailedError
+from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.runtime import LazyReconciler
 from gco.reconcile.sweep import sweep
@@ -32,7 +36,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="SweepEndpoints", unit=MetricUnit.Count, value=report.endpoints)
     metrics.add_metric(name="SweepFailures", unit=MetricUnit.Count, value=len(report.failed))
     metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=len(report.unreadable))
-    logger.info("sweep finished", extra=report.as_dict())
+    expired = destroy_expired(reconciler().store, region=reconciler().region, now=time.time())
+    metrics.add_metric(name="ExpiredMatrixEndpoints", unit=MetricUnit.Count, value=len(expired.destroyed))
+    logger.info("sweep finished", extra={**report.as_dict(), "expired_matrix": vars(expired)})
     if report.error is not None:
         raise SweepFailedError(f"the sweep could not list the Region: {report.error}")
     return report.as_dict()

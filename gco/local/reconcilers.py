@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +19,7 @@ from gco import aws
 from gco.endpoints.store import EndpointStore
 from gco.local.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
+from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
@@ -37,8 +39,10 @@ def _poll_again(poller: StreamPoller) -> bool:
 
 
 def _sweep_then_wait(reconciler: Reconciler) -> bool:
-    """One sweep; the next waits for the sweep interval, whatever this one found."""
+    """One sweep and the cleanup of expired matrix endpoints, as the sweep Lambda does (lambdas/sweep.py);
+    the next waits for the sweep interval, whatever this one found."""
     sweep(reconciler)
+    destroy_expired(reconciler.store, region=reconciler.region, now=time.time())
     return False
 
 

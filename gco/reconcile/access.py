@@ -121,6 +121,11 @@ class Grant:
     def namespaces(self) -> tuple[str, ...]:
         return tuple(namespace for namespace, _ in self.kinds_by_namespace)
 
+    @property
+    def endpoint_namespaces(self) -> tuple[str, ...]:
+        """The namespaces an endpoint may live in: every granted one but the system namespace."""
+        return tuple(namespace for namespace in self.namespaces if namespace != SYSTEM_NAMESPACE)
+
     def kinds_in(self, namespace: str) -> tuple[Kind, ...]:
         return dict(self.kinds_by_namespace).get(namespace, ())
 

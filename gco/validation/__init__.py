@@ -5,6 +5,7 @@ The settings and their rules (`settings`), the engine adapters (`adapters`), the
 functions `gco matrix` calls (`service`). `docs/matrix.md` describes it.
 """
 
+from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
 from gco.validation.errors import (
     CheckpointError,
     IdentityChangedError,
@@ -12,11 +13,12 @@ from gco.validation.errors import (
     MatrixFailedError,
     SettingsError,
 )
-from gco.validation.identity import CONTRACT_VERSION, OWNER_LABEL, first_difference, identity
+from gco.validation.identity import CONTRACT_VERSION, first_difference, identity
 from gco.validation.settings import KEYS, MatrixSettings, Runtime, parse_settings
 
 __all__ = [
     "CONTRACT_VERSION",
+    "DEADLINE_LABEL",
     "KEYS",
     "OWNER_LABEL",
     "CheckpointError",

@@ -1,9 +1,15 @@
 """`D/matrix/checkpoint.json`: what a run has done, written atomically after every step.
 
-It holds the run id, the settings file it read, the identity, each endpoint's lifecycle id once
-created, and every step with its verdict and timings. `gco matrix resume D` reads it, refuses a
-changed identity, and continues: a step that passed is not run again (so a deployed endpoint is
-not deployed twice).
+It holds the run id, the settings file it read, the identity, the run's deadline (its start plus
+`job_timeout_seconds`), each endpoint's lifecycle id once created, and every step with its verdict
+and timings. `gco matrix resume D` reads it, refuses a changed identity, and continues: a step
+that passed is not run again (so a deployed endpoint is not deployed twice).
+
+Every save raises `revision` by one, and the run's mirror (`mirror.py`) keeps each revision as
+`matrix/checkpoints/<revision>.json` in the evidence bucket, a new object each time (the runner
+may only create objects there). A run directory copied back from the bucket after its machine was
+lost holds those revisions and perhaps no `checkpoint.json`: the checkpoint read is the highest
+revision found.
 """
 
 from __future__ import annotations
@@ -18,9 +24,20 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gco.validation.errors import CheckpointError
 
 CHECKPOINT = Path("matrix") / "checkpoint.json"
+REVISIONS = Path("matrix") / "checkpoints"
 Verdict = Literal["pass", "fail", "skipped"]
+# `job_timeout`: the run's deadline passed; its detail names the step it ended.
 StepName = Literal[
-    "deploy", "ready", "health", "model_info", "request", "hpa", "proxy", "destroy", "inventory"
+    "deploy",
+    "ready",
+    "health",
+    "model_info",
+    "request",
+    "hpa",
+    "proxy",
+    "job_timeout",
+    "destroy",
+    "inventory",
 ]
 
 
@@ -60,6 +77,8 @@ class Checkpoint(BaseModel):
     identity: dict[str, Any]
     created_at: str
     endpoints: list[EndpointEntry]
+    deadline: int | None = None  # epoch seconds: created_at + job_timeout_seconds
+    revision: int = 0
     steps: list[Step] = Field(default_factory=list)
     superseded: list[Step] = Field(default_factory=list)  # steps of an endpoint deployed again on resume
     finished: bool = False
@@ -92,30 +111,44 @@ class Checkpoint(BaseModel):
         return next(entry for entry in self.endpoints if entry.name == name)
 
 
+def revision_path(revision: int) -> str:
+    """Where revision `revision` of a checkpoint is kept, relative to the run directory."""
+    return f"{REVISIONS.as_posix()}/{revision:08d}.json"
+
+
+def checkpoint_bytes(checkpoint: Checkpoint) -> bytes:
+    return (json.dumps(checkpoint.model_dump(mode="json"), indent=2) + "\n").encode("utf-8")
+
+
 def write_checkpoint(run_dir: Path, checkpoint: Checkpoint) -> Path:
     """Write atomically (temporary file, then rename), so a crash leaves the previous one whole."""
     path = run_dir / CHECKPOINT
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(checkpoint.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8")
+    partial.write_bytes(checkpoint_bytes(checkpoint))
     os.replace(partial, path)
     return path
 
 
-def read_checkpoint(run_dir: Path) -> Checkpoint:
-    """The run directory's checkpoint.
-
-    Raises:
-        CheckpointError: none there, or it is not a checkpoint (field `RUN_DIR`).
-    """
-    path = run_dir / CHECKPOINT
+def _parse(path: Path) -> Checkpoint:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise CheckpointError("RUN_DIR", f"no checkpoint at {path}: {error.strerror or error}") from None
-    try:
-        return Checkpoint.model_validate_json(text)
+        return Checkpoint.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as error:
         raise CheckpointError(
             "RUN_DIR", f"{path} is not a matrix checkpoint: {error.errors()[0]['msg']}"
         ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CheckpointError("RUN_DIR", f"cannot read {path}: {error}") from None
+
+
+def read_checkpoint(run_dir: Path) -> Checkpoint:
+    """The run directory's newest checkpoint: `checkpoint.json` or a kept revision, the highest revision.
+
+    Raises:
+        CheckpointError: none there, or one is not a checkpoint (field `RUN_DIR`).
+    """
+    path = run_dir / CHECKPOINT
+    candidates = [p for p in [path, *sorted((run_dir / REVISIONS).glob("*.json"))] if p.is_file()]
+    if not candidates:
+        raise CheckpointError("RUN_DIR", f"no checkpoint at {path}")
+    return max((_parse(candidate) for candidate in candidates), key=lambda c: c.revision)

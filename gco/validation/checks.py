@@ -66,19 +66,33 @@ def endpoint_spec(settings: MatrixSettings, runtime: Runtime, role: str) -> dict
     return spec
 
 
-def ready(record: EndpointRecord | None, region: str) -> tuple[bool, str]:
+@dataclass(frozen=True)
+class Readiness:
+    """One endpoint in one Region as the record shows it: ready or not, and a terminal error if any.
+
+    `error` is set only for an `error` status of the record's current lifecycle: the reconciler
+    writes it for what no retry mends (a namespace it is not granted, a missing add-on), so the
+    ready step ends at once with it rather than waiting out its timeout.
+    """
+
+    done: bool
+    state: str
+    replicas_ready: int = 0
+    error: str | None = None
+
+
+def ready(record: EndpointRecord | None, region: str) -> Readiness:
     """Whether the record runs its current lifecycle in `region` with every replica ready."""
     if record is None:
-        return False, "no record"
+        return Readiness(False, "no record")
     status = record.region_status.get(region)
     if status is None:
-        return False, "pending"
-    done = (
-        status.state == "running"
-        and status.lifecycle_id == record.lifecycle_id
-        and status.replicas_ready >= max(1, status.replicas_desired)
-    )
-    return done, f"{status.state} {status.replicas_ready}/{status.replicas_desired}"
+        return Readiness(False, "pending")
+    current = status.lifecycle_id == record.lifecycle_id
+    done = current and status.state == "running" and status.replicas_ready >= max(1, status.replicas_desired)
+    error = (status.error or "no reason given") if current and status.state == "error" else None
+    state = f"{status.state} {status.replicas_ready}/{status.replicas_desired}"
+    return Readiness(done, state, status.replicas_ready if current else 0, error)
 
 
 def _short(value: Any) -> str:

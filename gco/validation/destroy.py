@@ -18,9 +18,9 @@ from gco.endpoints.errors import EndpointNotFoundError, LostRaceError
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
+from gco.reconcile.expiry import OWNER_LABEL
 from gco.validation.checkpoint import EndpointEntry
 from gco.validation.checks import Outcome
-from gco.validation.identity import OWNER_LABEL
 from gco.validation.settings import MatrixSettings
 
 

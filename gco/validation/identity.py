@@ -13,12 +13,12 @@ import json
 from typing import Any
 
 from gco.namespaces import SYSTEM_NAMESPACE
+from gco.reconcile.expiry import OWNER_LABEL
 from gco.reconcile.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
 from gco.validation import adapters
 from gco.validation.settings import KEYS, MatrixSettings, settings_document
 
 CONTRACT_VERSION = 2
-OWNER_LABEL = "gco-managed-inference-validation-owner"
 ACCELERATOR = "nvidia"
 ROLES = ("baseline", "hpa")
 HPA_METRIC = "cpu"

@@ -6,11 +6,19 @@ request; see each HPA endpoint hold 2 replicas for `hpa_stability_intervals` sam
 shared proxy; then, whatever failed, destroy every endpoint (fenced by the owner label and the
 lifecycle id, so a record of the same name that is not this run's is never touched) and take the
 final inventory. The first failed check skips the checks after it, never the destruction. Every
-step lands in the checkpoint as it ends; a resumed run skips the steps that passed.
+step lands in the checkpoint as it ends (and, with a mirror, in the evidence bucket); a resumed run
+skips the steps that passed.
+
+Bounds: the run's deadline (its start plus `job_timeout_seconds`, wall-clock, so it holds across
+machines) ends the checks wherever they are, records a failed `job_timeout` step naming that step,
+and goes on to the destruction; `queue_timeout_seconds` bounds how long an endpoint may have no
+ready replica (no GPU capacity, pods never scheduled); a Region's terminal `error` status ends the
+ready step at once with its reason.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -21,17 +29,27 @@ from typing import Any
 
 import click
 
-from gco.cli.wait import Progress, WaitTimeoutError, wait_for
 from gco.endpoints.errors import EndpointExistsError
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
 from gco.evidence.record import now_iso
 from gco.evidence.store import EvidenceStore
-from gco.validation import checks
-from gco.validation.checkpoint import Checkpoint, EndpointEntry, Step, StepName, Verdict, write_checkpoint
+from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
+from gco.validation import checks, waits
+from gco.validation.checkpoint import (
+    Checkpoint,
+    EndpointEntry,
+    Step,
+    StepName,
+    Verdict,
+    checkpoint_bytes,
+    revision_path,
+    write_checkpoint,
+)
 from gco.validation.destroy import destroy_endpoint, records_of_run
-from gco.validation.identity import OWNER_LABEL, ROLES, identity
+from gco.validation.identity import ROLES, identity
+from gco.validation.mirror import MirrorError, RunMirror
 from gco.validation.ports import ClusterReader, Clusters, EndpointHttp
 from gco.validation.report import MatrixResult, write_evidence
 from gco.validation.settings import MatrixSettings, Runtime
@@ -46,7 +64,11 @@ def endpoint_name(run_id: str, runtime: Runtime, role: str) -> str:
     return f"mx-{run_id}-{runtime.framework}-{role}"
 
 
-def new_checkpoint(settings: MatrixSettings, settings_path: Path, run_id: str) -> Checkpoint:
+def new_checkpoint(
+    settings: MatrixSettings, settings_path: Path, run_id: str, *, now: float | None = None
+) -> Checkpoint:
+    """A run not yet started; its deadline is `now` (default: the wall clock) plus the job timeout."""
+    started = time.time() if now is None else now
     entries = [
         EndpointEntry(name=endpoint_name(run_id, runtime, role), framework=runtime.framework, role=role)
         for runtime in settings.inference_runtimes
@@ -58,6 +80,7 @@ def new_checkpoint(settings: MatrixSettings, settings_path: Path, run_id: str) -
         identity=identity(settings),
         created_at=now_iso(),
         endpoints=entries,
+        deadline=math.ceil(started + settings.job_timeout_seconds),
     )
 
 
@@ -75,7 +98,9 @@ class Matrix:
     http: EndpointHttp
     run_dir: Path
     evidence_stores: list[EvidenceStore] = field(default_factory=list)
+    mirror: RunMirror | None = None
     clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time  # the deadline's clock: epoch seconds, the same on every machine
     sleep: Callable[[float], None] = time.sleep
     progress: Callable[[str], None] = _echo
     state: Checkpoint = field(init=False)
@@ -90,19 +115,51 @@ class Matrix:
         self.region = self.settings.selected_region
         self._save()
         if self.state.failed_check() is None:
-            self._redeploy_vanished()
+            if self._remaining() > 0:
+                self._redeploy_vanished()
             self._checks()
-        self._destroy_all()
+        self._destroy_all(self.state.endpoints)
         self._step("inventory", None, self._inventory)
         failed = [s for s in self.state.steps if s.verdict == "fail" and not self._superseded(s)]
         verdict: Verdict = "fail" if failed else "pass"
         result = write_evidence(self.state, verdict, self.run_dir, self.evidence_stores)
+        evidence = Path(result.evidence_path)
+        for path in (evidence, evidence.with_suffix(".md"), evidence.with_suffix(".html")):
+            self._mirror(path.relative_to(self.run_dir).as_posix(), path.read_bytes())
         self.state = self.state.model_copy(
             update={"finished": True, "verdict": verdict, "evidence_id": result.evidence_id}
         )
         self._save()
         self.progress(result.summary)
         return result
+
+    def destroy(self, checkpoint: Checkpoint) -> checks.Outcome:
+        """Destroy every endpoint of the run (`gco matrix destroy`), then take the inventory.
+
+        Each endpoint of the checkpoint, and any other record carrying the run's owner label, is
+        deleted fenced by that label and its lifecycle, retried, and awaited until purged; both
+        land in the checkpoint as `destroy` and `inventory` steps (a later resume finishes the run
+        from there). Returns the inventory: passed when nothing of the run is left.
+        """
+        self.state = checkpoint
+        self.region = self.settings.selected_region
+        self._save()
+        known = {entry.name for entry in self.state.endpoints}
+        strays = [
+            EndpointEntry(
+                name=r.endpoint_name, framework=r.spec.framework, role="", lifecycle_id=r.lifecycle_id
+            )
+            for r in records_of_run(self.store, self.state.run_id)
+            if r.endpoint_name not in known
+        ]
+        self._destroy_all([*self.state.endpoints, *strays], again=True)
+        started = self.clock()
+        try:
+            outcome = self._inventory()
+        except GcoError as error:
+            outcome = checks.Outcome(False, f"{type(error).__name__}: {error}")
+        self._record("inventory", None, outcome, self.clock() - started)
+        return outcome
 
     # -- the steps ----------------------------------------------------------------------------
 
@@ -150,6 +207,8 @@ class Matrix:
     def _deploy(self, entry: EndpointEntry) -> checks.Outcome:
         runtime = next(r for r in self.settings.inference_runtimes if r.framework == entry.framework)
         labels = {OWNER_LABEL: self.state.run_id}
+        if self.state.deadline is not None:
+            labels[DEADLINE_LABEL] = str(self.state.deadline)
         record: EndpointRecord | None
         try:
             record = self.store.create(
@@ -172,84 +231,52 @@ class Matrix:
         return checks.Outcome(True, f"lifecycle {record.lifecycle_id}", {"lifecycle_id": record.lifecycle_id})
 
     def _ready(self) -> bool:
+        """Wait for every endpoint to be ready, within readiness_timeout and the run's deadline."""
         pending = [e.name for e in self.state.endpoints if not self.state.passed("ready", e.name)]
-        started, when_ready = self.clock(), dict[str, float]()
-
-        def poll() -> Progress[None]:
-            states = {}
-            for name in pending:
-                done, state = checks.ready(self.store.get(name, consistent_read=True), self.region)
-                states[name] = state
-                if done:
-                    when_ready.setdefault(name, self.clock() - started)
-            waiting = [f"{name} {states[name]}" for name in pending if name not in when_ready]
-            return Progress(len(when_ready), len(pending), not waiting, "; ".join(waiting), None)
-
-        try:
-            wait_for(
-                poll,
-                what=f"{len(pending)} endpoints ready in {self.region}",
-                timeout=self.settings.readiness_timeout_seconds,
-                interval=self.settings.poll_interval_seconds,
-                sleep=self.sleep,
-                clock=self.clock,
-            )
-            problem = ""
-        except (WaitTimeoutError, GcoError) as error:
-            problem = str(error)
-        for name in pending:
-            seconds = when_ready.get(name)
-            outcome = (
-                checks.Outcome(True, f"ready after {seconds:.1f} s", {"ready_seconds": round(seconds, 3)})
-                if seconds is not None
-                else checks.Outcome(False, problem or "not ready")
-            )
-            self._record("ready", name, outcome, seconds if seconds is not None else self.clock() - started)
-        return all(name in when_ready for name in pending)
+        if not pending or self._timed_out("ready", None):
+            return not pending
+        found = waits.await_ready(
+            self.store,
+            self.region,
+            pending,
+            self.settings,
+            limit=self._limit(self.settings.readiness_timeout_seconds),
+            clock=self.clock,
+            sleep=self.sleep,
+        )
+        return self._record_all("ready", found)
 
     def _hpa(self) -> bool:
-        """Sample each HPA endpoint once per monitor interval until it showed 2 replicas long enough."""
+        """See each HPA endpoint hold its replicas, within hpa_timeout and the run's deadline."""
         targets = [
             e for e in self.state.endpoints if e.role == "hpa" and not self.state.passed("hpa", e.name)
         ]
-        reader = self.clusters.reader(self.region)
-        wanted, need = self.settings.hpa_max_replicas, self.settings.hpa_stability_intervals
-        streak = {e.name: 0 for e in targets}
-        samples: dict[str, list[list[int]]] = {e.name: [] for e in targets}
-        started = self.clock()
-        deadline = started + self.settings.hpa_timeout_seconds
-        while True:
-            for entry in targets:
-                if streak[entry.name] >= need:
-                    continue
-                try:
-                    current, ready_count = checks.hpa_replicas(reader, entry.name, entry.lifecycle_id)
-                except GcoError:
-                    current = ready_count = -1
-                samples[entry.name].append([current, ready_count])
-                held = current == wanted and ready_count == wanted
-                streak[entry.name] = streak[entry.name] + 1 if held else 0
-            if all(count >= need for count in streak.values()) or self.clock() >= deadline:
-                break
-            self.sleep(self.settings.monitor_interval_seconds)
-        seconds = self.clock() - started
-        for entry in targets:
-            last = samples[entry.name][-1] if samples[entry.name] else [0, 0]
-            held = streak[entry.name] >= need
-            detail = (
-                f"held {wanted} replicas for {need} samples"
-                if held
-                else f"current {last[0]}, ready {last[1]} (want {wanted} for {need} consecutive samples) "
-                f"after {self.settings.hpa_timeout_seconds} s"
-            )
-            self._record(
-                "hpa", entry.name, checks.Outcome(held, detail, {"samples": samples[entry.name]}), seconds
-            )
-        return all(count >= need for count in streak.values())
+        if not targets or self._timed_out("hpa", None):
+            return not targets
+        found = waits.sample_hpa(
+            self.clusters.reader(self.region),
+            targets,
+            self.settings,
+            limit=self._limit(self.settings.hpa_timeout_seconds),
+            clock=self.clock,
+            sleep=self.sleep,
+        )
+        return self._record_all("hpa", found)
 
-    def _destroy_all(self) -> None:
-        """Destroy the endpoints concurrently (each waits for its own purge); record each as it ends."""
-        pending = [e for e in self.state.endpoints if not self.state.passed("destroy", e.name)]
+    def _record_all(self, step: StepName, found: waits.Timed) -> bool:
+        """Record a wait's outcomes; True when all passed. A wait cut by the deadline records it."""
+        for name, (outcome, seconds) in found.items():
+            self._record(step, name, outcome, seconds)
+        passed = all(outcome.passed for outcome, _ in found.values())
+        if not passed:
+            self._timed_out(step, None)
+        return passed
+
+    def _destroy_all(self, entries: list[EndpointEntry], *, again: bool = False) -> None:
+        """Destroy the endpoints concurrently (each waits for its own purge); record each as it ends.
+
+        Those destroyed before are skipped unless `again` (`gco matrix destroy` checks every one)."""
+        pending = [e for e in entries if again or not self.state.passed("destroy", e.name)]
         if not pending:
             return
         with ThreadPoolExecutor(max_workers=len(pending), thread_name_prefix="matrix-destroy") as pool:
@@ -289,6 +316,8 @@ class Matrix:
         """Run one step unless it passed before; record it; True when it passed."""
         if self.state.passed(step, endpoint):
             return True
+        if step != "inventory" and self._timed_out(step, endpoint):
+            return False
         started = self.clock()
         try:
             outcome = work()
@@ -319,6 +348,27 @@ class Matrix:
             f"{outcome.detail}"
         )
 
+    def _limit(self, timeout: int) -> float:
+        """A wait's limit: its own timeout, cut at the run's deadline."""
+        return min(float(timeout), max(0.0, self._remaining()))
+
+    def _remaining(self) -> float:
+        """Seconds left before the run's deadline (infinite for a checkpoint written before deadlines)."""
+        return math.inf if self.state.deadline is None else self.state.deadline - self.wall()
+
+    def _timed_out(self, step: StepName, endpoint: str | None) -> bool:
+        """Whether the deadline has passed; the first time, a failed `job_timeout` step names `step`."""
+        if self._remaining() > 0:
+            return False
+        if not any(s.step == "job_timeout" for s in self.state.steps):
+            where = f"{step} {endpoint or ''}".rstrip()
+            detail = (
+                f"job_timeout_seconds ({self.settings.job_timeout_seconds} s) passed at {where}: destroying"
+            )
+            data = {"step": step, "endpoint": endpoint, "deadline": self.state.deadline}
+            self._record("job_timeout", None, checks.Outcome(False, detail, data), 0.0)
+        return True
+
     def _set_lifecycle(self, name: str, lifecycle_id: str | None) -> None:
         entries = [
             e.model_copy(update={"lifecycle_id": lifecycle_id}) if e.name == name else e
@@ -332,4 +382,17 @@ class Matrix:
         return step.step in ("ready", "hpa", "destroy") and self.state.passed(step.step, step.endpoint)
 
     def _save(self) -> None:
+        """Write the next revision locally (atomically), then to the mirror."""
+        self.state = self.state.model_copy(update={"revision": self.state.revision + 1})
         write_checkpoint(self.run_dir, self.state)
+        self._mirror(revision_path(self.state.revision), checkpoint_bytes(self.state))
+
+    def _mirror(self, relative: str, body: bytes) -> None:
+        """Copy one file to the mirror; a failure is reported and the run goes on (the next save
+        carries the whole state again)."""
+        if self.mirror is None:
+            return
+        try:
+            self.mirror.put(relative, body)
+        except MirrorError as error:
+            self.progress(f"matrix {self.state.run_id}: {error}")

@@ -1,8 +1,11 @@
-"""What `gco matrix validate|run|resume` call: read and check the settings, start or continue a run.
+"""What `gco matrix validate|run|resume|destroy` call: check the settings, start, continue or end a run.
 
-A run directory `D` holds `matrix/checkpoint.json` and `evidence/`; a resumed run reads the
-settings file the checkpoint names again, so an edited file is noticed (its identity differs) and
-refused before anything is touched.
+A run directory `D` holds `matrix/checkpoint.json` and `evidence/`; a resumed run reads its settings
+again (from `--settings`, or the file the checkpoint names), so an edited file is noticed (its
+identity differs) and refused before anything is touched. With a run URI (`s3://...`), every
+checkpoint revision and the evidence files are also written there as the run goes (`mirror.py`).
+`destroy` needs no settings file: what it needs (the retry and timeout settings) is in the
+checkpoint's identity.
 """
 
 from __future__ import annotations
@@ -17,14 +20,16 @@ from gco.cli.specfile import load_spec_file
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.store import EndpointStore
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
-from gco.validation.checkpoint import read_checkpoint
+from gco.validation.checkpoint import Checkpoint, read_checkpoint
+from gco.validation.checks import Outcome
 from gco.validation.connect import ProxyHttp, environment_clusters
-from gco.validation.errors import IdentityChangedError, SettingsError
+from gco.validation.errors import CheckpointError, IdentityChangedError, SettingsError
 from gco.validation.identity import first_difference, identity
+from gco.validation.mirror import S3RunMirror, default_uri, fetch_run
 from gco.validation.ports import Clusters, EndpointHttp
 from gco.validation.report import MatrixResult
 from gco.validation.run import Matrix, new_checkpoint, new_run_id
-from gco.validation.settings import MatrixSettings, parse_settings
+from gco.validation.settings import KEYS, MatrixSettings, parse_settings
 
 
 def load_settings(path: Path) -> MatrixSettings:
@@ -52,6 +57,7 @@ def _matrix(
     clusters: Clusters | None,
     http: EndpointHttp | None,
     sleep: Callable[[float], None],
+    run_uri: str | None = None,
 ) -> Matrix:
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
     return Matrix(
@@ -61,6 +67,7 @@ def _matrix(
         http=http or ProxyHttp(timeout=settings.command_timeout_seconds),
         run_dir=run_dir,
         evidence_stores=stores,
+        mirror=S3RunMirror(run_uri) if run_uri else None,
         sleep=sleep,
     )
 
@@ -72,16 +79,24 @@ def start(
     run_dir: Path | None = None,
     evidence_bucket: str | None = None,
     run_id: str | None = None,
+    run_uri: str | None = None,
     clusters: Clusters | None = None,
     http: EndpointHttp | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MatrixResult:
-    """Validate the settings and run the matrix from the start in `run_dir` (default `gco-matrix/<run>`)."""
+    """Validate the settings and run the matrix from the start in `run_dir` (default `gco-matrix/<run>`).
+
+    `run_uri` (`s3://bucket/prefix/`): where each checkpoint revision and the evidence files are
+    also written as the run goes, so another machine can resume it; default, with an evidence
+    bucket, `s3://<bucket>/matrix-runs/<run id>/`.
+    """
     settings = load_settings(settings_path)
     run = run_id or new_run_id()
     directory = (run_dir or Path("gco-matrix") / run).resolve()
     checkpoint = new_checkpoint(settings, settings_path.resolve(), run)
-    return _matrix(settings, store, directory, evidence_bucket, clusters, http, sleep).execute(checkpoint)
+    uri = run_uri or default_uri(evidence_bucket, run)
+    matrix = _matrix(settings, store, directory, evidence_bucket, clusters, http, sleep, uri)
+    return matrix.execute(checkpoint)
 
 
 def resume(
@@ -90,32 +105,77 @@ def resume(
     *,
     settings_path: Path | None = None,
     evidence_bucket: str | None = None,
+    run_uri: str | None = None,
+    fetch_from: str | None = None,
     clusters: Clusters | None = None,
     http: EndpointHttp | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> MatrixResult:
     """Continue the run in `run_dir` with the settings it started with, unchanged.
 
-    `settings_path` reads them from another file (a copy on another machine); default: the file
-    the checkpoint names.
+    `fetch_from` (`s3://bucket/prefix/`, where a run mirrored itself): first copy that folder into
+    `run_dir` (another machine resuming a run whose own machine was lost).
+
+    `settings_path` reads them from another file (a copy on another machine, the first one's
+    directory gone); default: the file the checkpoint names. Either way the identity must match.
+    The run keeps its deadline: a run resumed after it only destroys and reports.
 
     Raises:
         CheckpointError: `run_dir` holds no checkpoint.
         SettingsError: the settings file no longer passes the rules.
         IdentityChangedError: the settings' identity differs, naming the first differing field.
+        MirrorError: the folder at `fetch_from` could not be copied.
     """
+    if fetch_from is not None:
+        fetch_run(fetch_from, run_dir)
     checkpoint = read_checkpoint(run_dir)
-    settings = load_settings(Path(checkpoint.settings_path))
+    path = settings_path.resolve() if settings_path is not None else Path(checkpoint.settings_path)
+    settings = load_settings(path)
     differs = first_difference(checkpoint.identity, identity(settings))
     if differs is not None:
         raise IdentityChangedError(
-            differs,
-            f"differs from the identity this run started with ({checkpoint.settings_path}); not resumed",
+            differs, f"differs from the identity this run started with (read from {path}); not resumed"
         )
-    matrix = _matrix(settings, store, run_dir.resolve(), evidence_bucket, clusters, http, sleep)
+    checkpoint = checkpoint.model_copy(update={"settings_path": str(path)})
+    uri = run_uri or default_uri(evidence_bucket, checkpoint.run_id)
+    matrix = _matrix(settings, store, run_dir.resolve(), evidence_bucket, clusters, http, sleep, uri)
     if checkpoint.finished and checkpoint.verdict is not None and checkpoint.evidence_id:
         matrix.progress(f"matrix {checkpoint.run_id} already finished: {checkpoint.verdict}")
     return matrix.execute(checkpoint)
+
+
+def settings_of(checkpoint: Checkpoint) -> MatrixSettings:
+    """The settings a checkpoint's identity records (it holds every settings key).
+
+    Raises:
+        CheckpointError: the identity lacks a key or breaks a rule (a checkpoint of another contract).
+    """
+    try:
+        return parse_settings({key: checkpoint.identity[key] for key in KEYS})
+    except (KeyError, SettingsError) as error:
+        raise CheckpointError(
+            "RUN_DIR", f"the checkpoint's identity holds no valid settings: {error}"
+        ) from None
+
+
+def destroy(
+    run_dir: Path,
+    store: EndpointStore,
+    *,
+    run_uri: str | None = None,
+    clusters: Clusters | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Outcome:
+    """Destroy every endpoint of the run in `run_dir`; the inventory after it (passed: nothing is left).
+
+    Raises:
+        CheckpointError: `run_dir` holds no checkpoint, or one without valid settings.
+    """
+    checkpoint = read_checkpoint(run_dir)
+    settings = settings_of(checkpoint)
+    http = ProxyHttp(timeout=settings.command_timeout_seconds, bases={})  # destroy sends no request
+    matrix = _matrix(settings, store, run_dir.resolve(), None, clusters, http, sleep, run_uri)
+    return matrix.destroy(checkpoint)
 
 
 def result_json(result: MatrixResult) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from gco.reconcile.access import RECONCILER_GRANT
 from gco.validation.errors import SettingsError
 
 Framework = Literal["vllm", "tgi"]
@@ -201,8 +202,9 @@ def parse_settings(raw: Mapping[str, Any]) -> MatrixSettings:
 
     The order: unknown keys; the runtimes (exactly vllm then tgi; each image pinned by a lowercase
     sha256 digest, model_id non-empty and trimmed, model_revision 40 lowercase hex, port 8000 for
-    vllm and 8080 for tgi; the two digests distinct); selected_region; request_prompt; namespace;
-    gpu_count; every count, interval, timeout and attempt a positive int; endpoint_count 4; the
+    vllm and 8080 for tgi; the two digests distinct); selected_region; request_prompt; namespace (a
+    DNS label the reconciler is granted, `gco.reconcile.access.RECONCILER_GRANT`); gpu_count; every
+    count, interval, timeout and attempt a positive int; endpoint_count 4; the
     initial replicas 1; HPA min = max = 2; hpa_cpu_target 1-100; hpa_stability_intervals >= 2;
     health_path `/health`; proxy_tls_cpu_request; proxy_tls_cpu_target 1-100; consent.
 
@@ -224,6 +226,11 @@ def parse_settings(raw: Mapping[str, Any]) -> MatrixSettings:
     namespace = _string(raw, "namespace")
     if not DNS_LABEL.fullmatch(namespace):
         raise SettingsError("namespace", "must be a DNS label (lowercase letters, digits, '-'; at most 63)")
+    granted = RECONCILER_GRANT.endpoint_namespaces
+    if namespace not in granted:
+        # The reconciler would refuse it with a terminal status: refuse it here, before deploying.
+        allowed = ", ".join(granted)
+        raise SettingsError("namespace", f"must be a namespace the reconciler is granted: {allowed}")
     gpu_count = _get(raw, "gpu_count")
     if not is_int(gpu_count) or gpu_count < 0:
         raise SettingsError("gpu_count", "must be an integer >= 0")

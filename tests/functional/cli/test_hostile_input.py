@@ -218,6 +218,7 @@ def test_a_control_character_in_a_spec_path_is_refused_before_any_read(run: Run,
     [
         (("matrix", "validate", "/tmp/{}"), "SETTINGS"),
         (("matrix", "resume", "/tmp/{}"), "RUN_DIR"),
+        (("matrix", "destroy", "/tmp/{}"), "RUN_DIR"),
         (("bench", "report", "/tmp/{}"), "EVIDENCE"),
         (("local", "status", "--state-dir", "/tmp/{}"), "--state-dir"),
     ],

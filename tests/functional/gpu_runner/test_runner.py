@@ -28,7 +28,7 @@ from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, FakeRounds, cli
 
 def test_rounds_job_command_line(tmp_path: Path) -> None:
     job = RoundsJob.model_validate(rounds_job(ci_target=0.05, min_rounds=2, mode="load"))
-    argv = job.argv(tmp_path / "in", tmp_path / "run", BUCKET)
+    argv = job.argv(tmp_path / "in", tmp_path / "run", BUCKET, f"s3://{BUCKET}/runs/e/r/")
     assert argv[:3] == ["gco", "bench", "rounds"]
     assert argv[argv.index("--evidence-bucket") + 1] == BUCKET
     assert argv[argv.index("--engines") + 1] == "a,b"
@@ -139,6 +139,7 @@ def test_failure_reports_exit_status_and_last_line(moto: MotoServer, tmp_path: P
         "message": "bench: engine a never became ready",
         "run_dir": f"s3://{BUCKET}/runs/exec-1/{RUNNER}/",
         "engine_survivors": [],
+        "destroyed": None,  # not a matrix job: nothing to destroy
     }
     assert s3.get_object(Bucket=BUCKET, Key=f"runs/exec-1/{RUNNER}/evidence.json")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from gco.endpoints import EndpointStore, InvalidSpecError
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.errors import ClusterConfigError
+from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.runtime import LazyReconciler, reconciler_from_env
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -66,6 +68,25 @@ def test_sweep_lambda_reports(
     event = json.loads((EVENTS / "scheduled_sweep.json").read_text())
     report = entry.handler(event, Context(function_name="gco-sweep"))
     assert (report["endpoints"], report["done"], report["failed"]) == (1, 1, [])
+
+
+def test_the_sweep_lambda_deletes_a_matrix_endpoint_past_its_deadline(
+    store: EndpointStore, local: LocalReconcilers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lambdas import sweep as entry
+
+    monkeypatch.setattr(entry, "reconciler", LazyReconciler(lambda: local.regions[EAST].reconciler))
+    past, future = str(int(time.time()) - 1), str(int(time.time()) + 3600)
+    store.create("mx-r1-vllm-hpa", {"image": IMAGE}, [EAST], labels={OWNER_LABEL: "r1", DEADLINE_LABEL: past})
+    store.create(
+        "mx-r2-vllm-hpa", {"image": IMAGE}, [EAST], labels={OWNER_LABEL: "r2", DEADLINE_LABEL: future}
+    )
+    entry.handler(
+        json.loads((EVENTS / "scheduled_sweep.json").read_text()), Context(function_name="gco-sweep")
+    )
+    expired, live = store.get("mx-r1-vllm-hpa"), store.get("mx-r2-vllm-hpa")
+    assert expired is not None and expired.desired_state == "deleted"  # the reconciler purges it next
+    assert live is not None and live.desired_state == "deploying"
 
 
 def test_entry_points_build_their_reconciler_once_on_first_use() -> None:

@@ -42,12 +42,14 @@ def message(execution: str, **job: Any) -> JobMessage:
 
 def test_matrix_job_command_lines(tmp_path: Path) -> None:
     job = MatrixJob(settings=SETTINGS)
-    argv = job.argv(tmp_path / "in", tmp_path / "run", BUCKET)
+    uri = f"s3://{BUCKET}/runs/exec-2/{LATER_RUNNER}/"
+    argv = job.argv(tmp_path / "in", tmp_path / "run", BUCKET, uri)
     assert argv[:3] == ["gco", "matrix", "run"] and "--consent" in argv
     assert argv[argv.index("--evidence-bucket") + 1] == BUCKET and argv[-2:] == ["--output", "json"]
+    assert argv[argv.index("--run-uri") + 1] == uri
     assert json.loads((tmp_path / "in" / "settings.json").read_text()) == SETTINGS
     resumed = MatrixJob(settings=SETTINGS, resume_execution="exec-1").argv(
-        tmp_path / "in", tmp_path / "run", BUCKET
+        tmp_path / "in", tmp_path / "run", BUCKET, uri
     )
     assert resumed[:4] == ["gco", "matrix", "resume", str(tmp_path / "run")]
     assert resumed[resumed.index("--settings") + 1] == str(tmp_path / "in" / "settings.json")

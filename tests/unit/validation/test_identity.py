@@ -49,7 +49,7 @@ CHANGES: list[tuple[dict[str, Any], str]] = [
     (settings(selected_region="eu-west-1"), "selected_region"),
     (settings(request_prompt="Count to three."), "request_prompt"),
     (settings(request_max_tokens=9), "request_max_tokens"),
-    (settings(namespace="other"), "namespace"),
+    # namespace: the reconciler's grant has one endpoint namespace, so no other value is valid.
     (settings(gpu_count=1), "gpu_count"),
     (settings(hpa_cpu_target=71), "hpa_cpu_target"),
     (settings(hpa_stability_intervals=3), "hpa_stability_intervals"),

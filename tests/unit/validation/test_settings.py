@@ -42,9 +42,7 @@ def test_the_sample_is_valid_and_frozen() -> None:
         settings(hpa_stability_intervals=50),
         settings(selected_region="a-b"),
         settings(selected_region="ap-southeast-7"),
-        settings(namespace="a"),
-        settings(namespace="a" * 63),
-        settings(namespace="x-1"),
+        settings(namespace="gco-inference"),
         settings(request_prompt=" padded prompt "),
         settings(proxy_tls_cpu_request="1m"),
         settings(proxy_tls_cpu_request="4000m"),
@@ -103,6 +101,8 @@ BAD: list[tuple[dict[str, Any] | Any, str]] = [
     (settings(namespace="-gco"), "namespace"),
     (settings(namespace="a" * 64), "namespace"),
     (settings(namespace="gco.inference"), "namespace"),
+    (settings(namespace="a" * 63), "namespace"),  # a DNS label, but not granted to the reconciler
+    (settings(namespace="gco-system"), "namespace"),  # granted, but the shared proxy's, not endpoints'
     (settings(gpu_count=-1), "gpu_count"),
     (settings(gpu_count=1.0), "gpu_count"),
     (settings(endpoint_count=3), "endpoint_count"),
@@ -165,7 +165,7 @@ def test_the_rules_run_in_a_fixed_order() -> None:
     assert refused(data).field == "selected_region"
     data["selected_region"] = "us-east-1"
     assert refused(data).field == "namespace"
-    data["namespace"] = "ok"
+    data["namespace"] = "gco-inference"
     assert refused(data).field == "gpu_count"
     data["gpu_count"] = 0
     assert refused(data).field == "consent"
