@@ -294,6 +294,11 @@ class GcoConfig(_Model):
         for region in self.network.vpc_cidrs:
             if region not in self.regions:
                 raise ValueError(f"network.vpc_cidrs: {region!r} is not one of regions")
+        room = 2 ** (16 - ipaddress.IPv4Network(self.network.base_cidr).prefixlen)
+        if len(self.regions) > room:
+            raise ValueError(
+                f"network.base_cidr {self.network.base_cidr} holds {room} /16 networks, not one per Region"
+            )
         networks = [ipaddress.IPv4Network(self.vpc_cidr(r)) for r in self.regions]
         for i, first in enumerate(networks):
             for second in networks[i + 1 :]:
