@@ -46,13 +46,13 @@ def test_every_default_version_is_in_standard_support_today() -> None:
     for version in (DEFAULT_KUBERNETES_VERSION, GcoConfig().kubernetes_version, cdk_json):
         assert version in supported, f"{version} is out of EKS standard support: update the default"
         assert autoscaler_tag(version).startswith(f"v{version}.")
-    assert DEFAULT_KUBERNETES_VERSION == max(EKS_CALENDAR, key=lambda v: EKS_CALENDAR[v].eks_release)
+    assert max(EKS_CALENDAR, key=lambda v: EKS_CALENDAR[v].eks_release) == DEFAULT_KUBERNETES_VERSION
 
 
 def test_each_pinned_autoscaler_matches_its_minor_version() -> None:
     for version, tag in CLUSTER_AUTOSCALER_TAGS.items():
         assert tag.startswith(f"v{version}.") and version in EKS_CALENDAR
-    with pytest.raises(ValueError, match="no Cluster Autoscaler release is pinned for Kubernetes 1.32"):
+    with pytest.raises(ValueError, match=r"no Cluster Autoscaler release is pinned for Kubernetes 1\.32"):
         autoscaler_tag("1.32")
 
 
