@@ -3,6 +3,7 @@ which `gco doctor` reads too; the model imports no CDK)."""
 
 from gco.deployment.config import (
     DEPLOYMENT_TAG,
+    ECR_IMAGE,
     AlarmsConfig,
     ConfigError,
     GcoConfig,
@@ -16,6 +17,7 @@ from gco.deployment.config import (
 
 __all__ = [
     "DEPLOYMENT_TAG",
+    "ECR_IMAGE",
     "AlarmsConfig",
     "ConfigError",
     "GcoConfig",

@@ -81,6 +81,12 @@ class NodeGroupConfig(_Model):
         return self
 
 
+ECR_IMAGE = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com/"
+    r"(?P<repository>[a-z0-9][a-z0-9._/-]*)@sha256:[0-9a-f]{64}$"
+)
+
+
 class RunnerConfig(_Model):
     """The GPU runner instance the state machine starts for benchmark jobs."""
 
@@ -91,6 +97,9 @@ class RunnerConfig(_Model):
     # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
     boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
+    # A prebuilt runner image in ECR, pinned by digest: the runner stack then builds nothing, so a
+    # deploy needs no local Docker (build and push `gpu_runner/Dockerfile` for linux/amd64 yourself).
+    image_uri: str | None = Field(default=None, pattern=ECR_IMAGE.pattern)
 
     @field_validator("instance_type")
     @classmethod
