@@ -23,6 +23,7 @@ from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.iam import managed_role, statement
+from stacks.retained import retained_name
 
 TABLE_ACTIONS = [
     "dynamodb:GetItem",
@@ -64,7 +65,11 @@ def function_logs(
     scope: Construct, construct_id: str, *, name: str, key: kms.IKey, retention: logs.RetentionDays
 ) -> logs.LogGroup:
     return logs.LogGroup(
-        scope, construct_id, log_group_name=f"/aws/lambda/{name}", retention=retention, encryption_key=key
+        scope,
+        construct_id,
+        log_group_name=retained_name(scope, f"/aws/lambda/{name}"),
+        retention=retention,
+        encryption_key=key,
     )
 
 

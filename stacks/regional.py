@@ -27,6 +27,7 @@ from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
 from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
+from stacks.retained import retained_name
 from stacks.runner_workflow import RunnerNames
 from stacks.stream_lookup import StreamArnLookup
 
@@ -91,7 +92,7 @@ class Network(Construct):
         flow_logs = logs.LogGroup(
             self,
             "FlowLogs",
-            log_group_name=f"/{name}/vpc-flow-logs",
+            log_group_name=retained_name(self, f"/{name}/vpc-flow-logs"),
             retention=retention,
             encryption_key=key,
         )

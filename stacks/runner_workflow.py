@@ -35,6 +35,7 @@ from constructs import Construct
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.iam import managed_role, statement
+from stacks.retained import retained_name
 
 JOB_TAG = "gco-job-key"
 RUNNER_TAG = "gco-runner"
@@ -332,7 +333,7 @@ def logged_state_machine(
     log_group = logs.LogGroup(
         scope,
         "Logs",
-        log_group_name=f"/aws/vendedlogs/states/{name}",
+        log_group_name=retained_name(scope, f"/aws/vendedlogs/states/{name}"),
         retention=log_retention,
         encryption_key=log_key,
     )

@@ -40,6 +40,7 @@ INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 # Every resource of a deployment carries this tag (value: the prefix); the runner workflow's
 # launch permissions are bounded by it.
 DEPLOYMENT_TAG = "gco:deployment"
+BUCKET_NAME_MAX = 63
 
 
 class ConfigError(ValueError):
@@ -317,6 +318,17 @@ class GcoConfig(_Model):
                     )
         if self.system_nodes.capacity_type == "both":
             raise ValueError("system_nodes.capacity_type both applies to GPU node groups only")
+        return self
+
+    @model_validator(mode="after")
+    def _bucket_names_fit(self) -> GcoConfig:
+        # The longest bucket name the stacks make (S3 allows 63 characters): the evidence access-log
+        # bucket, `<prefix>-evidence-logs-<account>-<home Region>-<8-character creation id>`.
+        longest = len(self.name("evidence", "logs")) + len("-123456789012-") + len(self.home_region) + 9
+        if longest > BUCKET_NAME_MAX:
+            raise ValueError(
+                f"prefix {self.prefix!r} makes bucket names of {longest} characters (S3 allows 63)"
+            )
         return self
 
     @model_validator(mode="after")

@@ -63,3 +63,10 @@ def test_bad_network_and_alarm_values_are_refused(raw: dict[str, object], messag
 def test_a_base_too_small_for_the_regions_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^gco: network.base_cidr 10.64.0.0/16 holds 1 /16 networks"):
         parse_config({"regions": THREE, "network": {"base_cidr": "10.64.0.0/16"}})
+
+
+def test_a_prefix_whose_bucket_names_exceed_63_characters_is_refused() -> None:
+    long_home = {"prefix": "abcdefghijklmnop", "home_region": "ap-southeast-2", "regions": ["ap-southeast-2"]}
+    with pytest.raises(ConfigError, match=r"^gco: prefix 'abcdefghijklmnop' makes bucket names of 67 characters"):
+        parse_config(long_home)
+    assert parse_config({**long_home, "prefix": "abcdefghijkl"}).prefix == "abcdefghijkl"
