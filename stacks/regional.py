@@ -88,7 +88,7 @@ class Network(Construct):
             for subnet in self.vpc.public_subnets[1:]:
                 subnet.node.try_remove_child("DefaultRoute")
         if endpoints:
-            self._endpoints()
+            self._endpoints(cidr)
         flow_logs = logs.LogGroup(
             self,
             "FlowLogs",
@@ -116,14 +116,28 @@ class Network(Construct):
         )
         log.node.add_dependency(policy)
 
-    def _endpoints(self) -> None:
+    def _endpoints(self, cidr: str) -> None:
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         for endpoint_id, gateway in GATEWAY_ENDPOINTS.items():
             self.vpc.add_gateway_endpoint(endpoint_id, service=gateway, subnets=[private])
+        # One group for the interface endpoints: HTTPS from the VPC's own network (named literally, so
+        # the rule is checkable at synth), nothing out.
+        group = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=self.vpc,
+            description="VPC interface endpoints: HTTPS from this VPC",
+            allow_all_outbound=False,
+        )
+        group.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from this VPC")
         for endpoint_id, service in INTERFACE_ENDPOINTS.items():
-            # `open` (the default) admits 443 from the VPC's own network only.
             self.vpc.add_interface_endpoint(
-                endpoint_id, service=service, subnets=private, private_dns_enabled=True
+                endpoint_id,
+                service=service,
+                subnets=private,
+                private_dns_enabled=True,
+                security_groups=[group],
+                open=False,
             )
 
 

@@ -138,6 +138,17 @@ def test_default_network_has_endpoints_and_one_nat(synthesized: Synthesized) -> 
                 "ServiceName": f"com.amazonaws.{OTHER}.{service}",
             },
         )
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroup",
+        {
+            "GroupDescription": "VPC interface endpoints: HTTPS from this VPC",
+            "SecurityGroupIngress": [
+                Match.object_like(
+                    {"CidrIp": "10.65.0.0/16", "FromPort": 443, "ToPort": 443, "IpProtocol": "tcp"}
+                )
+            ],
+        },
+    )
     for service in ("s3", "dynamodb"):
         template.has_resource_properties(
             "AWS::EC2::VPCEndpoint",
