@@ -105,7 +105,7 @@ def node_group_demands(config: GcoConfig, region: str) -> list[NodeGroupDemand]:
     system = config.system_nodes
     demands.append(NodeGroupDemand(tuple(system.instance_types), system.max_size, system.capacity_type))
     if region == config.home_region:
-        demands.append(NodeGroupDemand((config.runner.instance_type,), 1, "on-demand"))
+        demands.append(NodeGroupDemand(tuple(config.runner.instance_types), 1, "on-demand"))
     return demands
 
 

@@ -92,6 +92,8 @@ class RunnerConfig(_Model):
     """The GPU runner instance the state machine starts for benchmark jobs."""
 
     instance_type: str = "g6e.xlarge"
+    # Tried after `instance_type`, each in every zone, when EC2 has no capacity for the ones before.
+    fallback_instance_types: list[str] = Field(default_factory=list, max_length=3)
     volume_size_gib: int = Field(default=200, ge=30, le=16384)
     heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
     # Launch to the runner's first heartbeat: instance boot, image pull, job read. The task's
@@ -108,6 +110,19 @@ class RunnerConfig(_Model):
         if not INSTANCE_TYPE.match(value):
             raise ValueError(f"{value!r} is not an EC2 instance type")
         return value
+
+    @field_validator("fallback_instance_types")
+    @classmethod
+    def _fallbacks(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not INSTANCE_TYPE.match(item):
+                raise ValueError(f"{item!r} is not an EC2 instance type")
+        return value
+
+    @property
+    def instance_types(self) -> list[str]:
+        """Every type the runner may launch as, in the order tried (no repeats)."""
+        return list(dict.fromkeys([self.instance_type, *self.fallback_instance_types]))
 
 
 PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")

@@ -2,10 +2,11 @@
 image). They need no AWS credentials.
 
 A command is run through `ToolRunner` (the real one: `subprocess_runner`), so the checks are tested
-on recorded command outputs. Why each tool: the CDK CLI runs on Node.js (20 or newer, the oldest
-Node.js line the CLI still supports); the runner stack builds its container image with the local
-Docker daemon during `cdk deploy` unless `runner.image_uri` names a prebuilt image; an arm64 machine
-builds that linux/amd64 image only through buildx.
+on recorded command outputs. Why each tool: the CDK app's jsii runtime and the CDK CLI run on
+Node.js, 22 or newer (jsii's own start-up notice: "Node 20 is end-of-life and not supported anymore
+by this software since 2026-10-30 ... supported node releases are ^24.0.0, ^22.0.0"); the runner stack
+builds its container image with the local Docker daemon during `cdk deploy` unless `runner.image_uri`
+names a prebuilt image; an arm64 machine builds that linux/amd64 image only through buildx.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from gco.doctor.model import LOCAL, Check, fail, ok
 
 # (exit status, stdout); a missing program is exit status 127, as a shell reports it.
 ToolRunner = Callable[[list[str], Path], tuple[int, str]]
-NODE_MAJOR = 20
+NODE_MAJOR = 22
 TOOL_TIMEOUT_SECONDS = 60
 NOT_FOUND = 127
 

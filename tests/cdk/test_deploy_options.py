@@ -39,6 +39,7 @@ def options_app() -> Any:
         },
         "network": {"vpc_cidrs": {OTHER: "10.80.0.0/16"}, "nat_per_zone": True, "vpc_endpoints": False},
         "alarms": {"emails": ["oncall@example.com"], "topic_arns": [TOPIC, ELSEWHERE_TOPIC]},
+        "runner": {**cdk_json_config()["runner"], "fallback_instance_types": ["g6.2xlarge"]},
     }
     return build_app(parse_config(raw), app=App(outdir=tempfile.mkdtemp(prefix="gco-options-")), nag=False)
 
@@ -174,3 +175,53 @@ def test_every_chart_waits_with_a_timeout_after_the_system_nodes(synthesized: Sy
         assert chart["Properties"]["Wait"] is True, logical_id
         assert chart["Properties"]["Timeout"] == "600s", logical_id
         assert system in chart.get("DependsOn", []), logical_id
+
+
+def runner_states() -> dict[str, Any]:
+    from tests.cdk.synth_cache import state_machine_definition
+
+    template = dict(Template.from_stack(options_app().global_stack).to_json())
+    states: dict[str, Any] = state_machine_definition(template, substitute={"Partition": "aws"})["States"]
+    return states
+
+
+def test_the_runner_falls_through_zones_then_instance_types() -> None:
+    states = runner_states()
+    order = ["Launch", "LaunchZone2", "LaunchType2", "LaunchZone2Type2"]
+    for state, following in zip(order, [*order[1:], "LaunchFailed"], strict=True):
+        assert states[state]["Catch"][0]["Next"] == following
+        assert states[state]["Next"] == "RunJob"
+    assert [states[s]["Parameters"]["InstanceType"] for s in order] == ["g6e.xlarge"] * 2 + ["g6.2xlarge"] * 2
+    assert states["LaunchZone2Type2"]["Parameters"]["LaunchTemplate"]["LaunchTemplateName"] == "gco-runner-2"
+
+
+def test_each_launch_has_its_own_idempotency_token() -> None:
+    states = runner_states()
+    for state in ("Launch", "LaunchZone2Type2"):
+        token = states[state]["Parameters"]["ClientToken.$"]
+        assert token == f"States.Hash(States.Format('{{}}/{state}', $$.Execution.Name), 'SHA-1')"
+
+
+def test_the_workflow_may_launch_only_the_configured_types() -> None:
+    template = Template.from_stack(options_app().global_stack)
+    template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Sid": "LaunchTaggedRunner",
+                                "Condition": {
+                                    "StringEquals": Match.object_like(
+                                        {"ec2:InstanceType": ["g6e.xlarge", "g6.2xlarge"]}
+                                    )
+                                },
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )

@@ -30,7 +30,7 @@ GPU_VCPUS, SYSTEM_VCPUS = 52, 8
 
 def ready_tools(argv: list[str], cwd: Path) -> tuple[int, str]:
     """Stand-in for the local tools: every one installed (the local checks have their own tests)."""
-    answers = {"node": "v20.20.2", "npx": "2.1148.1 (build x)", "docker": "28.2.2"}
+    answers = {"node": "v22.12.0", "npx": "2.1148.1 (build x)", "docker": "28.2.2"}
     return 0, answers[argv[0]]
 
 

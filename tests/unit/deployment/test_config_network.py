@@ -67,6 +67,8 @@ def test_a_base_too_small_for_the_regions_is_refused() -> None:
 
 def test_a_prefix_whose_bucket_names_exceed_63_characters_is_refused() -> None:
     long_home = {"prefix": "abcdefghijklmnop", "home_region": "ap-southeast-2", "regions": ["ap-southeast-2"]}
-    with pytest.raises(ConfigError, match=r"^gco: prefix 'abcdefghijklmnop' makes bucket names of 67 characters \\(S3: 63\\)"):
+    with pytest.raises(
+        ConfigError, match=r"^gco: prefix 'abcdefghijklmnop' makes bucket names of 67 characters"
+    ):
         parse_config(long_home)
     assert parse_config({**long_home, "prefix": "abcdefghijkl"}).prefix == "abcdefghijkl"

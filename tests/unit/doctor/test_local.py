@@ -40,11 +40,11 @@ def test_everything_installed_passes(root: Path) -> None:
 
 @pytest.mark.parametrize(
     ("answers", "detail"),
-    [({}, "Node.js not found"), ({"node": (0, "v18.19.0")}, "Node.js v18.19.0 is too old")],
+    [({}, "Node.js not found"), ({"node": (0, "v20.20.2")}, "Node.js v20.20.2 is too old")],
 )
 def test_node_missing_or_old(root: Path, answers: dict[str, tuple[int, str]], detail: str) -> None:
     check = node_check(Tools(**answers), root)
-    assert (check.status, check.detail, check.fix) == ("fail", detail, "install Node.js 20 or newer")
+    assert (check.status, check.detail, check.fix) == ("fail", detail, "install Node.js 22 or newer")
 
 
 def test_cdk_cli_missing_or_not_the_pinned_version(root: Path) -> None:
