@@ -1,8 +1,12 @@
-"""Whole-app synth: wall time, peak memory, resources, nag findings and suppressions.
+"""Whole-app synth, cold and warm: wall time, the share spent bundling the Lambda code, peak memory,
+resources, nag findings and suppressions.
 
 Each run synthesizes the app of cdk.json (home + the Regional Regions + runner, all five cdk-nag
 packs) in a fresh child process, so import and jsii start-up are counted as `cdk synth` pays them.
-Peak memory is the largest resident set of the Python process and of the jsii Node process.
+A cold run starts with an empty Lambda bundle cache (stacks/bundling.py builds the bundle: copy,
+pip with --bundle-dependencies, compile); a warm run finds the bundle of unchanged inputs in the
+cache and copies it, as a synth after an edit outside the Lambda code does. Peak memory is the
+largest resident set of the Python process and of the jsii Node process.
 
     .venv/bin/python benchmarks/synth.py [--runs 3] [--bundle-dependencies]
 
@@ -33,6 +37,7 @@ import json, sys, time
 start = time.perf_counter()
 from aws_cdk import App
 from stacks.app import build_app, nag_findings
+from stacks.bundling import BUNDLE_SECONDS
 from stacks.config import parse_config
 config = json.loads(open("cdk.json").read())["context"]["gco"]
 config["bundle_dependencies"] = sys.argv[2] == "1"
@@ -41,6 +46,7 @@ gco = build_app(parse_config(config), app=app)
 assembly = app.synth()
 print(json.dumps({
     "seconds_in_process": time.perf_counter() - start,
+    "bundling_seconds": sum(BUNDLE_SECONDS),
     "stacks": {s.stack_name: len(s.template.get("Resources", {})) for s in assembly.stacks},
     "findings": len(nag_findings(assembly)),
     "suppressions": len(gco.suppressions),
@@ -50,8 +56,12 @@ print(json.dumps({
 """
 
 
-def one_run(bundle: bool) -> dict[str, object]:
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+def one_run(bundle: bool, cache: Path) -> dict[str, object]:
+    env = {
+        **os.environ,
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "GCO_BUNDLE_CACHE": str(cache),
+    }
     with tempfile.TemporaryDirectory(prefix="gco-synth-") as outdir:
         start = time.perf_counter()
         done = subprocess.run(
@@ -77,7 +87,18 @@ def main() -> None:
         "--bundle-dependencies", action="store_true", help="Install Lambda wheels (needs PyPI)."
     )
     args = parser.parse_args()
-    runs = [one_run(args.bundle_dependencies) for _ in range(args.runs)]
+    with tempfile.TemporaryDirectory(prefix="gco-bundles-") as scratch:
+        # Cold: a new, empty cache each run. Warm: one cache, filled by an unmeasured first run.
+        cold = [one_run(args.bundle_dependencies, Path(scratch) / f"cold-{i}") for i in range(args.runs)]
+        one_run(args.bundle_dependencies, Path(scratch) / "warm")
+        runs = [one_run(args.bundle_dependencies, Path(scratch) / "warm") for _ in range(args.runs)]
+    for label, measured in (("cold", cold), ("warm", runs)):
+        wall = statistics.median(float(r["seconds"]) for r in measured)  # type: ignore[arg-type]
+        bundling = statistics.median(float(r["bundling_seconds"]) for r in measured)  # type: ignore[arg-type]
+        print(
+            f"{label} synth (median of {len(measured)}): {wall:.1f} s wall, bundling {bundling:.2f} s "
+            f"({100 * bundling / wall:.0f}% of it)"
+        )
     # ru_maxrss of waited-for descendants: the largest of the Python and jsii Node processes (KiB on Linux).
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     last = runs[-1]
@@ -85,7 +106,7 @@ def main() -> None:
     resources = sum(stacks.values())
     seconds = statistics.median(float(r["seconds"]) for r in runs)  # type: ignore[arg-type]
     print(
-        f"whole-app synth ({len(stacks)} stacks, {args.runs} runs, median): {seconds:.1f} s wall, "
+        f"whole-app synth, warm ({len(stacks)} stacks, {args.runs} runs, median): {seconds:.1f} s wall, "
         f"peak RSS {peak_mb:.0f} MB (largest process)"
     )
     for name, count in stacks.items():

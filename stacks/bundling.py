@@ -19,11 +19,20 @@ Why Python 3.13: it is the newest Lambda Python the project's build machines hav
 the 3.11 the CDK app runs on, whose Lambda runtime is the nearest its deprecation; 3.14 is on none of
 them. So every build ships bytecode; Lambda supports 3.13 until mid-2029.
 
+A finished bundle is kept in a cache (`$GCO_BUNDLE_CACHE`, default `~/.cache/gco/lambda-bundles`)
+under a key of everything it is made from: the lock file, each shipped source file's path and
+content, the runtime, the architecture, whether wheels are installed, whether bytecode is shipped, and
+this module's own source. A synth whose inputs are unchanged copies the cached bundle instead of
+running pip and compileall again (`benchmarks/synth.py` prints cold and warm synth times and the
+share spent bundling); a changed input is a new key, so a stale bundle is never reused. The newest
+few bundles are kept.
+
     .venv/bin/python -m stacks.bundling     # re-resolve LAMBDA_REQUIREMENTS into the lock
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import jsii
@@ -168,24 +178,94 @@ class LocalPythonBundling:
         self.architecture = architecture
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
+        started = time.perf_counter()
         out = Path(output_dir)
         handlers = sorted((ROOT / "lambdas").glob("*.py"))
-        for handler in handlers:
-            shutil.copy2(handler, out / handler.name)
-        for relative in sorted(handler_modules(ROOT, handlers)):  # only what the handlers import
-            (out / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / relative, out / relative)
-        if self.install_dependencies:
-            subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
-            _drop_machine_specific(out)
-        if not compile_bundle(out, self.runtime):
+        sources = [*(h.relative_to(ROOT) for h in handlers), *sorted(handler_modules(ROOT, handlers))]
+        interpreter = runtime_interpreter(self.runtime)
+        cached = bundle_cache() / self.cache_key(sources, bytecode=interpreter is not None)
+        if (cached / CACHE_COMPLETE).is_file():
+            shutil.copytree(cached, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CACHE_COMPLETE))
+        else:
+            self._build(out, sources, interpreter)
+            _store(out, cached)
+        if interpreter is None:
             version = python_version(self.runtime)
             print(
                 f"gco bundling: no bytecode shipped (no Python {version} found here; set {BUNDLE_PYTHON_ENV} "
                 f"to one): every cold start compiles the bundle from source",
                 file=sys.stderr,
             )
+        BUNDLE_SECONDS.append(time.perf_counter() - started)
         return True
+
+    def cache_key(self, sources: list[Path], *, bytecode: bool) -> str:
+        """A digest of everything the bundle is made from (see the module's docstring)."""
+        digest = hashlib.sha256()
+        for part in (
+            self.runtime.name,
+            self.architecture.name,
+            str(self.install_dependencies),
+            str(bytecode),
+        ):
+            digest.update(part.encode() + b"\0")
+        inputs = [
+            ROOT / "stacks" / "bundling.py",
+            ROOT / "stacks" / "handler_imports.py",
+            *(ROOT / s for s in sources),
+        ]
+        if self.install_dependencies:
+            inputs.append(LOCK)
+        for path in inputs:
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:32]
+
+    def _build(self, out: Path, sources: list[Path], interpreter: str | None) -> None:
+        for relative in sources:  # the handlers (at the bundle's root) and the gco modules they import
+            target = out / (relative.name if relative.parts[0] == "lambdas" else relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / relative, target)
+        if self.install_dependencies:
+            subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
+            _drop_machine_specific(out)
+        if interpreter is not None:
+            compile_bundle(out, self.runtime, interpreter)
+
+
+# Seconds each bundling of this process took (benchmarks/synth.py reports their share of a synth).
+BUNDLE_SECONDS: list[float] = []
+BUNDLE_CACHE_ENV = "GCO_BUNDLE_CACHE"
+CACHE_COMPLETE = ".gco-bundle-complete"
+CACHE_KEEP = 4
+
+
+def bundle_cache() -> Path:
+    """Where finished bundles are kept: `$GCO_BUNDLE_CACHE`, else ~/.cache/gco/lambda-bundles."""
+    return Path(os.environ.get(BUNDLE_CACHE_ENV) or Path.home() / ".cache" / "gco" / "lambda-bundles")
+
+
+def _store(out: Path, cached: Path) -> None:
+    """Keep a copy of the bundle under its key (written aside, then renamed: a reader never sees half
+    of one), and drop all but the newest CACHE_KEEP bundles. A cache that cannot be written costs
+    only the next synth's time."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=cached.parent))
+        shutil.copytree(out, partial, dirs_exist_ok=True)
+        (partial / CACHE_COMPLETE).write_text("")
+        try:
+            partial.rename(cached)
+        except OSError:  # another synth stored the same key first
+            shutil.rmtree(partial, ignore_errors=True)
+        kept = sorted(
+            (p for p in cached.parent.iterdir() if (p / CACHE_COMPLETE).is_file()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+        for old in kept[CACHE_KEEP:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as error:
+        print(f"gco bundling: bundle not cached ({error})", file=sys.stderr)
 
 
 def _this_python() -> str:
@@ -227,7 +307,7 @@ def _is_cpython(interpreter: str, version: str) -> bool:
     return answer.returncode == 0 and answer.stdout.split() == ["cpython", version]
 
 
-def compile_bundle(out: Path, runtime: lambda_.Runtime) -> bool:
+def compile_bundle(out: Path, runtime: lambda_.Runtime, interpreter: str | None = None) -> bool:
     """Write the bundle's bytecode for `runtime` if this machine has its Python (`runtime_interpreter`).
 
     Hash-based and unchecked: Lambda imports it without reading the source's timestamp, which the
@@ -238,7 +318,7 @@ def compile_bundle(out: Path, runtime: lambda_.Runtime) -> bool:
     Returns:
         True when the bytecode was written; False when no interpreter of the runtime's Python was found.
     """
-    interpreter = runtime_interpreter(runtime)
+    interpreter = interpreter or runtime_interpreter(runtime)
     if interpreter is None:
         return False
     # A file that does not compile (a wheel's template or test data) is left as source: importing

@@ -12,20 +12,25 @@ installed, for the reconciler's environment (`gco.addons.ADDONS_ENV`).
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import ArnFormat, Stack
+import yaml
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk.lambda_layer_kubectl_v33 import KubectlV33Layer
 from constructs import Construct
 
 from gco import addons
+from gco.deployment.kubernetes import autoscaler_tag
 from gco.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
 from stacks.iam import managed_role, statement
 
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+# How long each Helm release may take to become ready (the provider's `helm --wait --timeout`); the
+# kubectl provider's own Lambda allows 15 minutes per call.
+CHART_TIMEOUT = Duration.minutes(10)
 SYSTEM_NAMESPACE = "kube-system"
 # Reads the Cluster Autoscaler needs with node-group auto-discovery and scale-from-zero; none of
 # them takes a resource-level permission.
@@ -78,16 +83,51 @@ GPU_NODES = {"nodeSelector": {GPU_PRESENT_LABEL: "true"}, "tolerations": [GPU_TA
 SYSTEM_NODES = {"nodeSelector": system_labels()}
 
 
-def kubectl_provider_options(scope: Construct, vpc: ec2.IVpc) -> eks.KubectlProviderOptions:
+class KubectlLayerError(ValueError):
+    """No kubectl layer package is installed for the cluster's Kubernetes version."""
+
+
+def kubectl_layer(scope: Construct, kubernetes_version: str) -> Any:
+    """The CDK kubectl layer whose kubectl matches the cluster's minor version (kubectl supports one
+    minor version of skew; the layers are published per version as `aws-cdk.lambda-layer-kubectl-vNN`).
+
+    Raises:
+        KubectlLayerError: that version's layer package is not installed (names the package).
+    """
+    minor = kubernetes_version.split(".", 1)[1]
+    try:
+        module = importlib.import_module(f"aws_cdk.lambda_layer_kubectl_v{minor}")
+    except ImportError:
+        raise KubectlLayerError(
+            f"Kubernetes {kubernetes_version} needs the kubectl layer: pip install "
+            f"'aws-cdk.lambda-layer-kubectl-v{minor}'"
+        ) from None
+    return getattr(module, f"KubectlV{minor}Layer")(scope, "KubectlLayer")
+
+
+def kubectl_provider_options(
+    scope: Construct, vpc: ec2.IVpc, kubernetes_version: str
+) -> eks.KubectlProviderOptions:
     """The kubectl provider (kubectl and helm in a Lambda layer), in the private subnets."""
     return eks.KubectlProviderOptions(
-        kubectl_layer=KubectlV33Layer(scope, "KubectlLayer"),
+        kubectl_layer=kubectl_layer(scope, kubernetes_version),
         private_subnets=vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets,
     )
 
 
-def chart_values(name: str, *, cluster_name: str, region: str, kubernetes_version: str) -> dict[str, Any]:
-    """The values each chart is installed with (pure: tested without a synth)."""
+def chart_values(
+    name: str,
+    *,
+    cluster_name: str,
+    region: str,
+    kubernetes_version: str,
+    expander_priorities: dict[int, list[str]] | None = None,
+) -> dict[str, Any]:
+    """The values each chart is installed with (pure: tested without a synth).
+
+    `expander_priorities` (node group name patterns by priority, `stacks.gpu_nodes.priority_expander`)
+    switches the Cluster Autoscaler to the priority expander, least-waste breaking its ties.
+    """
     if name == addons.DEVICE_PLUGIN:
         return dict(GPU_NODES)
     if name == addons.CLUSTER_AUTOSCALER:
@@ -97,9 +137,10 @@ def chart_values(name: str, *, cluster_name: str, region: str, kubernetes_versio
             "autoDiscovery": {"clusterName": cluster_name},
             "rbac": {"serviceAccount": {"create": True, "name": AUTOSCALER_SERVICE_ACCOUNT}},
             # The autoscaler's minor version follows the cluster's (its compatibility rule).
-            "image": {"tag": f"v{kubernetes_version}.0"},
+            "image": {"tag": autoscaler_tag(kubernetes_version)},
+            **({"expanderPriorities": yaml.safe_dump(expander_priorities)} if expander_priorities else {}),
             "extraArgs": {
-                "expander": "least-waste",
+                "expander": "priority,least-waste" if expander_priorities else "least-waste",
                 "balance-similar-node-groups": True,
                 "skip-nodes-with-system-pods": False,
                 "scale-down-unneeded-time": "10m",
@@ -140,6 +181,8 @@ class ClusterAddons(Construct):
         cluster_name: str,
         kubernetes_version: str,
         scaling: bool,
+        system_nodes: eks.Nodegroup,
+        expander_priorities: dict[int, list[str]] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -211,7 +254,15 @@ class ClusterAddons(Construct):
                     cluster_name=cluster_name,
                     region=stack.region,
                     kubernetes_version=kubernetes_version,
+                    expander_priorities=expander_priorities,
                 ),
+                # Helm's own default is 5 minutes; a chart waits for its pods, which need a Ready
+                # system node (below), and a slow image pull must not roll the stack back.
+                wait=True,
+                timeout=CHART_TIMEOUT,
             )
+            # Every chart's pods run on the system nodes (or tolerate the GPU taint and wait for a
+            # GPU node): installing before a system node joined would time out.
+            self.charts[name].node.add_dependency(system_nodes)
         self.charts[addons.CLUSTER_AUTOSCALER].node.add_dependency(association)
         self.present = [addons.METRICS_SERVER, *names]

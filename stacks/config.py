@@ -1,242 +1,30 @@
-"""The typed deployment configuration, read from `cdk.json` context key `gco` by `app.py` only.
+"""The deployment configuration model, as the stacks import it (its home is `gco.deployment.config`,
+which `gco doctor` reads too; the model imports no CDK)."""
 
-A bad value fails synth with one line that names the key (`ConfigError`). Nothing here imports CDK,
-so the model is unit-testable on its own.
-"""
+from gco.deployment.config import (
+    DEPLOYMENT_TAG,
+    ECR_IMAGE,
+    AlarmsConfig,
+    ConfigError,
+    GcoConfig,
+    NetworkConfig,
+    NodeGroupConfig,
+    OperatorsConfig,
+    RunnerConfig,
+    parse_config,
+    with_overrides,
+)
 
-from __future__ import annotations
-
-import ipaddress
-import json
-import re
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from gco.env import DEFAULT_TABLE
-from gco.nodes import gpu_type
-from gco.reconcile.proxy_settings import ProxySettings
-
-REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
-INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-# Every resource of a deployment carries this tag (value: the prefix); the runner workflow's
-# launch permissions are bounded by it.
-DEPLOYMENT_TAG = "gco:deployment"
-
-
-class ConfigError(ValueError):
-    """A context value is invalid; the message is one line naming the key."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NodeGroupConfig(_Model):
-    """One managed node group's instance types and sizes."""
-
-    instance_types: list[str] = Field(min_length=1)
-    min_size: int = Field(ge=0, le=100)
-    max_size: int = Field(ge=1, le=100)
-    desired_size: int = Field(ge=0, le=100)
-    capacity_type: Literal["on-demand", "spot"] = "on-demand"
-    disk_size_gib: int = Field(default=100, ge=20, le=16384)
-
-    @field_validator("instance_types")
-    @classmethod
-    def _instance_types(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not INSTANCE_TYPE.match(item):
-                raise ValueError(f"{item!r} is not an EC2 instance type")
-        return value
-
-    @model_validator(mode="after")
-    def _sizes(self) -> NodeGroupConfig:
-        if not self.min_size <= self.desired_size <= self.max_size:
-            raise ValueError("needs min_size <= desired_size <= max_size")
-        return self
-
-
-class RunnerConfig(_Model):
-    """The GPU runner instance the state machine starts for benchmark jobs."""
-
-    instance_type: str = "g6e.xlarge"
-    volume_size_gib: int = Field(default=200, ge=30, le=16384)
-    heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
-    # Launch to the runner's first heartbeat: instance boot, image pull, job read. The task's
-    # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
-    boot_seconds: int = Field(default=1200, ge=120, le=7200)
-    timeout_hours: int = Field(default=12, ge=1, le=72)
-
-    @field_validator("instance_type")
-    @classmethod
-    def _instance_type(cls, value: str) -> str:
-        if not INSTANCE_TYPE.match(value):
-            raise ValueError(f"{value!r} is not an EC2 instance type")
-        return value
-
-
-PRINCIPAL_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
-
-
-class OperatorsConfig(_Model):
-    """The people who inspect and repair the clusters, and how they reach each cluster's API.
-
-    `admin_principal_arns` get an EKS access entry with the cluster-admin access policy, and
-    `viewer_principal_arns` one with the view policy, in every Region. The API endpoint stays private
-    (reached from `private_cidrs`: a VPN, a peered network, or this VPC for CloudShell) unless
-    `api_endpoint` is `public_and_private`, which opens it to `public_cidrs` only.
-    """
-
-    admin_principal_arns: list[str] = Field(default_factory=list)
-    viewer_principal_arns: list[str] = Field(default_factory=list)
-    api_endpoint: Literal["private", "public_and_private"] = "private"
-    public_cidrs: list[str] = Field(default_factory=list)
-    private_cidrs: list[str] = Field(default_factory=list)
-
-    @field_validator("admin_principal_arns", "viewer_principal_arns")
-    @classmethod
-    def _principals(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not PRINCIPAL_ARN.match(item):
-                raise ValueError(f"{item!r} is not an IAM role or user ARN")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a principal twice")
-        return value
-
-    @field_validator("public_cidrs", "private_cidrs")
-    @classmethod
-    def _cidrs(cls, value: list[str]) -> list[str]:
-        for item in value:
-            try:
-                network = ipaddress.IPv4Network(item, strict=True)
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IPv4 network (a.b.c.d/n)") from None
-            if network.prefixlen == 0:
-                raise ValueError("must name networks, not every address (0.0.0.0/0)")
-        return value
-
-    @model_validator(mode="after")
-    def _public_needs_cidrs(self) -> OperatorsConfig:
-        if self.api_endpoint == "public_and_private" and not self.public_cidrs:
-            raise ValueError("api_endpoint public_and_private needs public_cidrs (the allowed networks)")
-        if self.api_endpoint == "private" and self.public_cidrs:
-            raise ValueError("public_cidrs apply only with api_endpoint public_and_private")
-        return self
-
-
-class GcoConfig(_Model):
-    """Everything a deployment varies: Regions, node groups, Kubernetes version, retention, names."""
-
-    prefix: str = Field(default="gco", pattern=r"^[a-z][a-z0-9-]{1,15}$")
-    account: str | None = Field(default=None, pattern=r"^\d{12}$")
-    home_region: str = "us-east-1"
-    regions: list[str] = Field(default_factory=lambda: ["us-east-1"], min_length=1)
-    table_name: str = Field(default=DEFAULT_TABLE, pattern=r"^[A-Za-z0-9_.-]{3,255}$")
-    table_replicas: bool = True
-    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}$")
-    gpu_nodes: NodeGroupConfig = NodeGroupConfig(
-        instance_types=["g6e.xlarge"], min_size=0, max_size=4, desired_size=0
-    )
-    system_nodes: NodeGroupConfig = NodeGroupConfig(
-        instance_types=["m7i.large"], min_size=2, max_size=4, desired_size=2, disk_size_gib=50
-    )
-    evidence_retention_days: int = Field(default=365, ge=1, le=3650)
-    log_retention_days: Literal[30, 90, 180, 365, 731, 1827, 3653] = 365
-    sweep_minutes: int = Field(default=5, ge=1, le=1440)
-    vpc_cidr: str = Field(default="10.64.0.0/16", pattern=r"^\d+\.\d+\.\d+\.\d+/(1[6-9]|2[0-4])$")
-    runner: RunnerConfig = RunnerConfig()
-    proxy: ProxySettings = ProxySettings()
-    bundle_dependencies: bool = True
-    operators: OperatorsConfig = OperatorsConfig()
-    # Regions that get KEDA, Prometheus and the DCGM exporter (gpu, gpu_memory and queue_depth
-    # autoscaling); None: every Region, []: none.
-    keda_regions: list[str] | None = None
-
-    @field_validator("home_region")
-    @classmethod
-    def _home(cls, value: str) -> str:
-        if not REGION.match(value):
-            raise ValueError(f"{value!r} is not a Region name")
-        return value
-
-    @field_validator("regions")
-    @classmethod
-    def _regions(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not REGION.match(item):
-                raise ValueError(f"{item!r} is not a Region name")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a Region twice")
-        return value
-
-    @field_validator("gpu_nodes")
-    @classmethod
-    def _gpu_types(cls, value: NodeGroupConfig) -> NodeGroupConfig:
-        for item in value.instance_types:
-            gpu_type(item)  # a ValueError naming the type and the known families
-        return value
-
-    @model_validator(mode="after")
-    def _home_is_regional(self) -> GcoConfig:
-        if self.home_region not in self.regions:
-            raise ValueError(f"home_region {self.home_region!r} must also be one of regions")
-        for region in self.keda_regions or []:
-            if region not in self.regions:
-                raise ValueError(f"keda_regions: {region!r} is not one of regions")
-        return self
-
-    def has_keda(self, region: str) -> bool:
-        """Whether `region` gets KEDA, Prometheus and the DCGM exporter."""
-        return self.keda_regions is None or region in self.keda_regions
-
-    @property
-    def replica_regions(self) -> list[str]:
-        """Regional Regions other than home: each holds a table replica when replicas are on."""
-        return [r for r in self.regions if r != self.home_region] if self.table_replicas else []
-
-    def name(self, *parts: str) -> str:
-        """A resource name under the prefix: `gco-evidence`, `gco-reconciler-us-west-2`."""
-        return "-".join([self.prefix, *parts])
-
-
-def with_overrides(raw: Any, context: dict[str, Any]) -> Any:
-    """`raw` with every `gco.<key>` context value (from `cdk -c gco.<key>=<value>`) set on top.
-
-    A value is read as JSON when it parses (`false`, `["us-east-1"]`), else kept as a string.
-    """
-    overrides = {key.removeprefix("gco."): value for key, value in context.items() if key.startswith("gco.")}
-    if not overrides or not isinstance(raw, dict | None):
-        return raw
-    merged = dict(raw or {})
-    for key, value in overrides.items():
-        merged[key] = _json_or_text(value)
-    return merged
-
-
-def _json_or_text(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
-
-
-def parse_config(raw: Any) -> GcoConfig:
-    """Validate the `gco` context value.
-
-    Raises:
-        ConfigError: one line, `gco.<key path>: <reason>`, for the first bad value.
-    """
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError("gco: context value must be a JSON object")
-    try:
-        return GcoConfig.model_validate(raw)
-    except ValidationError as error:
-        first = error.errors()[0]
-        path = ".".join(str(part) for part in ("gco", *first["loc"]))
-        message = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{path}: {message}") from None
+__all__ = [
+    "DEPLOYMENT_TAG",
+    "ECR_IMAGE",
+    "AlarmsConfig",
+    "ConfigError",
+    "GcoConfig",
+    "NetworkConfig",
+    "NodeGroupConfig",
+    "OperatorsConfig",
+    "RunnerConfig",
+    "parse_config",
+    "with_overrides",
+]

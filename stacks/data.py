@@ -9,6 +9,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from stacks.retained import creation_id
+
 # DynamoDB replicates a global table's items into each replica as this service-linked role; a replica's
 # resource policy must not deny it what its policy allows, or replication stops and the replica turns
 # REPLICATION_NOT_AUTHORIZED ("DynamoDB global tables security", Amazon DynamoDB Developer Guide:
@@ -126,8 +128,9 @@ class EvidenceBucket(Construct):
         self, scope: Construct, construct_id: str, *, name: str, key: kms.IKey, retention_days: int
     ) -> None:
         super().__init__(scope, construct_id)
-        # Bucket names are global: the account and Region make them unique without a random suffix.
-        suffix = f"{Stack.of(self).account}-{Stack.of(self).region}"
+        # Bucket names are global: the account and Region make them unique, and the stack creation's
+        # id lets a redeploy after `cdk destroy` create new buckets beside the kept ones.
+        suffix = f"{Stack.of(self).account}-{Stack.of(self).region}-{creation_id(self)}"
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",

@@ -30,6 +30,7 @@ from constructs import Construct
 
 from gco.front_door import INVOKE_URL_OUTPUT
 from gco.reconcile.routes import HEALTH_PATH, PROXY_PORT
+from stacks.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"
 LISTENER_PORT = 80
@@ -135,7 +136,7 @@ class FrontDoor(Construct):
         self.access_logs = logs.LogGroup(
             self,
             "AccessLogs",
-            log_group_name=f"/{name}/api-access",
+            log_group_name=retained_name(self, f"/{name}/api-access"),
             retention=log_retention,
             encryption_key=key,
         )

@@ -83,7 +83,7 @@ class GlobalStack(Stack):
             self,
             "RunnerWorkflow",
             names=names,
-            instance_type=config.runner.instance_type,
+            instance_types=config.runner.instance_types,
             bucket=self.evidence.bucket,
             key=self.table_key,
             log_key=self.key,

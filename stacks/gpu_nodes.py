@@ -6,6 +6,12 @@ taint. Each GPU group starts at the configured sizes (0 by default) and the Clus
 (`stacks/cluster_addons.py`) scales it from zero when a GPU pod is pending: with a group at zero
 nodes it reads the group's labels and taints from EKS (DescribeNodegroup) and the GPU count from
 the instance type, which is why every instance type of a group carries the same GPU model.
+
+Several instance types of one model (g6e.xlarge, g6e.2xlarge) make one group that EC2 can fill from
+whichever type has capacity. With `capacity_type: both` each model gets a Spot and an On-Demand
+group (`...-gpu-l40s-spot`, `...-gpu-l40s-on-demand`); the Cluster Autoscaler's priority expander
+(`priority_expander`) scales the `capacity_priority` kind first and falls to the other when it
+cannot (no Spot capacity: the scale-up times out and the group is backed off).
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from aws_cdk import aws_eks_v2 as eks
 
 from gco.nodes import GPU_TAINT, gpu_labels, gpu_type, system_labels
 from stacks.config import NodeGroupConfig
+
+CAPACITY = {"on-demand": eks.CapacityType.ON_DEMAND, "spot": eks.CapacityType.SPOT}
 
 EFFECTS = {
     "NoSchedule": eks.TaintEffect.NO_SCHEDULE,
@@ -36,41 +44,72 @@ def group_id(model: str) -> str:
     return f"Gpu{model.replace('-', '').capitalize()}Nodes"
 
 
-def _sizes(group: NodeGroupConfig, instance_types: list[str]) -> dict[str, object]:
+def capacity_kinds(group: NodeGroupConfig) -> list[str]:
+    """The capacity kinds a group is made in, the preferred first (`["spot", "on-demand"]`)."""
+    if group.capacity_type != "both":
+        return [group.capacity_type]
+    other = "on-demand" if group.capacity_priority == "spot" else "spot"
+    return [group.capacity_priority, other]
+
+
+def gpu_group_names(name: str, group: NodeGroupConfig) -> dict[tuple[str, str], str]:
+    """Node group names by (GPU model, capacity kind): `{name}-gpu-{model}`, with the kind as a
+    suffix when a model has two groups."""
+    kinds = capacity_kinds(group)
+    return {
+        (model, kind): f"{name}-gpu-{model}" + (f"-{kind}" if len(kinds) > 1 else "")
+        for model in gpu_models(group.instance_types)
+        for kind in kinds
+    }
+
+
+def priority_expander(name: str, group: NodeGroupConfig) -> dict[int, list[str]]:
+    """The Cluster Autoscaler's priority expander table (higher first; each entry a regular
+    expression over node group names): the preferred capacity kind's groups, then the other's, then
+    any group (the system nodes). Its format: kubernetes/autoscaler,
+    `cluster-autoscaler/expander/priority/readme.md`."""
+    kinds = capacity_kinds(group)
+    table: dict[int, list[str]] = {1: [".*"]}
+    for rank, kind in enumerate(reversed(kinds), start=1):
+        names = [n for (_, k), n in gpu_group_names(name, group).items() if k == kind]
+        table[10 * rank] = [f".*{n}.*" for n in names]
+    return table
+
+
+def _sizes(group: NodeGroupConfig, instance_types: list[str], kind: str) -> dict[str, object]:
     return {
         "instance_types": [ec2.InstanceType(t) for t in instance_types],
         "min_size": group.min_size,
         "max_size": group.max_size,
         "desired_size": group.desired_size,
         "disk_size": group.disk_size_gib,
-        "capacity_type": eks.CapacityType.SPOT
-        if group.capacity_type == "spot"
-        else eks.CapacityType.ON_DEMAND,
+        "capacity_type": CAPACITY[kind],
     }
 
 
 def add_node_groups(
     cluster: eks.Cluster, *, name: str, gpu: NodeGroupConfig, system: NodeGroupConfig
 ) -> tuple[eks.Nodegroup, dict[str, eks.Nodegroup]]:
-    """The system group and the GPU groups by model (`{name}-gpu-{model}`), labelled and tainted."""
+    """The system group and the GPU groups by node group name (`gpu_group_names`), labelled and tainted."""
     system_group = cluster.add_nodegroup_capacity(
         "SystemNodes",
         nodegroup_name=f"{name}-system",
         ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
         labels=system_labels(),
-        **_sizes(system, system.instance_types),  # type: ignore[arg-type]
+        **_sizes(system, system.instance_types, system.capacity_type),  # type: ignore[arg-type]
     )
+    models = gpu_models(gpu.instance_types)
     gpu_groups = {
-        model: cluster.add_nodegroup_capacity(
-            group_id(model),
-            nodegroup_name=f"{name}-gpu-{model}",
+        group_name: cluster.add_nodegroup_capacity(
+            group_id(model) + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", "")),
+            nodegroup_name=group_name,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
             labels=gpu_labels(model),
             taints=[
                 eks.TaintSpec(effect=EFFECTS[GPU_TAINT.effect], key=GPU_TAINT.key, value=GPU_TAINT.value)
             ],
-            **_sizes(gpu, types),  # type: ignore[arg-type]
+            **_sizes(gpu, models[model], kind),  # type: ignore[arg-type]
         )
-        for model, types in gpu_models(gpu.instance_types).items()
+        for (model, kind), group_name in gpu_group_names(name, gpu).items()
     }
     return system_group, gpu_groups

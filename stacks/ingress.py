@@ -15,6 +15,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from stacks.cluster_addons import CHART_TIMEOUT
 from stacks.iam import managed_role, statement
 
 CHART = "aws-load-balancer-controller"
@@ -55,6 +56,7 @@ class LoadBalancerController(Construct):
         vpc_id: str,
         target_group_arn: str,
         pod_identity_agent: eks.Addon,
+        system_nodes: eks.Nodegroup,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -94,6 +96,7 @@ class LoadBalancerController(Construct):
             namespace=NAMESPACE,
             release=CHART,
             wait=True,
+            timeout=CHART_TIMEOUT,
             values={
                 "clusterName": cluster.cluster_name,
                 "region": stack.region,
@@ -107,4 +110,5 @@ class LoadBalancerController(Construct):
                 "enableWafv2": False,
             },
         )
-        self.chart.node.add_dependency(self.association, self.policy)
+        # Its two replicas run on the system nodes: waiting for them before one joined would time out.
+        self.chart.node.add_dependency(self.association, self.policy, system_nodes)

@@ -13,14 +13,17 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from gco.deployment.capacity import SWEEP_RESERVED_CONCURRENCY
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.iam import managed_role, statement
+from stacks.retained import retained_name
 
 TABLE_ACTIONS = [
     "dynamodb:GetItem",
@@ -62,7 +65,11 @@ def function_logs(
     scope: Construct, construct_id: str, *, name: str, key: kms.IKey, retention: logs.RetentionDays
 ) -> logs.LogGroup:
     return logs.LogGroup(
-        scope, construct_id, log_group_name=f"/aws/lambda/{name}", retention=retention, encryption_key=key
+        scope,
+        construct_id,
+        log_group_name=retained_name(scope, f"/aws/lambda/{name}"),
+        retention=retention,
+        encryption_key=key,
     )
 
 
@@ -90,6 +97,8 @@ class Reconciler(Construct):
         key: kms.IKey,
         sweep_minutes: int,
         log_retention: logs.RetentionDays,
+        alarm_emails: tuple[str, ...] = (),
+        alarm_topic_arns: tuple[str, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -160,7 +169,9 @@ class Reconciler(Construct):
                 role=self.role.without_policy_updates(),
                 memory_size=512,
                 timeout=Duration.seconds(timeout),
-                reserved_concurrent_executions=STREAM_RESERVED_CONCURRENCY if kind == "stream" else 1,
+                reserved_concurrent_executions=STREAM_RESERVED_CONCURRENCY
+                if kind == "stream"
+                else SWEEP_RESERVED_CONCURRENCY,
                 environment={
                     **environment.to_env(),
                     **BUNDLE_ENVIRONMENT,
@@ -214,6 +225,15 @@ class Reconciler(Construct):
         self.alarm_topic = sns.Topic(
             self, "Alarms", topic_name=f"{name}-alarms", master_key=key, enforce_ssl=True
         )
+        for email in alarm_emails:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(email))
+        # SNS cannot subscribe a topic to a topic, so the alarms notify an existing topic directly;
+        # CloudWatch takes only topics of the alarm's own Region as actions.
+        self.alarm_targets: list[sns.ITopic] = [self.alarm_topic] + [
+            sns.Topic.from_topic_arn(self, f"ExistingTopic{i}", arn)
+            for i, arn in enumerate(alarm_topic_arns, start=1)
+            if arn.split(":")[3] == stack.region
+        ]
         self.alarms = self._alarms(name, sweep_minutes)
 
     def _alarms(self, name: str, sweep_minutes: int) -> list[cloudwatch.Alarm]:
@@ -246,7 +266,8 @@ class Reconciler(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
-            alarm.add_alarm_action(actions.SnsAction(self.alarm_topic))
-            alarm.add_ok_action(actions.SnsAction(self.alarm_topic))
+            for topic in self.alarm_targets:
+                alarm.add_alarm_action(actions.SnsAction(topic))
+                alarm.add_ok_action(actions.SnsAction(topic))
             alarms.append(alarm)
         return alarms

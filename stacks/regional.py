@@ -21,18 +21,34 @@ from stacks.cluster_addons import ClusterAddons, kubectl_provider_options
 from stacks.config import GcoConfig, NodeGroupConfig
 from stacks.data import stream_identity
 from stacks.front_door import FrontDoor
-from stacks.gpu_nodes import add_node_groups
+from stacks.gpu_nodes import add_node_groups, priority_expander
 from stacks.iam import managed_role, statement
 from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
 from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
+from stacks.retained import retained_name
 from stacks.runner_workflow import RunnerNames
 from stacks.stream_lookup import StreamArnLookup
 
+# Interface endpoints (private DNS on) for what nodes and functions call most: image pulls (ECR's API
+# and registry; the layers themselves come from S3), role credentials (STS, Pod Identity's token
+# exchange goes through the agent), logs. S3 and DynamoDB take gateway endpoints (no hourly price).
+INTERFACE_ENDPOINTS = {
+    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+    "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
+    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+}
+GATEWAY_ENDPOINTS = {
+    "S3": ec2.GatewayVpcEndpointAwsService.S3,
+    "DynamoDb": ec2.GatewayVpcEndpointAwsService.DYNAMODB,
+}
+
 
 class Network(Construct):
-    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow logs."""
+    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow
+    logs; one NAT gateway or one per zone; VPC endpoints for ECR, S3, STS, DynamoDB and Logs."""
 
     def __init__(
         self,
@@ -43,6 +59,8 @@ class Network(Construct):
         cidr: str,
         key: kms.IKey,
         retention: logs.RetentionDays,
+        nat_per_zone: bool = False,
+        endpoints: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.vpc = ec2.Vpc(
@@ -51,7 +69,7 @@ class Network(Construct):
             vpc_name=name,
             ip_addresses=ec2.IpAddresses.cidr(cidr),
             max_azs=2,
-            nat_gateways=1,
+            nat_gateways=2 if nat_per_zone else 1,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
                     name="public",
@@ -66,12 +84,15 @@ class Network(Construct):
         )
         # One NAT gateway (in the first public subnet) serves both AZs' private subnets: the other
         # public subnet holds nothing, so it gets no route to the internet gateway.
-        for subnet in self.vpc.public_subnets[1:]:
-            subnet.node.try_remove_child("DefaultRoute")
+        if not nat_per_zone:
+            for subnet in self.vpc.public_subnets[1:]:
+                subnet.node.try_remove_child("DefaultRoute")
+        if endpoints:
+            self._endpoints(cidr)
         flow_logs = logs.LogGroup(
             self,
             "FlowLogs",
-            log_group_name=f"/{name}/vpc-flow-logs",
+            log_group_name=retained_name(self, f"/{name}/vpc-flow-logs"),
             retention=retention,
             encryption_key=key,
         )
@@ -94,6 +115,30 @@ class Network(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, role.without_policy_updates()),
         )
         log.node.add_dependency(policy)
+
+    def _endpoints(self, cidr: str) -> None:
+        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        for endpoint_id, gateway in GATEWAY_ENDPOINTS.items():
+            self.vpc.add_gateway_endpoint(endpoint_id, service=gateway, subnets=[private])
+        # One group for the interface endpoints: HTTPS from the VPC's own network (named literally, so
+        # the rule is checkable at synth), nothing out.
+        group = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=self.vpc,
+            description="VPC interface endpoints: HTTPS from this VPC",
+            allow_all_outbound=False,
+        )
+        group.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from this VPC")
+        for endpoint_id, service in INTERFACE_ENDPOINTS.items():
+            self.vpc.add_interface_endpoint(
+                endpoint_id,
+                service=service,
+                subnets=private,
+                private_dns_enabled=True,
+                security_groups=[group],
+                open=False,
+            )
 
 
 class GpuCluster(Construct):
@@ -122,7 +167,7 @@ class GpuCluster(Construct):
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
             endpoint_access=endpoint_access,
-            kubectl_provider_options=kubectl_provider_options(self, vpc),
+            kubectl_provider_options=kubectl_provider_options(self, vpc, version),
             secrets_encryption_key=key,
             cluster_logging=list(eks.ClusterLoggingTypes),
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
@@ -150,7 +195,14 @@ class RegionalStack(Stack):
             description=f"{config.prefix} {region}: logs, queues, topics, secrets",
         )
         self.network = Network(
-            self, "Network", name=config.name(region), cidr=config.vpc_cidr, key=self.key, retention=retention
+            self,
+            "Network",
+            name=config.name(region),
+            cidr=config.vpc_cidr(region),
+            key=self.key,
+            retention=retention,
+            nat_per_zone=config.network.nat_per_zone,
+            endpoints=config.network.vpc_endpoints,
         )
         cluster_name = config.name(region)
         self.eks = GpuCluster(
@@ -172,6 +224,10 @@ class RegionalStack(Stack):
             cluster_name=cluster_name,
             kubernetes_version=config.kubernetes_version,
             scaling=config.has_keda(region),
+            system_nodes=self.eks.system,
+            expander_priorities=priority_expander(cluster_name, config.gpu_nodes)
+            if config.gpu_nodes.capacity_type == "both"
+            else None,
         )
         name = config.name("reconciler", region)
         security_group = ec2.SecurityGroup(
@@ -215,6 +271,8 @@ class RegionalStack(Stack):
             key=self.key,
             sweep_minutes=config.sweep_minutes,
             log_retention=retention,
+            alarm_emails=tuple(config.alarms.emails),
+            alarm_topic_arns=tuple(config.alarms.topic_arns),
         )
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"
@@ -247,6 +305,7 @@ class RegionalStack(Stack):
             vpc_id=self.network.vpc.vpc_id,
             target_group_arn=self.front_door.target_group.target_group_arn,
             pod_identity_agent=self.addons.pod_identity_agent,
+            system_nodes=self.eks.system,
         )
         binding = self.eks.cluster.add_manifest(
             "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)

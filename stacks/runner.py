@@ -28,7 +28,7 @@ from constructs import Construct
 from gco.env import HOME_REGION_ENV, TABLE_ENV
 from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
-from stacks.config import GcoConfig
+from stacks.config import ECR_IMAGE, GcoConfig
 from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
 from stacks.front_door import INFERENCE_PREFIX
 from stacks.iam import statement
@@ -106,15 +106,7 @@ class RunnerStack(Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         vpc = regional.network.vpc
         names = RunnerNames.of(config)
-        self.image = ecr_assets.DockerImageAsset(
-            self,
-            "Image",
-            directory=str(ROOT),
-            file="gpu_runner/Dockerfile",
-            exclude=IMAGE_CONTEXT,
-            ignore_mode=IgnoreMode.DOCKER,
-            platform=ecr_assets.Platform.LINUX_AMD64,
-        )
+        self.image_uri, self.repository_arn, registry = self._image(config)
         state_machine_arn = self.format_arn(
             service="states",
             resource="stateMachine",
@@ -159,8 +151,8 @@ class RunnerStack(Stack):
             self, "InstanceProfile", role=self.role, instance_profile_name=names.instance_role
         )
         script = user_data(
-            image_uri=self.image.image_uri,
-            registry=f"{self.account}.dkr.ecr.{self.region}.{self.url_suffix}",
+            image_uri=self.image_uri,
+            registry=registry,
             region=self.region,
             bucket=bucket.bucket_name,
             table=config.table_name,
@@ -233,7 +225,7 @@ class RunnerStack(Stack):
             statement(
                 "PullRunnerImage",
                 ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                [self.image.repository.repository_arn],
+                [self.repository_arn],
             ),
             statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
         ]
@@ -291,6 +283,32 @@ class RunnerStack(Stack):
             )
             for region in config.regions
         ]
+
+    def _image(self, config: GcoConfig) -> tuple[str, str, str]:
+        """(image URI, its ECR repository's ARN, the registry to log in to): the prebuilt image of
+        `runner.image_uri`, else one built from `gpu_runner/Dockerfile` by the local Docker."""
+        prebuilt = ECR_IMAGE.match(config.runner.image_uri or "")
+        if prebuilt:
+            repository_arn = self.format_arn(
+                service="ecr",
+                region=prebuilt["region"],
+                account=prebuilt["account"],
+                resource="repository",
+                resource_name=prebuilt["repository"],
+            )
+            registry = f"{prebuilt['account']}.dkr.ecr.{prebuilt['region']}.{self.url_suffix}"
+            return prebuilt.group(0), repository_arn, registry
+        image = ecr_assets.DockerImageAsset(
+            self,
+            "Image",
+            directory=str(ROOT),
+            file="gpu_runner/Dockerfile",
+            exclude=IMAGE_CONTEXT,
+            ignore_mode=IgnoreMode.DOCKER,
+            platform=ecr_assets.Platform.LINUX_AMD64,
+        )
+        registry = f"{self.account}.dkr.ecr.{self.region}.{self.url_suffix}"
+        return image.image_uri, image.repository.repository_arn, registry
 
     def _launch_template(
         self,

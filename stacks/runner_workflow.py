@@ -35,6 +35,7 @@ from constructs import Construct
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.iam import managed_role, statement
+from stacks.retained import retained_name
 
 JOB_TAG = "gco-job-key"
 RUNNER_TAG = "gco-runner"
@@ -96,7 +97,7 @@ class RunnerWorkflow(Construct):
         construct_id: str,
         *,
         names: RunnerNames,
-        instance_type: str,
+        instance_types: list[str],
         bucket: s3.IBucket,
         key: kms.IKey,
         log_key: kms.IKey,
@@ -137,7 +138,10 @@ class RunnerWorkflow(Construct):
                     "LaunchTaggedRunner",
                     ["ec2:RunInstances"],
                     [arn("instance", "*")],
-                    StringEquals={f"aws:RequestTag/{RUNNER_TAG}": name, "ec2:InstanceType": instance_type},
+                    StringEquals={
+                        f"aws:RequestTag/{RUNNER_TAG}": name,
+                        "ec2:InstanceType": instance_types if len(instance_types) > 1 else instance_types[0],
+                    },
                 ),
                 statement(
                     "LaunchVolumesAndInterfaces",
@@ -172,10 +176,13 @@ class RunnerWorkflow(Construct):
                 statement("Tracing", XRAY, ["*"]),
             ],
         )
+        # The preferred type in every zone, then the next type in every zone: EC2's "insufficient
+        # capacity" is per type and zone.
         launches = [
             self._launch(
-                "Launch" if zone == 1 else f"LaunchZone{zone}", template, name=name, job_key=job_key, arn=arn
+                launch_state(zone, rank), template, instance_type, name=name, job_key=job_key, arn=arn
             )
+            for rank, instance_type in enumerate(instance_types, start=1)
             for zone, template in enumerate(names.launch_templates, start=1)
         ]
         run_job = tasks.CallAwsService(
@@ -260,9 +267,20 @@ class RunnerWorkflow(Construct):
         )
 
     def _launch(
-        self, state: str, template: str, *, name: str, job_key: str, arn: Callable[..., str]
+        self,
+        state: str,
+        template: str,
+        instance_type: str,
+        *,
+        name: str,
+        job_key: str,
+        arn: Callable[..., str],
     ) -> tasks.CallAwsService:
-        """RunInstances from one zone's launch template, tagged with the job key and the workflow."""
+        """RunInstances of one type from one zone's launch template, tagged with the job key and the
+        workflow. Its client token is a digest of the execution's name and the state's: a retried
+        call (throttling, a lost answer) returns the instance the first call started instead of
+        starting a second (EC2's idempotency, "Ensure idempotency in Amazon EC2 API requests"); it
+        is 40 hex characters, within EC2's 64."""
         launch = tasks.CallAwsService(
             self,
             state,
@@ -272,6 +290,10 @@ class RunnerWorkflow(Construct):
             iam_resources=[arn("instance", "*")],
             parameters={
                 "LaunchTemplate": {"LaunchTemplateName": template, "Version": "$Latest"},
+                "InstanceType": instance_type,
+                "ClientToken": sfn.JsonPath.hash(
+                    sfn.JsonPath.format("{}/" + state, sfn.JsonPath.execution_name), "SHA-1"
+                ),
                 "MinCount": 1,
                 "MaxCount": 1,
                 "TagSpecifications": [
@@ -285,6 +307,12 @@ class RunnerWorkflow(Construct):
             result_path="$.instance",
         )
         return with_backoff(launch, THROTTLING, max_attempts=5)
+
+
+def launch_state(zone: int, rank: int) -> str:
+    """The state launching the `rank`-th instance type in `zone`: Launch, LaunchZone2, LaunchType2,
+    LaunchZone2Type2, ..."""
+    return "Launch" + (f"Zone{zone}" if zone > 1 else "") + (f"Type{rank}" if rank > 1 else "")
 
 
 def with_backoff(task: tasks.CallAwsService, errors: list[str], *, max_attempts: int) -> tasks.CallAwsService:
@@ -332,7 +360,7 @@ def logged_state_machine(
     log_group = logs.LogGroup(
         scope,
         "Logs",
-        log_group_name=f"/aws/vendedlogs/states/{name}",
+        log_group_name=retained_name(scope, f"/aws/vendedlogs/states/{name}"),
         retention=log_retention,
         encryption_key=log_key,
     )

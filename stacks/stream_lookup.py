@@ -21,6 +21,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from gco.deployment.capacity import STREAM_LOOKUP_RESERVED_CONCURRENCY
 from stacks.bundling import INLINE_RUNTIME
 from stacks.iam import managed_role, statement
 from stacks.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
@@ -85,7 +86,7 @@ class StreamArnLookup(Construct):
             role=role.without_policy_updates(),
             memory_size=256,
             timeout=Duration.seconds(120),
-            reserved_concurrent_executions=1,
+            reserved_concurrent_executions=STREAM_LOOKUP_RESERVED_CONCURRENCY,
             tracing=lambda_.Tracing.ACTIVE,
             environment_encryption=key,
             vpc=vpc,

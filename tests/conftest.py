@@ -15,6 +15,12 @@ from gco.local.motoserver import MotoServer
 TABLE = "gco-test-endpoints"
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _bundle_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The Lambda bundle cache of this test session (stacks/bundling.py), never the user's."""
+    os.environ["GCO_BUNDLE_CACHE"] = str(tmp_path_factory.mktemp("lambda-bundles"))
+
+
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[MotoServer]:
     with MotoServer() as server:

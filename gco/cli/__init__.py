@@ -43,9 +43,21 @@ def _bench() -> click.Command:
     return bench
 
 
+def _doctor() -> click.Command:
+    from gco.cli.doctor import doctor
+
+    return doctor
+
+
 # Each group is imported when it is run (or listed by --help): `gco inference list` need not load
 # the benchmark's, the local stack's or the matrix's modules, which cost seconds of start-up.
-SUBCOMMANDS = {"inference": _inference, "local": _local, "matrix": _matrix, "bench": _bench}
+SUBCOMMANDS = {
+    "inference": _inference,
+    "local": _local,
+    "matrix": _matrix,
+    "bench": _bench,
+    "doctor": _doctor,
+}
 
 
 @click.group(cls=LazyGroup, lazy_subcommands=SUBCOMMANDS)

@@ -206,3 +206,54 @@ def test_handler_imports_follow_what_runs(tmp_path: Path) -> None:
         "gco/sub/__init__.py",
         "gco/sub/leaf.py",
     }
+
+
+def test_an_unchanged_bundle_is_copied_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    assert bundling.try_bundle(str(tmp_path / "first"), image=None)  # type: ignore[arg-type]
+
+    def no_build(*_: object) -> None:
+        raise AssertionError("an unchanged bundle was built again")
+
+    monkeypatch.setattr(LocalPythonBundling, "_build", no_build)
+    assert bundling.try_bundle(str(tmp_path / "second"), image=None)  # type: ignore[arg-type]
+    first = {
+        p.relative_to(tmp_path / "first"): p.read_bytes()
+        for p in (tmp_path / "first").rglob("*")
+        if p.is_file()
+    }
+    second = {
+        p.relative_to(tmp_path / "second"): p.read_bytes()
+        for p in (tmp_path / "second").rglob("*")
+        if p.is_file()
+    }
+    assert first == second and any(str(p).endswith(".pyc") for p in first)
+
+
+def test_the_cache_key_changes_with_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    for relative in (
+        "stacks/bundling.py",
+        "stacks/handler_imports.py",
+        "lambdas/requirements.txt",
+        "lambdas/sweep.py",
+    ):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_bytes((ROOT / relative).read_bytes())
+    monkeypatch.setattr("stacks.bundling.ROOT", root)
+    monkeypatch.setattr("stacks.bundling.LOCK", root / "lambdas" / "requirements.txt")
+    sources = [Path("lambdas/sweep.py")]
+    plain = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    wheels = LocalPythonBundling(install_dependencies=True, runtime=THIS_PYTHON)
+    keys = {plain.cache_key(sources, bytecode=True), plain.cache_key(sources, bytecode=False)}
+    before = wheels.cache_key(sources, bytecode=True)
+    keys.add(before)
+    (root / "lambdas" / "requirements.txt").write_text("pydantic==2.0.0 --hash=sha256:" + "0" * 64 + "\n")
+    keys.add(wheels.cache_key(sources, bytecode=True))
+    assert plain.cache_key(sources, bytecode=True) in keys  # the lock does not count without wheels
+    (root / "lambdas" / "sweep.py").write_text("# changed\n")
+    keys.add(plain.cache_key(sources, bytecode=True))
+    assert len(keys) == 5

@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
 from gco.nodes import CAPACITY_LABEL, GPU_TAINT
 from gco.reconcile.render import render
 from stacks.config import parse_config
@@ -126,7 +127,9 @@ def test_cluster_autoscaler_discovers_and_may_scale_only_this_cluster(synthesize
     values = json.loads(chart["Values"])
     assert values["autoDiscovery"] == {"clusterName": f"gco-{OTHER}"}
     assert values["awsRegion"] == OTHER
-    assert values["image"]["tag"] == "v1.33.0"
+    # The autoscaler's minor version is the cluster's (kubernetes/autoscaler's compatibility rule).
+    assert values["image"]["tag"] == CLUSTER_AUTOSCALER_TAGS[DEFAULT_KUBERNETES_VERSION]
+    assert values["image"]["tag"].startswith(f"v{DEFAULT_KUBERNETES_VERSION}.")
     assert chart["Namespace"] == "kube-system"
     template.has_resource_properties(
         "AWS::EKS::PodIdentityAssociation",

@@ -6,13 +6,15 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
+from gco.deployment.kubernetes import DEFAULT_KUBERNETES_VERSION
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from tests.cdk.conftest import HOME, OTHER
 
 
 def test_vpc_private_subnets_flow_logs(regional_template: Any) -> None:
     regional_template.resource_count_is("AWS::EC2::VPC", 1)
-    regional_template.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.64.0.0/16"})
+    # The second Region's network by default: the base's second /16, never the home Region's.
+    regional_template.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.65.0.0/16"})
     regional_template.resource_count_is("AWS::EC2::NatGateway", 1)
     regional_template.has_resource_properties("AWS::EC2::Subnet", {"MapPublicIpOnLaunch": False})
     regional_template.has_resource_properties(
@@ -28,7 +30,7 @@ def test_eks_cluster_private_logged_encrypted(regional_template: Any) -> None:
         "AWS::EKS::Cluster",
         {
             "Name": f"gco-{OTHER}",
-            "Version": "1.33",
+            "Version": DEFAULT_KUBERNETES_VERSION,
             "ResourcesVpcConfig": Match.object_like(
                 {"EndpointPublicAccess": False, "EndpointPrivateAccess": True}
             ),
@@ -47,7 +49,7 @@ def test_gpu_node_group_tainted_labelled_sized(regional_template: Any) -> None:
         {
             "NodegroupName": f"gco-{OTHER}-gpu-l40s",
             "AmiType": "AL2023_x86_64_NVIDIA",
-            "InstanceTypes": ["g6e.xlarge"],
+            "InstanceTypes": ["g6e.xlarge", "g6e.2xlarge"],
             "CapacityType": "ON_DEMAND",
             "ScalingConfig": {"MinSize": 0, "MaxSize": 4, "DesiredSize": 0},
             "Labels": {"gco.io/pool": "gpu", "gco.io/gpu-type": "l40s", "nvidia.com/gpu.present": "true"},
@@ -57,7 +59,7 @@ def test_gpu_node_group_tainted_labelled_sized(regional_template: Any) -> None:
 
 
 def test_system_node_group(regional_template: Any) -> None:
-    regional_template.resource_count_is("AWS::EKS::Nodegroup", 2)
+    regional_template.resource_count_is("AWS::EKS::Nodegroup", 3)  # system, l40s, l4
     regional_template.has_resource_properties(
         "AWS::EKS::Nodegroup",
         {

@@ -1,0 +1,120 @@
+"""The boto3 adapter of `AccountReader`: one client per (service, Region), errors converted here.
+
+`client_factory` makes the clients (the default: boto3's default session, so `AWS_PROFILE`,
+`AWS_ENDPOINT_URL` and the usual credential chain apply); tests pass clients of a moto server, or
+clients whose answers were recorded from the AWS documentation's examples, through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+from botocore.exceptions import NoCredentialsError as BotoNoCredentials
+
+from gco.doctor.errors import AccountReadError, NoCredentialsError
+
+ClientFactory = Callable[[str, str], Any]
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/{qualifier}/version"
+# AbsentError things the reads answer for instead of failing: an unset reservation, a missing role or
+# parameter, a quota never changed from its default.
+ABSENT = {"ParameterNotFound", "ResourceNotFoundException", "NoSuchEntity", "NoSuchResourceException"}
+
+
+def default_clients() -> ClientFactory:
+    """Clients from boto3's default session (credentials, profile and endpoint from the environment)."""
+    session = boto3.session.Session()
+    cache: dict[tuple[str, str], Any] = {}
+
+    def client(service: str, region: str) -> Any:
+        if (service, region) not in cache:
+            cache[(service, region)] = session.client(service, region_name=region)  # type: ignore[call-overload]
+        return cache[(service, region)]
+
+    return client
+
+
+class AbsentError(Exception):  # control flow inside this module only
+    """The read found nothing (the service's not-found code)."""
+
+
+@contextmanager
+def converted(call: str) -> Iterator[None]:
+    """boto3's errors as the doctor's: no credentials, not found (`AbsentError`), or a failed read."""
+    try:
+        yield
+    except BotoNoCredentials:
+        raise NoCredentialsError("no AWS credentials found (environment, profile or instance role)") from None
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", "Unknown"))
+        if code in ABSENT:
+            raise AbsentError(code) from None
+        message = str(error.response.get("Error", {}).get("Message", ""))
+        raise AccountReadError(call, code, message) from error
+
+
+class BotoAccountReader:
+    """`AccountReader` over boto3 clients."""
+
+    def __init__(self, clients: ClientFactory | None = None) -> None:
+        self._clients = clients or default_clients()
+
+    def bootstrap_version(self, region: str, qualifier: str) -> int | None:
+        name = BOOTSTRAP_PARAMETER.format(qualifier=qualifier)
+        try:
+            with converted("ssm:GetParameter"):
+                answer = self._clients("ssm", region).get_parameter(Name=name)
+        except AbsentError:
+            return None
+        return int(answer["Parameter"]["Value"])
+
+    def lambda_concurrency(self, region: str) -> tuple[int, int]:
+        with converted("lambda:GetAccountSettings"):
+            answer = self._clients("lambda", region).get_account_settings()
+        limit = answer["AccountLimit"]
+        return int(limit["ConcurrentExecutions"]), int(limit["UnreservedConcurrentExecutions"])
+
+    def reserved_concurrency(self, region: str, function_name: str) -> int:
+        try:
+            with converted("lambda:GetFunctionConcurrency"):
+                answer = self._clients("lambda", region).get_function_concurrency(FunctionName=function_name)
+        except AbsentError:
+            return 0
+        return int(answer.get("ReservedConcurrentExecutions", 0))
+
+    def quota(self, region: str, service: str, code: str) -> float:
+        client = self._clients("service-quotas", region)
+        try:
+            with converted("servicequotas:GetServiceQuota"):
+                return float(client.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
+        except AbsentError:
+            with converted("servicequotas:GetAWSDefaultServiceQuota"):
+                answer = client.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)
+            return float(answer["Quota"]["Value"])
+
+    def vcpus(self, region: str, instance_types: list[str]) -> dict[str, int]:
+        with converted("ec2:DescribeInstanceTypes"):
+            answer = self._clients("ec2", region).describe_instance_types(
+                InstanceTypes=sorted(set(instance_types))
+            )
+        return {t["InstanceType"]: int(t["VCpuInfo"]["DefaultVCpus"]) for t in answer["InstanceTypes"]}
+
+    def cluster_version_status(self, region: str, version: str) -> str | None:
+        with converted("eks:DescribeClusterVersions"):
+            answer = self._clients("eks", region).describe_cluster_versions(clusterVersions=[version])
+        for item in answer.get("clusterVersions", []):
+            if item.get("clusterVersion") == version:
+                # `versionStatus` replaced `status` in the API; older answers carry only `status`.
+                return str(item.get("versionStatus") or item.get("status"))
+        return None
+
+    def role_exists(self, role_name: str) -> bool:
+        try:
+            with converted("iam:GetRole"):
+                self._clients("iam", "us-east-1").get_role(RoleName=role_name)
+        except AbsentError:
+            return False
+        return True

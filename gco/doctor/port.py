@@ -1,0 +1,38 @@
+"""The reads the doctor makes of an AWS account: a small port, the boto3 adapter behind it
+(`boto_reader.py`), so the checks are plain functions of what the account answers."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class AccountReader(Protocol):
+    """Read-only questions to one account. Each raises `AccountReadError` or `NoCredentialsError`."""
+
+    def bootstrap_version(self, region: str, qualifier: str) -> int | None:
+        """The CDK bootstrap stack's version in `region` (its SSM parameter), None when absent."""
+        ...
+
+    def lambda_concurrency(self, region: str) -> tuple[int, int]:
+        """(the account's concurrency limit, what is unreserved) in `region`."""
+        ...
+
+    def reserved_concurrency(self, region: str, function_name: str) -> int:
+        """A function's reserved concurrency; 0 when the function or its reservation is absent."""
+        ...
+
+    def quota(self, region: str, service: str, code: str) -> float:
+        """A Service Quotas value (applied, else the default)."""
+        ...
+
+    def vcpus(self, region: str, instance_types: list[str]) -> dict[str, int]:
+        """Default vCPUs of each instance type."""
+        ...
+
+    def cluster_version_status(self, region: str, version: str) -> str | None:
+        """EKS's support status of a Kubernetes version (`STANDARD_SUPPORT`, ...), None if unlisted."""
+        ...
+
+    def role_exists(self, role_name: str) -> bool:
+        """Whether the IAM role exists (IAM is global)."""
+        ...
