@@ -22,3 +22,5 @@ LAMBDA_REGION_ENV = "AWS_REGION"
 WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"
 # The local stack's stand-in Kubernetes API servers, Region -> URL (JSON); in AWS: EKS clusters by name.
 CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
+# The Region's GPU node groups' instance types, comma-separated (the GPU pods' CPU and memory come from them).
+GPU_INSTANCE_TYPES_ENV = "GCO_GPU_INSTANCE_TYPES"
