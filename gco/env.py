@@ -24,3 +24,5 @@ WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"
 CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
 # Where `gco matrix run|resume` also writes each checkpoint revision and its evidence (s3://bucket/prefix/).
 MATRIX_RUN_URI_ENV = "GCO_MATRIX_RUN_URI"
+# The Region's GPU node groups' instance types, comma-separated (the GPU pods' CPU and memory come from them).
+GPU_INSTANCE_TYPES_ENV = "GCO_GPU_INSTANCE_TYPES"

@@ -3,6 +3,11 @@
 The Regional stack (`stacks/front_door.py`) outputs `InvokeUrl`, the base URL of the Region's
 IAM-authorized API; endpoint `NAME` answers at `<InvokeUrl>/NAME/...`. `gco inference status` reads
 it from CloudFormation in each target Region (a Region whose stack is not there shows no URL).
+
+`GENERATION_TIMEOUT_S` is the one limit of a request's time on the whole path: the front door's
+integration timeout (API Gateway streams a response for at most 15 minutes), and the wait of every
+hop behind it (the load balancer's idle timeout, the proxy's read and send timeouts, the local
+stack's relays, `gco inference invoke`), so no hop cuts a generation the front door still allows.
 """
 
 from __future__ import annotations
@@ -14,6 +19,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 INVOKE_URL_OUTPUT = "InvokeUrl"
+# API Gateway's longest streamed response (docs.aws.amazon.com/apigateway/latest/developerguide/
+# response-transfer-mode.html: "The maximum duration for response streaming is 15 minutes").
+GENERATION_TIMEOUT_S = 900
 PREFIX_ENV = "GCO_PREFIX"
 DEFAULT_PREFIX = "gco"
 

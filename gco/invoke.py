@@ -10,6 +10,15 @@ endpoint answers at `<base>/<name>/<path>`.
 The default request is the framework's: vLLM and SGLang `POST /v1/completions` with
 `{model, prompt, max_tokens, temperature 0, stream false}`, TGI `POST /generate` with
 `{inputs, parameters {do_sample false, max_new_tokens}}`.
+
+Streamed (`invoke --stream`, `stream_request` and `send_stream`): vLLM and SGLang the same request
+with `stream: true`, TGI `POST /generate_stream`; the answer is server-sent events
+(html.spec.whatwg.org/multipage/server-sent-events.html), whose text is handed on as each event
+arrives: OpenAI's `choices[0].text` (or a chat chunk's `choices[0].delta.content`) until
+`data: [DONE]`, TGI's `token.text` (special tokens left out). The way in streams too (the front
+door's STREAM integration, the proxy without buffering), so the first token reaches the caller
+while the engine is still generating. Every wait is `GENERATION_TIMEOUT_S` by default, the front
+door's own limit.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ import json
 import os
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -30,13 +39,15 @@ from gco import aws
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
+from gco.front_door import GENERATION_TIMEOUT_S
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
 INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
 EXECUTE_API = "execute-api"
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_PROMPT = "Say hello."
-TIMEOUT_S = 120.0
+TIMEOUT_S = float(GENERATION_TIMEOUT_S)
+DONE = "[DONE]"  # the OpenAI stream's last event
 
 
 class NotServingError(GcoError):
@@ -57,6 +68,7 @@ class InvokeResult(BaseModel):
     status: int
     latency_ms: float
     body: Any
+    first_event_ms: float | None = None  # streamed: when the first event arrived
 
 
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
@@ -75,6 +87,56 @@ def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[s
         "stream": False,
     }
     return "/v1/completions", body
+
+
+def stream_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
+    """(path, JSON body) of the framework's streamed completion request for `prompt`."""
+    path, body = default_request(spec, prompt)
+    if spec.framework == "tgi":
+        return "/generate_stream", body
+    return path, {**body, "stream": True}
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The `data` of each server-sent event in `lines` (several `data:` lines joined by newlines; one
+    space after the colon dropped; comments and other fields skipped), as each event ends."""
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+            data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def event_text(data: str) -> str | None:
+    """The text one event adds (None: the stream is done).
+
+    Raises:
+        InvokeFailedError: the event is not JSON, or is the engine's error event.
+    """
+    if data == DONE:
+        return None
+    try:
+        event = json.loads(data)
+    except json.JSONDecodeError:
+        raise InvokeFailedError(f"a streamed event is not JSON: {data[:200]!r}") from None
+    if not isinstance(event, dict):
+        raise InvokeFailedError(f"a streamed event is not a JSON object: {data[:200]!r}")
+    if "error" in event:
+        raise InvokeFailedError(f"the engine ended the stream with an error: {event['error']}")
+    token = event.get("token")
+    if isinstance(token, dict):  # TGI
+        return "" if token.get("special") else str(token.get("text") or "")
+    choices = event.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    delta = choice.get("delta")
+    piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+    return str(piece or "")
 
 
 def parse_body(text: str) -> dict[str, Any]:
@@ -164,17 +226,81 @@ def send(
     """
     data = json.dumps(body).encode()
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
-    verify: ssl.SSLContext | bool = True
-    if bundle := os.environ.get(INVOKE_CA_BUNDLE_ENV):
-        verify = ssl.create_default_context(cafile=bundle)
     started = clock()
     try:
-        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=verify)
+        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=_verify())
     except httpx.HTTPError as error:
         raise InvokeFailedError(f"{region}: {url}: {error}") from error
     latency = (clock() - started) * 1000
+    return InvokeResult(
+        region=region, url=url, status=answer.status_code, latency_ms=latency, body=_parsed(answer)
+    )
+
+
+def send_stream(
+    region: str,
+    url: str,
+    body: dict[str, Any],
+    *,
+    signed: bool,
+    on_text: Callable[[str], None],
+    timeout: float = TIMEOUT_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> InvokeResult:
+    """POST `body` to `url` and hand each streamed event's text to `on_text` as it arrives.
+
+    The result's body is `{"text", "events"}` for a 2xx answer (the engine's answer otherwise, not
+    streamed); `first_event_ms` says when the first event came.
+
+    Raises:
+        InvokeFailedError: the request could not be sent, the stream broke, or the engine sent an
+            error event.
+    """
+    data = json.dumps(body).encode()
+    headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    headers["accept"] = "text/event-stream"
+    started = clock()
+    first: float | None = None
+    pieces: list[str] = []
     try:
-        parsed: Any = answer.json()
+        with httpx.stream(
+            "POST", url, content=data, headers=headers, timeout=timeout, verify=_verify()
+        ) as answer:
+            if not 200 <= answer.status_code < 300:
+                answer.read()
+                latency = (clock() - started) * 1000
+                return InvokeResult(
+                    region=region,
+                    url=url,
+                    status=answer.status_code,
+                    latency_ms=latency,
+                    body=_parsed(answer),
+                )
+            for event in sse_data(answer.iter_lines()):
+                first = first if first is not None else (clock() - started) * 1000
+                piece = event_text(event)
+                if piece is None:
+                    break
+                pieces.append(piece)
+                on_text(piece)
+            status = answer.status_code
+    except httpx.HTTPError as error:
+        raise InvokeFailedError(f"{region}: {url}: {error}") from error
+    latency = (clock() - started) * 1000
+    text = {"text": "".join(pieces), "events": len(pieces)}
+    return InvokeResult(
+        region=region, url=url, status=status, latency_ms=latency, body=text, first_event_ms=first
+    )
+
+
+def _verify() -> ssl.SSLContext | bool:
+    """The local proxy's certificate where `GCO_INVOKE_CA_BUNDLE` names it, else the system's."""
+    bundle = os.environ.get(INVOKE_CA_BUNDLE_ENV)
+    return ssl.create_default_context(cafile=bundle) if bundle else True
+
+
+def _parsed(answer: httpx.Response) -> Any:
+    try:
+        return answer.json()
     except ValueError:
-        parsed = answer.text
-    return InvokeResult(region=region, url=url, status=answer.status_code, latency_ms=latency, body=parsed)
+        return answer.text

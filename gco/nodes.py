@@ -7,10 +7,17 @@ so a pod asking for a GPU type selects a label that some node group carries, and
 GPU node groups are split by GPU model: every node of a group has the same `gco.io/gpu-type` value
 (lowercase NVIDIA model names, as EKS Auto Mode and Karpenter spell them: `l40s`, `a10g`, `h100`).
 `eks.amazonaws.com/capacityType` (ON_DEMAND | SPOT) is set by EKS itself on managed nodes.
+
+The same instance types size the GPU pods: a container asking for `n` GPUs requests `n / gpus` of
+the smallest matching instance type's vCPUs and memory, times `POD_SHARE_PERCENT` (`gpu_pod_requests`),
+so a GPU pod is Burstable, never BestEffort (the kubelet evicts BestEffort pods first under node
+pressure: kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/), and one pod per
+GPU still fits on the node beside the kubelet's reservation and the node's daemons.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,6 +44,50 @@ GPU_BY_FAMILY = {
     "p5en": "h200",
     "p6-b200": "b200",
 }
+
+
+@dataclass(frozen=True)
+class InstanceSize:
+    """What one EC2 instance type has: vCPUs, memory (MiB) and GPUs."""
+
+    vcpus: int
+    memory_mib: int
+    gpus: int
+
+
+def _sizes(family: str, rows: Iterable[tuple[str, int, int, int]]) -> dict[str, InstanceSize]:
+    """`{family.size: InstanceSize}` from (size, vCPUs, memory GiB, GPUs) rows."""
+    return {f"{family}.{size}": InstanceSize(vcpus, gib * 1024, gpus) for size, vcpus, gib, gpus in rows}
+
+
+# vCPUs, memory (GiB) and GPUs of the GPU instance types, as the EC2 instance type specifications list
+# them (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html, "Accelerated computing"). A GPU node
+# group may only use a type listed here: its pods' CPU and memory requests are derived from it.
+# The g4dn/g5/g6 sizes (g6e: the same with twice the memory).
+_G = (
+    ("xlarge", 4, 16, 1), ("2xlarge", 8, 32, 1), ("4xlarge", 16, 64, 1), ("8xlarge", 32, 128, 1),
+    ("12xlarge", 48, 192, 4), ("16xlarge", 64, 256, 1), ("24xlarge", 96, 384, 4), ("48xlarge", 192, 768, 8),
+)  # fmt: skip
+INSTANCE_SIZES: dict[str, InstanceSize] = {
+    **_sizes("g4dn", (*_G[:6], ("metal", 96, 384, 8))),
+    **_sizes("g5", _G),
+    **_sizes("g6", _G),
+    **_sizes("gr6", (("4xlarge", 16, 128, 1), ("8xlarge", 32, 256, 1))),
+    **_sizes("g6e", ((size, vcpus, gib * 2, gpus) for size, vcpus, gib, gpus in _G)),
+    **_sizes("p3", (("2xlarge", 8, 61, 1), ("8xlarge", 32, 244, 4), ("16xlarge", 64, 488, 8))),
+    **_sizes("p3dn", (("24xlarge", 96, 768, 8),)),
+    **_sizes("p4d", (("24xlarge", 96, 1152, 8),)),
+    **_sizes("p4de", (("24xlarge", 96, 1152, 8),)),
+    **_sizes("p5", (("48xlarge", 192, 2048, 8),)),
+    **_sizes("p5e", (("48xlarge", 192, 2048, 8),)),
+    **_sizes("p5en", (("48xlarge", 192, 2048, 8),)),
+    **_sizes("p6-b200", (("48xlarge", 192, 2048, 8),)),
+}
+# The share of a GPU's slice of the node (its vCPUs and memory divided by the GPUs) that a pod
+# requests per GPU: the rest is left to the kubelet's reservation and eviction threshold (the EKS AMI
+# reserves CPU on a sliding scale and about 0.25 GiB plus 11 MiB per pod of memory) and to the node's
+# daemons (CNI, kube-proxy, Pod Identity agent, the NVIDIA device plugin, the DCGM exporter).
+POD_SHARE_PERCENT = 80
 
 
 @dataclass(frozen=True)
@@ -69,6 +120,38 @@ def gpu_type(instance_type: str) -> str:
         known = ", ".join(sorted(GPU_BY_FAMILY))
         raise ValueError(f"{instance_type!r} is not an x86_64 NVIDIA GPU instance type (families: {known})")
     return GPU_BY_FAMILY[family]
+
+
+def instance_size(instance_type: str) -> InstanceSize:
+    """The vCPUs, memory and GPUs of a GPU instance type.
+
+    Raises:
+        ValueError: the type is not in `INSTANCE_SIZES` (the message lists the known ones of its family).
+    """
+    if instance_type not in INSTANCE_SIZES:
+        family = instance_type.split(".", 1)[0]
+        known = ", ".join(name for name in INSTANCE_SIZES if name.split(".", 1)[0] == family) or "none"
+        raise ValueError(f"{instance_type!r} has no known size (of its family: {known})")
+    return INSTANCE_SIZES[instance_type]
+
+
+def gpu_pod_requests(instance_types: Iterable[str], gpus: int, model: str | None) -> dict[str, str]:
+    """The CPU and memory a container asking for `gpus` GPUs (of `model`, or any) requests.
+
+    Derived from the smallest share among the node groups' instance types that could hold the pod
+    (that GPU model, at least `gpus` GPUs), so the pod fits whichever of them the autoscaler starts;
+    `{}` when none could (the pod stays pending, as it would with any request).
+    """
+    fitting = [
+        instance_size(item)
+        for item in instance_types
+        if instance_size(item).gpus >= gpus and (model is None or gpu_type(item) == model.lower())
+    ]
+    if gpus <= 0 or not fitting:
+        return {}
+    millicores = min(size.vcpus * 1000 * gpus * POD_SHARE_PERCENT // (100 * size.gpus) for size in fitting)
+    mebibytes = min(size.memory_mib * gpus * POD_SHARE_PERCENT // (100 * size.gpus) for size in fitting)
+    return {"cpu": f"{millicores}m", "memory": f"{mebibytes}Mi"}
 
 
 def system_labels() -> dict[str, str]:

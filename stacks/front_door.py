@@ -1,26 +1,36 @@
-"""The Region's way in: API Gateway (HTTP API, IAM authorization, TLS) -> VPC link -> internal ALB ->
-the shared proxy's pods.
+"""The Region's way in: API Gateway (REST API, IAM authorization, TLS, responses streamed) -> VPC link
+-> internal ALB -> the shared proxy's pods.
 
-- Callers reach `https://<api>.execute-api.<region>.amazonaws.com/inference/<name>/...` over TLS
-  (API Gateway's certificate) and must sign with SigV4 as a principal allowed `execute-api:Invoke`
-  on the route (the `InvokePolicy` managed policy grants exactly that; attach it to callers).
-- API Gateway forwards through a VPC link to the internal ALB's listener. That hop stays inside the
-  VPC: the ALB's security group admits only the VPC link's. It is plain HTTP because a private
-  integration can only verify a certificate from a public CA for a name the deployer owns; with a
-  custom domain, an ACM certificate on the listener and `secure_server_name` close it.
+- Callers reach `https://<api>.execute-api.<region>.amazonaws.com/<stage>/inference/<name>/...` over
+  TLS (API Gateway's certificate) and must sign with SigV4 as a principal allowed `execute-api:Invoke`
+  on the path (the `InvokePolicy` managed policy grants exactly that; attach it to callers).
+- Why a REST API: an LLM answer must stream (server-sent events from the first token) and may run
+  for minutes. An HTTP API buffers the whole response and ends its integration at 30 seconds; a REST
+  API's `HTTP_PROXY` integration with `responseTransferMode: STREAM` sends the response on as it
+  arrives, for up to 15 minutes, private integrations included
+  (docs.aws.amazon.com/apigateway/latest/developerguide/response-transfer-mode.html). Its stream
+  also ends after 5 minutes without a byte (Regional endpoints), far above any engine's time
+  between two tokens. No cache, no content encoding and no response mapping (which STREAM rules
+  out) are used.
+- The integration is private: a VPC link V2 to the internal ALB (REST APIs reach an ALB through a
+  VPC link V2: docs.aws.amazon.com/apigateway/latest/developerguide/set-up-private-integration.html).
+  That hop stays inside the VPC: the ALB's security group admits only the VPC link's. It is plain
+  HTTP because a private integration can only verify a certificate from a public CA for a name the
+  deployer owns; with a custom domain, an ACM certificate on the listener closes it.
 - The ALB sends HTTPS to the proxy's pods (IP targets, registered by the load balancer controller
   from the `TargetGroupBinding`), where `api-tls-proxy` terminates TLS and routes by path.
+- Timeouts, one limit (`gco.front_door.GENERATION_TIMEOUT_S`, 15 minutes): the integration's timeout;
+  the ALB's idle timeout; the proxy's read and send timeouts (`gco.reconcile.routes`). No hop behind
+  the front door ends a generation it still allows; engines set no limit of their own (a request's
+  `max_tokens` bounds it).
 - Stack output `InvokeUrl`: the Region's base URL for `/inference/<name>`.
 """
 
 from __future__ import annotations
 
-import jsii
 from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_apigateway as restapi
 from aws_cdk import aws_apigatewayv2 as apigw
-from aws_cdk import aws_apigatewayv2_authorizers as authorizers
-from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
@@ -28,22 +38,24 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from gco.front_door import INVOKE_URL_OUTPUT
+from gco.front_door import GENERATION_TIMEOUT_S, INVOKE_URL_OUTPUT
 from gco.reconcile.routes import HEALTH_PATH, PROXY_PORT
 from stacks.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"
 LISTENER_PORT = 80
+STAGE = "v1"
 ACCESS_LOG_FORMAT = (
     '{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",'
     '"caller":"$context.identity.userArn","time":"$context.requestTime","method":"$context.httpMethod",'
-    '"path":"$context.path","status":"$context.status","latency":"$context.integrationLatency",'
-    '"error":"$context.integrationErrorMessage"}'
+    '"path":"$context.path","status":"$context.status","latency":"$context.integration.latency",'
+    '"error":"$context.integration.error"}'
 )
 
 
 class FrontDoor(Construct):
-    """The internal ALB and its target group, the VPC link, the IAM-authorized HTTP API and its outputs."""
+    """The internal ALB and its target group, the VPC link, the IAM-authorized streaming REST API and
+    its outputs."""
 
     def __init__(
         self,
@@ -96,7 +108,7 @@ class FrontDoor(Construct):
             internet_facing=False,
             security_group=self.alb_security_group,
             drop_invalid_header_fields=True,
-            idle_timeout=Duration.seconds(600),
+            idle_timeout=Duration.seconds(GENERATION_TIMEOUT_S),
         )
         self.target_group = elbv2.ApplicationTargetGroup(
             self,
@@ -126,13 +138,6 @@ class FrontDoor(Construct):
             subnets=private,
             security_groups=[self.link_security_group],
         )
-        self.api = apigw.HttpApi(
-            self,
-            "Api",
-            api_name=name,
-            description="gco inference endpoints of this Region: SigV4 callers allowed execute-api:Invoke",
-            create_default_stage=False,
-        )
         self.access_logs = logs.LogGroup(
             self,
             "AccessLogs",
@@ -140,30 +145,26 @@ class FrontDoor(Construct):
             retention=log_retention,
             encryption_key=key,
         )
-        self.stage = apigw.HttpStage(
+        self.api = restapi.RestApi(
             self,
-            "Stage",
-            http_api=self.api,
-            stage_name="$default",
-            auto_deploy=True,
-            access_log_settings=_AccessLogs(self.access_logs),
-            throttle=apigw.ThrottleSettings(rate_limit=1000, burst_limit=2000),
-        )
-        integration = integrations.HttpAlbIntegration(
-            "Proxy", self.listener, vpc_link=self.vpc_link, timeout=Duration.seconds(29)
-        )
-        iam_auth = authorizers.HttpIamAuthorizer()
-        self.routes = [
-            *self.api.add_routes(
-                path=f"{INFERENCE_PREFIX}/{{proxy+}}",
-                methods=[apigw.HttpMethod.ANY],
-                integration=integration,
-                authorizer=iam_auth,
+            "Api",
+            rest_api_name=name,
+            description="gco inference endpoints of this Region: SigV4 callers allowed execute-api:Invoke",
+            endpoint_types=[restapi.EndpointType.REGIONAL],
+            cloud_watch_role=False,
+            deploy_options=restapi.StageOptions(
+                stage_name=STAGE,
+                access_log_destination=restapi.LogGroupLogDestination(self.access_logs),
+                access_log_format=restapi.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+                throttling_rate_limit=1000,
+                throttling_burst_limit=2000,
+                tracing_enabled=True,
             ),
-        ]
+        )
+        self.method = self._proxy_method()
         invoke_arn = stack.format_arn(
             service="execute-api",
-            resource=self.api.api_id,
+            resource=self.api.rest_api_id,
             resource_name=f"*/*{INFERENCE_PREFIX}/*",
         )
         self.invoke_policy = iam.ManagedPolicy(
@@ -177,7 +178,7 @@ class FrontDoor(Construct):
                 )
             ],
         )
-        self.invoke_url = f"{self.api.api_endpoint}{INFERENCE_PREFIX}"
+        self.invoke_url = self.api.url_for_path(INFERENCE_PREFIX)
         CfnOutput(
             self,
             INVOKE_URL_OUTPUT,
@@ -194,18 +195,35 @@ class FrontDoor(Construct):
             description="Managed policy to attach to callers of this Region's inference endpoints",
         )
 
+    def _proxy_method(self) -> restapi.Method:
+        """`ANY /inference/{proxy+}`, IAM-authorized, to the ALB through the VPC link, streamed.
 
-@jsii.implements(apigw.IAccessLogSettings)
-class _AccessLogs:
-    """Access logs of the stage into one encrypted log group, one JSON line per request."""
-
-    def __init__(self, group: logs.ILogGroup) -> None:
-        self._destination = apigw.LogGroupLogDestination(group)
-
-    @property
-    def destination(self) -> apigw.IAccessLogDestination:
-        return self._destination
-
-    @property
-    def format(self) -> restapi.AccessLogFormat:
-        return restapi.AccessLogFormat.custom(ACCESS_LOG_FORMAT)
+        The L2 `Integration` names only VPC links V1 (NLB); the private integration through a VPC link
+        V2 to an ALB is written on the method itself: connection `VPC_LINK`, the link's id, and the
+        load balancer as `integrationTarget` (CloudFormation `AWS::ApiGateway::Method` Integration).
+        """
+        integration = restapi.Integration(
+            type=restapi.IntegrationType.HTTP_PROXY,
+            integration_http_method="ANY",
+            uri=f"http://{self.alb.load_balancer_dns_name}{INFERENCE_PREFIX}/{{proxy}}",
+            options=restapi.IntegrationOptions(
+                request_parameters={"integration.request.path.proxy": "method.request.path.proxy"},
+                response_transfer_mode=restapi.ResponseTransferMode.STREAM,
+                timeout=Duration.seconds(GENERATION_TIMEOUT_S),
+            ),
+        )
+        resource = self.api.root.add_resource(INFERENCE_PREFIX.strip("/")).add_resource("{proxy+}")
+        method = resource.add_method(
+            "ANY",
+            integration,
+            authorization_type=restapi.AuthorizationType.IAM,
+            request_parameters={"method.request.path.proxy": True},
+            # The path under /inference is required; the body is the engine's to validate.
+            request_validator_options=restapi.RequestValidatorOptions(validate_request_parameters=True),
+        )
+        cfn = method.node.default_child
+        assert isinstance(cfn, restapi.CfnMethod)
+        cfn.add_property_override("Integration.ConnectionType", "VPC_LINK")
+        cfn.add_property_override("Integration.ConnectionId", self.vpc_link.vpc_link_id)
+        cfn.add_property_override("Integration.IntegrationTarget", self.alb.load_balancer_arn)
+        return method

@@ -262,6 +262,7 @@ class RegionalStack(Stack):
                 home_region=config.home_region,
                 proxy=config.proxy,
                 addons=frozenset(self.addons.present),
+                gpu_instance_types=tuple(config.gpu_nodes.instance_types),
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,

@@ -48,7 +48,7 @@ IMDS = "http://169.254.169.254/latest"
 OWN_RUN_OBJECTS = f"{RUNS_PREFIX}*/{RUNNER_ID_VARIABLE}/*"
 # What a resumed job reads back: any earlier execution's run directory (gpu_runner.runner.download_dir).
 RUN_OBJECTS = f"{RUNS_PREFIX}*"
-# Every front door's invoke path: any stage (the API has only `$default`), any method, under /inference.
+# Every front door's invoke path: any stage (the API has one), any method, under /inference.
 INVOKE_PATH = f"*/*{INFERENCE_PREFIX}/*"
 
 
@@ -122,7 +122,7 @@ class RunnerStack(Stack):
             "table, and what a matrix job reads (clusters, Regional stack outputs, front doors)",
             statements=[
                 *self._job_statements(config, bucket, bucket_key, state_machine_arn),
-                *self._matrix_statements(config, bucket, home_api_id=regional.front_door.api.api_id),
+                *self._matrix_statements(config, bucket, home_api_id=regional.front_door.api.rest_api_id),
             ],
             roles=[self.role],
         )
@@ -268,11 +268,11 @@ class RunnerStack(Stack):
     def _invoke_arns(self, config: GcoConfig, home_api_id: str) -> list[str]:
         """The home Region's front door by its API id; the other Regions' by Region and path only.
 
-        An HTTP API's id is generated when it is created, and this stack can reference only the home
+        A REST API's id is generated when it is created, and this stack can reference only the home
         Regional stack (CloudFormation exports do not cross Regions), so in another Region any API id
         of this account under `/inference/*` is allowed: only gco's front doors route that path, and
         each still requires SigV4 (execute-api:Invoke) for its one route. The stage is `*` as in the
-        front door's own InvokePolicy (the API has only its `$default` stage).
+        front door's own InvokePolicy (the API has one stage).
         """
         return [
             self.format_arn(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
+from stacks.front_door import STAGE
 from stacks.suppressions import Suppression, _each_pack
 
 MANAGED = "Policy::arn:<AWS::Partition>:iam::aws:policy/"
@@ -119,11 +120,12 @@ def front_door_suppressions(stack: Stack) -> list[Suppression]:
             Suppression(
                 f"{alb}/Resource",
                 f"{pack}-ALBWAFEnabled",
-                "HTTP APIs take no WAF ACL and this ALB is internal; IAM authorization at API Gateway is "
-                f"the gate ({internal})",
+                "this ALB is internal and answers only the API Gateway VPC link; the way in is the REST API, "
+                f"whose IAM authorization is the gate ({internal})",
             )
             for pack in ("NIST.800.53.R5", "PCI.DSS.321")
         ],
+        *_rest_api_suppressions(root),
         Suppression(
             f"{root}/FrontDoor/InvokePolicy/Resource",
             "AwsSolutions-IAM5",
@@ -142,5 +144,57 @@ def front_door_suppressions(stack: Stack) -> list[Suppression]:
             "Elastic Load Balancing and EC2 Describe actions take no resource; registering targets is "
             "limited to the front door's one target group",
             ("Resource::*",),
+        ),
+    ]
+
+
+def _rest_api_suppressions(root: str) -> list[Suppression]:
+    """The streaming REST API of the front door (`stacks/front_door.py` says why a REST API)."""
+    stage = f"{root}/FrontDoor/Api/DeploymentStage.{STAGE}/Resource"
+    method = f"{root}/FrontDoor/Api/Default/inference/{{proxy+}}/ANY/Resource"
+    iam = "every request is SigV4-signed and authorized by IAM (execute-api:Invoke on /inference/*)"
+    return [
+        Suppression(
+            f"{root}/FrontDoor/Api/Resource",
+            "AwsSolutions-APIG2",
+            "the one method's validator requires its path parameter; the body is passed through to the "
+            "engine, which validates it (a request model here would duplicate each engine's schema)",
+        ),
+        Suppression(method, "AwsSolutions-COG4", f"callers are AWS principals, not Cognito users: {iam}"),
+        *[
+            Suppression(
+                stage, rule, f"no WAF web ACL: {iam}; request bodies are prompts a WAF rule set cannot judge"
+            )
+            for rule in (
+                "AwsSolutions-APIG3",
+                "NIST.800.53.R5-APIGWAssociatedWithWAF",
+                "PCI.DSS.321-APIGWAssociatedWithWAF",
+            )
+        ],
+        *_each_pack(
+            stage,
+            "APIGWCacheEnabledAndEncrypted",
+            "a streamed integration (responseTransferMode STREAM) cannot use the stage cache, and LLM "
+            "answers to the same request are not reusable",
+        ),
+        *[
+            Suppression(
+                stage,
+                rule,
+                "execution logs need the account-wide API Gateway CloudWatch role; the stage's access log "
+                "records every request (caller, status, integration latency and error), KMS-encrypted",
+            )
+            for rule in (
+                "AwsSolutions-APIG6",
+                "HIPAA.Security-APIGWExecutionLoggingEnabled",
+                "NIST.800.53.R5-APIGWExecutionLoggingEnabled",
+                "PCI.DSS.321-APIGWExecutionLoggingEnabled",
+            )
+        ],
+        *_each_pack(
+            stage,
+            "APIGWSSLEnabled",
+            "a backend client certificate applies to HTTP integrations over the internet; this one is "
+            "private, through the VPC link to an internal ALB that admits only the link's security group",
         ),
     ]

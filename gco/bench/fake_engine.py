@@ -1,7 +1,11 @@
 """A fake OpenAI-compatible engine for tests and the local stack: SSE completions, clips, /health, /metrics.
 
-It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`, TGI's `/generate`
-and `/info`, naming the model id and revision it was started with), and, in clip mode, a video
+It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`, streamed as
+server-sent events with `stream: true`; TGI's `/generate`, `/generate_stream` (its SSE events, one
+per token, the last carrying `generated_text`) and `/info`, naming the model id and revision it was
+started with). `--hold-file` holds a streamed answer after its first token until that file exists,
+so a test can prove a caller gets the first event while the engine is still generating. In clip
+mode it stands in for a video
 engine answering whole clips on POST /v1/videos, where no GPU is available. Configurable speed,
 noise, drift and failures; it logs the start-up lines of real vLLM 0.11, TGI 2.2 or SGLang output with
 its own model and flags (`fake_log`: `--enforce-eager`, `--cpu-offload-gb`, ... as the real engines
@@ -20,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +55,31 @@ def _token_chunk(chat: bool) -> bytes:
 
 
 TOKEN_CHUNK = {True: _token_chunk(True), False: _token_chunk(False)}
+SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+HOLD_POLL_S = 0.01
+HOLD_MAX_S = 60.0  # a held stream goes on after this even without its file (no test hangs forever)
+
+
+def _tgi_event(index: int, tokens: int) -> bytes:
+    """TGI's event for token `index` of `tokens` (the last one carries the whole text)."""
+    token = {"id": index, "text": " tok", "logprob": 0.0, "special": False}
+    done = index == tokens - 1
+    return _sse(
+        {
+            "index": index + 1,
+            "token": token,
+            "generated_text": " tok" * tokens if done else None,
+            "details": None,
+        }
+    )
+
+
+async def _hold(path: Path) -> float:
+    """Wait (bounded) until `path` exists; the seconds waited."""
+    started = time.perf_counter()
+    while not path.exists() and time.perf_counter() - started < HOLD_MAX_S:
+        await asyncio.sleep(HOLD_POLL_S)
+    return time.perf_counter() - started
 
 
 @dataclass
@@ -90,6 +119,7 @@ class Behaviour:
     empty_output: bool = False
     crash_signal: int = 0
     clip_s: dict[str, float] = field(default_factory=dict)
+    hold_file: str = ""
 
 
 class FakeEngine:
@@ -141,6 +171,8 @@ class FakeEngine:
             await self.respond(writer, 200, json.dumps(info).encode())
         elif method == "POST" and path == "/generate":
             await self.generate_tgi(body, writer)
+        elif method == "POST" and path == "/generate_stream":
+            await self.generate_tgi(body, writer, stream=True)
         elif method == "POST" and path == CLIP_PATH and self.behaviour.clip_s:
             await self.clip(body, writer)
         elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
@@ -222,8 +254,9 @@ class FakeEngine:
         self.counters.generation_tokens += tokens
         self.counters.success += 1
 
-    async def generate_tgi(self, body: bytes, writer: asyncio.StreamWriter) -> None:
-        """TGI's `/generate`: `{inputs, parameters {max_new_tokens}}` -> `{generated_text}`."""
+    async def generate_tgi(self, body: bytes, writer: asyncio.StreamWriter, *, stream: bool = False) -> None:
+        """TGI's `/generate`: `{inputs, parameters {max_new_tokens}}` -> `{generated_text}`; with
+        `stream`, `/generate_stream`: one SSE event per token (`stream_tgi`)."""
         b = self.behaviour
         self.requests += 1
         self.maybe_crash()
@@ -238,14 +271,48 @@ class FakeEngine:
         self.counters.running += 1
         try:
             factor = self.slowdown()
-            await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
+            if stream:
+                await self.stream_tgi(writer, tokens, factor)
+            else:
+                await asyncio.sleep(b.ttft_s * factor + b.itl_s * factor * (tokens - 1))
         finally:
             self.counters.running -= 1
         self.counters.prompt_tokens += max(1, len(prompt.split()))
         self.counters.generation_tokens += tokens
         self.counters.success += 1
-        text = "" if b.empty_output else " tok" * tokens
-        await self.respond(writer, 200, json.dumps({"generated_text": text}).encode())
+        if not stream:
+            text = "" if b.empty_output else " tok" * tokens
+            await self.respond(writer, 200, json.dumps({"generated_text": text}).encode())
+
+    async def stream_tgi(self, writer: asyncio.StreamWriter, tokens: int, factor: float) -> None:
+        """TGI's stream events (text-generation-inference `router/src/server.rs`, `generate_stream`:
+        `StreamResponse {index, token {id, text, logprob, special}, generated_text, details}`,
+        `generated_text` set on the last event only)."""
+        writer.write(SSE_HEAD)
+        await self.paced(writer, tokens, factor, lambda i: _tgi_event(i, tokens))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    async def paced(
+        self, writer: asyncio.StreamWriter, tokens: int, factor: float, event: Callable[[int], bytes]
+    ) -> tuple[float, float]:
+        """Write `event(i)` for each token at its due time (TTFT, then ITL apart), holding after the
+        first one while `--hold-file` is absent; (first, last) write times."""
+        b = self.behaviour
+        first = last = 0.0
+        start = time.perf_counter()
+        for i in range(tokens):
+            due = start + b.ttft_s * factor + b.itl_s * factor * i
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writer.write(event(i))
+            last = time.perf_counter()
+            first = first or last
+            await writer.drain()
+            if i == 0 and b.hold_file:
+                start += await _hold(Path(b.hold_file))
+        return first, last
 
     def slowdown(self) -> float:
         """This request's time factor: drift over requests served, over speed, times the noise."""
@@ -300,22 +367,9 @@ class FakeEngine:
         usage: bool,
         arrived: float,
     ) -> None:
-        b = self.behaviour
         token = TOKEN_CHUNK[chat]
-        first = last = 0.0
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-        )
-        start = time.perf_counter()
-        for i in range(tokens):
-            due = start + b.ttft_s * factor + b.itl_s * factor * i
-            delay = due - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            writer.write(token)
-            last = time.perf_counter()
-            first = first or last
-            await writer.drain()
+        writer.write(SSE_HEAD)
+        first, last = await self.paced(writer, tokens, factor, lambda _: token)
         if usage:
             self.chunk(
                 writer,
@@ -408,6 +462,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=[],
         help="SIZE=MS: clip mode, POST /v1/videos with body size SIZE takes MS (over --speed).",
     )
+    add(
+        "--hold-file",
+        default="",
+        help="Hold each streamed answer after its first token until this file exists.",
+    )
     return parser.parse_args(argv)
 
 
@@ -460,6 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         revision=args.revision,
         empty_output=args.empty_output,
         clip_s={size: float(ms) / 1000 for size, _, ms in (item.partition("=") for item in args.clip_ms)},
+        hold_file=args.hold_file,
     )
     asyncio.run(serve(FakeEngine(behaviour)))
     return 0

@@ -17,7 +17,18 @@ from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
 from gco.errors import GcoInputError
 from gco.front_door import invoke_urls
-from gco.invoke import InvokeFailedError, default_request, local_bases, parse_body, send, serving_region
+from gco.invoke import (
+    TIMEOUT_S,
+    InvokeFailedError,
+    InvokeResult,
+    default_request,
+    local_bases,
+    parse_body,
+    send,
+    send_stream,
+    serving_region,
+    stream_request,
+)
 
 
 @click.command()
@@ -32,7 +43,12 @@ from gco.invoke import InvokeFailedError, default_request, local_bases, parse_bo
 @click.option(
     "--path", default=None, help="Path under the endpoint [default: the framework's completion path]."
 )
-@click.option("--timeout", default=120.0, show_default=True, help="Seconds to wait for the answer.")
+@click.option(
+    "--timeout", default=TIMEOUT_S, show_default=True, help="Seconds to wait for the answer (or next event)."
+)
+@click.option(
+    "--stream", is_flag=True, help="Ask for server-sent events and print the text as each token arrives."
+)
 @connection_options
 def invoke(
     name: str,
@@ -41,6 +57,7 @@ def invoke(
     body_text: str | None,
     path: str | None,
     timeout: float,
+    stream: bool,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
@@ -54,7 +71,7 @@ def invoke(
     bases = local_bases()
     record = operations.fresh(open_store(endpoint_url, table_name), name)
     target = serving_region(record, region)
-    default_path, default_body = default_request(record.spec, prompt)
+    default_path, default_body = (stream_request if stream else default_request)(record.spec, prompt)
     if bases:
         base = bases.get(target)
         url = f"{base.rstrip('/')}/{name}" if base else None
@@ -65,16 +82,44 @@ def invoke(
         url = found.get(target)
     if not url:
         raise InvokeFailedError(f"no invoke URL for {target} (is its Regional stack deployed?)")
-    result = send(
-        target, url + (path or default_path), body or default_body, signed=not bases, timeout=timeout
-    )
+    url += path or default_path
+    if stream:
+        result = _streamed(
+            target, url, body or default_body, signed=not bases, timeout=timeout, output=output
+        )
+    else:
+        result = send(target, url, body or default_body, signed=not bases, timeout=timeout)
     if output == "json":
         emit_json(result.model_dump(mode="json"))
-    else:
+    elif result.first_event_ms is None:
         click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms")
         click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
     if not 200 <= result.status < 300:
         raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
+
+
+def _streamed(
+    region: str, url: str, body: dict[str, object], *, signed: bool, timeout: float, output: str
+) -> InvokeResult:
+    """Stream the answer: its text to stdout as it comes (not with `--output json`), then one line on
+    stderr with the Region, status, first-event and total times."""
+    printing = output != "json"
+    result = send_stream(
+        region,
+        url,
+        body,
+        signed=signed,
+        timeout=timeout,
+        on_text=lambda piece: click.echo(piece, nl=False) if printing else None,
+    )
+    if printing and result.first_event_ms is not None:
+        click.echo("")
+        click.echo(
+            f"{result.region} {result.status} first event {result.first_event_ms:.0f} ms, "
+            f"{result.latency_ms:.0f} ms in all",
+            err=True,
+        )
+    return result
 
 
 @click.command()

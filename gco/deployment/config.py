@@ -32,7 +32,7 @@ from gco.deployment.kubernetes import (
     today_utc,
 )
 from gco.env import DEFAULT_TABLE
-from gco.nodes import gpu_type
+from gco.nodes import gpu_type, instance_size
 from gco.reconcile.proxy_settings import ProxySettings
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
@@ -295,6 +295,7 @@ class GcoConfig(_Model):
     def _gpu_types(cls, value: NodeGroupConfig) -> NodeGroupConfig:
         for item in value.instance_types:
             gpu_type(item)  # a ValueError naming the type and the known families
+            instance_size(item)  # its pods' CPU and memory are derived from its size
         return value
 
     @field_validator("kubernetes_version")

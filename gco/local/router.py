@@ -7,8 +7,9 @@ rendered from), decides with `routes.choose` (the rule nginx's `split_clients` a
 from `random`), and relays the request, prefix stripped, to the chosen Service's loopback address
 on the local Service network. `gco.local.nginx` runs the real nginx instead where it is installed.
 
-It does not model: TLS (plain HTTP on loopback), streaming (an answer is relayed whole), or
-nginx's timeouts and limits beyond a 16 MiB request body.
+Answers are relayed as they arrive (`services.relay`), as nginx does with `proxy_buffering off`.
+It does not model: TLS (plain HTTP on loopback), or nginx's timeouts and limits beyond a 16 MiB
+request body and the read timeout (`FORWARD_TIMEOUT_S`, the front door's limit).
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ from http.server import BaseHTTPRequestHandler
 import httpx
 
 from gco.local.kubelet import LOOPBACK
-from gco.local.services import FORWARD_TIMEOUT_S, UPSTREAM_HEADER, ServiceNetwork, answer, read_body, serve
+from gco.local.services import (
+    FORWARD_TIMEOUT_S,
+    UPSTREAM_HEADER,
+    ServiceNetwork,
+    answer,
+    read_body,
+    relay,
+    serve,
+)
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
@@ -78,14 +87,12 @@ class LocalRouter:
             return
         service, namespace, _ = match["host"].split(".")
         target = f"http://{self.services.address(namespace, service)}{chosen[1]}{sep}{query}"
+        headers = {"content-type": request.headers.get("content-type") or "application/json"}
         try:
-            headers = {"content-type": request.headers.get("content-type") or "application/json"}
-            reply = self._client.request(request.command, target, content=body, headers=headers)
-        except httpx.HTTPError as error:
+            with self._client.stream(request.command, target, content=body, headers=headers) as reply:
+                relay(request, reply, reply.headers.get(UPSTREAM_HEADER))
+        except httpx.HTTPError as error:  # no answer began: relay ends a broken body itself
             answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
-            return
-        ctype = reply.headers.get("content-type", "application/json")
-        answer(request, reply.status_code, reply.content, ctype, reply.headers.get(UPSTREAM_HEADER))
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -6,9 +6,11 @@ route's traffic to `<service>.<namespace>.svc:<port>`; here each such Service ge
 listener (`address`), started on first use, that resolves the Service's selector against the
 ready engines of `LocalKubelet` on every request, picks one at random, relays the request, and
 names the Service in the `x-gco-upstream` answer header (so a caller can count a canary split).
+Answers are relayed as they arrive (`relay`: chunk by chunk, as nginx with `proxy_buffering off`),
+so server-sent events reach the caller while the engine is still generating.
 
 It does not model: session affinity, `targetPort` by number (engines listen where the kubelet put
-them), streaming (an answer is relayed whole), or Services that no route names.
+them), or Services that no route names.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from typing import Any
 
 import httpx
 
+from gco.front_door import GENERATION_TIMEOUT_S
 from gco.local.kubelet import LOOPBACK, LocalKubelet
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import SERVICE
 
 log = logging.getLogger(__name__)
 MAX_BODY = 16 << 20
-FORWARD_TIMEOUT_S = 600.0
+# The longest wait for the next bytes of an answer: the front door's limit on a whole generation.
+FORWARD_TIMEOUT_S = float(GENERATION_TIMEOUT_S)
 UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
 
 
@@ -47,6 +51,27 @@ def answer(
         request.send_header(UPSTREAM_HEADER, upstream)
     request.end_headers()
     request.wfile.write(body)
+
+
+def relay(request: BaseHTTPRequestHandler, reply: httpx.Response, upstream: str | None = None) -> None:
+    """Answer `request` with the upstream `reply` as it arrives: its status and content type, then
+    its body in HTTP/1.1 chunks, each written as soon as it is read (the request's socket writer is
+    unbuffered). An upstream that fails mid-body ends the answer without its last chunk, so the
+    caller sees a truncated answer, as from nginx; a caller that hangs up ends the relay (the
+    upstream request is closed with the stream)."""
+    request.send_response(reply.status_code)
+    request.send_header("content-type", reply.headers.get("content-type", "application/json"))
+    request.send_header("transfer-encoding", "chunked")
+    if upstream:
+        request.send_header(UPSTREAM_HEADER, upstream)
+    try:
+        request.end_headers()
+        for chunk in reply.iter_bytes():
+            if chunk:
+                request.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        request.wfile.write(b"0\r\n\r\n")
+    except (httpx.HTTPError, OSError):  # the upstream broke, or the caller hung up (BrokenPipeError)
+        request.close_connection = True
 
 
 def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
@@ -120,16 +145,14 @@ class ServiceNetwork:
         if target is None:
             answer(request, 503, json.dumps({"error": f"no ready backend for {service}"}).encode())
             return
+        headers = {"content-type": request.headers.get("content-type") or "application/json"}
         try:
-            headers = {"content-type": request.headers.get("content-type") or "application/json"}
-            reply = self._client.request(
+            with self._client.stream(
                 request.command, target + request.path, content=body, headers=headers
-            )
-        except httpx.HTTPError as error:
+            ) as reply:
+                relay(request, reply, service)
+        except httpx.HTTPError as error:  # no answer began: relay ends a broken body itself
             answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
-            return
-        ctype = reply.headers.get("content-type", "application/json")
-        answer(request, reply.status_code, reply.content, ctype, service)
 
     def stop(self) -> None:
         with self._lock:

@@ -9,17 +9,23 @@ request with `Grant.allows`, so a request the deployed API server would refuse i
 The grant, and why each part:
 
 - In each endpoint namespace (`gco-inference`): Deployments, Services, HPAs, KEDA ScaledObjects,
-  PodDisruptionBudgets; verbs get, list, patch (server-side apply: the API server authorizes an
-  apply that creates the object as `patch`), delete. And `list` of Pods, nothing else on them: a
-  Deployment whose replicas are not ready says only how many; the Pods' container statuses say why
-  (restarts, `CrashLoopBackOff`, the last exit code), which the Region's status reports.
+  PodDisruptionBudgets; verbs get, list, create, patch, delete. A server-side apply is a `PATCH`,
+  authorized as `patch`; when the object does not exist yet the API server authorizes the same
+  request a second time as `create` (with the object's name) before it stores it
+  (k8s.io/apiserver `pkg/endpoints/handlers/patch.go`: an apply patch's create validation is wrapped
+  in `withAuthorization` with verb "create"; kubernetes.io/docs/reference/using-api/server-side-apply/).
+  Without `create`, the first apply of every endpoint is Forbidden.
+  And `list` of Pods, nothing else on them: a Deployment whose replicas are not ready says only
+  how many; the Pods' container statuses say why (restarts, `CrashLoopBackOff`, the last exit
+  code), which the Region's status reports.
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
-  ConfigMap of routes, with the same verbs.
-- Cluster scope: only `get` and `patch` of the gco namespaces themselves, by name (RBAC's
-  `resourceNames`), so the reconciler can create them idempotently with server-side apply. Nothing
-  is listed cluster-wide: lists go namespace by namespace, and a CRD that is not installed is
-  seen as the API server answers for a resource it does not serve (404), so no read of
-  CustomResourceDefinitions is needed.
+  ConfigMap of routes, with the same verbs (the proxy is applied from nothing in a new cluster).
+- Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
+  `resourceNames`), so the reconciler can create them idempotently with server-side apply (the
+  create check of an apply carries the name, so a `resourceNames` rule matches it; a `POST`
+  create has no name and never would). Nothing is listed cluster-wide: lists go namespace by
+  namespace, and a CRD that is not installed is seen as the API server answers for a resource it
+  does not serve (404), so no read of CustomResourceDefinitions is needed.
 
 EKS access policies (`AmazonEKSEditPolicy`) are not used: they do not reach `keda.sh` objects, and a
 Role written from this definition is exactly as wide as what the reconciler does.
@@ -60,12 +66,13 @@ RECONCILER_RBAC_NAME = "gco-reconciler"
 # The GPU runner's group (its instance role's EKS access entry) and the name of its Roles and bindings.
 RUNNER_GROUP = "gco:runner"
 RUNNER_RBAC_NAME = "gco-runner-read"
-OBJECT_VERBS: tuple[str, ...] = ("get", "list", "patch", "delete")
+# `create` beside `patch`: an apply that creates the object is authorized as both (module docstring).
+OBJECT_VERBS: tuple[str, ...] = ("get", "list", "create", "patch", "delete")
 READ_VERBS: tuple[str, ...] = ("get", "list")
 OBSERVE_VERBS: tuple[str, ...] = ("list",)
 # Kinds only read, with OBSERVE_VERBS, in each endpoint namespace.
 OBSERVED_KINDS: tuple[Kind, ...] = (POD,)
-NAMESPACE_VERBS: tuple[str, ...] = ("get", "patch")
+NAMESPACE_VERBS: tuple[str, ...] = ("get", "create", "patch")
 ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
 SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -82,7 +89,12 @@ class Rule:
     resource_names: tuple[str, ...] = ()
 
     def allows(self, verb: str, group: str, resource: str, name: str | None) -> bool:
-        """As RBAC's rule matcher: a `resourceNames` rule never allows a request without a name."""
+        """As RBAC's `RuleAllows` (k8s.io/kubernetes `pkg/apis/rbac/v1/evaluation_helpers.go`): the verb,
+        the API group and the resource each listed, and with `resourceNames` the request's name among
+        them, so such a rule never allows a request without a name (a list, a `POST` create, a
+        deletecollection). A subresource request names its resource `deployments/status`, matched
+        only by that exact entry (the rules here use no `*` wildcards).
+        """
         if verb not in self.verbs or group not in self.api_groups or resource not in self.resources:
             return False
         return not self.resource_names or (name is not None and name in self.resource_names)
@@ -166,7 +178,8 @@ class Grant:
         )
 
     def allows(self, verb: str, group: str, resource: str, namespace: str | None, name: str | None) -> bool:
-        """Whether RBAC built from this grant allows the request (a cluster-wide request has no namespace).
+        """Whether RBAC built from this grant allows the request (a cluster-wide request has no namespace;
+        a subresource request's `resource` is `plural/subresource`).
 
         A ClusterRole bound cluster-wide applies in every namespace too, as in Kubernetes.
         """

@@ -8,6 +8,8 @@ RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for 
                                   default 10; the stream handler and the sweep never wait: docs/scale.md)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
+GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-separated (unset: none
+                                  known, and GPU pods request no CPU or memory of their own)
 
 `stacks/regional.py` builds a `ReconcilerEnvironment` and sets `to_env()` on both functions;
 `gco.reconcile.runtime` parses it back with `from_env`, so a name or a format cannot drift between
@@ -20,19 +22,21 @@ the writer and the reader.
 from collections.abc import Mapping
 from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gco.addons import ADDONS_ENV, addons_from_env, addons_value
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
     CLUSTER_NAME_ENV,
     DEFAULT_TABLE,
+    GPU_INSTANCE_TYPES_ENV,
     HOME_REGION_ENV,
     LAMBDA_REGION_ENV,
     RECONCILER_REGION_ENV,
     TABLE_ENV,
     WAIT_SECONDS_ENV,
 )
+from gco.nodes import instance_size
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
 # Each field's variable (the error of a bad value names the variable, not the field).
@@ -44,6 +48,7 @@ VARIABLES = {
     "wait_seconds": WAIT_SECONDS_ENV,
     "proxy": PROXY_SETTINGS_ENV,
     "addons": ADDONS_ENV,
+    "gpu_instance_types": GPU_INSTANCE_TYPES_ENV,
 }
 
 
@@ -58,6 +63,7 @@ class ReconcilerEnvironment(BaseModel):
         wait_seconds: how long one record may wait for readiness before it is requeued.
         proxy: the shared proxy's settings.
         addons: the add-ons the Region's cluster has, or None where that is not known.
+        gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,6 +75,14 @@ class ReconcilerEnvironment(BaseModel):
     wait_seconds: float = Field(10.0, ge=0, le=600)
     proxy: ProxySettings = DEFAULT_PROXY
     addons: frozenset[str] | None = None
+    gpu_instance_types: tuple[str, ...] = ()
+
+    @field_validator("gpu_instance_types")
+    @classmethod
+    def _known_sizes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            instance_size(item)  # a ValueError naming the type and the known sizes of its family
+        return value
 
     def to_env(self) -> dict[str, str]:
         """The variables, as the stack sets them (unknown add-ons and home Region are left unset)."""
@@ -83,6 +97,8 @@ class ReconcilerEnvironment(BaseModel):
             env[HOME_REGION_ENV] = self.home_region
         if self.addons is not None:
             env[ADDONS_ENV] = addons_value(self.addons)
+        if self.gpu_instance_types:
+            env[GPU_INSTANCE_TYPES_ENV] = ",".join(self.gpu_instance_types)
         return env
 
     @classmethod
@@ -100,6 +116,7 @@ class ReconcilerEnvironment(BaseModel):
             "home_region": present.get(HOME_REGION_ENV),
             "wait_seconds": present.get(WAIT_SECONDS_ENV),
             "addons": addons_from_env(env),
+            "gpu_instance_types": _instance_types(present.get(GPU_INSTANCE_TYPES_ENV)),
         }
         for required in ("cluster_name", "region"):
             if fields[required] is None:
@@ -111,6 +128,10 @@ class ReconcilerEnvironment(BaseModel):
             first = error.errors()[0]
             variable = VARIABLES[str(first["loc"][0])]
             raise InvalidSpecError(variable, f"{first['input']!r}: {first['msg']}") from None
+
+
+def _instance_types(raw: str | None) -> tuple[str, ...] | None:
+    return tuple(item.strip() for item in raw.split(",")) if raw else None
 
 
 def _proxy(raw: str | None) -> ProxySettings:

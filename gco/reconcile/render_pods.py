@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from gco.endpoints.spec import EndpointSpec, Mooncake
-from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_type_selector
+from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
 
@@ -67,8 +67,15 @@ def framework_env(spec: EndpointSpec, model: str | None) -> dict[str, str]:
     return env
 
 
-def resources(spec: EndpointSpec, gpus: int, *, efa: bool = False) -> dict[str, Any]:
-    requests = dict(spec.resources.requests)
+def resources(
+    spec: EndpointSpec, gpus: int, *, efa: bool = False, instance_types: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The container's resources: its spec's, GPUs, and for a GPU container the CPU and memory derived
+    from the node groups' instance types where the spec does not request them itself."""
+    derived = gpu_pod_requests(instance_types, gpus, spec.gpu_type) if spec.accelerator == "nvidia" else {}
+    # A limit without a request makes the request equal the limit (Kubernetes' defaulting): kept.
+    derived = {key: value for key, value in derived.items() if key not in spec.resources.limits}
+    requests = {**derived, **spec.resources.requests}
     limits = dict(spec.resources.limits)
     if gpus > 0:
         resource = GPU_RESOURCE[spec.accelerator]
@@ -178,7 +185,7 @@ def pod_template(
         if args:
             container["args"] = args
         container.update(probes(spec))
-        container["resources"] = resources(spec, gpus, efa=efa)
+        container["resources"] = resources(spec, gpus, efa=efa, instance_types=settings.gpu_instance_types)
         mounts = [{"name": "shm", "mountPath": "/dev/shm"}]  # noqa: S108 - the pod's shared memory
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory"}})
         if spec.model_source:

@@ -14,17 +14,48 @@ from gco.reconcile.objects import DEPLOYMENT, HPA, PDB, SCALED_OBJECT
 from gco.reconcile.settings import RenderSettings
 
 QUERIES = {
-    "gpu": 'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}",pod=~"{deployment}-.*"}})',
+    "gpu": 'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}",pod=~"{pods}"}})',
     "gpu_memory": (
-        'avg(100 * DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{deployment}-.*"}}'
-        ' / (DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{deployment}-.*"}}'
-        ' + DCGM_FI_DEV_FB_FREE{{namespace="{ns}",pod=~"{deployment}-.*"}}))'
+        'avg(100 * DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{pods}"}}'
+        ' / (DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{pods}"}}'
+        ' + DCGM_FI_DEV_FB_FREE{{namespace="{ns}",pod=~"{pods}"}}))'
     ),
     "queue_depth": (
-        'sum(vllm:num_requests_waiting{{namespace="{ns}",pod=~"{deployment}-.*"}})'
-        ' or sum(tgi_queue_size{{namespace="{ns}",pod=~"{deployment}-.*"}})'
+        'sum(vllm:num_requests_waiting{{namespace="{ns}",pod=~"{pods}"}})'
+        ' or sum(tgi_queue_size{{namespace="{ns}",pod=~"{pods}"}})'
     ),
 }
+# The characters of both a pod-template-hash and a generated name's random suffix
+# (k8s.io/apimachinery `pkg/util/rand`: `alphanums`, used by `String` and `SafeEncodeString`).
+_NAME_CHARS = "[bcdfghjklmnpqrstvwxz2456789]"
+# A pod-template-hash is `SafeEncodeString` of a decimal uint32 (k8s.io/kubernetes
+# `pkg/controller/controller_utils.go`, `ComputeHash`): 1 to 10 characters.
+_HASH_MAX = 10
+# A generated name keeps at most 58 characters of its base before the 5 random ones
+# (k8s.io/apiserver `pkg/storage/names/generate.go`: maxGeneratedNameLength = 63 - 5).
+_BASE_MAX, _SUFFIX = 58, 5
+
+
+def pod_name_pattern(deployment: str) -> str:
+    """A regular expression matching the names of the Deployment's pods (PromQL anchors it).
+
+    A Deployment `d`'s ReplicaSet is `d-<hash>` and its pods are named from the base `d-<hash>-`, cut
+    to 58 characters, plus 5 random ones. `d-.*` also matched the pods of `d-2`, another endpoint's;
+    this pattern fixes the shape instead: the hash and the suffix never contain `-`, so a pod of
+    `d-2` (`d-2-<hash>-<suffix>`) has a segment too many. It is exact unless another Deployment of
+    the namespace has a name of 57 characters or more that starts with `d-` (then the cut can leave
+    that Deployment's pods the same shape as `d`'s; `tests/unit/reconcile/test_render_scaling.py`
+    checks both sides of that line).
+    """
+    room = _BASE_MAX - len(deployment) - 2  # hash characters that fit before the base is cut
+    whole = f"{deployment}-{_NAME_CHARS}{{1,{min(room, _HASH_MAX)}}}-{_NAME_CHARS}{{{_SUFFIX}}}"
+    if room >= _HASH_MAX:
+        return whole
+    if room >= -1:  # a longer hash is cut: `d-` and its first room + 1 characters, no dash
+        cut = f"{deployment}-{_NAME_CHARS}{{{room + 1 + _SUFFIX}}}"
+    else:  # the name itself is cut
+        cut = f"{deployment[:_BASE_MAX]}{_NAME_CHARS}{{{_SUFFIX}}}"
+    return f"{whole}|{cut}" if room >= 1 else cut
 
 
 def _number(value: float) -> str:
@@ -52,7 +83,7 @@ def _trigger(metric: AutoscalingMetric, namespace: str, deployment: str, setting
             "metricType": "Utilization",
             "metadata": {"value": _number(metric.target)},
         }
-    query = QUERIES[metric.type].format(ns=namespace, deployment=deployment)
+    query = QUERIES[metric.type].format(ns=namespace, pods=pod_name_pattern(deployment))
     return {
         "type": "prometheus",
         "name": metric.type.replace("_", "-"),

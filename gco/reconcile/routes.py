@@ -15,8 +15,11 @@ Routing rule, the same in every consumer:
 - any other path is 404.
 
 `choose` is the rule for a program that routes in-process (the local stack); `nginx_conf` for the
-deployed proxy. Upstream hosts are validated (`<service>.<namespace>.svc`, a port) so that a route
-object edited by hand cannot inject configuration.
+deployed proxy. nginx streams answers (`proxy_buffering off`: each piece of an engine's server-sent
+events goes to the caller as it is read) and waits `GENERATION_TIMEOUT_S` between reads and
+writes, the front door's limit on a generation. Upstream hosts are validated
+(`<service>.<namespace>.svc`, a port) so that a route object edited by hand cannot inject
+configuration.
 """
 
 # No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
@@ -31,6 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gco.endpoints.record import INGRESS_PREFIX
+from gco.front_door import GENERATION_TIMEOUT_S
 from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
 from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, UPSTREAM_ANNOTATION
 
@@ -213,6 +217,7 @@ def nginx_conf(table: RouteTable) -> str:
         port=PROXY_PORT,
         tls=TLS_DIR,
         health=HEALTH_PATH,
+        timeout=GENERATION_TIMEOUT_S,
         locations="\n".join(location for _, location in blocks) or "        # no routes",
     )
 
@@ -270,7 +275,9 @@ http {{
     proxy_set_header Connection "";
     proxy_set_header Host $proxy_host;
     proxy_buffering off;
-    proxy_read_timeout 600s;
+    proxy_read_timeout {timeout}s;
+    proxy_send_timeout {timeout}s;
+    send_timeout {timeout}s;
     client_max_body_size 16m;
     {splits}
     server {{

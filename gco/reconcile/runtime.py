@@ -31,7 +31,9 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         store,
         connect_eks(settings.cluster_name, settings.region),
         settings.region,
-        settings=RenderSettings(proxy=settings.proxy, addons=settings.addons),
+        settings=RenderSettings(
+            proxy=settings.proxy, addons=settings.addons, gpu_instance_types=settings.gpu_instance_types
+        ),
         wait=settings.wait_seconds,
     )
 

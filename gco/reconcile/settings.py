@@ -27,6 +27,9 @@ class RenderSettings:
             (gco.nodes.GPU_TAINT, which the stack puts on the node groups).
         neuron_taint_key: the taint on Neuron node groups (gco.nodes.NEURON_TAINT).
         proxy: the shared proxy's images, size and autoscaling.
+        gpu_instance_types: the instance types of the Region's GPU node groups, from which a GPU
+            container's CPU and memory requests are derived (`gco.nodes.gpu_pod_requests`; none
+            known: it requests only what its spec's `resources` say).
         addons: the cluster add-ons the Region has (gco.addons names, from the stack's
             `GCO_CLUSTER_ADDONS`), or None where that is not known (then nothing is refused
             up front and a missing CRD is still reported when the API server answers 404).
@@ -41,6 +44,7 @@ class RenderSettings:
     termination_grace_seconds: int = 60
     proxy: ProxySettings = field(default_factory=lambda: DEFAULT_PROXY)
     addons: frozenset[str] | None = None
+    gpu_instance_types: tuple[str, ...] = ()
 
 
 DEFAULT_SETTINGS = RenderSettings()

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from gco.front_door import GENERATION_TIMEOUT_S
 from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, RUNNER_GRANT, RUNNER_GROUP, Grant
 from gco.reconcile.objects import KINDS, SYSTEM_KINDS
 from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
 from stacks.cluster_access import cluster_objects
+from stacks.front_door import STAGE
 from tests.cdk.conftest import OTHER, Synthesized, iam_statements
 
 PRUNE = "aws.cdk.eks/prune-"
@@ -170,25 +172,46 @@ def test_load_balancer_controller_chart_and_role(synthesized: Synthesized) -> No
     }
 
 
-def test_front_door_is_an_iam_authorized_http_api_over_a_vpc_link(regional_template: Any) -> None:
-    regional_template.has_resource_properties("AWS::ApiGatewayV2::Api", {"ProtocolType": "HTTP"})
-    regional_template.resource_count_is("AWS::ApiGatewayV2::Route", 1)
+def test_front_door_is_an_iam_authorized_streaming_rest_api_over_a_vpc_link(regional_template: Any) -> None:
+    """A REST API whose one method streams (STREAM, 15 minutes) through a VPC link V2 to the ALB."""
+    regional_template.resource_count_is("AWS::ApiGatewayV2::Api", 0)
     regional_template.has_resource_properties(
-        "AWS::ApiGatewayV2::Route", {"RouteKey": "ANY /inference/{proxy+}", "AuthorizationType": "AWS_IAM"}
+        "AWS::ApiGateway::RestApi", {"EndpointConfiguration": {"Types": ["REGIONAL"]}}
     )
+    regional_template.resource_count_is("AWS::ApiGateway::Method", 1)
     regional_template.has_resource_properties(
-        "AWS::ApiGatewayV2::Integration",
+        "AWS::ApiGateway::Method",
         {
-            "ConnectionType": "VPC_LINK",
-            "IntegrationType": "HTTP_PROXY",
-            "IntegrationUri": {"Ref": Match.string_like_regexp("^FrontDoorAlbListener")},
+            "HttpMethod": "ANY",
+            "AuthorizationType": "AWS_IAM",
+            "Integration": Match.object_like(
+                {
+                    "Type": "HTTP_PROXY",
+                    "ConnectionType": "VPC_LINK",
+                    "ConnectionId": {"Ref": Match.string_like_regexp("^FrontDoorVpcLink")},
+                    "IntegrationTarget": {"Ref": Match.string_like_regexp("^FrontDoorAlb")},
+                    "ResponseTransferMode": "STREAM",
+                    "TimeoutInMillis": GENERATION_TIMEOUT_S * 1000,
+                    "RequestParameters": {"integration.request.path.proxy": "method.request.path.proxy"},
+                }
+            ),
+        },
+    )
+    regional_template.has_resource_properties("AWS::ApiGateway::Resource", {"PathPart": "{proxy+}"})
+    regional_template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "StageName": STAGE,
+            "AccessLogSetting": Match.object_like({"DestinationArn": Match.any_value()}),
+            "TracingEnabled": True,
         },
     )
     regional_template.has_resource_properties(
-        "AWS::ApiGatewayV2::Stage",
+        "AWS::ElasticLoadBalancingV2::LoadBalancer",
         {
-            "StageName": "$default",
-            "AccessLogSettings": Match.object_like({"DestinationArn": Match.any_value()}),
+            "LoadBalancerAttributes": Match.array_with(
+                [{"Key": "idle_timeout.timeout_seconds", "Value": str(GENERATION_TIMEOUT_S)}]
+            )
         },
     )
     regional_template.has_resource_properties(
@@ -214,7 +237,9 @@ def test_each_region_outputs_its_invoke_url(synthesized: Synthesized) -> None:
         url = outputs["InvokeUrl"]
         assert url["Export"]["Name"] == f"gco-inference-{region}-invoke-url"
         parts = url["Value"]["Fn::Join"][1]
-        assert parts[0]["Fn::GetAtt"][1] == "ApiEndpoint" and parts[1] == "/inference"
+        assert parts[0] == "https://" and parts[1]["Ref"].startswith("FrontDoorApi")
+        stage = [p["Ref"] for p in parts if isinstance(p, dict) and "Ref" in p][-1]
+        assert stage.startswith(f"FrontDoorApiDeploymentStage{STAGE}") and parts[-1] == "/inference"
         assert "InvokePolicyArn" in outputs
 
 

@@ -6,7 +6,16 @@ import pytest
 
 from gco.endpoints.spec import parse_spec
 from gco.errors import GcoInputError
-from gco.invoke import default_request, local_bases, parse_body, sigv4_headers
+from gco.invoke import (
+    InvokeFailedError,
+    default_request,
+    event_text,
+    local_bases,
+    parse_body,
+    sigv4_headers,
+    sse_data,
+    stream_request,
+)
 
 IMAGE = "vllm/vllm-openai:v0.6.3"
 
@@ -45,3 +54,49 @@ def test_sigv4_signs_for_execute_api_in_the_region(monkeypatch: pytest.MonkeyPat
     assert "/us-west-2/execute-api/aws4_request" in headers["Authorization"]
     assert headers["X-Amz-Security-Token"] == "token"
     assert "X-Amz-Date" in headers
+
+
+def test_streamed_requests() -> None:
+    """OpenAI engines: the same completion with `stream: true`; TGI: `/generate_stream`."""
+    path, body = stream_request(parse_spec({"image": IMAGE, "model_id": "m"}), "hi")
+    assert (path, body["stream"], body["prompt"]) == ("/v1/completions", True, "hi")
+    path, body = stream_request(parse_spec({"image": IMAGE, "framework": "tgi", "port": 8080}), "hi")
+    assert (path, body["inputs"]) == ("/generate_stream", "hi")
+
+
+def test_sse_data_follows_the_event_stream_format() -> None:
+    """Events end at a blank line; `data:` lines of one event join with newlines; one leading space is
+    dropped; comments (`:`) and other fields are skipped; a last event without a blank line counts."""
+    lines = [": ping", "event: x", 'data: {"a":', "data:1}", "", "", "data:  two spaces", "", "data: [DONE]"]
+    assert list(sse_data(lines)) == ['{"a":\n1}', " two spaces", "[DONE]"]
+
+
+# Event shapes as the engines write them: vLLM's `CompletionStreamResponse` and
+# `ChatCompletionStreamResponse` (vllm/entrypoints/openai/protocol.py; a usage-only last chunk has no
+# choices), TGI's `StreamResponse` (text-generation-inference router/src/lib.rs: `token` with `special`).
+COMPLETION = '{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" Hello","logprobs":null,"finish_reason":null}]}'  # noqa: E501
+CHAT = '{"id":"chat-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}'  # noqa: E501
+USAGE = '{"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}}'  # noqa: E501
+TGI = '{"index":1,"token":{"id":22557,"text":" Hi","logprob":-0.1,"special":false},"generated_text":null,"details":null}'  # noqa: E501
+TGI_EOS = '{"index":2,"token":{"id":2,"text":"</s>","logprob":0.0,"special":true},"generated_text":" Hi","details":null}'  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [(COMPLETION, " Hello"), (CHAT, " there"), (USAGE, ""), (TGI, " Hi"), (TGI_EOS, ""), ("[DONE]", None)],
+)
+def test_each_event_s_text(data: str, text: str | None) -> None:
+    assert event_text(data) == text
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ('{"error":"Input validation error","error_type":"validation"}', "the engine ended the stream"),
+        ("not json", "is not JSON"),
+        ("[1]", "is not a JSON object"),
+    ],
+)
+def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
+    with pytest.raises(InvokeFailedError, match=message):
+        event_text(data)

@@ -24,11 +24,23 @@ parts, one concern each:
 - `server.py`, the HTTP face: authentication (a bearer token names a user; 401 otherwise) and
   authorization: every request is checked against that user's grant of `gco.reconcile.access` (the
   definitions the Regional stack turns into RBAC: the reconciler's by default, and for any further
-  token its own `Identity`, such as the GPU runner's read-only grant), as RBAC would check it: verb
-  (get/list/patch/delete), API group, resource, namespace (none for a cluster-wide list) and
-  resource name; anything else is answered 403 with the API server's `Status` (reason Forbidden,
-  its message, `status.py`) before the path is even resolved; 415 for anything but an apply patch,
-  400 without a fieldManager;
+  token its own `Identity`, such as the GPU runner's read-only grant), as RBAC would check it: verb,
+  API group, resource (`plural/subresource` for a subresource such as `status` or `scale`),
+  namespace (none for a cluster-wide request) and resource name; anything else is answered 403 with
+  the API server's `Status` (reason Forbidden, its message, `status.py`) before the path is even
+  resolved. Each request's verb is the one the API server's request-info resolver gives it
+  (k8s.io/apiserver `pkg/endpoints/request/requestinfo.go`): GET of an object `get`, of a collection
+  `list` (`watch` with `watch=true`), POST `create`, PUT `update`, PATCH `patch`, DELETE of an object
+  `delete`, of a collection `deletecollection`. A server-side apply is authorized as `patch`, and
+  when the object does not exist, a second time as `create` with the object's name before it is
+  stored (k8s.io/apiserver `pkg/endpoints/handlers/patch.go`: the apply's create validation runs
+  `withAuthorization` with verb "create"; kubernetes.io/docs/reference/using-api/api-concepts/
+  #patch-and-apply), so a grant without `create` fails the first apply of an object and passes a
+  later one. A `resourceNames` rule matches only a request that names its object, so it never
+  grants a list, a watch, a collection delete or a `POST` create (kubernetes.io/docs/reference/
+  access-authn-authz/rbac/#referring-to-resources). Requests the stand-in authorizes but does not
+  serve (watches, `POST`/`PUT`, subresources) are answered 405 once authorized; 415 for a PATCH that
+  is not an apply, 400 without a fieldManager;
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
 
@@ -38,7 +50,8 @@ it) from the `pod_source` hook, the local stack's kubelet (`gco.local.kubelet`),
 Pod per replica it runs with its container's status (ready, restartCount, `CrashLoopBackOff`, the
 last termination's exit code and signal); without the hook the list is empty.
 
-It does not model: watches, admission, defaulting or schema validation, writes to pods, ReplicaSets,
+It does not model: watches, `POST` creates, `PUT` updates and subresources (authorized, then
+405), admission, defaulting or schema validation, writes to pods, ReplicaSets,
 HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.autoscaler` scales and
 writes HPA status for the local stack), resource quotas and limit ranges, garbage collection of
 dependants, namespace deletion (and the deletion of its objects), finalizers beyond the fixed
@@ -180,7 +193,7 @@ class StandInKubeAPI:
         """RBAC as the stack binds it: the grant's rules (the main user's unless given); a refusal is
         recorded in `forbidden`."""
         allowed = (grant or self.grant).allows(
-            attributes.verb, attributes.group, attributes.resource, attributes.namespace, attributes.name
+            attributes.verb, attributes.group, attributes.rbac_resource, attributes.namespace, attributes.name
         )
         if not allowed:
             with self._lock:

@@ -15,12 +15,13 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
 from gco.local.listen import LISTEN_BACKLOG
-from gco.local.standin.status import Attributes, forbidden, not_found, not_served
+from gco.local.standin.status import Attributes, create_forbidden, forbidden, not_found, not_served
 from gco.local.standin.status import status as _status
 from gco.reconcile.objects import POD
 
@@ -28,17 +29,25 @@ if TYPE_CHECKING:
     from gco.local.standin.api import Identity, StandInKubeAPI
 
 PATH = re.compile(
-    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?$"
+    r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
+    r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
 )
+_METHOD_VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-def _verb(method: str, name: str | None) -> str:
-    """The RBAC verb of a request, as the API server's request-info resolver names it."""
-    if method == "GET":
-        return "get" if name else "list"
-    if method == "DELETE":
-        return "delete" if name else "deletecollection"
-    return "patch"
+def _verb(method: str, name: str | None, query: Mapping[str, str]) -> str:
+    """The RBAC verb of a request, as the API server's request-info resolver names it
+    (k8s.io/apiserver `pkg/endpoints/request/requestinfo.go`, `NewRequestInfo`; the verbs are listed
+    at kubernetes.io/docs/reference/access-authn-authz/authorization/#determine-the-request-verb):
+    POST create, GET get, PUT update, PATCH patch, DELETE delete; without a name a GET is a list, or
+    a watch with `watch=true` (or `1`), and a DELETE is a deletecollection.
+    """
+    verb = _METHOD_VERBS[method]
+    if not name and verb == "get":
+        return "watch" if query.get("watch") in ("true", "1") else "list"
+    if not name and verb == "delete":
+        return "deletecollection"
+    return verb
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -71,6 +80,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._serve("DELETE")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
 
     def _serve(self, method: str) -> None:
         api = self.server_api
@@ -107,11 +122,12 @@ class Handler(BaseHTTPRequestHandler):
         prefix = match["prefix"]
         attributes = Attributes(
             user=identity.user,
-            verb=_verb(method, name),
+            verb=_verb(method, name, query),
             group="" if prefix == "api/v1" else prefix.split("/")[1],
             resource=match["plural"],
             namespace=namespace,
             name=name,
+            subresource=match["sub"] or "",
         )
         if not api.authorize(attributes, identity.grant):
             return 403, forbidden(attributes)
@@ -121,6 +137,10 @@ class Handler(BaseHTTPRequestHandler):
         kind = api.store.kind_for(prefix, match["plural"])
         if not kind:
             return 404, not_served()
+        if attributes.subresource or attributes.verb in ("watch", "create", "update"):
+            # Authorized by their own verbs above; the stand-in serves none of them (api.py's limits).
+            served = f"{attributes.verb} of {attributes.rbac_resource}"
+            return 405, _status(405, f"the stand-in does not serve {served}")
         if not kind.namespaced:
             namespace = ""
         if method == "GET" and name is None:
@@ -152,8 +172,18 @@ class Handler(BaseHTTPRequestHandler):
             return 415, _status(415, "only server-side apply (application/apply-patch+yaml) is served")
         if not query.get("fieldManager"):
             return 400, _status(400, "fieldManager is required for apply")
+        # An apply that creates the object is authorized a second time, as `create` with its name,
+        # when the store finds no object (k8s.io/apiserver `handlers/patch.go`: `withAuthorization`).
+        creating = replace(attributes, verb="create")
         return api.store.apply(
-            kind, namespace, name, body, query["fieldManager"], query.get("force") == "true"
+            kind,
+            namespace,
+            name,
+            body,
+            query["fieldManager"],
+            query.get("force") == "true",
+            may_create=lambda: api.authorize(creating, identity.grant),
+            refused=create_forbidden(creating),
         )
 
     def _send(

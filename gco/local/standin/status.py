@@ -5,6 +5,10 @@ Used by the stand-in API server so that the adapter parses the same bodies it ge
 - 403: `deployments.apps is forbidden: User "u" cannot list resource "deployments" in API group
   "apps" at the cluster scope` (k8s.io/apiserver `responsewriters.forbiddenMessage` wrapped by
   `apierrors.NewForbidden`: the qualified resource, the object's name when the request has one);
+- 403 for an apply that would create an object its user may patch but not create: the same
+  `Forbidden` built by `withAuthorization` (k8s.io/apiserver `pkg/endpoints/handlers/rest.go`) from
+  the authorizer's reason, which RBAC leaves empty when no rule matched
+  (`plugin/pkg/auth/authorizer/rbac/rbac.go`): `deployments.apps "llama" is forbidden: `;
 - 404 for a resource the server does not serve (an API group whose CRD is not installed): `the
   server could not find the requested resource`, with empty details;
 - 404 for an object: `deployments.apps "llama" not found`, details naming group, kind and name.
@@ -37,6 +41,12 @@ class Attributes:
     resource: str
     namespace: str | None
     name: str | None
+    subresource: str = ""
+
+    @property
+    def rbac_resource(self) -> str:
+        """The resource RBAC matches: `deployments`, or `deployments/status` for a subresource."""
+        return f"{self.resource}/{self.subresource}" if self.subresource else self.resource
 
     @property
     def qualified_resource(self) -> str:
@@ -65,8 +75,9 @@ def forbidden(attributes: Attributes) -> dict[str, Any]:
     where = (
         f"in the namespace {_quote(attributes.namespace)}" if attributes.namespace else "at the cluster scope"
     )
+    resource = _quote(attributes.rbac_resource)
     reason = (
-        f"User {_quote(attributes.user)} cannot {attributes.verb} resource {_quote(attributes.resource)} "
+        f"User {_quote(attributes.user)} cannot {attributes.verb} resource {resource} "
         f"in API group {_quote(attributes.group)} {where}"
     )
     subject = attributes.qualified_resource
@@ -76,6 +87,15 @@ def forbidden(attributes: Attributes) -> dict[str, Any]:
     if attributes.name:
         details["name"] = attributes.name
     return status(403, f"{subject} is forbidden: {reason}", details)
+
+
+def create_forbidden(attributes: Attributes) -> dict[str, Any]:
+    """The 403 `Status` for an apply whose object does not exist and whose user may not create it."""
+    details: dict[str, Any] = {"group": attributes.group, "kind": attributes.resource}
+    if attributes.name:
+        details["name"] = attributes.name
+    subject = f"{attributes.qualified_resource} {_quote(attributes.name)}"
+    return status(403, f"{subject} is forbidden: ", details)
 
 
 def not_found(group: str, resource: str, name: str) -> dict[str, Any]:

@@ -267,13 +267,25 @@ class ObjectStore:
             return True
 
     def apply(
-        self, kind: Kind, namespace: str, name: str, body: dict[str, Any], manager: str, force: bool
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        manager: str,
+        force: bool,
+        *,
+        may_create: Callable[[], bool] = lambda: True,
+        refused: dict[str, Any] | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """Server-side apply of `body` by `manager`: the answer's code and body (the object or a `Status`).
 
         A non-forced apply that changes a value another manager set answers 409; a forced one
         takes those fields from the other managers. A `metadata.resourceVersion` in the body is a
-        precondition (`_stale`): 409 when the stored object's differs.
+        precondition (`_stale`): 409 when the stored object's differs. When no object of that key
+        exists, `may_create` decides whether the caller may create it (the API server authorizes
+        such an apply as `create` too, before admission, so before the namespace check): 403 with
+        `refused` otherwise, nothing stored.
         """
         meta = body.get("metadata") or {}
         precondition = meta.get("resourceVersion")
@@ -295,9 +307,11 @@ class ObjectStore:
         key = (kind.plural, namespace, name)
         with self._lock:
             self._expire()
+            stored = self._objects.get(key)
+            if stored is None and not may_create():
+                return 403, refused or status(403, "create is forbidden")
             if kind.namespaced and (NAMESPACE.plural, "", namespace) not in self._objects:
                 return 404, not_found("", NAMESPACE.plural, namespace)
-            stored = self._objects.get(key)
             if stored is not None and stored.deleting_since is not None:
                 return 409, status(409, f"{kind.kind} {name} is being deleted")
             if _stale(stored, precondition):

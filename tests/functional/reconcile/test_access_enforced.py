@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 from gco.endpoints import EndpointStore
 from gco.local.standin import RECONCILER_USER, RUNNER_IDENTITY, RUNNER_USER, StandInKubeAPI
 from gco.namespaces import SYSTEM_NAMESPACE
-from gco.reconcile.access import RUNNER_GRANT
+from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
@@ -85,6 +86,127 @@ def test_a_cluster_wide_list_is_refused_as_the_api_server_refuses_it(api: StandI
         '"deployments" in API group "apps" in the namespace "kube-system"'
     )
     assert named.json()["details"] == {"group": "apps", "kind": "deployments", "name": "coredns"}
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/gco-inference/deployments"
+APPLY = {"Content-Type": "application/apply-patch+yaml"}
+NO_CREATE = replace(RECONCILER_GRANT, verbs=tuple(v for v in RECONCILER_GRANT.verbs if v != "create"))
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "gco-inference"},
+        "spec": {"replicas": 1},
+    }
+
+
+def test_an_apply_that_creates_needs_create_and_a_later_apply_needs_only_patch() -> None:
+    """As the API server authorizes a server-side apply: `patch`, and `create` too when the object
+    does not exist. A grant without `create` is refused the first apply, with the Forbidden that
+    `withAuthorization` writes, and nothing is stored; once the object exists the same apply passes."""
+    path = f"{DEPLOYMENTS}/llama"
+    with (
+        StandInKubeAPI(grant=NO_CREATE, namespaces=["gco-inference"]) as api,
+        httpx.Client(base_url=api.url, headers={"Authorization": "Bearer t", **APPLY}) as http,
+    ):
+        first = http.patch(path, params={"fieldManager": "gco"}, json=deployment("llama"))
+        assert first.status_code == 403
+        assert first.json()["message"] == 'deployments.apps "llama" is forbidden: '
+        assert first.json()["details"] == {"group": "apps", "kind": "deployments", "name": "llama"}
+        assert [(a.verb, a.name) for a in api.forbidden] == [("create", "llama")]
+        assert api.get(DEPLOYMENT, "gco-inference", "llama") is None
+        api.apply_as("operator", deployment("llama"))  # someone allowed to create it did
+        later = http.patch(path, params={"fieldManager": "gco"}, json=deployment("llama"))
+        assert later.status_code == 200
+        assert len(api.forbidden) == 1
+
+
+def test_a_reconciler_without_create_cannot_start_a_region(store: EndpointStore) -> None:
+    """The Roles as they were before `create`: in a new cluster the proxy's first object is refused,
+    so the proxy never exists (in EKS: an empty target group, every invoke a 503)."""
+    with StandInKubeAPI(grant=NO_CREATE) as api:
+        with pytest.raises(ClusterAuthError, match=r'configmaps "inference-proxy-routes" is forbidden: $'):
+            build(api, store).ensure_system()
+        assert {k for k in keys(api) if k[0] != "Namespace"} == set()
+        assert [(a.verb, a.namespace) for a in api.forbidden] == [("create", "gco-system")]
+
+
+def test_the_shipped_grant_creates_the_proxy_and_a_new_endpoint_from_nothing(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    """A cluster with only `default` and `kube-system`: the namespaces, the proxy and every object of
+    an endpoint are created by apply, each authorized as `create` and `patch`, none refused."""
+    spec = {
+        **SPEC,
+        "autoscaling": {"enabled": True, "max_replicas": 3, "metrics": [{"type": "gpu", "target": 60}]},
+    }
+    store.create("llama", spec, [EAST])
+    assert build(api, store).reconcile("llama").kind == "done"
+    assert api.forbidden == []
+    kinds = {o["kind"] for o in api.endpoint_objects()}
+    assert {"Deployment", "Service", "ScaledObject", "Ingress"} <= kinds
+    assert keys(api) >= PROXY
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "verb", "resource"),
+    [
+        (
+            "GET",
+            "/apis/apps/v1/namespaces/gco-inference/deployments",
+            {"watch": "true"},
+            "watch",
+            "deployments",
+        ),
+        (
+            "DELETE",
+            "/apis/apps/v1/namespaces/gco-inference/deployments",
+            {},
+            "deletecollection",
+            "deployments",
+        ),
+        (
+            "GET",
+            "/apis/apps/v1/namespaces/gco-inference/deployments/llama/status",
+            {},
+            "get",
+            "deployments/status",
+        ),
+        (
+            "PUT",
+            "/apis/apps/v1/namespaces/gco-inference/deployments/llama/scale",
+            {},
+            "update",
+            "deployments/scale",
+        ),
+        ("PUT", "/apis/apps/v1/namespaces/gco-inference/deployments/llama", {}, "update", "deployments"),
+        ("POST", "/api/v1/namespaces", {}, "create", "namespaces"),
+        ("GET", "/api/v1/namespaces", {}, "list", "namespaces"),
+    ],
+)
+def test_each_request_is_authorized_by_its_own_verb(
+    api: StandInKubeAPI, method: str, path: str, params: dict[str, str], verb: str, resource: str
+) -> None:
+    """Verbs as the request-info resolver names them; a subresource is `plural/subresource`; the
+    namespaces' `resourceNames` rule grants neither a list nor a POST create (no name)."""
+    with httpx.Client(base_url=api.url, headers={"Authorization": "Bearer t"}) as http:
+        answer = http.request(method, path, params=params, content=b"{}")
+    assert answer.status_code == 403
+    assert f'cannot {verb} resource "{resource}"' in answer.json()["message"]
+    assert [(a.verb, a.rbac_resource) for a in api.forbidden] == [(verb, resource)]
+
+
+def test_an_authorized_request_the_stand_in_does_not_serve_is_405() -> None:
+    """A grant that allows a watch: authorized, then answered 405 (the stand-in serves no watches)."""
+    watcher = replace(RECONCILER_GRANT, verbs=(*RECONCILER_GRANT.verbs, "watch"))
+    with (
+        StandInKubeAPI(grant=watcher, namespaces=["gco-inference"]) as api,
+        httpx.Client(base_url=api.url, headers={"Authorization": "Bearer t"}) as http,
+    ):
+        answer = http.get(DEPLOYMENTS, params={"watch": "1"})
+    assert (answer.status_code, api.forbidden) == (405, [])
 
 
 def test_the_reconciler_stays_within_its_grant(api: StandInKubeAPI, store: EndpointStore) -> None:

@@ -22,7 +22,7 @@ from tests.unit.reconcile.test_render import K8S_VERSION
 INFERENCE, SYSTEM = "gco-inference", "gco-system"
 
 
-@pytest.mark.parametrize("verb", ["get", "list", "patch", "delete"])
+@pytest.mark.parametrize("verb", ["get", "list", "create", "patch", "delete"])
 def test_endpoint_kinds_are_granted_in_the_endpoint_namespace(verb: str) -> None:
     for kind in (DEPLOYMENT, SERVICE, SCALED_OBJECT, PDB):
         assert RECONCILER_GRANT.allows(verb, kind.group, kind.plural, INFERENCE, "llama")
@@ -32,6 +32,8 @@ def test_nothing_cluster_wide_but_its_own_namespaces_by_name() -> None:
     for kind in KINDS:
         assert not RECONCILER_GRANT.allows("list", kind.group, kind.plural, None, None)
     assert RECONCILER_GRANT.allows("patch", "", "namespaces", None, INFERENCE)
+    assert RECONCILER_GRANT.allows("create", "", "namespaces", None, INFERENCE)  # an apply that creates it
+    assert not RECONCILER_GRANT.allows("create", "", "namespaces", None, None)  # a POST: no name
     assert RECONCILER_GRANT.allows("get", "", "namespaces", None, SYSTEM)
     assert not RECONCILER_GRANT.allows("patch", "", "namespaces", None, "kube-system")
     assert not RECONCILER_GRANT.allows("list", "", "namespaces", None, None)  # resourceNames: never a list
@@ -49,6 +51,18 @@ def test_kinds_only_where_they_live_and_no_other_verbs() -> None:
         "deletecollection", DEPLOYMENT.group, DEPLOYMENT.plural, INFERENCE, None
     )
     assert not RECONCILER_GRANT.allows("get", DEPLOYMENT.group, DEPLOYMENT.plural, "default", "x")
+    assert not RECONCILER_GRANT.allows("update", DEPLOYMENT.group, DEPLOYMENT.plural, INFERENCE, "x")
+
+
+@pytest.mark.parametrize("subresource", ["status", "scale"])
+def test_a_subresource_is_its_own_resource(subresource: str) -> None:
+    """RBAC matches `deployments/status` only by that entry: `deployments` grants none of it."""
+    for verb in ("get", "patch", "update"):
+        resource = f"{DEPLOYMENT.plural}/{subresource}"
+        assert not RECONCILER_GRANT.allows(verb, DEPLOYMENT.group, resource, INFERENCE, "llama")
+    rule = Rule(("apps",), ("deployments/scale",), ("patch",))
+    assert rule.allows("patch", "apps", "deployments/scale", "llama")
+    assert not rule.allows("patch", "apps", "deployments", "llama")
 
 
 def test_list_scopes_follow_the_grant() -> None:
@@ -85,21 +99,24 @@ def test_rbac_objects_are_valid_and_bound_to_the_access_entry_group() -> None:
         {
             "apiGroups": [""],
             "resources": ["namespaces"],
-            "verbs": ["get", "patch"],
+            "verbs": ["get", "create", "patch"],
             "resourceNames": [INFERENCE, SYSTEM],
         }
     ]
     verbs = {
         verb for obj in objects if obj["kind"] == "Role" for rule in obj["rules"] for verb in rule["verbs"]
     }
-    assert verbs == {"get", "list", "patch", "delete"}
+    assert verbs == {"get", "list", "create", "patch", "delete"}
 
 
 def test_a_rule_with_resource_names_needs_a_name() -> None:
-    rule = Rule(("",), ("namespaces",), ("get",), ("a",))
+    rule = Rule(("",), ("namespaces",), ("get", "list", "create"), ("a",))
     assert rule.allows("get", "", "namespaces", "a")
+    assert rule.allows("create", "", "namespaces", "a")  # an apply's create check carries the name
     assert not rule.allows("get", "", "namespaces", None)
     assert not rule.allows("get", "", "namespaces", "b")
+    assert not rule.allows("list", "", "namespaces", None)  # a list never names one object
+    assert not rule.allows("create", "", "namespaces", None)  # nor does a POST
 
 
 def test_the_runner_reads_every_scope_the_reconciler_writes_and_writes_nothing() -> None:
