@@ -17,6 +17,7 @@ import json
 import logging
 import random
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -38,13 +39,16 @@ def answer(
     body: bytes,
     ctype: str = "application/json",
     upstream: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
-    """Write one whole HTTP answer."""
+    """Write one whole HTTP answer (`headers`: any further response headers)."""
     request.send_response(status)
     request.send_header("content-type", ctype)
     request.send_header("content-length", str(len(body)))
     if upstream:
         request.send_header(UPSTREAM_HEADER, upstream)
+    for key, value in (headers or {}).items():
+        request.send_header(key, value)
     request.end_headers()
     request.wfile.write(body)
 

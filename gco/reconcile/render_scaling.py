@@ -13,16 +13,22 @@ from gco.endpoints.spec import KEDA_METRICS, Autoscaling, AutoscalingMetric
 from gco.reconcile.objects import DEPLOYMENT, HPA, PDB, SCALED_OBJECT
 from gco.reconcile.settings import RenderSettings
 
+# The pods of Deployment D only: D's ReplicaSets are `D-<pod-template-hash>` and their pods
+# `D-<hash>-<5 random>`, both parts alphanumeric (kubernetes pkg/controller/deployment/sync.go
+# names the ReplicaSet; the pod's generateName suffix is apimachinery's `rand.String(5)`).
+# PromQL anchors `=~` at both ends, so `D-.*` would also select the pods of any Deployment whose
+# name begins `D-` (another endpoint `D-x`, or D's own role objects `D--decode`).
+POD_OF = "{deployment}-[a-z0-9]+-[a-z0-9]+"
 QUERIES = {
-    "gpu": 'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}",pod=~"{deployment}-.*"}})',
+    "gpu": 'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}",pod=~"{pods}"}})',
     "gpu_memory": (
-        'avg(100 * DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{deployment}-.*"}}'
-        ' / (DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{deployment}-.*"}}'
-        ' + DCGM_FI_DEV_FB_FREE{{namespace="{ns}",pod=~"{deployment}-.*"}}))'
+        'avg(100 * DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{pods}"}}'
+        ' / (DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{pods}"}}'
+        ' + DCGM_FI_DEV_FB_FREE{{namespace="{ns}",pod=~"{pods}"}}))'
     ),
     "queue_depth": (
-        'sum(vllm:num_requests_waiting{{namespace="{ns}",pod=~"{deployment}-.*"}})'
-        ' or sum(tgi_queue_size{{namespace="{ns}",pod=~"{deployment}-.*"}})'
+        'sum(vllm:num_requests_waiting{{namespace="{ns}",pod=~"{pods}"}})'
+        ' or sum(tgi_queue_size{{namespace="{ns}",pod=~"{pods}"}})'
     ),
 }
 
@@ -52,7 +58,7 @@ def _trigger(metric: AutoscalingMetric, namespace: str, deployment: str, setting
             "metricType": "Utilization",
             "metadata": {"value": _number(metric.target)},
         }
-    query = QUERIES[metric.type].format(ns=namespace, deployment=deployment)
+    query = QUERIES[metric.type].format(ns=namespace, pods=POD_OF.format(deployment=deployment))
     return {
         "type": "prometheus",
         "name": metric.type.replace("_", "-"),

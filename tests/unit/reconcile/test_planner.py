@@ -104,7 +104,7 @@ def test_no_longer_rendered_objects_are_removed() -> None:
     with_canary = make_record({"canary": {"image": "vllm/vllm-openai:v0.6.4"}})
     observed = stored(render(with_canary, EAST))
     step = plan("llama", make_record(), EAST, observed)
-    assert sorted(ref.name for ref in step.delete) == ["llama-canary", "llama-canary"]
+    assert sorted(ref.name for ref in step.delete) == ["llama--canary", "llama--canary"]
 
 
 def test_terminating_objects_block_and_are_not_deleted_twice() -> None:
