@@ -27,9 +27,11 @@ from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
 from gco import aws
+from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
+from gco.reconcile.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
 INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
@@ -53,10 +55,11 @@ class InvokeResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     region: str
-    url: str
+    url: str  # as sent (what the HTTP client put on the request line)
     status: int
     latency_ms: float
     body: Any
+    version: str | None = None  # which version answered (the proxy's `X-Gco-Version`): primary or canary
 
 
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
@@ -90,6 +93,21 @@ def parse_body(text: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise GcoInputError("--body", "must be a JSON object")
     return body
+
+
+def check_path(path: str) -> str:
+    """`--path`: a path under the endpoint that reaches it as written (`gco.endpoints.paths`).
+
+    Raises:
+        GcoInputError: it does not start with `/`, or could be routed other than it reads.
+    """
+    shown = repr(path) if len(path) <= 80 else f"{path[:60]!r}... ({len(path)} characters)"
+    if not path.startswith("/"):
+        raise GcoInputError("--path", f"{shown} must start with /")
+    reason = escape_reason(path.partition("?")[0])
+    if reason is not None:
+        raise GcoInputError("--path", f"{shown} {reason}: the proxy refuses it (it could leave the endpoint)")
+    return path
 
 
 def serving_region(record: EndpointRecord, region: str | None) -> str:
@@ -177,4 +195,11 @@ def send(
         parsed: Any = answer.json()
     except ValueError:
         parsed = answer.text
-    return InvokeResult(region=region, url=url, status=answer.status_code, latency_ms=latency, body=parsed)
+    return InvokeResult(
+        region=region,
+        url=str(answer.request.url),
+        status=answer.status_code,
+        latency_ms=latency,
+        body=parsed,
+        version=answer.headers.get(VERSION_HEADER),
+    )

@@ -102,10 +102,11 @@ def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
 
 
 class StrictInt(click.ParamType[int]):
-    """An integer written as digits only: `int()` would also take " 3\n" or "1_000"."""
+    """An integer written as digits only, the one parser of every integer option: `int()` would
+    also take " 3\n", "1_000" or "007" (and click's INT does), or 5,000 digits it then cannot print."""
 
     name = "integer"
-    pattern = re.compile(r"[+-]?[0-9]{1,9}")
+    pattern = re.compile(r"[+-]?(0|[1-9][0-9]{0,8})")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -144,22 +145,24 @@ STRICT_FLOAT = StrictFloat()
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
-def timeout_option(command: F) -> F:
-    """`--timeout SECONDS`, checked when parsed, so a bad value stops the command before any write."""
+def timeout_flag(default: float, help_text: str) -> Callable[[F], F]:
+    """`--timeout SECONDS` (default `default`), checked when parsed, so a bad value (negative, nan,
+    inf, beyond a week) stops the command before any call or write."""
 
     def check(ctx: click.Context, param: click.Parameter, value: float) -> float:
         if not math.isfinite(value) or not 0 <= value <= MAX_TIMEOUT:
             raise click.BadParameter(f"must be a number of seconds from 0 to {MAX_TIMEOUT:g}")
         return value
 
-    return click.option(
-        "--timeout",
-        default=1800.0,
-        show_default=True,
-        type=STRICT_FLOAT,
-        callback=check,
-        help="Seconds to wait.",
-    )(command)
+    def decorate(command: F) -> F:
+        return click.option(
+            "--timeout", default=default, show_default=True, type=STRICT_FLOAT, callback=check, help=help_text
+        )(command)
+
+    return decorate
+
+
+timeout_option = timeout_flag(1800.0, "Seconds to wait.")
 
 
 def name_argument(command: F) -> F:
