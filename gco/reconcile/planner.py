@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
-from gco.reconcile.objects import HASH_ANNOTATION, ObjectRef, annotations_of, lifecycle_of
+from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.render import render
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 
@@ -27,6 +28,13 @@ class StatusWrite:
     region_generation: str | None = None
     deletion_generation: str | None = None
     error: str | None = None
+    canary: tuple[int, int] | None = None  # (ready, desired) of the canary, counted in the totals too
+
+    def details(self) -> dict[str, int] | None:
+        """The status details this write carries: the canary's readiness, when it has one."""
+        if self.canary is None:
+            return None
+        return {CANARY_READY: self.canary[0], CANARY_DESIRED: self.canary[1]}
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,14 @@ def _changed(current: RegionStatus | None, wanted: StatusWrite) -> bool:
             and current.deletion_generation != wanted.deletion_generation
         )
         or current.error != wanted.error
+        or _canary_of(current) != wanted.canary
     )
+
+
+def _canary_of(status: RegionStatus) -> tuple[int, int] | None:
+    extra = status.model_extra or {}
+    ready, desired = extra.get(CANARY_READY), extra.get(CANARY_DESIRED)
+    return (int(ready), int(desired)) if ready is not None and desired is not None else None
 
 
 def _status_if_changed(record: EndpointRecord, region: str, wanted: StatusWrite) -> StatusWrite | None:
@@ -194,12 +209,15 @@ def _plan_live(
         )
     ready = total = 0
     rolled = True
+    canary: tuple[int, int] | None = None
     for key, obj in wanted.items():
         if obj["kind"] == "Deployment":
             count_ready, count_desired, count_rolled = _observed_replicas(current[key])
             ready += min(count_ready, count_desired)
             total += count_desired
             rolled = rolled and count_rolled and count_ready >= count_desired
+            if obj["metadata"]["labels"].get(ROLE_LABEL) == "canary":
+                canary = (min(count_ready, count_desired), count_desired)
     previous = record.region_status.get(region)
     state: RegionState
     if record.desired_state == "stopped":
@@ -217,6 +235,7 @@ def _plan_live(
         replicas_desired=total,
         lifecycle_id=record.lifecycle_id,
         region_generation=record.region_generations.get(region),
+        canary=canary,
     )
     return Plan(
         status=_status_if_changed(record, region, write),

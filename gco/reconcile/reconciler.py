@@ -499,6 +499,7 @@ class Reconciler:
             replicas_ready=status.replicas_ready,
             replicas_desired=status.replicas_desired,
             error=status.error,
+            details=status.details(),
             expected_lifecycle_id=status.lifecycle_id,
             expected_region_generation=status.region_generation,
             expected_deletion_generation=status.deletion_generation,
