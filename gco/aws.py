@@ -15,7 +15,9 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config
 
+from gco.endpoints.names import REGION_MAX, REGION_SYNTAX
 from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
+from gco.errors import GcoInputError
 
 DEFAULT_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}
@@ -45,8 +47,21 @@ def session() -> botocore.session.Session:
 
 
 def home_region() -> str:
-    """The table's home Region: DYNAMODB_REGION, else REGION, else us-east-1."""
-    return os.environ.get(HOME_REGION_ENV) or os.environ.get(FALLBACK_REGION_ENV) or DEFAULT_REGION
+    """The table's home Region: DYNAMODB_REGION, else REGION, else us-east-1.
+
+    Raises:
+        GcoInputError: the variable it came from does not hold a Region name (botocore would
+            raise a bare ValueError building the endpoint of `us east`).
+    """
+    for variable in (HOME_REGION_ENV, FALLBACK_REGION_ENV):
+        value = os.environ.get(variable)
+        if value:
+            if len(value) > REGION_MAX or not REGION_SYNTAX.fullmatch(value):
+                raise GcoInputError(
+                    variable, f"{value[:40]!r} is not an AWS Region name (for example us-east-1)"
+                )
+            return value
+    return DEFAULT_REGION
 
 
 def endpoint_url_from_env(explicit: str | None = None) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -26,7 +27,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
-from gco import aws
+from gco import aws, strict_json
 from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
@@ -81,15 +82,13 @@ def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[s
 
 
 def parse_body(text: str) -> dict[str, Any]:
-    """`--body` as a JSON object.
+    """`--body` as a JSON object, read as strictly as a spec file (`gco.strict_json`).
 
     Raises:
-        GcoInputError: not JSON, or not an object (field `--body`).
+        GcoInputError: not JSON, a duplicate key, NaN, a huge integer, too deep, or not an object
+            (field `--body`).
     """
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise GcoInputError("--body", f"is not JSON: {error.msg} at position {error.pos}") from None
+    body = strict_json.loads(text, "--body", "the body")
     if not isinstance(body, dict):
         raise GcoInputError("--body", "must be a JSON object")
     return body
@@ -149,7 +148,39 @@ def local_bases(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL") from None
     if not isinstance(bases, dict) or not all(isinstance(v, str) for v in bases.values()):
         raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL")
+    for region, base in bases.items():
+        if not base.startswith(("http://", "https://")):
+            raise GcoInputError(
+                INVOKE_URLS_ENV, f"{region[:40]!r}: {redacted(base)[:200]!r} is not an http(s) URL"
+            )
     return bases
+
+
+# `scheme://user:password@host`: what is between `//` and `@` is a secret in a message.
+USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def redacted(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by `***`."""
+    return USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def tls_verification(environ: Mapping[str, str] | None = None) -> ssl.SSLContext | bool:
+    """What TLS verification trusts: the system's CAs, or the certificate `GCO_INVOKE_CA_BUNDLE` names.
+
+    Raises:
+        GcoInputError: the bundle is missing, unreadable or holds no certificate.
+    """
+    bundle = (environ if environ is not None else os.environ).get(INVOKE_CA_BUNDLE_ENV)
+    if not bundle:
+        return True
+    try:
+        return ssl.create_default_context(cafile=bundle)
+    except (OSError, ssl.SSLError, ValueError) as error:  # FileNotFoundError, "no certificate", a NUL
+        reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
+        raise GcoInputError(
+            INVOKE_CA_BUNDLE_ENV, f"{bundle[:200]!r} is not a readable certificate: {reason}"
+        ) from None
 
 
 def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, str]:
@@ -182,14 +213,14 @@ def send(
     """
     data = json.dumps(body).encode()
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
-    verify: ssl.SSLContext | bool = True
-    if bundle := os.environ.get(INVOKE_CA_BUNDLE_ENV):
-        verify = ssl.create_default_context(cafile=bundle)
+    verify = tls_verification()
     started = clock()
     try:
         answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=verify)
+    except httpx.InvalidURL as error:
+        raise GcoInputError("URL", f"{redacted(url)} is not a URL: {redacted(str(error))}") from None
     except httpx.HTTPError as error:
-        raise InvokeFailedError(f"{region}: {url}: {error}") from error
+        raise InvokeFailedError(f"{region}: {redacted(url)}: {redacted(str(error))}") from error
     latency = (clock() - started) * 1000
     try:
         parsed: Any = answer.json()
@@ -197,7 +228,7 @@ def send(
         parsed = answer.text
     return InvokeResult(
         region=region,
-        url=str(answer.request.url),
+        url=redacted(str(answer.request.url)),
         status=answer.status_code,
         latency_ms=latency,
         body=parsed,

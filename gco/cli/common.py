@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
@@ -69,6 +70,14 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
         raise InvalidSpecError("--table", "must be 3-255 letters, digits, '_', '-' or '.'")
     if endpoint_url is not None and (len(endpoint_url) > 2048 or not ENDPOINT_URL.fullmatch(endpoint_url)):
         raise InvalidSpecError("--endpoint-url", "must be an http:// or https:// URL")
+    if endpoint_url is not None:
+        try:  # what botocore will parse: an unclosed IPv6 bracket or a port beyond 65535 raises ValueError
+            parts = urlsplit(endpoint_url)
+            parts.port  # noqa: B018 - parsed for its ValueError
+        except ValueError as error:
+            raise InvalidSpecError("--endpoint-url", f"is not a valid URL ({error})") from None
+        if not parts.hostname:
+            raise InvalidSpecError("--endpoint-url", "names no host")
 
 
 def emit_json(data: Any) -> None:

@@ -12,7 +12,9 @@ unless `--state-dir` names another; every command takes the same option.
 
 `down` stops every part by pid (SIGTERM to its group, SIGKILL after a timeout) and then every
 engine or nginx group the Regions reported (their `.children` files), so a crashed part leaves
-nothing behind; a second `up` while one runs is refused and changes nothing.
+nothing behind; a second `up` while one runs, or while one is starting (`statelock`: a lock on
+the state directory), is refused and changes nothing; `down` also stops every process an `up`
+recorded starting, so an `up` that died half-way leaves nothing running either.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from gco.endpoints.names import region_list
 from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
 from gco.errors import GcoError
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local import statelock
 from gco.local.kubelet import free_port
 from gco.local.nginx import nginx_path, self_signed
 from gco.local.node import TLS_DIR_NAME, children_path, report_path
@@ -126,13 +129,21 @@ def _answers(url: str, verify: str | None = None) -> bool:
 def up(
     regions: Sequence[str] = DEFAULT_REGIONS, state_dir: Path | None = None, *, engine: str = "fake"
 ) -> StackState:
-    """Start the stack in the background and record it.
+    """Start the stack in the background and record it, holding the state directory's lock.
 
     Raises:
+        GcoInputError: the state directory cannot be created or written (`--state-dir`).
+        StackBusyError: another `up` is starting a stack from this state directory.
         LocalStackError: it already runs from this state directory, or a part did not start.
     """
     state_dir = state_dir or default_state_dir()
     chosen = region_list(regions, "--regions")
+    with statelock.holding(state_dir):
+        return _start(chosen, state_dir, engine)
+
+
+def _start(chosen: list[str], state_dir: Path, engine: str) -> StackState:
+    """`up` once it holds the lock: refuse a running stack, clear a stale one, start every part."""
     current = read_state(state_dir)
     if current is not None:
         running = [part for part in current.parts if alive(part.pid)]
@@ -142,7 +153,8 @@ def up(
                 "`gco local down` first"
             )
         down(state_dir)  # a stale record: clear what is left of it
-    state_dir.mkdir(parents=True, exist_ok=True)
+    elif statelock.started(state_dir):
+        down(state_dir)  # an `up` that died before recording the stack: stop what it started
     port = free_port()
     endpoint_url = f"http://127.0.0.1:{port}"
     parts: list[Part] = []
@@ -150,6 +162,7 @@ def up(
     moto = _spawn(
         [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(port)], moto_log
     )
+    statelock.record_started(state_dir, moto.pid)
     parts.append(Part(name="moto", pid=moto.pid, url=endpoint_url, log=str(moto_log)))
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -175,6 +188,7 @@ def up(
             ]
             argv += ["--table", TABLE, "--state-dir", str(state_dir), "--engine", engine]
             nodes[region] = (_spawn(argv, log), log)
+            statelock.record_started(state_dir, nodes[region][0].pid)
             parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
         reports = {}
         for region, (process, log) in nodes.items():
@@ -183,7 +197,8 @@ def up(
                 raise LocalStackError(f"Region {region} did not start (see {log})")
             reports[region] = json.loads(path.read_text(encoding="utf-8"))
     except BaseException:
-        _stop_groups([part.pid for part in parts])
+        if not _stop_groups([part.pid for part in parts]):
+            statelock.forget_started(state_dir)
         raise
     parts = [parts[0]] + [
         part.model_copy(update={"url": reports[part.name.split(" ", 1)[1]]["proxy_url"]})
@@ -268,20 +283,30 @@ def down(state_dir: Path | None = None) -> list[str]:
     """
     state_dir = state_dir or default_state_dir()
     state = read_state(state_dir)
-    if state is None:
+    started = statelock.started(state_dir)  # what an `up` started, recorded or not in stack.json
+    if state is None and not started:
         return []
-    nodes = [part.pid for part in state.parts if part.name != "moto"]
+    parts = state.parts if state is not None else []
+    recorded = {part.pid for part in parts}
+    unrecorded = [pid for pid in started if pid not in recorded]
+    nodes = [part.pid for part in parts if part.name != "moto"] + unrecorded
     survivors = _stop_groups(nodes)  # each Region stops its engines and nginx on SIGTERM
     reported: list[int] = []
-    for region in state.regions:
-        path = children_path(state_dir, region)
+    # Without a record, every Region's children file there is (`children_path` with `*` is a glob).
+    regions = state.regions if state is not None else []
+    files = [children_path(state_dir, r) for r in regions] or sorted(
+        state_dir.glob(children_path(Path(), "*").name)
+    )
+    for path in files:
         if path.exists():
             reported += [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
         path.unlink(missing_ok=True)
+    for region in regions:
         report_path(state_dir, region).unlink(missing_ok=True)
     survivors += _stop_groups(reported)  # what a crashed Region left
-    survivors += _stop_groups([part.pid for part in state.parts if part.name == "moto"])
+    survivors += _stop_groups([part.pid for part in parts if part.name == "moto"])
     if survivors:
         raise LocalStackError(f"process groups {survivors} survived SIGKILL; the state stays in {state_dir}")
     (state_dir / STATE_FILE).unlink(missing_ok=True)
-    return [part.name for part in state.parts]
+    statelock.forget_started(state_dir)
+    return [part.name for part in parts] + [f"pid {pid} (started, not recorded)" for pid in unrecorded]

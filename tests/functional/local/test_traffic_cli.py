@@ -63,7 +63,7 @@ def test_invoke_in_two_regions_and_canary_commands(store: EndpointStore, local_c
     ("args", "code", "message"),
     [
         (("invoke", "ghost"), 1, "endpoint 'ghost' not found"),
-        (("invoke", "smol", "--body", "{not json"), 2, "--body: is not JSON"),
+        (("invoke", "smol", "--body", "{not json"), 2, "--body: the body is not valid JSON"),
         (("invoke", "smol", "--body", "[1]"), 2, "--body: must be a JSON object"),
         (("invoke", "smol", "--prompt", "a", "--body", "{}"), 2, "--body: give --prompt or --body"),
         (("canary", "smol", "--image", CANARY_IMAGE, "--weight", "101"), 2, "canary.weight"),
