@@ -27,6 +27,7 @@ from gco.invoke import (
     parse_body,
     send,
     serving_region,
+    tls_verification,
 )
 from gco.reconcile.routes import CANARY, PRIMARY
 
@@ -68,6 +69,7 @@ def invoke(
     if path is not None:
         check_path(path)
     body = parse_body(body_text) if body_text is not None else None
+    tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
     record = operations.fresh(open_store(endpoint_url, table_name), name)
     target = serving_region(record, region)
