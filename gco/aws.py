@@ -31,6 +31,30 @@ CLIENT_CONFIG = Config(
 )
 
 
+class _ClientSettings:
+    """The configuration this process's clients get: `CLIENT_CONFIG`, unless the CLI bounded it."""
+
+    config: Config = CLIENT_CONFIG
+
+
+_SETTINGS = _ClientSettings()
+REQUEST_ATTEMPTS = 2  # a bounded request is tried at most this often (once more after a timeout)
+
+
+def bound_requests(timeout: float) -> None:
+    """Bound each request of this process's clients made from now on: connect within
+    min(5, timeout) s, read within `timeout` s, `REQUEST_ATTEMPTS` attempts in all. For a command
+    that a person waits on (`--request-timeout`): without it a server that accepts and never
+    answers holds the command for `max_attempts` x `read_timeout` (minutes), silently."""
+    _SETTINGS.config = CLIENT_CONFIG.merge(
+        Config(
+            connect_timeout=min(5.0, timeout),
+            read_timeout=timeout,
+            retries={"mode": "adaptive", "total_max_attempts": REQUEST_ATTEMPTS},
+        )
+    )
+
+
 # botocore parses a service's JSON model (DynamoDB's is hundreds of kB) and its endpoint rules once
 # per session's loader; a fresh session per client parsed them again each time, about 150 ms of CPU
 # a client here. One loader serves every session of the process, so each model is parsed once.
@@ -88,7 +112,7 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
         service,
         region_name=region or home_region(),
         endpoint_url=url,
-        config=CLIENT_CONFIG,
+        config=_SETTINGS.config,
         aws_access_key_id=LOCAL_CREDENTIALS["aws_access_key_id"] if local else None,
         aws_secret_access_key=LOCAL_CREDENTIALS["aws_secret_access_key"] if local else None,
     )

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from gco import aws
 from gco.endpoints import EndpointStore, names
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import DEFAULT_TABLE, TABLE_ENV
@@ -21,8 +22,29 @@ from gco.env import DEFAULT_TABLE, TABLE_ENV
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+REQUEST_TIMEOUT_S = 30.0
+MAX_REQUEST_TIMEOUT = 3600.0
+
+
+def _bound_requests(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_REQUEST_TIMEOUT:
+        raise click.BadParameter(f"must be a number of seconds above 0 and at most {MAX_REQUEST_TIMEOUT:g}")
+    aws.bound_requests(value)
+    return value
+
+
 def connection_options(command: F) -> F:
-    """Add --endpoint-url, --table and --output to a command."""
+    """Add --endpoint-url, --table, --request-timeout and --output to a command."""
+    command = click.option(
+        "--request-timeout",
+        default=REQUEST_TIMEOUT_S,
+        show_default=True,
+        type=STRICT_FLOAT,
+        callback=_bound_requests,
+        expose_value=False,
+        help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
+        "naming it.",
+    )(command)
     command = click.option(
         "--output",
         "-o",

@@ -34,7 +34,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco import aws
-from gco.bench.process import group_members
+from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
 from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
@@ -44,6 +44,7 @@ from gco.local import statelock
 from gco.local.kubelet import free_port
 from gco.local.nginx import nginx_path, self_signed
 from gco.local.node import TLS_DIR_NAME, children_path, report_path
+from gco.reconcile.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
 TABLE = "gco-inference-endpoints"
@@ -51,6 +52,7 @@ EVIDENCE_BUCKET = "gco-local-evidence"
 EVIDENCE_BUCKET_ENV = "GCO_EVIDENCE_BUCKET"
 DEFAULT_REGIONS = ("us-east-1", "us-west-2")
 START_TIMEOUT_S = 60.0
+ANSWER_TIMEOUT_S = 2.0  # how long `status` waits for each part to answer
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.1
 
@@ -118,9 +120,10 @@ def _until(check: Callable[[], bool], deadline: float) -> bool:
 
 
 def _answers(url: str, verify: str | None = None) -> bool:
+    """Whether `url` gives any HTTP answer within `ANSWER_TIMEOUT_S` (a 401 or 404 answers too)."""
     try:
         context: ssl.SSLContext | bool = ssl.create_default_context(cafile=verify) if verify else True
-        httpx.get(url, timeout=2.0, verify=context)
+        httpx.get(url, timeout=ANSWER_TIMEOUT_S, verify=context)
         return True
     except (httpx.HTTPError, OSError):
         return False
@@ -248,12 +251,25 @@ def require(state_dir: Path | None) -> StackState:
 
 
 def status(state: StackState) -> list[dict[str, object]]:
-    """Every part: pid, whether the process lives, and whether it answers on its URL."""
+    """Every part: pid, whether the process lives (and is not stopped), and whether it answers.
+
+    A part answers when each of its URLs gives an HTTP answer within `ANSWER_TIMEOUT_S`: the moto
+    server its API, a Region both its proxy's `/healthz` and its stand-in API server (served by
+    the Region's own process: the proxy may be an nginx of its own that answers while the Region's
+    process is stopped or hung). `alive` is false for a process stopped by a signal (SIGSTOP).
+    """
     rows: list[dict[str, object]] = []
     for part in state.parts:
-        health = part.url + ("/moto-api/" if part.name == "moto" else "/healthz")
-        living = alive(part.pid)
-        answers = living and _answers(health, None if part.name == "moto" else state.ca_bundle)
+        region = part.name.removeprefix("region ") if part.name != "moto" else None
+        checks = (
+            [(part.url + "/moto-api/", None)]
+            if region is None
+            else [(part.url + HEALTH_PATH, state.ca_bundle)]
+        )
+        if region is not None and region in state.cluster_urls:
+            checks.append((state.cluster_urls[region], None))
+        living = alive(part.pid) and not stopped(part.pid)
+        answers = living and all(_answers(url, verify) for url, verify in checks)
         rows.append(
             {"part": part.name, "pid": part.pid, "alive": living, "answers": answers, "url": part.url}
         )

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,24 @@ def test_concurrent_ups_start_one_stack_and_down_stops_all(tmp_path: Path) -> No
         assert main(["local", "down", "--state-dir", str(state_dir)]) == 0
     assert [pgid for pgid in [*started, *engines_and_proxies] if group_members(pgid)] == []
     assert statelock.started(state_dir) == [] and not (state_dir / "stack.json").exists()
+
+
+def assert_status_sees_a_stopped_region(state_dir: Path, region_pid: int) -> None:
+    """A Region process stopped by SIGSTOP is neither alive nor answering, however its proxy
+    answers; `status` says so within its timeouts, and again all is well after SIGCONT."""
+    status = [sys.executable, "-m", "gco.cli", "local", "status", "-o", "json", "--state-dir", str(state_dir)]
+    os.killpg(region_pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        checked = subprocess.run(status, capture_output=True, text=True, timeout=60, check=False)
+        assert time.monotonic() - started < 30  # each check is bounded (ANSWER_TIMEOUT_S)
+    finally:
+        os.killpg(region_pid, signal.SIGCONT)
+    assert checked.returncode == 1 and "not answering: region us-east-1" in checked.stderr, checked
+    rows = {row["part"]: row for row in json.loads(checked.stdout)}
+    assert rows["region us-east-1"]["alive"] is False and rows["moto"]["answers"] is True
+    healthy = subprocess.run(status, capture_output=True, text=True, timeout=60, check=False)
+    assert healthy.returncode == 0, healthy
 
 
 def test_down_stops_what_an_up_started_before_it_recorded_the_stack(tmp_path: Path) -> None:
