@@ -253,6 +253,7 @@ class EndpointStore(ObservationWrites):
             if state == "deleted":
                 expression.set(self.mint(), "deletion_generation")
                 expression.set_expression(expression.path("cleanup_regions"), "deletion_regions")
+                expression.set(now, "deleted_at")  # from when a Region's silence counts (`forget`)
             return expression
 
         try:

@@ -82,3 +82,25 @@ def test_a_region_in_error_is_listed_as_error_with_its_reason(store: EndpointSto
     assert listed["observed"]["reason"].startswith(f"{EAST}: namespace not-granted is not granted")
     out, _ = cli("inference", "list")
     assert out.splitlines()[1].split()[:4] == ["lost", "deploying", "error", EAST]
+
+
+def test_deploy_wait_names_a_region_no_reconciler_serves(
+    store: EndpointStore, cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The local clusters serve us-east-1 and eu-west-1 only: us-west-2 has no reconciler."""
+    monkeypatch.setattr("gco.cli.inference.SILENT_REGION_S", 0.0)  # the wait's patience, not the test's
+    args = (
+        "inference",
+        "deploy",
+        "far",
+        "--region",
+        EAST,
+        "--region",
+        "us-west-2",
+        "--wait",
+        "--timeout",
+        "3",
+    )
+    _, err = cli(*args, *DEPLOY, code=1)
+    assert "us-west-2 pending (no reconciler has written for it: is its Regional stack deployed?)" in err
+    assert err.splitlines()[-1].startswith("error: timed out after 3 s waiting for far ready: ")
