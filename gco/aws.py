@@ -15,7 +15,9 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config
 
+from gco.endpoints.names import REGION_MAX, REGION_SYNTAX
 from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
+from gco.errors import GcoInputError
 
 DEFAULT_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}
@@ -27,6 +29,30 @@ CLIENT_CONFIG = Config(
     tcp_keepalive=True,
     max_pool_connections=MAX_POOL_CONNECTIONS,
 )
+
+
+class _ClientSettings:
+    """The configuration this process's clients get: `CLIENT_CONFIG`, unless the CLI bounded it."""
+
+    config: Config = CLIENT_CONFIG
+
+
+_SETTINGS = _ClientSettings()
+REQUEST_ATTEMPTS = 2  # a bounded request is tried at most this often (once more after a timeout)
+
+
+def bound_requests(timeout: float) -> None:
+    """Bound each request of this process's clients made from now on: connect within
+    min(5, timeout) s, read within `timeout` s, `REQUEST_ATTEMPTS` attempts in all. For a command
+    that a person waits on (`--request-timeout`): without it a server that accepts and never
+    answers holds the command for `max_attempts` x `read_timeout` (minutes), silently."""
+    _SETTINGS.config = CLIENT_CONFIG.merge(
+        Config(
+            connect_timeout=min(5.0, timeout),
+            read_timeout=timeout,
+            retries={"mode": "adaptive", "total_max_attempts": REQUEST_ATTEMPTS},
+        )
+    )
 
 
 # botocore parses a service's JSON model (DynamoDB's is hundreds of kB) and its endpoint rules once
@@ -45,8 +71,21 @@ def session() -> botocore.session.Session:
 
 
 def home_region() -> str:
-    """The table's home Region: DYNAMODB_REGION, else REGION, else us-east-1."""
-    return os.environ.get(HOME_REGION_ENV) or os.environ.get(FALLBACK_REGION_ENV) or DEFAULT_REGION
+    """The table's home Region: DYNAMODB_REGION, else REGION, else us-east-1.
+
+    Raises:
+        GcoInputError: the variable it came from does not hold a Region name (botocore would
+            raise a bare ValueError building the endpoint of `us east`).
+    """
+    for variable in (HOME_REGION_ENV, FALLBACK_REGION_ENV):
+        value = os.environ.get(variable)
+        if value:
+            if len(value) > REGION_MAX or not REGION_SYNTAX.fullmatch(value):
+                raise GcoInputError(
+                    variable, f"{value[:40]!r} is not an AWS Region name (for example us-east-1)"
+                )
+            return value
+    return DEFAULT_REGION
 
 
 def endpoint_url_from_env(explicit: str | None = None) -> str | None:
@@ -73,7 +112,7 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
         service,
         region_name=region or home_region(),
         endpoint_url=url,
-        config=CLIENT_CONFIG,
+        config=_SETTINGS.config,
         aws_access_key_id=LOCAL_CREDENTIALS["aws_access_key_id"] if local else None,
         aws_secret_access_key=LOCAL_CREDENTIALS["aws_secret_access_key"] if local else None,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,11 +36,13 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
-from gco import aws
+from gco import aws, strict_json
+from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
 from gco.front_door import GENERATION_TIMEOUT_S
+from gco.reconcile.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
 INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
@@ -64,11 +67,12 @@ class InvokeResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     region: str
-    url: str
+    url: str  # as sent (what the HTTP client put on the request line)
     status: int
     latency_ms: float
     body: Any
     first_event_ms: float | None = None  # streamed: when the first event arrived
+    version: str | None = None  # which version answered (the proxy's `X-Gco-Version`): primary or canary
 
 
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
@@ -140,18 +144,31 @@ def event_text(data: str) -> str | None:
 
 
 def parse_body(text: str) -> dict[str, Any]:
-    """`--body` as a JSON object.
+    """`--body` as a JSON object, read as strictly as a spec file (`gco.strict_json`).
 
     Raises:
-        GcoInputError: not JSON, or not an object (field `--body`).
+        GcoInputError: not JSON, a duplicate key, NaN, a huge integer, too deep, or not an object
+            (field `--body`).
     """
-    try:
-        body = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise GcoInputError("--body", f"is not JSON: {error.msg} at position {error.pos}") from None
+    body = strict_json.loads(text, "--body", "the body")
     if not isinstance(body, dict):
         raise GcoInputError("--body", "must be a JSON object")
     return body
+
+
+def check_path(path: str) -> str:
+    """`--path`: a path under the endpoint that reaches it as written (`gco.endpoints.paths`).
+
+    Raises:
+        GcoInputError: it does not start with `/`, or could be routed other than it reads.
+    """
+    shown = repr(path) if len(path) <= 80 else f"{path[:60]!r}... ({len(path)} characters)"
+    if not path.startswith("/"):
+        raise GcoInputError("--path", f"{shown} must start with /")
+    reason = escape_reason(path.partition("?")[0])
+    if reason is not None:
+        raise GcoInputError("--path", f"{shown} {reason}: the proxy refuses it (it could leave the endpoint)")
+    return path
 
 
 def serving_region(record: EndpointRecord, region: str | None) -> str:
@@ -193,7 +210,39 @@ def local_bases(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL") from None
     if not isinstance(bases, dict) or not all(isinstance(v, str) for v in bases.values()):
         raise GcoInputError(INVOKE_URLS_ENV, "is not a JSON object of Region -> URL")
+    for region, base in bases.items():
+        if not base.startswith(("http://", "https://")):
+            raise GcoInputError(
+                INVOKE_URLS_ENV, f"{region[:40]!r}: {redacted(base)[:200]!r} is not an http(s) URL"
+            )
     return bases
+
+
+# `scheme://user:password@host`: what is between `//` and `@` is a secret in a message.
+USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def redacted(text: str) -> str:
+    """`text` with the user and password of every URL in it replaced by `***`."""
+    return USERINFO.sub(r"\g<scheme>***@", text)
+
+
+def tls_verification(environ: Mapping[str, str] | None = None) -> ssl.SSLContext | bool:
+    """What TLS verification trusts: the system's CAs, or the certificate `GCO_INVOKE_CA_BUNDLE` names.
+
+    Raises:
+        GcoInputError: the bundle is missing, unreadable or holds no certificate.
+    """
+    bundle = (environ if environ is not None else os.environ).get(INVOKE_CA_BUNDLE_ENV)
+    if not bundle:
+        return True
+    try:
+        return ssl.create_default_context(cafile=bundle)
+    except (OSError, ssl.SSLError, ValueError) as error:  # FileNotFoundError, "no certificate", a NUL
+        reason = getattr(error, "strerror", None) or getattr(error, "reason", None) or str(error)
+        raise GcoInputError(
+            INVOKE_CA_BUNDLE_ENV, f"{bundle[:200]!r} is not a readable certificate: {reason}"
+        ) from None
 
 
 def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, str]:
@@ -226,14 +275,22 @@ def send(
     """
     data = json.dumps(body).encode()
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    verify = tls_verification()
     started = clock()
     try:
-        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=_verify())
+        answer = httpx.post(url, content=data, headers=headers, timeout=timeout, verify=verify)
+    except httpx.InvalidURL as error:
+        raise GcoInputError("URL", f"{redacted(url)} is not a URL: {redacted(str(error))}") from None
     except httpx.HTTPError as error:
-        raise InvokeFailedError(f"{region}: {url}: {error}") from error
+        raise InvokeFailedError(f"{region}: {redacted(url)}: {redacted(str(error))}") from error
     latency = (clock() - started) * 1000
     return InvokeResult(
-        region=region, url=url, status=answer.status_code, latency_ms=latency, body=_parsed(answer)
+        region=region,
+        url=redacted(str(answer.request.url)),
+        status=answer.status_code,
+        latency_ms=latency,
+        body=_parsed(answer),
+        version=answer.headers.get(VERSION_HEADER),
     )
 
 
@@ -264,17 +321,19 @@ def send_stream(
     pieces: list[str] = []
     try:
         with httpx.stream(
-            "POST", url, content=data, headers=headers, timeout=timeout, verify=_verify()
+            "POST", url, content=data, headers=headers, timeout=timeout, verify=tls_verification()
         ) as answer:
+            version = answer.headers.get(VERSION_HEADER)
             if not 200 <= answer.status_code < 300:
                 answer.read()
                 latency = (clock() - started) * 1000
                 return InvokeResult(
                     region=region,
-                    url=url,
+                    url=redacted(url),
                     status=answer.status_code,
                     latency_ms=latency,
                     body=_parsed(answer),
+                    version=version,
                 )
             for event in sse_data(answer.iter_lines()):
                 first = first if first is not None else (clock() - started) * 1000
@@ -284,19 +343,21 @@ def send_stream(
                 pieces.append(piece)
                 on_text(piece)
             status = answer.status_code
+    except httpx.InvalidURL as error:
+        raise GcoInputError("URL", f"{redacted(url)} is not a URL: {redacted(str(error))}") from None
     except httpx.HTTPError as error:
-        raise InvokeFailedError(f"{region}: {url}: {error}") from error
+        raise InvokeFailedError(f"{region}: {redacted(url)}: {redacted(str(error))}") from error
     latency = (clock() - started) * 1000
     text = {"text": "".join(pieces), "events": len(pieces)}
     return InvokeResult(
-        region=region, url=url, status=status, latency_ms=latency, body=text, first_event_ms=first
+        region=region,
+        url=redacted(url),
+        status=status,
+        latency_ms=latency,
+        body=text,
+        first_event_ms=first,
+        version=version,
     )
-
-
-def _verify() -> ssl.SSLContext | bool:
-    """The local proxy's certificate where `GCO_INVOKE_CA_BUNDLE` names it, else the system's."""
-    bundle = os.environ.get(INVOKE_CA_BUNDLE_ENV)
-    return ssl.create_default_context(cafile=bundle) if bundle else True
 
 
 def _parsed(answer: httpx.Response) -> Any:

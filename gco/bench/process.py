@@ -87,6 +87,12 @@ def alive(pid: int) -> bool:
     return pid in table and table[pid][2] != "Z"
 
 
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (SIGSTOP, SIGTSTP: state `T` in /proc/PID/stat)."""
+    state = _proc_table().get(pid)
+    return state is not None and state[2] in ("T", "t")
+
+
 class StopReport(BaseModel):
     """How an engine's process group was stopped."""
 

@@ -10,9 +10,11 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import click
 
+from gco import aws
 from gco.endpoints import EndpointStore, names
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import DEFAULT_TABLE, TABLE_ENV
@@ -20,8 +22,29 @@ from gco.env import DEFAULT_TABLE, TABLE_ENV
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+REQUEST_TIMEOUT_S = 30.0
+MAX_REQUEST_TIMEOUT = 3600.0
+
+
+def _bound_requests(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not math.isfinite(value) or not 0 < value <= MAX_REQUEST_TIMEOUT:
+        raise click.BadParameter(f"must be a number of seconds above 0 and at most {MAX_REQUEST_TIMEOUT:g}")
+    aws.bound_requests(value)
+    return value
+
+
 def connection_options(command: F) -> F:
-    """Add --endpoint-url, --table and --output to a command."""
+    """Add --endpoint-url, --table, --request-timeout and --output to a command."""
+    command = click.option(
+        "--request-timeout",
+        default=REQUEST_TIMEOUT_S,
+        show_default=True,
+        type=STRICT_FLOAT,
+        callback=_bound_requests,
+        expose_value=False,
+        help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
+        "naming it.",
+    )(command)
     command = click.option(
         "--output",
         "-o",
@@ -69,6 +92,14 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
         raise InvalidSpecError("--table", "must be 3-255 letters, digits, '_', '-' or '.'")
     if endpoint_url is not None and (len(endpoint_url) > 2048 or not ENDPOINT_URL.fullmatch(endpoint_url)):
         raise InvalidSpecError("--endpoint-url", "must be an http:// or https:// URL")
+    if endpoint_url is not None:
+        try:  # what botocore will parse: an unclosed IPv6 bracket or a port beyond 65535 raises ValueError
+            parts = urlsplit(endpoint_url)
+            parts.port  # noqa: B018 - parsed for its ValueError
+        except ValueError as error:
+            raise InvalidSpecError("--endpoint-url", f"is not a valid URL ({error})") from None
+        if not parts.hostname:
+            raise InvalidSpecError("--endpoint-url", "names no host")
 
 
 def emit_json(data: Any) -> None:
@@ -102,10 +133,11 @@ def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
 
 
 class StrictInt(click.ParamType[int]):
-    """An integer written as digits only: `int()` would also take " 3\n" or "1_000"."""
+    """An integer written as digits only, the one parser of every integer option: `int()` would
+    also take " 3\n", "1_000" or "007" (and click's INT does), or 5,000 digits it then cannot print."""
 
     name = "integer"
-    pattern = re.compile(r"[+-]?[0-9]{1,9}")
+    pattern = re.compile(r"[+-]?(0|[1-9][0-9]{0,8})")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -144,22 +176,24 @@ STRICT_FLOAT = StrictFloat()
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
-def timeout_option(command: F) -> F:
-    """`--timeout SECONDS`, checked when parsed, so a bad value stops the command before any write."""
+def timeout_flag(default: float, help_text: str) -> Callable[[F], F]:
+    """`--timeout SECONDS` (default `default`), checked when parsed, so a bad value (negative, nan,
+    inf, beyond a week) stops the command before any call or write."""
 
     def check(ctx: click.Context, param: click.Parameter, value: float) -> float:
         if not math.isfinite(value) or not 0 <= value <= MAX_TIMEOUT:
             raise click.BadParameter(f"must be a number of seconds from 0 to {MAX_TIMEOUT:g}")
         return value
 
-    return click.option(
-        "--timeout",
-        default=1800.0,
-        show_default=True,
-        type=STRICT_FLOAT,
-        callback=check,
-        help="Seconds to wait.",
-    )(command)
+    def decorate(command: F) -> F:
+        return click.option(
+            "--timeout", default=default, show_default=True, type=STRICT_FLOAT, callback=check, help=help_text
+        )(command)
+
+    return decorate
+
+
+timeout_option = timeout_flag(1800.0, "Seconds to wait.")
 
 
 def name_argument(command: F) -> F:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import getpass
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
 from gco import aws
+from gco.cli import views
 from gco.cli.common import (
     STRICT_INT,
     CheckedPath,
@@ -28,12 +30,16 @@ from gco.cli.common import (
 )
 from gco.cli.specfile import load_spec_file
 from gco.cli.wait import Progress, wait_for
-from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, operations
+from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
-from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES, RegionStatus
+from gco.endpoints.observed import OBSERVED_STATES
+from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
+from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
+from gco.invoke import INVOKE_URLS_ENV, local_bases
 
+LIST_STATES = tuple(dict.fromkeys((*DESIRED_STATES, *OBSERVED_STATES)))
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
     ("--framework", "framework", click.Choice(["vllm", "tgi", "sglang"]), "Serving framework."),
@@ -75,39 +81,24 @@ def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
 
 def show(record: EndpointRecord, output: str) -> None:
     if output == "json":
-        emit_json(record.to_json())
+        emit_json({**record.to_json(), "observed": views.observed_json(record)})
         return
     spec = record.spec
     click.echo(f"name:          {record.endpoint_name}")
     click.echo(f"desired_state: {record.desired_state}")
+    click.echo(f"observed:      {observed.aggregate(record)}")
     click.echo(f"lifecycle_id:  {record.lifecycle_id}")
     click.echo(f"image:         {spec.image} ({spec.framework}, {spec.replicas} x {spec.gpu_count} GPU)")
+    if (canary := views.canary_line(record)) is not None:
+        click.echo(canary)
     click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
     click.echo(f"updated_at:    {record.updated_at}")
-    rows = []
-    for region in record.cleanup_regions:
-        status = record.region_status.get(region)
-        role = "target" if region in record.target_regions else "cleanup"
-        rows.append(
-            [
-                region,
-                role,
-                status.state if status else "pending",
-                f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
-                region_note(status) if status else "",
-            ]
-        )
-    emit_table(["REGION", "ROLE", "STATE", "READY", "ERROR"], rows)
+    emit_table(views.REGION_HEADERS, views.region_rows(record))
 
 
-def region_note(status: RegionStatus) -> str:
-    """A Region's error, or why its replicas are not ready: `engine exited 139 (SIGSEGV), restarts 3`."""
-    if status.error:
-        return status.error
-    extra = status.model_extra or {}
-    if not extra.get("reason"):
-        return ""
-    return f"{extra['reason']}, restarts {extra.get('restarts') or 0}"
+# A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
+# a wait that has heard nothing from a Region for this long says so.
+SILENT_REGION_S = 60.0
 
 
 def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
@@ -119,15 +110,35 @@ def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
     failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
     if failed:
         raise click.ClickException("; ".join(failed))
+    silent = _silent_regions(record)
+    hint = " (no reconciler has written for it: is its Regional stack deployed?)"
     pending = ", ".join(
-        f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
-        + (f" ({note})" if (note := region_note(s)) else "")
-        if s
-        else f"{r} pending"
+        (
+            f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
+            + (f" ({note})" if (note := views.region_note(s)) else "")
+            if s
+            else f"{r} pending"
+        )
+        + (hint if r in silent else "")
         for r, s in states.items()
         if r not in done
     )
     return Progress(len(done), len(states), not pending, pending, record)
+
+
+def _silent_regions(record: EndpointRecord) -> list[str]:
+    """Target Regions whose reconciler has written nothing for this lifecycle though the record has
+    existed for `SILENT_REGION_S`: no live reconciler serves them, or their stack is not deployed."""
+    if record.created_at is None:
+        return []
+    age = (datetime.now(UTC) - parse_timestamp(record.created_at)).total_seconds()
+    if age < SILENT_REGION_S:
+        return []
+    return [
+        region
+        for region in record.target_regions
+        if (status := record.region_status.get(region)) is None or status.lifecycle_id != record.lifecycle_id
+    ]
 
 
 def purge_progress(store: EndpointStore, name: str) -> Progress[None]:
@@ -136,7 +147,12 @@ def purge_progress(store: EndpointStore, name: str) -> Progress[None]:
         return Progress(1, 1, True, "purged", None)
     pending = record.pending_deletion_regions()
     total = len(record.deletion_regions or [])
-    return Progress(total - len(pending), total, False, "awaiting " + ", ".join(pending), None)
+    detail = "awaiting the acknowledgement of " + ", ".join(pending)
+    if pending:
+        detail += (
+            f" (a Region no reconciler serves any more: gco inference forget-region {name} --region R --yes)"
+        )
+    return Progress(total - len(pending), total, False, detail, None)
 
 
 @click.group()
@@ -193,7 +209,13 @@ def deploy(
 
 
 @inference.command(name="list")
-@click.option("--state", default=None, type=click.Choice(DESIRED_STATES))
+@click.option(
+    "--state",
+    default=None,
+    type=click.Choice(LIST_STATES),
+    help="Only endpoints whose desired state or observed state (over their Regions) is STATE: "
+    "`running` lists what runs in every Region, `deploying` what was asked to.",
+)
 @click.option("--region", default=None, help="Only endpoints targeting this Region.")
 @allow_new_regions_option
 @connection_options
@@ -207,29 +229,14 @@ def list_(
 ) -> None:
     """List endpoints, newest first; a record gco cannot read is named in a warning on stderr."""
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
-    listing = store.scan(desired_state=state, target_region=region)
+    listing = store.scan(target_region=region)
     for problem in listing.unreadable:
         click.echo(f"warning: {problem}", err=True)
-    records = listing.records
+    records = [record for record in listing.records if state is None or observed.matches(record, state)]
     if output == "json":
-        emit_json([record.to_json() for record in records])
+        emit_json([{**record.to_json(), "observed": views.observed_json(record)} for record in records])
         return
-    rows = []
-    for record in records:
-        ready = sum(
-            s.replicas_ready for s in record.region_status.values() if s.lifecycle_id == record.lifecycle_id
-        )
-        rows.append(
-            [
-                record.endpoint_name,
-                record.desired_state,
-                ",".join(record.target_regions),
-                ready,
-                record.spec.image,
-                record.created_at or "-",
-            ]
-        )
-    emit_table(["NAME", "STATE", "REGIONS", "READY", "IMAGE", "CREATED"], rows)
+    emit_table(views.LIST_HEADERS, views.list_rows(records))
 
 
 @inference.command()
@@ -241,17 +248,28 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
     record = store.get(name, consistent_read=True)
     if record is None:
         raise EndpointNotFoundError(name)
-    urls = invoke_urls(
-        name,
-        record.target_regions,
-        lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
+    local = local_bases()  # the local stack's proxies (`gco local env`), where it is one
+    urls: dict[str, str | None] = (
+        {
+            region: f"{local[region].rstrip('/')}/{name}" if region in local else None
+            for region in record.target_regions
+        }
+        if local
+        else invoke_urls(
+            name,
+            record.target_regions,
+            lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
+        )
     )
     if output == "json":
-        emit_json({**record.to_json(), "invoke_urls": urls})
+        emit_json({**record.to_json(), "observed": views.observed_json(record), "invoke_urls": urls})
         return
     show(record, output)
     for region, url in urls.items():
-        click.echo(f"invoke {region}: {url or '(no Regional stack output found)'}")
+        missing = (
+            f"(no proxy of {region} in {INVOKE_URLS_ENV})" if local else "(no Regional stack output found)"
+        )
+        click.echo(f"invoke {region}: {url or missing}")
 
 
 @inference.command()

@@ -2,7 +2,7 @@
 
 - At most `MAX_SPEC_FILE_BYTES` are read (`--spec /dev/zero` stops there, it is not slurped).
 - A key given twice in one mapping is refused, naming the key (JSON and YAML would both let
-  the last one win silently).
+  the last one win silently); JSON is read by `gco.strict_json` (NaN and huge integers refused).
 - Nesting deeper than `MAX_DEPTH` is refused before any recursive parser sees it (deep JSON
   or YAML would otherwise end in a RecursionError traceback).
 - YAML anchors and aliases are refused: a spec needs none, and they let a few bytes expand
@@ -13,16 +13,17 @@ Every refusal is one `InvalidSpecError` on the field `--spec`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gco import strict_json
 from gco.endpoints.errors import InvalidSpecError
+from gco.errors import GcoInputError
+from gco.strict_json import MAX_DEPTH as MAX_DEPTH  # noqa: PLC0414 (re-exported: the tests' limit)
 
 MAX_SPEC_FILE_BYTES = 256 * 1024
-MAX_DEPTH = 16
 FIELD = "--spec"
 
 
@@ -49,46 +50,12 @@ def read_bounded(path: Path) -> str:
         raise InvalidSpecError(FIELD, f"cannot read {shown(path)}: not UTF-8 ({error.reason})") from None
 
 
-def json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON text (strings skipped)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in mapping:
-            raise InvalidSpecError(FIELD, f"duplicate key {key[:64]!r}")
-        mapping[key] = value
-    return mapping
-
-
 def _parse_json(text: str, path: Path) -> Any:
-    if json_depth(text) > MAX_DEPTH:
-        raise InvalidSpecError(FIELD, f"{shown(path)} nests deeper than {MAX_DEPTH} levels")
+    """Strict JSON (`gco.strict_json`): duplicate keys, NaN, huge integers and deep nesting refused."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_pairs)
-    except json.JSONDecodeError as error:
-        raise InvalidSpecError(
-            FIELD, f"{shown(path)} is not valid JSON: {error.msg} (line {error.lineno})"
-        ) from None
+        return strict_json.loads(text, FIELD, shown(path))
+    except GcoInputError as error:
+        raise InvalidSpecError(FIELD, error.message) from None
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -134,6 +101,8 @@ def _parse_yaml(text: str, path: Path) -> Any:
     except yaml.YAMLError as error:
         detail = str(error).splitlines()[0]
         raise InvalidSpecError(FIELD, f"{shown(path)} is not valid YAML: {detail}") from None
+    except ValueError as error:  # an integer of more than 4,300 digits (`int()`'s own limit)
+        raise InvalidSpecError(FIELD, f"{shown(path)}: {str(error)[:120]}") from None
 
 
 def load_spec_file(path: Path) -> dict[str, Any]:

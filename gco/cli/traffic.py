@@ -11,16 +11,18 @@ import json
 import click
 
 from gco import aws
-from gco.cli.common import connection_options, emit_json, open_store
+from gco.cli.common import STRICT_INT, connection_options, emit_json, name_argument, open_store, timeout_flag
 from gco.cli.inference import show
 from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
+from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.front_door import invoke_urls
 from gco.invoke import (
     TIMEOUT_S,
     InvokeFailedError,
     InvokeResult,
+    check_path,
     default_request,
     local_bases,
     parse_body,
@@ -28,13 +30,18 @@ from gco.invoke import (
     send_stream,
     serving_region,
     stream_request,
+    tls_verification,
 )
+from gco.reconcile.routes import CANARY, PRIMARY
 
 
 @click.command()
-@click.argument("name")
+@name_argument
 @click.option(
-    "--region", default=None, help="Region to invoke [default: the first target Region running it]."
+    "--region",
+    "regions",
+    multiple=True,
+    help="Region to invoke [default: the first target Region running it].",
 )
 @click.option("--prompt", default=None, help="Prompt of the framework's completion request.")
 @click.option(
@@ -43,16 +50,14 @@ from gco.invoke import (
 @click.option(
     "--path", default=None, help="Path under the endpoint [default: the framework's completion path]."
 )
-@click.option(
-    "--timeout", default=TIMEOUT_S, show_default=True, help="Seconds to wait for the answer (or next event)."
-)
+@timeout_flag(TIMEOUT_S, "Seconds to wait for the answer (or the next streamed event).")
 @click.option(
     "--stream", is_flag=True, help="Ask for server-sent events and print the text as each token arrives."
 )
 @connection_options
 def invoke(
     name: str,
-    region: str | None,
+    regions: tuple[str, ...],
     prompt: str | None,
     body_text: str | None,
     path: str | None,
@@ -63,11 +68,15 @@ def invoke(
     output: str,
 ) -> None:
     """Send one request to NAME through its Region's route and print the answer."""
+    if len(regions) > 1:
+        raise GcoInputError("--region", f"give one Region to invoke (got {len(regions)})")
+    region = regions[0] if regions else None
     if prompt is not None and body_text is not None:
         raise GcoInputError("--body", "give --prompt or --body, not both")
-    if path is not None and not path.startswith("/"):
-        raise GcoInputError("--path", f"{path!r} must start with /")
+    if path is not None:
+        check_path(path)
     body = parse_body(body_text) if body_text is not None else None
+    tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
     record = operations.fresh(open_store(endpoint_url, table_name), name)
     target = serving_region(record, region)
@@ -92,7 +101,9 @@ def invoke(
     if output == "json":
         emit_json(result.model_dump(mode="json"))
     elif result.first_event_ms is None:
-        click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms")
+        answered = answered_by(record, result.version)
+        click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
+        click.echo(f"POST {result.url}")
         click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
     if not 200 <= result.status < 300:
         raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
@@ -122,12 +133,23 @@ def _streamed(
     return result
 
 
+def answered_by(record: EndpointRecord, version: str | None) -> str:
+    """Which version answered, with its image: `primary (IMAGE)` / `canary (IMAGE)`."""
+    if version == CANARY and record.spec.canary is not None:
+        return f"{CANARY} ({record.spec.canary.image})"
+    if version == PRIMARY:
+        return f"{PRIMARY} ({record.spec.image})"
+    return "version not reported"
+
+
 @click.command()
-@click.argument("name")
+@name_argument
 @click.option("--image", required=True, help="The canary's container image.")
-@click.option("--weight", required=True, type=int, help="Percent of requests the canary takes (0-100).")
 @click.option(
-    "--replicas", default=None, type=int, help="Canary replicas per Region [default: kept, else 1]."
+    "--weight", required=True, type=STRICT_INT, help="Percent of requests the canary takes (0-100)."
+)
+@click.option(
+    "--replicas", default=None, type=STRICT_INT, help="Canary replicas per Region [default: kept, else 1]."
 )
 @connection_options
 def canary(
@@ -146,7 +168,7 @@ def canary(
 
 
 @click.command()
-@click.argument("name")
+@name_argument
 @connection_options
 def promote(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Make NAME's canary its version; the canary goes."""
@@ -154,7 +176,7 @@ def promote(name: str, endpoint_url: str | None, table_name: str | None, output:
 
 
 @click.command()
-@click.argument("name")
+@name_argument
 @connection_options
 def rollback(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
     """Remove NAME's canary; its own version answers every request."""

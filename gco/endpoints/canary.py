@@ -8,6 +8,7 @@
 
 Each is one fenced `update_spec` built from a fresh strongly consistent read (lifecycle id and
 `updated_at` as fences), retried a few times when a concurrent change wins, never overwriting it.
+On a stopped endpoint each changes what it will run when started, and nothing runs meanwhile.
 """
 
 from __future__ import annotations
@@ -33,7 +34,11 @@ def _rewrite(
         if spec == record.spec:
             return record  # already so: no write, no rollout
         written = store.update_spec(
-            name, spec, expected_lifecycle_id=record.lifecycle_id or "", expected_updated_at=record.updated_at
+            name,
+            spec,
+            expected_lifecycle_id=record.lifecycle_id or "",
+            expected_updated_at=record.updated_at,
+            stopped=record.desired_state == "stopped",  # a stopped endpoint's canary waits for start
         )
         if written is not None:
             return written

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gco.endpoints.expressions import Expression
 
 DELETED = "deleted"
+STOPPED = "stopped"
 LIVE = ("deploying", "running")
 
 
@@ -62,6 +63,16 @@ def live(e: Expression, lifecycle_id: str, updated_at: str | None) -> None:
     e.differs("live.not_deleted", DELETED, "desired_state")
     if updated_at is not None:
         e.equals("live.snapshot", updated_at, "updated_at")
+
+
+def spec_change(e: Expression, stopped: bool) -> None:
+    """A spec change keeps the desired state it was planned for: one planned for a stopped endpoint
+    lands only while it is stopped (and leaves it stopped), any other only while it is not (and
+    sets deploying), so a stop between the read and the write is never undone."""
+    if stopped:
+        e.equals("spec.stopped", STOPPED, "desired_state")
+    else:
+        e.differs("spec.not_stopped", STOPPED, "desired_state")
 
 
 def scale(e: Expression, lifecycle_id: str) -> None:

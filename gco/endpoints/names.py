@@ -21,9 +21,15 @@ from gco.endpoints.errors import InvalidSpecError
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # Kubernetes Service names are DNS-1035 labels (must start with a letter); the endpoint's
-# Service and its role Deployments (`<name>-prefill`, the longest suffix) are derived from it.
+# Service and its role objects are named from it (`object_name`).
 ENDPOINT_NAME = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-ENDPOINT_NAME_MAX = 63 - len("-prefill")
+# What joins an endpoint name and a role in the names of the role's objects (`chat--canary`). No
+# endpoint name may hold it, so no endpoint's own objects can be named like another's role objects
+# (with `-canary`, the endpoint `chat-canary` and the canary of `chat` were the same Deployment).
+ROLE_SEPARATOR = "--"
+# Roles with objects of their own beside the endpoint's (`render.py`), longest last.
+OBJECT_ROLES = ("proxy", "store", "canary", "decode", "prefill")
+ENDPOINT_NAME_MAX = 63 - len(ROLE_SEPARATOR + max(OBJECT_ROLES, key=len))
 REGION_SYNTAX = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]{1,2}")
 REGION_MAX = 25
 MAX_REGIONS = 32
@@ -83,7 +89,22 @@ def endpoint_name(value: str, field: str = "name") -> str:
             f"{_shown(value)} is not a DNS-1123 label starting with a letter "
             "(lowercase letters, digits and '-', alphanumeric at both ends)",
         )
+    if ROLE_SEPARATOR in value:
+        raise InvalidSpecError(
+            field, f"{_shown(value)} holds {ROLE_SEPARATOR!r}, which gco keeps for the names of role objects"
+        )
     return value
+
+
+def object_name(endpoint: str, role: str) -> str:
+    """The name of an endpoint's objects of `role` (one of `OBJECT_ROLES`): `<endpoint>--<role>`.
+
+    Distinct for every (valid endpoint name, role) and never a valid endpoint name itself, since
+    endpoint names hold no `ROLE_SEPARATOR`; at most 63 characters (`ENDPOINT_NAME_MAX`).
+    """
+    if role not in OBJECT_ROLES:
+        raise ValueError(f"{role!r} is not one of {OBJECT_ROLES}")
+    return f"{endpoint}{ROLE_SEPARATOR}{role}"
 
 
 def namespace(value: str, field: str = "namespace") -> str:

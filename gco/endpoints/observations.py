@@ -81,6 +81,41 @@ class ObservationWrites(FencedTable):
             log.info("stale region status ignored: endpoint=%s region=%s state=%s", name, region, state)
             return None
 
+    def forget_region(
+        self,
+        name: str,
+        region: str,
+        *,
+        expected_deletion_generation: str,
+        expected_last_sync: str | None,
+        details: Mapping[str, Any],
+    ) -> EndpointRecord | None:
+        """Acknowledge a deleted record's Region on behalf of a reconciler that is gone.
+
+        Conditioned as the Region's own acknowledgement is (`conditions.acknowledgement`): on a
+        deleted record the only write a Region's reconciler can make is that acknowledgement (an
+        ordinary observation never lands on a deleted record), so a reconciler that acknowledges
+        meanwhile makes this lose (`ack.once`: None). `details` record who forgot the Region,
+        when and after how long a silence; the status keeps the Region's last write time
+        (`expected_last_sync`, as the caller read it).
+        """
+        names.region(region, allow_new=True)
+        generation = require_token(expected_deletion_generation, "expected_deletion_generation")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.acknowledgement(expression, region, generation, None)
+            fences = {"deletion_generation": generation}
+            status = status_fields("deleted", 0, 0, expected_last_sync or now, None, details, fences)
+            expression.set(status, "region_status", region)
+            return expression
+
+        try:
+            return self._advance(name, build)
+        except ConditionLost:
+            log.info("forget lost a race: endpoint=%s region=%s", name, region)
+            return None
+
     def purge(
         self,
         name: str,

@@ -97,7 +97,8 @@ def update_spec(
     *,
     replace: Mapping[str, Any] | None = None,
 ) -> EndpointRecord:
-    """Apply `changes` over `replace` (a whole new spec) or over the current spec, then set deploying."""
+    """Apply `changes` over `replace` (a whole new spec) or over the current spec; a live endpoint
+    becomes deploying, a stopped one stays stopped (`EndpointStore.update_spec`)."""
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
         base = (
@@ -107,7 +108,11 @@ def update_spec(
         if spec == record.spec:
             return record  # nothing to change: no write, no new rollout
         return store.update_spec(
-            name, spec, expected_lifecycle_id=record.lifecycle_id or "", expected_updated_at=record.updated_at
+            name,
+            spec,
+            expected_lifecycle_id=record.lifecycle_id or "",
+            expected_updated_at=record.updated_at,
+            stopped=record.desired_state == "stopped",
         )
 
     return _retry(store, name, "update", write)

@@ -66,6 +66,7 @@ class EndpointRecord(BaseModel):
     created_by: str | None = None
     deletion_generation: str | None = None
     deletion_regions: list[str] | None = None
+    deleted_at: str | None = None  # the first move to deleted
 
     @property
     def is_legacy(self) -> bool:

@@ -253,6 +253,7 @@ class EndpointStore(ObservationWrites):
             if state == "deleted":
                 expression.set(self.mint(), "deletion_generation")
                 expression.set_expression(expression.path("cleanup_regions"), "deletion_regions")
+                expression.set(now, "deleted_at")  # from when a Region's silence counts (`forget`)
             return expression
 
         try:
@@ -313,16 +314,29 @@ class EndpointStore(ObservationWrites):
         spec: EndpointSpec | Mapping[str, Any],
         expected_lifecycle_id: str,
         expected_updated_at: str | None = None,
+        *,
+        stopped: bool | None = None,
     ) -> EndpointRecord | None:
-        """Replace the spec and set deploying."""
+        """Replace the spec; a running or deploying endpoint becomes deploying, a stopped one stays
+        stopped (the spec is what it will run when started: a change never restarts GPU spend).
+
+        Parameters:
+            stopped: whether the caller read the record stopped (None: read it now). The write
+                lands only while that still holds (`conditions.spec_change`); None when it lost.
+        """
         parsed = checked_spec(spec)
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+        if stopped is None:
+            current = self.get(name, consistent_read=True)
+            stopped = current is not None and current.desired_state == "stopped"
 
         def build(now: str) -> Expression:
             expression = Expression()
             conditions.live(expression, lifecycle, expected_updated_at)
+            conditions.spec_change(expression, stopped)
             expression.set(parsed.model_dump(mode="json", exclude_none=True), "spec")
-            expression.set("deploying", "desired_state")
+            if not stopped:
+                expression.set("deploying", "desired_state")
             return expression
 
         return self._fenced(name, build, expected_updated_at, "update the spec of")

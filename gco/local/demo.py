@@ -34,6 +34,7 @@ import httpx
 from gco import aws
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, default_table_name
+from gco.endpoints.names import object_name
 from gco.env import HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import demo_bench
@@ -64,6 +65,7 @@ DEFAULT_RUN_DIR = Path("gco-demo")  # the benchmark's run directory and report p
 CANARY_IMAGE = "vllm/vllm-openai:v0.6.4"
 CANARY_WEIGHT = 30
 SPLIT_REQUESTS = 60
+DEMO_CANARY = object_name("demo-chat", "canary")  # the Service the canary's answers come from
 WAIT_S = 180.0
 PROGRESS_EVERY_S = 2.0
 
@@ -416,7 +418,7 @@ def _canary(
         "1",
     )
     wait_for(
-        lambda: "demo-chat-canary" in observed_split(clusters, "us-east-1", "demo-chat", 5),
+        lambda: DEMO_CANARY in observed_split(clusters, "us-east-1", "demo-chat", 5),
         "the us-east-1 proxy to route to the canary",
         echo,
     )
@@ -425,7 +427,7 @@ def _canary(
     seen = observed_split(clusters, "us-east-1", "demo-chat", SPLIT_REQUESTS)
     for service, count in sorted(seen.items()):
         echo(f"  {service}: {count} ({100 * count / SPLIT_REQUESTS:.0f}%)")
-    share = 100 * seen["demo-chat-canary"] / SPLIT_REQUESTS
+    share = 100 * seen[DEMO_CANARY] / SPLIT_REQUESTS
     echo(f"  canary share observed {share:.0f}%, set {CANARY_WEIGHT}%")
     step("promote: the canary's image becomes the endpoint's", "inference", "promote", "demo-chat")
     wait_for(
@@ -444,7 +446,7 @@ def _canary_objects(clusters: LocalClusters) -> list[str]:
         obj["metadata"]["name"]
         for local in clusters.reconcilers.regions.values()
         for obj in local.api.endpoint_objects()
-        if obj["metadata"]["name"].endswith("-canary")
+        if obj["metadata"]["name"] == DEMO_CANARY
     ]
 
 

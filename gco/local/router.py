@@ -3,9 +3,11 @@ Service, canary honoured.
 
 It reads, on every request, the configuration the reconciler rendered for the shared proxy (the
 ConfigMap `inference-proxy-routes`, its `routes.json`: the route table the nginx configuration is
-rendered from), decides with `routes.choose` (the rule nginx's `split_clients` applies; the draw
+rendered from), decides with `routes.pick` (the rule nginx's `split_clients` applies; the draw
 from `random`), and relays the request, prefix stripped, to the chosen Service's loopback address
-on the local Service network. `gco.local.nginx` runs the real nginx instead where it is installed.
+on the local Service network, answering with the version that answered (`X-Gco-Version`). A path
+the rendered nginx refuses (`gco.endpoints.paths`) is refused here too, with 400.
+`gco.local.nginx` runs the real nginx instead where it is installed.
 
 Answers are relayed as they arrive (`services.relay`), as nginx does with `proxy_buffering off`.
 It does not model: TLS (plain HTTP on loopback), or nginx's timeouts and limits beyond a 16 MiB
@@ -21,6 +23,7 @@ from http.server import BaseHTTPRequestHandler
 
 import httpx
 
+from gco.endpoints.paths import escape_reason
 from gco.local.kubelet import LOOPBACK
 from gco.local.services import (
     FORWARD_TIMEOUT_S,
@@ -34,7 +37,7 @@ from gco.local.services import (
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
-from gco.reconcile.routes import HEALTH_PATH, UPSTREAM, RouteTable, choose
+from gco.reconcile.routes import HEALTH_PATH, UPSTREAM, VERSION_HEADER, RouteTable, pick
 
 
 def rendered_table(api: StandInKubeAPI) -> RouteTable:
@@ -78,9 +81,13 @@ class LocalRouter:
             answer(request, 200, b"ok\n", "text/plain")
             return
         path, sep, query = request.path.partition("?")
+        refused = escape_reason(path)
+        if refused is not None:
+            answer(request, 400, json.dumps({"error": f"the path {refused}"}).encode())
+            return
         with self._rng_lock:
             draw = self.rng.random()
-        chosen = choose(rendered_table(self.api), path, draw)
+        chosen = pick(rendered_table(self.api), path, draw)
         match = UPSTREAM.match(chosen[0]) if chosen else None
         if chosen is None or match is None:
             answer(request, 404, b'{"error":"no route"}')
@@ -90,7 +97,7 @@ class LocalRouter:
         headers = {"content-type": request.headers.get("content-type") or "application/json"}
         try:
             with self._client.stream(request.command, target, content=body, headers=headers) as reply:
-                relay(request, reply, reply.headers.get(UPSTREAM_HEADER))
+                relay(request, reply, reply.headers.get(UPSTREAM_HEADER), {VERSION_HEADER: chosen[2]})
         except httpx.HTTPError as error:  # no answer began: relay ends a broken body itself
             answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
 

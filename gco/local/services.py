@@ -19,6 +19,7 @@ import json
 import logging
 import random
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -42,28 +43,38 @@ def answer(
     body: bytes,
     ctype: str = "application/json",
     upstream: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
-    """Write one whole HTTP answer."""
+    """Write one whole HTTP answer (`headers`: any further response headers)."""
     request.send_response(status)
     request.send_header("content-type", ctype)
     request.send_header("content-length", str(len(body)))
     if upstream:
         request.send_header(UPSTREAM_HEADER, upstream)
+    for key, value in (headers or {}).items():
+        request.send_header(key, value)
     request.end_headers()
     request.wfile.write(body)
 
 
-def relay(request: BaseHTTPRequestHandler, reply: httpx.Response, upstream: str | None = None) -> None:
+def relay(
+    request: BaseHTTPRequestHandler,
+    reply: httpx.Response,
+    upstream: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> None:
     """Answer `request` with the upstream `reply` as it arrives: its status and content type, then
     its body in HTTP/1.1 chunks, each written as soon as it is read (the request's socket writer is
     unbuffered). An upstream that fails mid-body ends the answer without its last chunk, so the
     caller sees a truncated answer, as from nginx; a caller that hangs up ends the relay (the
-    upstream request is closed with the stream)."""
+    upstream request is closed with the stream). `headers`: any further response headers."""
     request.send_response(reply.status_code)
     request.send_header("content-type", reply.headers.get("content-type", "application/json"))
     request.send_header("transfer-encoding", "chunked")
     if upstream:
         request.send_header(UPSTREAM_HEADER, upstream)
+    for key, value in (headers or {}).items():
+        request.send_header(key, value)
     try:
         request.end_headers()
         for chunk in reply.iter_bytes():

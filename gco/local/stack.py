@@ -12,7 +12,9 @@ unless `--state-dir` names another; every command takes the same option.
 
 `down` stops every part by pid (SIGTERM to its group, SIGKILL after a timeout) and then every
 engine or nginx group the Regions reported (their `.children` files), so a crashed part leaves
-nothing behind; a second `up` while one runs is refused and changes nothing.
+nothing behind; a second `up` while one runs, or while one is starting (`statelock`: a lock on
+the state directory), is refused and changes nothing; `down` also stops every process an `up`
+recorded starting, so an `up` that died half-way leaves nothing running either.
 """
 
 from __future__ import annotations
@@ -34,15 +36,17 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco import aws
-from gco.bench.process import group_members
+from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
 from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
 from gco.errors import GcoError
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local import statelock
 from gco.local.kubelet import free_port
 from gco.local.nginx import nginx_path, self_signed
 from gco.local.node import TLS_DIR_NAME, children_path, report_path
+from gco.reconcile.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
 TABLE = "gco-inference-endpoints"
@@ -50,6 +54,7 @@ EVIDENCE_BUCKET = "gco-local-evidence"
 EVIDENCE_BUCKET_ENV = "GCO_EVIDENCE_BUCKET"
 DEFAULT_REGIONS = ("us-east-1", "us-west-2")
 START_TIMEOUT_S = 60.0
+ANSWER_TIMEOUT_S = 2.0  # how long `status` waits for each part to answer
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.1
 
@@ -117,9 +122,10 @@ def _until(check: Callable[[], bool], deadline: float) -> bool:
 
 
 def _answers(url: str, verify: str | None = None) -> bool:
+    """Whether `url` gives any HTTP answer within `ANSWER_TIMEOUT_S` (a 401 or 404 answers too)."""
     try:
         context: ssl.SSLContext | bool = ssl.create_default_context(cafile=verify) if verify else True
-        httpx.get(url, timeout=2.0, verify=context)
+        httpx.get(url, timeout=ANSWER_TIMEOUT_S, verify=context)
         return True
     except (httpx.HTTPError, OSError):
         return False
@@ -132,18 +138,26 @@ def up(
     engine: str = "fake",
     home_region: str | None = None,
 ) -> StackState:
-    """Start the stack in the background and record it.
+    """Start the stack in the background and record it, holding the state directory's lock.
 
     The table (and its stream) lives in `home_region`, by default the first of `regions`: the
     Region `gco local env` exports as the home Region, where every client of the stack looks for it.
 
     Raises:
+        GcoInputError: the state directory cannot be created or written (`--state-dir`).
+        StackBusyError: another `up` is starting a stack from this state directory.
         LocalStackError: it already runs from this state directory, or a part did not start.
         InvalidSpecError: a Region is not a valid Region name.
     """
     state_dir = state_dir or default_state_dir()
     chosen = region_list(regions, "--regions")
     home = region_list([home_region], "--home-region")[0] if home_region else chosen[0]
+    with statelock.holding(state_dir):
+        return _start(chosen, home, state_dir, engine)
+
+
+def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackState:
+    """`up` once it holds the lock: refuse a running stack, clear a stale one, start every part."""
     current = read_state(state_dir)
     if current is not None:
         running = [part for part in current.parts if alive(part.pid)]
@@ -153,7 +167,8 @@ def up(
                 "`gco local down` first"
             )
         down(state_dir)  # a stale record: clear what is left of it
-    state_dir.mkdir(parents=True, exist_ok=True)
+    elif statelock.started(state_dir):
+        down(state_dir)  # an `up` that died before recording the stack: stop what it started
     port = free_port()
     endpoint_url = f"http://127.0.0.1:{port}"
     parts: list[Part] = []
@@ -161,6 +176,7 @@ def up(
     moto = _spawn(
         [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(port)], moto_log
     )
+    statelock.record_started(state_dir, moto.pid)
     parts.append(Part(name="moto", pid=moto.pid, url=endpoint_url, log=str(moto_log)))
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -187,6 +203,7 @@ def up(
             argv += ["--table", TABLE, "--home-region", home, "--state-dir", str(state_dir)]
             argv += ["--engine", engine]
             nodes[region] = (_spawn(argv, log), log)
+            statelock.record_started(state_dir, nodes[region][0].pid)
             parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
         reports = {}
         for region, (process, log) in nodes.items():
@@ -195,7 +212,8 @@ def up(
                 raise LocalStackError(f"Region {region} did not start (see {log})")
             reports[region] = json.loads(path.read_text(encoding="utf-8"))
     except BaseException:
-        _stop_groups([part.pid for part in parts])
+        if not _stop_groups([part.pid for part in parts]):
+            statelock.forget_started(state_dir)
         raise
     parts = [parts[0]] + [
         part.model_copy(update={"url": reports[part.name.split(" ", 1)[1]]["proxy_url"]})
@@ -258,12 +276,25 @@ def require(state_dir: Path | None) -> StackState:
 
 
 def status(state: StackState) -> list[dict[str, object]]:
-    """Every part: pid, whether the process lives, and whether it answers on its URL."""
+    """Every part: pid, whether the process lives (and is not stopped), and whether it answers.
+
+    A part answers when each of its URLs gives an HTTP answer within `ANSWER_TIMEOUT_S`: the moto
+    server its API, a Region both its proxy's `/healthz` and its stand-in API server (served by
+    the Region's own process: the proxy may be an nginx of its own that answers while the Region's
+    process is stopped or hung). `alive` is false for a process stopped by a signal (SIGSTOP).
+    """
     rows: list[dict[str, object]] = []
     for part in state.parts:
-        health = part.url + ("/moto-api/" if part.name == "moto" else "/healthz")
-        living = alive(part.pid)
-        answers = living and _answers(health, None if part.name == "moto" else state.ca_bundle)
+        region = part.name.removeprefix("region ") if part.name != "moto" else None
+        checks = (
+            [(part.url + "/moto-api/", None)]
+            if region is None
+            else [(part.url + HEALTH_PATH, state.ca_bundle)]
+        )
+        if region is not None and region in state.cluster_urls:
+            checks.append((state.cluster_urls[region], None))
+        living = alive(part.pid) and not stopped(part.pid)
+        answers = living and all(_answers(url, verify) for url, verify in checks)
         rows.append(
             {"part": part.name, "pid": part.pid, "alive": living, "answers": answers, "url": part.url}
         )
@@ -293,20 +324,30 @@ def down(state_dir: Path | None = None) -> list[str]:
     """
     state_dir = state_dir or default_state_dir()
     state = read_state(state_dir)
-    if state is None:
+    started = statelock.started(state_dir)  # what an `up` started, recorded or not in stack.json
+    if state is None and not started:
         return []
-    nodes = [part.pid for part in state.parts if part.name != "moto"]
+    parts = state.parts if state is not None else []
+    recorded = {part.pid for part in parts}
+    unrecorded = [pid for pid in started if pid not in recorded]
+    nodes = [part.pid for part in parts if part.name != "moto"] + unrecorded
     survivors = _stop_groups(nodes)  # each Region stops its engines and nginx on SIGTERM
     reported: list[int] = []
-    for region in state.regions:
-        path = children_path(state_dir, region)
+    # Without a record, every Region's children file there is (`children_path` with `*` is a glob).
+    regions = state.regions if state is not None else []
+    files = [children_path(state_dir, r) for r in regions] or sorted(
+        state_dir.glob(children_path(Path(), "*").name)
+    )
+    for path in files:
         if path.exists():
             reported += [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
         path.unlink(missing_ok=True)
+    for region in regions:
         report_path(state_dir, region).unlink(missing_ok=True)
     survivors += _stop_groups(reported)  # what a crashed Region left
-    survivors += _stop_groups([part.pid for part in state.parts if part.name == "moto"])
+    survivors += _stop_groups([part.pid for part in parts if part.name == "moto"])
     if survivors:
         raise LocalStackError(f"process groups {survivors} survived SIGKILL; the state stays in {state_dir}")
     (state_dir / STATE_FILE).unlink(missing_ok=True)
-    return [part.name for part in state.parts]
+    statelock.forget_started(state_dir)
+    return [part.name for part in parts] + [f"pid {pid} (started, not recorded)" for pid in unrecorded]

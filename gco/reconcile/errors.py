@@ -6,7 +6,8 @@
     │   │   └── ClusterConflictError     409 to an apply with a resourceVersion precondition: read again
     │   ├── ClusterAuthError         credentials refused even after a fresh token
     │   └── ClusterRejectedError     the API refused an object (4xx): terminal until the record changes
-    │       └── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
+    │       ├── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
+    │       └── ObjectOwnedElsewhereError  the name is held by an object that is not this endpoint's
     ├── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
     ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
     └── SweepFailedError           the sweep could not list its Region: nothing was reconciled
@@ -62,6 +63,15 @@ class KindNotServedError(ClusterRejectedError):
         self.kind = kind
         self.needs = kind.provided_by or f"the {kind.kind} API"
         super().__init__(message, 404)
+
+
+class ObjectOwnedElsewhereError(ClusterRejectedError):
+    """An object the endpoint renders exists under its name but carries another endpoint's labels,
+    another lifecycle's, or none of gco's: it is neither applied over nor deleted (the Region's
+    status names it), and is looked at again on the next reconcile."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, 409)
 
 
 class ClusterConfigError(ReconcileError):

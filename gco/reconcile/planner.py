@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
-from gco.reconcile.objects import HASH_ANNOTATION, ObjectRef, annotations_of, lifecycle_of
+from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.pods import trouble
 from gco.reconcile.render import render
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
@@ -30,10 +31,17 @@ class StatusWrite:
     error: str | None = None
     restarts: int | None = None  # with `reason`: why replicas are not ready (`gco.reconcile.pods`)
     reason: str | None = None
+    canary: tuple[int, int] | None = None  # (ready, desired) of the canary, counted in the totals too
 
-    def details(self) -> dict[str, Any]:
-        """The status's detail fields (none when the replicas have no trouble to report)."""
-        return {"restarts": self.restarts, "reason": self.reason} if self.reason is not None else {}
+    def details(self) -> dict[str, int | str | None] | None:
+        """The status details this write carries: why replicas are not ready (when that is known)
+        and the canary's readiness (when it has one)."""
+        details: dict[str, int | str | None] = {}
+        if self.reason is not None:
+            details.update(restarts=self.restarts, reason=self.reason)
+        if self.canary is not None:
+            details.update({CANARY_READY: self.canary[0], CANARY_DESIRED: self.canary[1]})
+        return details or None
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,14 @@ def _changed(current: RegionStatus | None, wanted: StatusWrite) -> bool:
         or current.error != wanted.error
         or (current.model_extra or {}).get("reason") != wanted.reason
         or (current.model_extra or {}).get("restarts") != wanted.restarts
+        or _canary_of(current) != wanted.canary
     )
+
+
+def _canary_of(status: RegionStatus) -> tuple[int, int] | None:
+    extra = status.model_extra or {}
+    ready, desired = extra.get(CANARY_READY), extra.get(CANARY_DESIRED)
+    return (int(ready), int(desired)) if ready is not None and desired is not None else None
 
 
 def _status_if_changed(record: EndpointRecord, region: str, wanted: StatusWrite) -> StatusWrite | None:
@@ -211,12 +226,15 @@ def _plan_live(
         )
     ready = total = 0
     rolled = True
+    canary: tuple[int, int] | None = None
     for key, obj in wanted.items():
         if obj["kind"] == "Deployment":
             count_ready, count_desired, count_rolled = _observed_replicas(current[key])
             ready += min(count_ready, count_desired)
             total += count_desired
             rolled = rolled and count_rolled and count_ready >= count_desired
+            if obj["metadata"]["labels"].get(ROLE_LABEL) == "canary":
+                canary = (min(count_ready, count_desired), count_desired)
     previous = record.region_status.get(region)
     state: RegionState
     if record.desired_state == "stopped":
@@ -243,6 +261,7 @@ def _plan_live(
         region_generation=record.region_generations.get(region),
         restarts=found.restarts if found else None,
         reason=found.reason if found else None,
+        canary=canary,
     )
     return Plan(
         status=_status_if_changed(record, region, write),

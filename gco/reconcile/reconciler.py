@@ -6,7 +6,9 @@ from the Region's cluster, and acts on those alone. Outcomes, as in controller-r
 
 - `done`: the Region is as desired (nothing is left to wait for);
 - `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
-- `terminal`: the API server rejected an object, the cluster does not serve a kind the endpoint
+- `terminal`: the API server rejected an object, an object the endpoint renders is held under its
+  name by another endpoint, another lifecycle or no gco endpoint (`ObjectOwnedElsewhereError`:
+  never applied over, the Region's status names the holder), the cluster does not serve a kind the endpoint
   needs (`ScaledObject needs KEDA in <region>`), the stack says the Region lacks an add-on the
   endpoint's autoscaling needs (`ScaledObject needs keda, prometheus in <region>`), or the
   endpoint's namespace is not one gco is granted; logged and recorded as status `error`, not
@@ -29,11 +31,12 @@ from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
-from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
+from gco.reconcile.errors import ClusterRejectedError, KindNotServedError, ObjectOwnedElsewhereError
 from gco.reconcile.objects import (
     ENDPOINT_LABEL,
     HPA,
     INGRESS,
+    LIFECYCLE_ANNOTATION,
     MANAGED_BY,
     MANAGER,
     POD,
@@ -41,6 +44,8 @@ from gco.reconcile.objects import (
     SCALED_OBJECT,
     SYSTEM_NAMESPACE,
     ObjectRef,
+    annotations_of,
+    kind_of,
     labels_of,
 )
 from gco.reconcile.planner import Plan, StatusWrite, plan
@@ -312,7 +317,7 @@ class Reconciler:
             last = step.reason
             if step.acts_on_cluster:
                 answers: list[dict[str, Any]] = []
-                rejected = self._act(name, record, step, tally, answers)
+                rejected = self._act(name, record, step, tally, answers, observed)
                 if rejected is not None:
                     return tally.outcome("terminal", rejected)
                 if step.status is not None:
@@ -362,6 +367,7 @@ class Reconciler:
         step: Plan,
         tally: _Tally,
         answers: list[dict[str, Any]],
+        observed: Sequence[dict[str, Any]] = (),
     ) -> str | None:
         if step.delete:
             try:
@@ -373,7 +379,8 @@ class Reconciler:
             _note_deleted_routes(tally, name, step.delete)
             tally.deleted += len(step.delete)
             log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
-        results = self._apply_all(step.apply)
+        owned = {ObjectRef.of(obj).key for obj in observed}
+        results = self._apply_all(name, record, step.apply, owned)
         _note_applied_routes(tally, name, step.apply, results)
         answered = [result for result in results if isinstance(result, dict)]
         answers.extend(answered)
@@ -390,25 +397,63 @@ class Reconciler:
                 raise error
         return None
 
-    def _apply_all(self, objects: Sequence[dict[str, Any]]) -> list[dict[str, Any] | Exception]:
+    def _apply_all(
+        self,
+        name: str,
+        record: EndpointRecord | None,
+        objects: Sequence[dict[str, Any]],
+        owned: set[tuple[str, str, str]],
+    ) -> list[dict[str, Any] | Exception]:
         """Apply independent objects concurrently (one round trip, not one per object), in plan order.
 
         Every object of a plan is independent: its namespace exists (`ensure_system`), and no
         object's admission depends on another (a Service or autoscaler may name a Deployment that
-        does not exist yet). Each result is the API server's answer or the error it raised.
+        does not exist yet). Each result is the API server's answer or the error it raised. An
+        object not among `owned` (the keys listed under the endpoint's label) is applied only
+        once a read shows its name is free or already the endpoint's (`_claim`).
         """
+
+        def one(obj: dict[str, Any]) -> dict[str, Any] | Exception:
+            try:
+                if ObjectRef.of(obj).key not in owned:
+                    self._claim(name, record, obj)
+                return self.cluster.apply(obj)
+            except Exception as error:  # returned in plan order; `_act` decides
+                return error
+
         if len(objects) <= 1:
-            return [self._apply_one(obj) for obj in objects]
+            return [one(obj) for obj in objects]
         with ThreadPoolExecutor(
             max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply"
         ) as pool:
-            return list(pool.map(self._apply_one, objects))
+            return list(pool.map(one, objects))
 
-    def _apply_one(self, obj: dict[str, Any]) -> dict[str, Any] | Exception:
-        try:
-            return self.cluster.apply(obj)
-        except Exception as error:  # returned in plan order; `_act` decides
-            return error
+    def _claim(self, name: str, record: EndpointRecord | None, obj: dict[str, Any]) -> None:
+        """Check that applying `obj` creates it or updates the endpoint's own object of this lifecycle.
+
+        A server-side apply with `force` takes over whatever holds the name, so an object the
+        endpoint's list did not show is read first. What it finds and does not own is left alone.
+
+        Raises:
+            ObjectOwnedElsewhereError: the name is held by another endpoint's object, another
+                lifecycle's, or one gco did not make.
+        """
+        ref = ObjectRef.of(obj)
+        stored = self.cluster.get(kind_of(obj), ref.namespace, ref.name)
+        if stored is None:
+            return
+        labels = labels_of(stored)
+        holder = labels.get(ENDPOINT_LABEL)
+        lifecycle = annotations_of(stored).get(LIFECYCLE_ANNOTATION)
+        if labels.get(MANAGED_BY) != MANAGER or not holder:
+            whose = "an object gco did not make"
+        elif holder != name:
+            whose = f"endpoint {holder}"
+        elif record is None or lifecycle != record.lifecycle_id:
+            whose = f"another lifecycle of {name} ({(lifecycle or 'none')[:12]})"
+        else:
+            return
+        raise ObjectOwnedElsewhereError(f"{ref} is held by {whose}: not applied over")
 
     def _pods(self, record: EndpointRecord) -> list[dict[str, Any]]:
         """The endpoint's Pods (why replicas are not ready); none when they cannot be listed."""
@@ -467,7 +512,7 @@ class Reconciler:
             replicas_ready=status.replicas_ready,
             replicas_desired=status.replicas_desired,
             error=status.error,
-            details=status.details() or None,
+            details=status.details(),
             expected_lifecycle_id=status.lifecycle_id,
             expected_region_generation=status.region_generation,
             expected_deletion_generation=status.deletion_generation,

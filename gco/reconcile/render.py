@@ -2,8 +2,10 @@
 
 What is rendered (all names deterministic, derived from the endpoint name):
 
-- `Deployment <name>` (role server) or, with mooncake, `<name>-prefill` / `<name>-decode` /
-  `<name>-proxy` (disaggregated) and `<name>-store` (store); `<name>-canary` for a canary.
+- `Deployment <name>` (role server) or, with mooncake, `<name>--prefill` / `<name>--decode` /
+  `<name>--proxy` (disaggregated) and `<name>--store` (store); `<name>--canary` for a canary.
+  A role's objects are named `names.object_name(<name>, <role>)`: no endpoint name holds `--`, so
+  no endpoint's objects share a name with another endpoint's role objects.
 - `Service <name>` (the proxy's, with mooncake disaggregated) and one per extra role.
 - `HorizontalPodAutoscaler` or KEDA `ScaledObject` named like the Deployment it scales.
 - `PodDisruptionBudget` per serving Deployment.
@@ -22,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gco.endpoints.names import object_name
 from gco.endpoints.record import EndpointRecord, ingress_path_for
 from gco.endpoints.spec import Autoscaling, EndpointSpec
 from gco.reconcile.objects import (
@@ -163,7 +166,7 @@ def _standard(ctx: _Context) -> list[dict[str, Any]]:
     )
     objects.append(_service(ctx, ctx.name, "server", spec.port))
     if spec.canary is not None:
-        canary = f"{ctx.name}-canary"
+        canary = object_name(ctx.name, "canary")
         template = _gpu_template(ctx, "canary", spec.canary.image)
         objects.append(_deployment(ctx, canary, "canary", spec.canary.replicas, template))
         objects.append(_service(ctx, canary, "canary", spec.port))
@@ -177,7 +180,7 @@ def _mooncake(ctx: _Context) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     store_env: dict[str, str] = {}
     if mooncake.mode in ("store", "both"):
-        store = f"{ctx.name}-store"
+        store = object_name(ctx.name, "store")
         store_env = {"MOONCAKE_MASTER": f"{store}.{ctx.record.namespace}.svc:{STORE_PORT}"}
         template = pod_template(
             ctx.name, spec, ctx.settings, role="store", labels=ctx.labels("store"), image=spec.image,
@@ -200,11 +203,11 @@ def _mooncake(ctx: _Context) -> list[dict[str, Any]]:
             ctx, role, spec.image, extra_args=args, extra_env={**env, **store_env}, efa=efa
         )
         scaling = getattr(role_scaling, role) if role_scaling is not None else None
-        objects += _scaled_role(ctx, f"{ctx.name}-{role}", role, replicas, scaling, template)
-        objects.append(_service(ctx, f"{ctx.name}-{role}", role, spec.port))
+        objects += _scaled_role(ctx, object_name(ctx.name, role), role, replicas, scaling, template)
+        objects.append(_service(ctx, object_name(ctx.name, role), role, spec.port))
     upstreams = {
-        "PREFILL_URL": f"http://{ctx.name}-prefill.{ctx.record.namespace}.svc:{spec.port}",
-        "DECODE_URL": f"http://{ctx.name}-decode.{ctx.record.namespace}.svc:{spec.port}",
+        "PREFILL_URL": f"http://{object_name(ctx.name, 'prefill')}.{ctx.record.namespace}.svc:{spec.port}",
+        "DECODE_URL": f"http://{object_name(ctx.name, 'decode')}.{ctx.record.namespace}.svc:{spec.port}",
         "PORT": str(spec.port),
     }
     assert mooncake.proxy_image is not None
@@ -212,7 +215,7 @@ def _mooncake(ctx: _Context) -> list[dict[str, Any]]:
         ctx.name, spec, ctx.settings, role="proxy", labels=ctx.labels("proxy"), image=mooncake.proxy_image,
         gpus=0, serving=False, extra_env=upstreams,
     )  # fmt: skip
-    objects.append(_deployment(ctx, f"{ctx.name}-proxy", "proxy", 1, template))
+    objects.append(_deployment(ctx, object_name(ctx.name, "proxy"), "proxy", 1, template))
     objects.append(_service(ctx, ctx.name, "proxy", spec.port))
     return objects
 
@@ -229,7 +232,7 @@ def _route(ctx: _Context) -> dict[str, Any]:
     meta["annotations"][UPSTREAM_ANNOTATION] = f"http://{ctx.name}.{namespace}.svc:{spec.port}"
     if spec.canary is not None:
         meta["annotations"][CANARY_UPSTREAM_ANNOTATION] = (
-            f"http://{ctx.name}-canary.{namespace}.svc:{spec.port}"
+            f"http://{object_name(ctx.name, 'canary')}.{namespace}.svc:{spec.port}"
         )
         meta["annotations"][CANARY_WEIGHT_ANNOTATION] = str(spec.canary.weight)
     path = ctx.record.ingress_path or ingress_path_for(ctx.name)

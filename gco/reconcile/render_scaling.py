@@ -13,6 +13,11 @@ from gco.endpoints.spec import KEDA_METRICS, Autoscaling, AutoscalingMetric
 from gco.reconcile.objects import DEPLOYMENT, HPA, PDB, SCALED_OBJECT
 from gco.reconcile.settings import RenderSettings
 
+# The pods of Deployment D only: D's ReplicaSets are `D-<pod-template-hash>` and their pods
+# `D-<hash>-<5 random>`, both parts alphanumeric (kubernetes pkg/controller/deployment/sync.go
+# names the ReplicaSet; the pod's generateName suffix is apimachinery's `rand.String(5)`).
+# PromQL anchors `=~` at both ends, so `D-.*` would also select the pods of any Deployment whose
+# name begins `D-` (another endpoint `D-x`, or D's own role objects `D--decode`).
 QUERIES = {
     "gpu": 'avg(DCGM_FI_DEV_GPU_UTIL{{namespace="{ns}",pod=~"{pods}"}})',
     "gpu_memory": (

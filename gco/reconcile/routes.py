@@ -12,7 +12,15 @@ Routing rule, the same in every consumer:
 - with a canary of weight w, a request goes to the canary with probability w/100, decided per
   request (nginx `split_clients` over `$request_id`; `choose` takes the uniform draw as an argument
   so a local program, or a test, decides the same way);
-- any other path is 404.
+- any other path is 404;
+- a request whose path as sent could be routed other than it reads is 400, before routing: a dot
+  segment or encoded separator anywhere (`gco.endpoints.paths.NGINX_REFUSED`), or a route prefix
+  that is not written exactly (`paths.nginx_prefix_check`); `paths.escape_reason` is the same
+  rule for a program;
+- every answer through a route says which version answered in `X-Gco-Version` (`primary` or
+  `canary`): with a canary, a second `split_clients` over the same key and weight decides the
+  same way as the one that picks the upstream (nginx hashes the key and compares it with the
+  same percentages).
 
 `choose` is the rule for a program that routes in-process (the local stack); `nginx_conf` for the
 deployed proxy. nginx streams answers (`proxy_buffering off`: each piece of an engine's server-sent
@@ -33,6 +41,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gco.endpoints.paths import NGINX_REFUSED, nginx_prefix_check
 from gco.endpoints.record import INGRESS_PREFIX
 from gco.front_door import GENERATION_TIMEOUT_S
 from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
@@ -49,6 +58,8 @@ HEALTH_PATH = "/healthz"
 CONFIG_DIR = "/etc/gco-proxy"
 TLS_DIR = "/tls"
 RESOLVER = f"kube-dns.kube-system.svc.{CLUSTER_DOMAIN}"
+VERSION_HEADER = "X-Gco-Version"  # which version answered: PRIMARY or CANARY
+PRIMARY, CANARY = "primary", "canary"
 ROUTE_CACHE_SIZE = 8192  # validated routes kept (see `_route`): a few times the design's 1,000 endpoints
 
 
@@ -193,12 +204,18 @@ def choose(table: RouteTable, path: str, draw: float) -> tuple[str, str] | None:
     Parameters:
         draw: a uniform number in [0, 1); the canary is chosen when `draw * 100 < weight`.
     """
+    picked = pick(table, path, draw)
+    return None if picked is None else (picked[0], picked[1])
+
+
+def pick(table: RouteTable, path: str, draw: float) -> tuple[str, str, str] | None:
+    """`choose` with the version chosen: (upstream base URL, path there, PRIMARY or CANARY)."""
     for route in table.routes:
         if path == route.path or path.startswith(route.path + "/"):
             rest = path[len(route.path) :] or "/"
             if route.canary_upstream is not None and draw * 100 < route.canary_weight:
-                return route.canary_upstream, rest
-            return route.upstream, rest
+                return route.canary_upstream, rest, CANARY
+            return route.upstream, rest, PRIMARY
     return None
 
 
@@ -218,6 +235,11 @@ def nginx_conf(table: RouteTable) -> str:
         tls=TLS_DIR,
         health=HEALTH_PATH,
         timeout=GENERATION_TIMEOUT_S,
+        refused="\n".join(
+            f'        if ($request_uri ~* "{rule}") {{ return 400; }}' for rule in NGINX_REFUSED
+        ),
+        version_header=VERSION_HEADER,
+        primary=PRIMARY,
         locations="\n".join(location for _, location in blocks) or "        # no routes",
     )
 
@@ -230,15 +252,26 @@ def _route_blocks(route: Route, index: int) -> tuple[str, str]:
     (and at unchanged places, as new endpoints' paths mostly sort last) since the last refresh.
     """
     variable = f"$gco_upstream_{index}"
+    canary = route.canary_upstream is not None and route.canary_weight > 0
     lines = [f'split_clients "${{request_id}}" {variable} {{']
-    if route.canary_upstream is not None and route.canary_weight > 0:
+    if canary:
+        assert route.canary_upstream is not None
         lines.append(f"        {route.canary_weight}% {_backend(route.canary_upstream)};")
     lines.append(f"        * {_backend(route.upstream)};")
     lines.append("    }")
+    version = ""
+    if canary:  # the same key and percentages as the upstream's split: the same decision
+        lines.append(f'    split_clients "${{request_id}}" $gco_version_{index} {{')
+        lines.append(f"        {route.canary_weight}% {CANARY};")
+        lines.append(f"        * {PRIMARY};")
+        lines.append("    }")
+        version = f"            set $gco_version $gco_version_{index};\n"
     prefix = re.escape(route.path)
     location = (
         f"        # {route.endpoint}\n"
         f"        location ~ ^{prefix}(/|$) {{\n"
+        f'            if ($request_uri !~ "{nginx_prefix_check(route.path)}") {{ return 400; }}\n'
+        f"{version}"
         f"            rewrite ^{prefix}/?(.*)$ /$1 break;\n"
         f"            proxy_pass http://{variable};\n"
         "        }"
@@ -285,6 +318,10 @@ http {{
         ssl_certificate {tls}/tls.crt;
         ssl_certificate_key {tls}/tls.key;
         ssl_protocols TLSv1.2 TLSv1.3;
+        # A path that could be routed other than it reads never reaches a location (400).
+{refused}
+        set $gco_version {primary};
+        add_header {version_header} $gco_version always;
         location = {health} {{ return 200 "ok\\n"; }}
 {locations}
         location / {{ return 404; }}

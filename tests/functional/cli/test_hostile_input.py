@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from gco.cli import main
 from gco.cli.specfile import MAX_DEPTH, MAX_SPEC_FILE_BYTES
 from gco.endpoints import EndpointStore
+from gco.endpoints.names import ENDPOINT_NAME_MAX
 from gco.local.motoserver import MotoServer
 from tests.conftest import TABLE
 
@@ -233,7 +234,7 @@ def test_every_path_argument_refuses_a_nul_naming_itself(
 
 # Each field one past its length limit (and at it, where the value is otherwise valid).
 LENGTHS = [
-    (deploy(name="a" * 56), "name", deploy(name="a" * 55)),
+    (deploy(name="a" * (ENDPOINT_NAME_MAX + 1)), "name", deploy(name="a" * ENDPOINT_NAME_MAX)),
     (deploy(region="us-east-" + "1" * 20), "target_regions[0]", None),
     (deploy("--namespace", "a" * 64), "namespace", deploy("--namespace", "a" * 63)),
     (deploy("--label", "team=" + "a" * 64), "labels.team", deploy("--label", "team=" + "a" * 63)),

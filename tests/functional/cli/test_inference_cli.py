@@ -83,10 +83,19 @@ def test_deploy_status_list_surface(cli: Cli, tmp_path: Path) -> None:
     assert [item["endpoint_name"] for item in listed] == ["chat"]
     assert cli.json("inference", "list", "--state", "stopped") == []
     assert cli.json("inference", "list", "--region", "eu-west-1") == []
+    assert record["observed"]["state"] == "pending"
+    assert record["observed"]["regions"]["us-west-2"] == {
+        "state": "pending",
+        "ready": 0,
+        "desired": 0,
+        "reason": None,
+    }
+    assert [item["endpoint_name"] for item in cli.json("inference", "list", "--state", "pending")] == ["chat"]
+    assert cli.json("inference", "list", "--state", "running") == []
     out, _ = cli("inference", "list")
-    assert out.splitlines()[0].split()[:3] == ["NAME", "STATE", "REGIONS"]
+    assert out.splitlines()[0].split()[:4] == ["NAME", "DESIRED", "OBSERVED", "REGIONS"]
     out, _ = cli("inference", "status", "chat")
-    assert "us-west-2  target  pending" in out
+    assert "us-west-2  target  pending  pending" in out and "observed:      pending" in out
 
 
 def test_json_spec_file_and_image_from_it(cli: Cli, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from gco.endpoints import (
     EndpointStore,
     InvalidSpecError,
     InvalidTransitionError,
+    canary,
+    operations,
 )
 from gco.endpoints.codec import from_item, to_item
 from gco.endpoints.record import EndpointRecord
@@ -253,6 +255,25 @@ def test_update_spec_sets_deploying_and_respects_updated_at(store: EndpointStore
     assert store.update_spec("chat", newer, expected_lifecycle_id=OTHER) is None
     with pytest.raises(InvalidSpecError, match=r"spec\.replicas"):
         store.update_spec("chat", {**SPEC, "replicas": True}, expected_lifecycle_id=lid)
+
+
+def test_a_stopped_endpoint_stays_stopped_through_spec_and_canary_changes(store: EndpointStore) -> None:
+    lid = create(store).lifecycle_id or ""
+    store.update_desired_state("chat", "stopped", expected_lifecycle_id=lid)
+    newer = {**SPEC, "image": "vllm/vllm-openai:v0.7.0"}
+    updated = store.update_spec("chat", newer, expected_lifecycle_id=lid)  # reads the state itself
+    assert updated is not None and updated.desired_state == "stopped" and updated.spec.image == newer["image"]
+    assert operations.update_spec(store, "chat", {"replicas": 3}).desired_state == "stopped"
+    with_canary = canary.set_canary(store, "chat", "vllm/vllm-openai:v0.8.0", 50)
+    assert with_canary.desired_state == "stopped" and with_canary.spec.canary is not None
+    assert canary.rollback(store, "chat").desired_state == "stopped"
+    # A change planned for a live endpoint does not land on a stopped one (`spec.not_stopped`) ...
+    assert store.update_spec("chat", SPEC, expected_lifecycle_id=lid, stopped=False) is None
+    started = operations.start(store, "chat")
+    assert started.desired_state == "running" and started.spec.replicas == 3
+    # ... nor one planned while it was stopped on one that has started since (`spec.stopped`).
+    assert store.update_spec("chat", SPEC, expected_lifecycle_id=lid, stopped=True) is None
+    assert operations.update_spec(store, "chat", {"replicas": 1}).desired_state == "deploying"
 
 
 def test_scale_only_live_plain_endpoints(store: EndpointStore) -> None:

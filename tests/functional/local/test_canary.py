@@ -53,13 +53,13 @@ def test_canary_split_promote_and_rollback(store: EndpointStore, clusters: Local
     eventually(lambda: running(store, "smol", EAST, 1), "smol running")
     canary.set_canary(store, "smol", CANARY_IMAGE, WEIGHT)
     eventually(lambda: canary_ready(store, clusters), "the canary serves")
-    eventually(lambda: "smol-canary" in split(clusters, "smol", 10), "the proxy loaded the canary route")
+    eventually(lambda: "smol--canary" in split(clusters, "smol", 10), "the proxy loaded the canary route")
 
     seen = split(clusters, "smol", REQUESTS)
     mean = REQUESTS * WEIGHT / 100
     bound = 4.5 * math.sqrt(REQUESTS * WEIGHT / 100 * (1 - WEIGHT / 100))  # false alarm < 1e-5
-    assert set(seen) == {"smol", "smol-canary"}
-    assert abs(seen["smol-canary"] - mean) <= bound, seen
+    assert set(seen) == {"smol", "smol--canary"}
+    assert abs(seen["smol--canary"] - mean) <= bound, seen
 
     promoted = canary.promote(store, "smol")
     assert promoted.spec.image == CANARY_IMAGE and promoted.spec.canary is None

@@ -63,11 +63,11 @@ def test_invoke_in_two_regions_and_canary_commands(store: EndpointStore, local_c
     ("args", "code", "message"),
     [
         (("invoke", "ghost"), 1, "endpoint 'ghost' not found"),
-        (("invoke", "smol", "--body", "{not json"), 2, "--body: is not JSON"),
+        (("invoke", "smol", "--body", "{not json"), 2, "--body: the body is not valid JSON"),
         (("invoke", "smol", "--body", "[1]"), 2, "--body: must be a JSON object"),
         (("invoke", "smol", "--prompt", "a", "--body", "{}"), 2, "--body: give --prompt or --body"),
         (("canary", "smol", "--image", CANARY_IMAGE, "--weight", "101"), 2, "canary.weight"),
-        (("canary", "smol", "--image", CANARY_IMAGE, "--weight", "true"), 2, "'true' is not a valid integer"),
+        (("canary", "smol", "--image", CANARY_IMAGE, "--weight", "true"), 2, "'true' is not an integer"),
         (("canary", "ghost", "--image", CANARY_IMAGE, "--weight", "5"), 1, "endpoint 'ghost' not found"),
         (("rollback", "smol"), 1, "it has no canary"),
     ],

@@ -13,12 +13,12 @@ TABLE = RouteTable(
             endpoint="smol",
             path="/inference/smol",
             upstream="http://smol.gco-inference.svc:8000",
-            canary_upstream="http://smol-canary.gco-inference.svc:8000",
+            canary_upstream="http://smol--canary.gco-inference.svc:8000",
             canary_weight=30,
         ),
     )
 )
-ADDRESSES = {"smol.gco-inference.svc": "127.0.0.1:4001", "smol-canary.gco-inference.svc": "127.0.0.1:4002"}
+ADDRESSES = {"smol.gco-inference.svc": "127.0.0.1:4001", "smol--canary.gco-inference.svc": "127.0.0.1:4002"}
 
 
 def test_local_conf_keeps_routing_and_moves_machine_specifics() -> None:

@@ -76,7 +76,7 @@ def test_not_ready_reports_creating_then_updating() -> None:
     assert asks.needs_pods and asks.status is None and not asks.converged  # why not ready: read the Pods
     step = plan("llama", record, EAST, observed, pods=[])
     assert step.status is not None
-    assert step.status.state == "creating" and step.status.details() == {}
+    assert step.status.state == "creating" and step.status.details() is None
     assert not step.converged and not step.needs_pods
     was_running = make_record(region_status=running_status(record))
     assert plan("llama", was_running, EAST, observed, pods=[]).status.state == "updating"  # type: ignore[union-attr]
@@ -102,7 +102,9 @@ def test_a_crash_looping_replica_is_reported_with_its_exit_and_restarts() -> Non
     assert step.status is not None and not step.converged
     assert step.status.details() == {"restarts": 3, "reason": "engine exited 139 (SIGSEGV), CrashLoopBackOff"}
     stored_status = running_status(record)[EAST].model_dump() | {"state": "creating", "replicas_ready": 0}
-    written = make_record(region_status={EAST: RegionStatus(**stored_status, **step.status.details())})
+    written = make_record(
+        region_status={EAST: RegionStatus(**stored_status, **(step.status.details() or {}))}
+    )
     assert (
         plan("llama", written, EAST, observed, pods=[crashing_pod(3)]).status is None
     )  # unchanged: no write
@@ -134,7 +136,7 @@ def test_no_longer_rendered_objects_are_removed() -> None:
     with_canary = make_record({"canary": {"image": "vllm/vllm-openai:v0.6.4"}})
     observed = stored(render(with_canary, EAST))
     step = plan("llama", make_record(), EAST, observed)
-    assert sorted(ref.name for ref in step.delete) == ["llama-canary", "llama-canary"]
+    assert sorted(ref.name for ref in step.delete) == ["llama--canary", "llama--canary"]
 
 
 def test_terminating_objects_block_and_are_not_deleted_twice() -> None:

@@ -217,21 +217,21 @@ def test_route_sends_the_path_to_the_shared_proxy_with_canary_weight() -> None:
     assert path["backend"]["service"]["name"] == "inference-proxy"
     annotations = route["metadata"]["annotations"]
     assert annotations["gco.dev/canary-weight"] == "25"
-    assert annotations["gco.dev/canary-upstream"] == "http://llama-canary.gco-inference.svc:8000"
+    assert annotations["gco.dev/canary-upstream"] == "http://llama--canary.gco-inference.svc:8000"
 
 
 def test_mooncake_roles() -> None:
     names = {obj["metadata"]["name"] for obj in rendered("mooncake_both") if obj["kind"] == "Deployment"}
-    assert names == {"llama-store", "llama-prefill", "llama-decode", "llama-proxy"}
+    assert names == {"llama--store", "llama--prefill", "llama--decode", "llama--proxy"}
     objects = rendered("mooncake_disaggregated_rdma")
     by_name = {obj["metadata"]["name"]: obj for obj in objects if obj["kind"] == "Deployment"}
-    prefill = by_name["llama-prefill"]
+    prefill = by_name["llama--prefill"]
     container = prefill["spec"]["template"]["spec"]["containers"][0]
     assert prefill["spec"]["replicas"] == 2
     assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "1"
     args = container["args"]
     assert '"kv_role": "kv_producer"' in args[args.index("--kv-transfer-config") + 1]
-    neuron = next(obj for obj in rendered("mooncake_both") if obj["metadata"]["name"] == "llama-decode")
+    neuron = next(obj for obj in rendered("mooncake_both") if obj["metadata"]["name"] == "llama--decode")
     limits = neuron["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert "aws.amazon.com/neuron" in limits
 

@@ -16,7 +16,7 @@ from tests.unit.reconcile.records import EAST, make_record
 
 
 def route(endpoint: str, weight: int | None = None) -> Route:
-    canary = None if weight is None else f"http://{endpoint}-canary.gco-inference.svc:8000"
+    canary = None if weight is None else f"http://{endpoint}--canary.gco-inference.svc:8000"
     return Route(
         endpoint=endpoint,
         path=f"/inference/{endpoint}",

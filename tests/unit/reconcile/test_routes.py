@@ -39,7 +39,7 @@ def test_route_table_reads_the_rendered_routes() -> None:
     assert [route.path for route in routes] == ["/inference/llama", "/inference/plain"]
     llama = routes[0]
     assert llama.upstream == "http://llama.gco-inference.svc:8000"
-    assert llama.canary_upstream == "http://llama-canary.gco-inference.svc:8000"
+    assert llama.canary_upstream == "http://llama--canary.gco-inference.svc:8000"
     assert llama.canary_weight == 25
     assert routes[1].canary_upstream is None
 
@@ -67,12 +67,14 @@ def test_choose_honours_the_canary_weight_and_strips_the_prefix() -> None:
 
 def test_nginx_conf_splits_by_weight_and_routes_each_prefix() -> None:
     conf = nginx_conf(table())
-    assert "25% llama-canary.gco-inference.svc.cluster.local:8000;" in conf
+    assert "25% llama--canary.gco-inference.svc.cluster.local:8000;" in conf
     assert "* llama.gco-inference.svc.cluster.local:8000;" in conf
     assert "location ~ ^/inference/llama(/|$)" in conf
     assert "rewrite ^/inference/plain/?(.*)$ /$1 break;" in conf
     assert "listen 8443 ssl;" in conf
-    assert conf.count("split_clients") == 2
+    # one split per route, and one more deciding the version header of the route with a canary
+    assert conf.count("split_clients") == 3
+    assert "25% canary;" in conf and "set $gco_version $gco_version_0;" in conf
     assert conf.count("{") == conf.count("}")
     assert "no routes" in nginx_conf(RouteTable())
 
@@ -149,7 +151,7 @@ def _routes(*names: str) -> RouteTable:
                 endpoint=name,
                 path=f"/inference/{name}",
                 upstream=f"http://{name}.gco-inference.svc:8000",
-                canary_upstream=f"http://{name}-canary.gco-inference.svc:8000"
+                canary_upstream=f"http://{name}--canary.gco-inference.svc:8000"
                 if name.startswith("c")
                 else None,
                 canary_weight=30 if name.startswith("c") else 0,
@@ -176,4 +178,4 @@ def test_nginx_conf_of_kept_blocks_numbers_each_route_by_its_place_in_this_table
         location = conf.index(f"location ~ ^/inference/{name}(/|$)")
         block = conf[location : conf.index("\n        }", location)]
         assert block.endswith(f"proxy_pass http://$gco_upstream_{index};")
-    assert conf.count("split_clients") == 4 and "30% c1-canary.gco-inference.svc.cluster.local:8000;" in conf
+    assert conf.count("split_clients") == 5 and "30% c1--canary.gco-inference.svc.cluster.local:8000;" in conf

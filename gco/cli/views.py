@@ -1,0 +1,109 @@
+"""What `list` and `status` print about what runs: observed states, per Region and in aggregate, and
+the canary. Pure functions of a record (`gco.endpoints.observed`), kept apart from the commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gco.endpoints import observed
+from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
+from gco.endpoints.record import EndpointRecord, RegionStatus
+
+LIST_HEADERS = ("NAME", "DESIRED", "OBSERVED", "REGIONS", "READY", "CANARY", "IMAGE", "CREATED")
+REGION_HEADERS = ("REGION", "ROLE", "STATE", "OBSERVED", "READY", "CANARY", "ERROR")
+
+
+def observed_json(record: EndpointRecord) -> dict[str, Any]:
+    """The observed aggregate and each Region's, for `--output json` (beside the record's fields)."""
+    total = observed.aggregate(record)
+    return {
+        "state": total.state,
+        "ready": total.ready,
+        "desired": total.desired,
+        "reason": total.reason or None,
+        "regions": {
+            region: {"state": o.state, "ready": o.ready, "desired": o.desired, "reason": o.reason or None}
+            for region, o in observed.per_region(record).items()
+        },
+    }
+
+
+def canary_ready(record: EndpointRecord, region: str) -> str:
+    """`ready/desired` of the canary in a Region as its reconciler last counted it, or `-`."""
+    status = record.region_status.get(region)
+    extra = (status.model_extra or {}) if status is not None else {}
+    if record.spec.canary is None or extra.get(CANARY_READY) is None:
+        return "-"
+    return f"{extra[CANARY_READY]}/{extra.get(CANARY_DESIRED, '?')}"
+
+
+def canary_summary(record: EndpointRecord) -> str:
+    """`IMAGE 30% x1` for a record with a canary, `-` without."""
+    canary = record.spec.canary
+    if canary is None:
+        return "-"
+    return f"{canary.image} {canary.weight}% x{canary.replicas}"
+
+
+def canary_line(record: EndpointRecord) -> str | None:
+    """One line on the canary for `status`: image, weight, replicas, and ready per target Region."""
+    if record.spec.canary is None:
+        return None
+    ready = ", ".join(f"{region} {canary_ready(record, region)}" for region in record.target_regions)
+    return f"canary:        {canary_summary(record)} (ready: {ready})"
+
+
+def region_note(status: RegionStatus) -> str:
+    """A Region's error, or why its replicas are not ready: `server exited 139 (SIGSEGV), CrashLoopBackOff,
+    restarts 3` (the reason and restarts the reconciler read from the Pods)."""
+    if status.error:
+        return status.error
+    extra = status.model_extra or {}
+    if not extra.get("reason"):
+        return ""
+    return f"{extra['reason']}, restarts {extra.get('restarts') or 0}"
+
+
+def region_rows(record: EndpointRecord) -> list[list[str]]:
+    """`status`'s table: each Region the record was ever in, what its reconciler reported and what
+    that means (`observed`)."""
+    regions = observed.per_region(record)
+    rows = []
+    for region in record.cleanup_regions:
+        status = record.region_status.get(region)
+        seen = regions.get(region) or observed.in_region(record, region)
+        rows.append(
+            [
+                region,
+                "target" if region in record.target_regions else "cleanup",
+                status.state if status else "pending",
+                seen.state,
+                f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
+                canary_ready(record, region),
+                region_note(status) if status else "",
+            ]
+        )
+    return rows
+
+
+def list_rows(records: Sequence[EndpointRecord]) -> list[list[Any]]:
+    """`list`'s table: desired and observed state, each Region's observed state, the canary."""
+    rows = []
+    for record in records:
+        total = observed.aggregate(record)
+        regions = ", ".join(f"{region} {o.state}" for region, o in observed.per_region(record).items())
+        rows.append(
+            [
+                record.endpoint_name,
+                record.desired_state,
+                total.state,
+                regions or "-",
+                f"{total.ready}/{total.desired}",
+                canary_summary(record),
+                record.spec.image,
+                record.created_at or "-",
+            ]
+        )
+    return rows
