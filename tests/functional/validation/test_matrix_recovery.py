@@ -330,12 +330,12 @@ def test_the_job_timeout_ends_a_run_mid_way_destroys_and_records_the_step(
 ) -> None:
     stack = make_stack()
     stack.autoscalers[EAST].stuck = True  # the hpa step would wait its whole 300 s
-    result = run_matrix(stack, store, tmp_path, run_id="t1", job_timeout_seconds=20, hpa_timeout_seconds=300)
+    result = run_matrix(stack, store, tmp_path, run_id="t1", job_timeout_seconds=30, hpa_timeout_seconds=300)
     assert result.verdict == "fail"
     done = steps(tmp_path)
     timeout = next(s for s in done if s["step"] == "job_timeout")
     assert timeout["verdict"] == "fail" and timeout["data"]["step"] == "hpa"
-    assert "job_timeout_seconds (20 s) passed at hpa" in timeout["detail"]
+    assert "job_timeout_seconds (30 s) passed at hpa" in timeout["detail"]
     assert [s["verdict"] for s in done if s["step"] == "destroy"] == ["pass"] * 4
     assert "proxy" not in {s["step"] for s in done}
     evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
