@@ -40,7 +40,9 @@ def test_an_offloading_engine_is_a_gate_violation_and_unranked(
     ]
     assert "cpu_offload_gb" not in offload["settings"]  # vLLM 0.11's config line does not print it
     violation = next(item for item in record.limitations if item.code == "hard_gate_violation")
-    assert violation.text.startswith("offload: gpu offload")
+    assert violation.text == (
+        "offload: gpu offload (logged args cpu_offload_gb=8.0; argv --cpu-offload-gb 8); not ranked"
+    )
     heads = {
         m["label"]: m
         for m in out["summary"]["metrics"]
