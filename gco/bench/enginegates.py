@@ -125,6 +125,8 @@ def combine(log: Gates, launch: LaunchFacts | None) -> Gates:
         if found:
             evidence.setdefault(gate, []).extend(found)
     graphs = False if launch.cuda_graphs_off else log.cuda_graphs
+    if launch.cuda_graphs_off and "cuda graphs" in evidence:  # the launch turned off what the log shows on
+        evidence["cuda graphs on in the log"] = evidence.pop("cuda graphs")
     if launch.offload:
         offload: bool | None = True
     elif log.gpu_offload is None and launch.offload_decided:
