@@ -58,7 +58,7 @@ def test_vllm_011_nested_values_are_one_value_each() -> None:
 
 
 def test_cudagraph_mode_as_vllm_010_and_011_print_it() -> None:
-    """0.10.1 prints a plain CUDAGraphMode (1 = PIECEWISE), 0.11 a pair ([2,1] = FULL_AND_PIECEWISE); 0 = NONE."""
+    """0.10.1 prints one CUDAGraphMode (1: PIECEWISE), 0.11 a pair ([2,1]: FULL_AND_PIECEWISE); 0: NONE."""
     lines = log_lines(VLLM_011)
     for mode, graphs in (("1", True), ("[2,0]", True), ("0", False)):
         config = parse_log(
