@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco.bench.launchfacts import OFFLOADING_CONNECTORS, PIECEWISE_LEVEL, LaunchFacts
+from gco.bench.launchfacts import OFFLOADING_CONNECTORS, PIECEWISE_LEVEL, LaunchFacts, positive
 from gco.bench.logsyntax import json_object
 
 OFFLOAD_KEYS = ("cpu_offload_gb", "kv_offloading_size")
@@ -48,13 +48,6 @@ def truthy(value: str | None) -> bool | None:
     if value is None:
         return None
     return value.strip().lower() in ("true", "1", "yes")
-
-
-def _positive(value: str | None) -> bool:
-    try:
-        return value is not None and float(value) > 0
-    except ValueError:
-        return value not in (None, "", "None")
 
 
 def vllm_graphs(engine: str | None, settings: Mapping[str, str]) -> tuple[bool | None, str | None]:
@@ -80,7 +73,7 @@ def vllm_graphs(engine: str | None, settings: Mapping[str, str]) -> tuple[bool |
 
 def vllm_args_offload(args: Mapping[str, str], lists_all: bool) -> tuple[bool | None, list[str]]:
     """Offload from vLLM's logged arguments; `lists_all` (a Namespace) lets their absence prove no offload."""
-    found = [f"{key}={args[key]}" for key in OFFLOAD_KEYS if _positive(args.get(key))]
+    found = [f"{key}={args[key]}" for key in OFFLOAD_KEYS if positive(args.get(key))]
     connector = (json_object(args.get("kv_transfer_config")) or {}).get("kv_connector")
     if connector in OFFLOADING_CONNECTORS:
         found.append(f"kv_transfer_config kv_connector={connector}")
@@ -95,7 +88,7 @@ def sglang_gates(settings: Mapping[str, str]) -> tuple[bool | None, bool | None,
     graphs = None if disabled is None else not disabled
     found = (
         [f"server_args cpu_offload_gb={settings['cpu_offload_gb']}"]
-        if _positive(settings.get("cpu_offload_gb"))
+        if positive(settings.get("cpu_offload_gb"))
         else []
     )
     if truthy(settings.get("enable_hierarchical_cache")):
@@ -125,6 +118,8 @@ def combine(log: Gates, launch: LaunchFacts | None) -> Gates:
         if found:
             evidence.setdefault(gate, []).extend(found)
     graphs = False if launch.cuda_graphs_off else log.cuda_graphs
+    if launch.cuda_graphs_off and "cuda graphs" in evidence:  # the launch turned off what the log shows on
+        evidence["cuda graphs on in the log"] = evidence.pop("cuda graphs")
     if launch.offload:
         offload: bool | None = True
     elif log.gpu_offload is None and launch.offload_decided:

@@ -170,9 +170,11 @@ def _log_gates(scan: _Scan, backend: str | None) -> g.Gates:
     graphs: bool | None = None
     offload: bool | None = None
     if scan.family == "vllm" or (scan.family is None and (scan.namespace or scan.non_default)):
-        # without a config line only the self-reported arguments speak: enforce_eager is all they can say
-        source = scan.settings if scan.family else {**scan.namespace, **scan.non_default}
-        graphs, why = g.vllm_graphs(scan.engine if scan.family else "V0", source)
+        if scan.family:
+            graphs, why = g.vllm_graphs(scan.engine, scan.settings)
+        else:  # only the self-reported arguments speak: an eager flag says off, nothing says on
+            eager = g.truthy({**scan.namespace, **scan.non_default}.get("enforce_eager"))
+            graphs, why = (False, "logged args enforce_eager=True") if eager else (None, None)
         if why:
             evidence["cuda graphs"] = [why]
         offload, found = g.vllm_args_offload(scan.namespace, lists_all=True)

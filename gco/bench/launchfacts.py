@@ -104,11 +104,14 @@ def options(argv: Sequence[str]) -> dict[str, list[str]]:
     return found
 
 
-def _positive(value: str) -> bool:
+def positive(value: str | None) -> bool:
+    """A size given as more than zero ("8", "8.0"); any other non-empty value but "None" counts as given."""
+    if value is None:
+        return False
     try:
         return float(value) > 0
     except ValueError:
-        return bool(value)
+        return value.strip() not in ("", "None")
 
 
 def _compilation_off(value: str) -> bool:
@@ -128,7 +131,7 @@ def _compilation_off(value: str) -> bool:
 
 def _vllm(opts: dict[str, list[str]], env: Mapping[str, str], facts: dict[str, list[str]]) -> None:
     for flag in ("--cpu-offload-gb", "--kv-offloading-size"):
-        facts["offload"] += [f"argv {flag} {v}" for v in opts.get(flag, []) if _positive(v)]
+        facts["offload"] += [f"argv {flag} {v}" for v in opts.get(flag, []) if positive(v)]
     facts["offload"] += [f"argv --kv-offloading-backend {v}" for v in opts.get("--kv-offloading-backend", [])]
     for value in opts.get("--kv-transfer-config", []):
         connector = (json_object(value) or {}).get("kv_connector")
@@ -152,7 +155,7 @@ def _vllm(opts: dict[str, list[str]], env: Mapping[str, str], facts: dict[str, l
 
 def _sglang(opts: dict[str, list[str]], facts: dict[str, list[str]]) -> None:
     facts["offload"] += [
-        f"argv --cpu-offload-gb {v}" for v in opts.get("--cpu-offload-gb", []) if _positive(v)
+        f"argv --cpu-offload-gb {v}" for v in opts.get("--cpu-offload-gb", []) if positive(v)
     ]
     if "--enable-hierarchical-cache" in opts:
         facts["offload"].append("argv --enable-hierarchical-cache")

@@ -169,7 +169,12 @@ def _config_limitations(cells: Sequence[CellResult], add: Add) -> None:
                 f"non-default args it reported: {names} (its config line decides)",
             )
         for gate in cfg.gate_violations:
-            once("hard_gate_violation", c.label, f"{gate}; not ranked")
+            evidence = "; ".join(cfg.gate_evidence.get(gate, []))
+            once(
+                "hard_gate_violation",
+                c.label,
+                f"{gate}" + (f" ({evidence})" if evidence else "") + "; not ranked",
+            )
         if cfg.unknown_settings:
             once("unknown_settings", c.label, ", ".join(sorted(set(cfg.unknown_settings))))
         warnings.setdefault(c.label, Counter()).update({warning_text(line) for line in cfg.warnings})

@@ -40,7 +40,9 @@ def test_an_offloading_engine_is_a_gate_violation_and_unranked(
     ]
     assert "cpu_offload_gb" not in offload["settings"]  # vLLM 0.11's config line does not print it
     violation = next(item for item in record.limitations if item.code == "hard_gate_violation")
-    assert violation.text.startswith("offload: gpu offload")
+    assert violation.text == (
+        "offload: gpu offload (logged args cpu_offload_gb=8.0; argv --cpu-offload-gb 8); not ranked"
+    )
     heads = {
         m["label"]: m
         for m in out["summary"]["metrics"]
@@ -79,3 +81,18 @@ def test_a_serve_cmd_that_would_not_format_launches_nothing(
     assert main([*argv, "--serve-cmd", """curl {base_url} -d '{"max_tokens": 8}'"""]) == 2
     assert capsys.readouterr().err.startswith('error: --serve-cmd: {"max_tokens": 8} in')
     assert not marker.exists() and not run.exists()
+
+
+def test_the_startup_timeout_flag_wins_over_the_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = rounds_engine("never", "--never-ready")
+    engine["ready_check"] = {"interval_s": 0.05}  # no timeout of its own: the run's applies (1200 s)
+    manifest, prompts = write_inputs(tmp_path, [engine])
+    out = run_rounds_cli(
+        tmp_path, monkeypatch, manifest, prompts, "--rounds", "1", "--startup-timeout-s", "0.5"
+    )
+    cell = out["evidence"].data["cells"][0]
+    assert (cell["status"], cell["error"]) == ("not_ready", "ready check /health: timeout")
+    startup = out["evidence"].identity["run_settings"]["startup_timeout_s"]
+    assert startup == {"manifest": 1200.0, "flag": 0.5, "used": 0.5}

@@ -57,6 +57,16 @@ def test_vllm_011_nested_values_are_one_value_each() -> None:
     assert settings["enforce_eager"] == "False"
 
 
+def test_cudagraph_mode_as_vllm_010_and_011_print_it() -> None:
+    """0.10.1 prints one CUDAGraphMode (1: PIECEWISE), 0.11 a pair ([2,1]: FULL_AND_PIECEWISE); 0: NONE."""
+    lines = log_lines(VLLM_011)
+    for mode, graphs in (("1", True), ("[2,0]", True), ("0", False)):
+        config = parse_log(
+            [line.replace('"cudagraph_mode":[2,1]', f'"cudagraph_mode":{mode}') for line in lines]
+        )
+        assert config.cuda_graphs is graphs, mode
+
+
 def test_a_clean_vllm_011_launch_is_resolved_and_passes_every_gate() -> None:
     config = parse_log(log_lines(VLLM_011), LaunchCommand(argv=VLLM_011_ARGV))
     assert config.status == "RESOLVED"
