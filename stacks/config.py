@@ -69,6 +69,10 @@ class RunnerConfig(_Model):
     # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
     boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
+    # The Secrets Manager secret (name, in the home Region) holding the engines' model token, and the
+    # key when it is a JSON secret: the runner reads it into HF_TOKEN (gpu_runner/model_token.py).
+    model_token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+    model_token_key: str | None = Field(default=None, min_length=1, max_length=256)
 
     @field_validator("instance_type")
     @classmethod
