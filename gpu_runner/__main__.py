@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from gco import aws
-from gpu_runner.runner import JobError, RunnerError, read_job, run_job, runner_id
 from gpu_runner.model_token import load_model_token
+from gpu_runner.runner import JobError, RunnerError, read_job, run_job, runner_id
 
 JOB_WAIT_SECONDS = 600.0
 

@@ -10,8 +10,8 @@ import pytest
 
 from gco import aws
 from gco.local.motoserver import MotoServer
-from gpu_runner.runner import RunnerError
 from gpu_runner.model_token import load_model_token
+from gpu_runner.runner import RunnerError
 
 VALUE = "hf_" + "q" * 34
 
