@@ -26,3 +26,8 @@ CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
 MATRIX_RUN_URI_ENV = "GCO_MATRIX_RUN_URI"
 # The Region's GPU node groups' instance types, comma-separated (the GPU pods' CPU and memory come from them).
 GPU_INSTANCE_TYPES_ENV = "GCO_GPU_INSTANCE_TYPES"
+# The GPU runner's model token: the Secrets Manager secret (and JSON key) the runner stack names, and
+# the variable the runner puts its value in for the engines (Hugging Face's, read by vLLM and TGI).
+MODEL_TOKEN_SECRET_ENV = "GCO_MODEL_TOKEN_SECRET"  # noqa: S105 - a variable's name, not a secret
+MODEL_TOKEN_KEY_ENV = "GCO_MODEL_TOKEN_KEY"  # noqa: S105 - a variable's name, not a secret
+MODEL_TOKEN_ENV = "HF_TOKEN"  # noqa: S105 - a variable's name, not a secret

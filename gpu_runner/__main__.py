@@ -1,4 +1,7 @@
-"""Container entry point: GCO_JOB_KEY and GCO_EVIDENCE_BUCKET name the job; exit status 0 or 1."""
+"""Container entry point: GCO_JOB_KEY and GCO_EVIDENCE_BUCKET name the job; exit status 0 or 1.
+
+GCO_MODEL_TOKEN_SECRET, where set, names the Secrets Manager secret read into HF_TOKEN first
+(`gpu_runner.model_token`)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import time
 from pathlib import Path
 
 from gco import aws
+from gpu_runner.model_token import load_model_token
 from gpu_runner.runner import JobError, RunnerError, read_job, run_job, runner_id
 
 JOB_WAIT_SECONDS = 600.0
@@ -21,6 +25,11 @@ def main() -> int:
         return 2
     region = os.environ.get("AWS_REGION")
     s3, sfn = aws.client("s3", region=region), aws.client("stepfunctions", region=region)
+    try:
+        load_model_token(aws.client("secretsmanager", region=region), os.environ)
+    except RunnerError as error:
+        print(f"gpu_runner: {error}", file=sys.stderr)
+        return 1
     deadline = time.monotonic() + float(os.environ.get("GCO_JOB_WAIT_SECONDS", JOB_WAIT_SECONDS))
     while True:
         try:

@@ -25,7 +25,11 @@ from stacks.suppressions import (
     regional_suppressions,
     runner_suppressions,
 )
-from stacks.suppressions_k8s import front_door_suppressions, kubectl_provider_suppressions
+from stacks.suppressions_k8s import (
+    front_door_suppressions,
+    kubectl_provider_suppressions,
+    model_access_suppressions,
+)
 
 CROSS_STACK_REFERENCES = "@aws-cdk/core:defaultCrossStackReferences"
 NAG_PACKS = (AwsSolutionsChecks, ServerlessChecks, NIST80053R5Checks, HIPAASecurityChecks, PCIDSS321Checks)
@@ -87,6 +91,11 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         *global_suppressions(global_stack),
         *[item for stack in regional.values() for item in regional_suppressions(stack, config.home_region)],
         *[item for stack in regional.values() for item in front_door_suppressions(stack)],
+        *[
+            item
+            for stack in regional.values()
+            for item in model_access_suppressions(stack, config.model_sources)
+        ],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]

@@ -21,15 +21,38 @@ from typing import Any
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from gco.model_sources import MODEL_SERVICE_ACCOUNT
+from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
+from gco.reconcile.objects import MANAGED_BY, MANAGER
 from gco.reconcile.render_proxy import ingress_class
 from gco.reconcile.system import namespace_objects
 
 
+def model_service_accounts(grant: Grant = RECONCILER_GRANT) -> list[dict[str, Any]]:
+    """The endpoint pods' service account in each endpoint namespace (its Pod Identity role: the
+    `ModelAccess` construct; the renderer names it on every endpoint pod)."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": MODEL_SERVICE_ACCOUNT,
+                "namespace": namespace,
+                "labels": {MANAGED_BY: MANAGER},
+            },
+        }
+        for namespace in grant.namespaces
+        if namespace != SYSTEM_NAMESPACE
+    ]
+
+
 def cluster_objects(grant: Grant = RECONCILER_GRANT, reader: Grant = RUNNER_GRANT) -> list[dict[str, Any]]:
-    """What the stack applies: namespaces first, the IngressClass, then the RBAC of both grants."""
+    """What the stack applies: namespaces first, the endpoint pods' service accounts, the IngressClass,
+    then the RBAC of both grants."""
     return [
         *namespace_objects(grant.namespaces),
+        *model_service_accounts(grant),
         ingress_class(),
         *grant.rbac_objects(),
         *reader.rbac_objects(),

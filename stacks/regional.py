@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from typing import cast
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
+from gco.namespaces import SYSTEM_NAMESPACE
+from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
@@ -25,6 +28,7 @@ from stacks.gpu_nodes import add_node_groups, priority_expander
 from stacks.iam import managed_role, statement
 from stacks.ingress import LoadBalancerController
 from stacks.keys import RETENTION, stack_key
+from stacks.model_access import ModelAccess
 from stacks.operators import OperatorAccess, endpoint_access
 from stacks.reconciler import Reconciler, dead_letter_queue
 from stacks.retained import retained_name
@@ -263,6 +267,7 @@ class RegionalStack(Stack):
                 proxy=config.proxy,
                 addons=frozenset(self.addons.present),
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
+                model_sources=tuple(config.model_sources),
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,
@@ -307,6 +312,23 @@ class RegionalStack(Stack):
             target_group_arn=self.front_door.target_group.target_group_arn,
             pod_identity_agent=self.addons.pod_identity_agent,
             system_nodes=self.eks.system,
+        )
+        self.model_access = ModelAccess(
+            self,
+            "ModelAccess",
+            name=config.name("model-reader"),
+            cluster=self.eks.cluster_interface,
+            namespaces=[ns for ns in RECONCILER_GRANT.namespaces if ns != SYSTEM_NAMESPACE],
+            sources=parse_prefixes(config.model_sources),
+            kms_keys=config.model_kms_keys,
+            pod_identity_agent=self.addons.pod_identity_agent,
+        )
+        CfnOutput(
+            self,
+            "ModelSources",
+            key="ModelSources",
+            value=",".join(config.model_sources) or NO_SOURCES,
+            description=f"S3 prefixes endpoint pods may read models from (set {MODEL_SOURCES_ENV} to this)",
         )
         binding = self.eks.cluster.add_manifest(
             "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)

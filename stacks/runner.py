@@ -25,7 +25,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from gco.env import HOME_REGION_ENV, TABLE_ENV
+from gco.env import HOME_REGION_ENV, MODEL_TOKEN_KEY_ENV, MODEL_TOKEN_SECRET_ENV, TABLE_ENV
 from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
 from stacks.config import ECR_IMAGE, GcoConfig
@@ -62,12 +62,17 @@ def user_data(
     home_region: str,
     hours: int,
     heartbeat_seconds: int,
+    token_secret: str | None = None,
+    token_key: str | None = None,
 ) -> str:
     """Pull and run the runner image once; whatever happens, the instance powers off (and terminates).
 
     The runner gets the host's Docker socket (and its group) so that it can run engine containers
-    (gpu_runner/docker.py) beside itself, and sends a heartbeat every `heartbeat_seconds`.
+    (gpu_runner/docker.py) beside itself, and sends a heartbeat every `heartbeat_seconds`. The model
+    token's secret is passed by name only (the runner reads its value: gpu_runner/model_token.py).
     """
+    token = f" -e {MODEL_TOKEN_SECRET_ENV}={token_secret}" if token_secret else ""
+    token += f" -e {MODEL_TOKEN_KEY_ENV}={token_key}" if token_secret and token_key else ""
     return "\n".join(
         [
             "#!/bin/bash",
@@ -84,7 +89,7 @@ def user_data(
             " -v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)"
             f" -e GCO_HEARTBEAT_SECONDS={heartbeat_seconds}"
             f' -e GCO_JOB_KEY="$JOB_KEY" -e GCO_EVIDENCE_BUCKET={bucket} -e AWS_REGION={region}'
-            f" -e {HOME_REGION_ENV}={home_region} -e {TABLE_ENV}={table} {image_uri}",
+            f" -e {HOME_REGION_ENV}={home_region} -e {TABLE_ENV}={table}{token} {image_uri}",
         ]
     )
 
@@ -159,6 +164,8 @@ class RunnerStack(Stack):
             home_region=config.home_region,
             hours=config.runner.timeout_hours + 1,
             heartbeat_seconds=max(10, config.runner.heartbeat_seconds // 5),
+            token_secret=config.runner.model_token_secret,
+            token_key=config.runner.model_token_key,
         )
         subnets = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnets
         if len(subnets) < RUNNER_ZONES:
@@ -228,7 +235,27 @@ class RunnerStack(Stack):
                 [self.repository_arn],
             ),
             statement("EcrLogin", ["ecr:GetAuthorizationToken"], ["*"]),
+            *self._token_statements(config),
         ]
+
+    def _token_statements(self, config: GcoConfig) -> list[iam.PolicyStatement]:
+        """Read the model token's one secret (gpu_runner/model_token.py), where `cdk.json` names one.
+
+        A secret's ARN ends in `-` and six random characters that Secrets Manager adds when it creates
+        the secret, so the ARN by name is `<name>-??????` (the form IAM's Secrets Manager examples use:
+        docs.aws.amazon.com/secretsmanager/latest/userguide/auth-and-access_iam-policies.html).
+        """
+        name = config.runner.model_token_secret
+        if name is None:
+            return []
+        arn = self.format_arn(
+            service="secretsmanager",
+            region=config.home_region,
+            resource="secret",
+            resource_name=f"{name}-??????",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        return [statement("ReadModelToken", ["secretsmanager:GetSecretValue"], [arn])]
 
     def _matrix_statements(
         self, config: GcoConfig, bucket: s3.IBucket, *, home_api_id: str

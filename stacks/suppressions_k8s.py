@@ -7,9 +7,12 @@ from one table because CDK builds the same two functions in every Regional stack
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
+from gco.model_sources import parse_prefixes
 from stacks.front_door import STAGE
 from stacks.suppressions import Suppression, _each_pack
 
@@ -197,4 +200,23 @@ def _rest_api_suppressions(root: str) -> list[Suppression]:
             "a backend client certificate applies to HTTP integrations over the internet; this one is "
             "private, through the VPC link to an internal ALB that admits only the link's security group",
         ),
+    ]
+
+
+def model_access_suppressions(stack: Stack, sources: Sequence[str]) -> list[Suppression]:
+    """The endpoint pods' role reads objects under each configured prefix (none: no policy, nothing)."""
+    if not sources:
+        return []
+    objects = tuple(
+        f"Resource::arn:<AWS::Partition>:s3:::{prefix.bucket}/{prefix.key}*"
+        for prefix in parse_prefixes(sources)
+    )
+    return [
+        Suppression(
+            f"/{stack.stack_name}/ModelAccess/RolePolicy/Resource",
+            "AwsSolutions-IAM5",
+            "model files under each prefix named in cdk.json gco.model_sources are not known before a "
+            "deploy; the role reads (s3:GetObject) under those prefixes only",
+            objects,
+        )
     ]

@@ -38,6 +38,7 @@ from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
 from gco.invoke import INVOKE_URLS_ENV, local_bases
+from gco.model_sources import check_model_source, prefixes_from_env
 
 LIST_STATES = tuple(dict.fromkeys((*DESIRED_STATES, *OBSERVED_STATES)))
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
@@ -190,6 +191,7 @@ def deploy(
     check_connection(endpoint_url, table_name)
     spec = load_spec_file(spec_file) if spec_file else {}
     spec.update(spec_changes(options))
+    _check_model_source(spec)
     if "image" not in spec:
         raise InvalidSpecError("--image", "is required (or give image in --spec)")
     if not regions:
@@ -315,6 +317,7 @@ def update(
     changes = spec_changes(options)
     if replace is None and not changes:
         raise InvalidSpecError("--spec", "give --spec FILE or at least one field flag")
+    _check_model_source({**(replace or {}), **changes})
     show(operations.update_spec(open_store(endpoint_url, table_name), name, changes, replace=replace), output)
 
 
@@ -410,3 +413,11 @@ def init_table_command(endpoint_url: str | None, table_name: str | None, output:
         )
     else:
         click.echo(f"table {table}: {'created' if created else 'already exists'} (stream {stream})")
+
+
+def _check_model_source(spec: dict[str, Any]) -> None:
+    """Refuse a `model_source` outside the prefixes endpoint pods may read, where `GCO_MODEL_SOURCES`
+    names them (the Regional stack's `ModelSources` output); the reconciler refuses it in any case."""
+    source = spec.get("model_source")
+    if isinstance(source, str):
+        check_model_source(source, prefixes_from_env(os.environ))

@@ -32,10 +32,12 @@ from gco.deployment.kubernetes import (
     today_utc,
 )
 from gco.env import DEFAULT_TABLE
+from gco.model_sources import parse_prefixes
 from gco.nodes import gpu_type, instance_size
 from gco.reconcile.proxy_settings import ProxySettings
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
+KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z]{2}(-gov)?-[a-z]+-\d:\d{12}:key/[0-9a-f-]{36}")
 INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 # Every resource of a deployment carries this tag (value: the prefix); the runner workflow's
 # launch permissions are bounded by it.
@@ -100,6 +102,10 @@ class RunnerConfig(_Model):
     # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
     boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
+    # The Secrets Manager secret (name, in the home Region) holding the engines' model token, and the
+    # key when it is a JSON secret: the runner reads it into HF_TOKEN (gpu_runner/model_token.py).
+    model_token_secret: str | None = Field(default=None, pattern=r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+    model_token_key: str | None = Field(default=None, min_length=1, max_length=256)
     # A prebuilt runner image in ECR, pinned by digest: the runner stack then builds nothing, so a
     # deploy needs no local Docker (build and push `gpu_runner/Dockerfile` for linux/amd64 yourself).
     image_uri: str | None = Field(default=None, pattern=ECR_IMAGE.pattern)
@@ -272,6 +278,11 @@ class GcoConfig(_Model):
     # Regions that get KEDA, Prometheus and the DCGM exporter (gpu, gpu_memory and queue_depth
     # autoscaling); None: every Region, []: none.
     keda_regions: list[str] | None = None
+    # The S3 prefixes endpoint pods may read models from (`s3://bucket/` or `s3://bucket/path/`), and
+    # the KMS keys (ARNs) those objects are encrypted with: their Pod Identity role's only reads
+    # (gco.model_sources, stacks/model_access.py).
+    model_sources: list[str] = Field(default_factory=list)
+    model_kms_keys: list[str] = Field(default_factory=list)
 
     @field_validator("home_region")
     @classmethod
@@ -288,6 +299,20 @@ class GcoConfig(_Model):
                 raise ValueError(f"{item!r} is not a Region name")
         if len(set(value)) != len(value):
             raise ValueError("lists a Region twice")
+        return value
+
+    @field_validator("model_sources")
+    @classmethod
+    def _model_sources(cls, value: list[str]) -> list[str]:
+        parse_prefixes(value)  # a ValueError naming the malformed prefix
+        return value
+
+    @field_validator("model_kms_keys")
+    @classmethod
+    def _model_keys(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not KMS_KEY_ARN.fullmatch(item):
+                raise ValueError(f"{item!r} is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)")
         return value
 
     @field_validator("gpu_nodes")

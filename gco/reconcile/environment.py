@@ -8,6 +8,8 @@ RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for 
                                   default 10; the stream handler and the sweep never wait: docs/scale.md)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
+GCO_MODEL_SOURCES                 the S3 prefixes endpoint pods may read models from, comma-separated
+                                  (gco.model_sources; unset: not known, nothing refused here)
 GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-separated (unset: none
                                   known, and GPU pods request no CPU or memory of their own)
 
@@ -36,6 +38,7 @@ from gco.env import (
     TABLE_ENV,
     WAIT_SECONDS_ENV,
 )
+from gco.model_sources import MODEL_SOURCES_ENV, parse_prefixes
 from gco.nodes import instance_size
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
@@ -49,6 +52,7 @@ VARIABLES = {
     "proxy": PROXY_SETTINGS_ENV,
     "addons": ADDONS_ENV,
     "gpu_instance_types": GPU_INSTANCE_TYPES_ENV,
+    "model_sources": MODEL_SOURCES_ENV,
 }
 
 
@@ -64,6 +68,7 @@ class ReconcilerEnvironment(BaseModel):
         proxy: the shared proxy's settings.
         addons: the add-ons the Region's cluster has, or None where that is not known.
         gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
+        model_sources: the S3 prefixes endpoint pods may read models from, or None where not known.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -76,6 +81,14 @@ class ReconcilerEnvironment(BaseModel):
     proxy: ProxySettings = DEFAULT_PROXY
     addons: frozenset[str] | None = None
     gpu_instance_types: tuple[str, ...] = ()
+    model_sources: tuple[str, ...] | None = None
+
+    @field_validator("model_sources")
+    @classmethod
+    def _prefixes(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None:
+            parse_prefixes(value)  # a ValueError naming the malformed prefix
+        return value
 
     @field_validator("gpu_instance_types")
     @classmethod
@@ -99,11 +112,14 @@ class ReconcilerEnvironment(BaseModel):
             env[ADDONS_ENV] = addons_value(self.addons)
         if self.gpu_instance_types:
             env[GPU_INSTANCE_TYPES_ENV] = ",".join(self.gpu_instance_types)
+        if self.model_sources is not None:
+            env[MODEL_SOURCES_ENV] = ",".join(self.model_sources)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Self:
-        """Parse the function's environment; an empty variable counts as unset.
+        """Parse the function's environment; an empty variable counts as unset, except
+        `GCO_MODEL_SOURCES`, where empty means that no model source is configured.
 
         Raises:
             InvalidSpecError: a required variable is missing or a value is malformed (names the variable).
@@ -117,6 +133,8 @@ class ReconcilerEnvironment(BaseModel):
             "wait_seconds": present.get(WAIT_SECONDS_ENV),
             "addons": addons_from_env(env),
             "gpu_instance_types": _instance_types(present.get(GPU_INSTANCE_TYPES_ENV)),
+            # Set but empty means none configured (every model_source refused), unlike unset.
+            "model_sources": _sources(env.get(MODEL_SOURCES_ENV)),
         }
         for required in ("cluster_name", "region"):
             if fields[required] is None:
@@ -128,6 +146,10 @@ class ReconcilerEnvironment(BaseModel):
             first = error.errors()[0]
             variable = VARIABLES[str(first["loc"][0])]
             raise InvalidSpecError(variable, f"{first['input']!r}: {first['msg']}") from None
+
+
+def _sources(raw: str | None) -> tuple[str, ...] | None:
+    return None if raw is None else tuple(item.strip() for item in raw.split(",") if item.strip())
 
 
 def _instance_types(raw: str | None) -> tuple[str, ...] | None:

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
+from gco.model_sources import refusal
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError, ObjectOwnedElsewhereError
 from gco.reconcile.objects import (
@@ -307,7 +308,11 @@ class Reconciler:
             else:
                 record, observed = carried
                 carried = None
-            refused = self._namespace_refusal(record) or self._addons_refusal(record)
+            refused = (
+                self._namespace_refusal(record)
+                or self._addons_refusal(record)
+                or self._source_refusal(record)
+            )
             if refused is not None:
                 self._record_error(name, record, refused, tally)
                 return tally.outcome("terminal", refused)
@@ -487,6 +492,13 @@ class Reconciler:
             return None
         kind = SCALED_OBJECT.kind if uses_keda(autoscaling) else HPA.kind
         return f"{kind} needs {', '.join(missing)} in {self.region}"
+
+    def _source_refusal(self, record: EndpointRecord | None) -> str | None:
+        """Why a live record's `model_source` cannot be read by its pods here, or None."""
+        if record is None or record.is_deleted or self.region not in record.target_regions:
+            return None
+        reason = refusal(record.spec.model_source, self.settings.model_sources)
+        return None if reason is None else f"model_source: {reason}"
 
     def _record_error(self, name: str, record: EndpointRecord | None, message: str, tally: _Tally) -> None:
         """A terminal `error` status for a live record, written only when it differs."""

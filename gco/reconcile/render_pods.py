@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from gco.endpoints.spec import EndpointSpec, Mooncake
+from gco.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
@@ -210,6 +211,8 @@ def pod_template(
     if env:
         container["env"] = env_list(env)
     pod_spec: dict[str, Any] = {
+        # Its EKS Pod Identity role reads the configured model prefixes only (gco.model_sources).
+        "serviceAccountName": MODEL_SERVICE_ACCOUNT,
         "containers": [container],
         "terminationGracePeriodSeconds": settings.termination_grace_seconds,
         "nodeSelector": node_selector(spec, gpus),

@@ -23,6 +23,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     """
     from gco import aws
     from gco.endpoints.store import EndpointStore
+    from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
@@ -32,7 +33,10 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         connect_eks(settings.cluster_name, settings.region),
         settings.region,
         settings=RenderSettings(
-            proxy=settings.proxy, addons=settings.addons, gpu_instance_types=settings.gpu_instance_types
+            proxy=settings.proxy,
+            addons=settings.addons,
+            gpu_instance_types=settings.gpu_instance_types,
+            model_sources=None if settings.model_sources is None else parse_prefixes(settings.model_sources),
         ),
         wait=settings.wait_seconds,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gco.addons import PROMETHEUS_ADDRESS
+from gco.model_sources import S3Prefix
 from gco.nodes import GPU_TAINT, NEURON_TAINT
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, ProxySettings
 
@@ -30,6 +31,8 @@ class RenderSettings:
         gpu_instance_types: the instance types of the Region's GPU node groups, from which a GPU
             container's CPU and memory requests are derived (`gco.nodes.gpu_pod_requests`; none
             known: it requests only what its spec's `resources` say).
+        model_sources: the S3 prefixes endpoint pods may read models from (their Pod Identity
+            role's), or None where they are not known (then no `model_source` is refused here).
         addons: the cluster add-ons the Region has (gco.addons names, from the stack's
             `GCO_CLUSTER_ADDONS`), or None where that is not known (then nothing is refused
             up front and a missing CRD is still reported when the API server answers 404).
@@ -45,6 +48,7 @@ class RenderSettings:
     proxy: ProxySettings = field(default_factory=lambda: DEFAULT_PROXY)
     addons: frozenset[str] | None = None
     gpu_instance_types: tuple[str, ...] = ()
+    model_sources: tuple[S3Prefix, ...] | None = None
 
 
 DEFAULT_SETTINGS = RenderSettings()

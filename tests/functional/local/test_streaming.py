@@ -21,13 +21,20 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.spec import EndpointSpec
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV, InvokeResult, send_stream, stream_request
+from gco.invoke import (
+    INVOKE_CA_BUNDLE_ENV,
+    INVOKE_URLS_ENV,
+    InvokeResult,
+    default_request,
+    send_stream,
+    stream_request,
+)
 from gco.local.cluster import LocalClusters
 from gco.local.engines import EngineTable
 from gco.local.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import DEADLINE_S, eventually
-from tests.functional.local.test_engines import SPEC, routed, running
+from tests.functional.local.test_engines import SPEC, invoke, running
 from tests.unit.reconcile.records import EAST
 
 TOKENS = 4
@@ -56,10 +63,11 @@ def held(
 
 
 def serving(store: EndpointStore, clusters: LocalClusters, name: str, spec: dict[str, Any]) -> None:
+    """Deployed, running, and its route served (a proxy reload can follow the running status)."""
     store.create(name, spec, [EAST])
     eventually(lambda: running(store, name, EAST, 1), f"{name} running")
-    if name == "smol":  # the route is served (a proxy reload can follow the running status)
-        eventually(lambda: routed(clusters, EAST), "smol routed by the proxy")
+    path, body = default_request(EndpointSpec.model_validate(spec), "hi")
+    eventually(lambda: invoke(clusters, EAST, name, path, body).status_code != 404, f"{name} routed")
 
 
 class Caller(threading.Thread):
@@ -87,7 +95,6 @@ def test_the_first_event_reaches_the_caller_while_the_engine_is_still_generating
 ) -> None:
     serving(store, held, "smol", SPEC)
     serving(store, held, "tgi", TGI_SPEC)
-    eventually(lambda: routed(held, EAST), "the proxy serving both routes")
     callers = [Caller(held, "smol", SPEC), Caller(held, "tgi", TGI_SPEC)]
     for caller in callers:
         caller.start()

@@ -14,6 +14,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.local.standin import RECONCILER_USER, RUNNER_IDENTITY, RUNNER_USER, StandInKubeAPI
+from gco.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
@@ -378,3 +379,24 @@ def test_the_runner_reads_what_the_matrix_reads_and_any_write_is_refused(store: 
         assert api.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT) is not None
         with httpx.Client(base_url=api.url, headers={"Authorization": "Bearer unknown"}) as http:
             assert http.get(f"/apis/apps/v1/namespaces/{SYSTEM_NAMESPACE}/deployments").status_code == 401
+
+
+def test_a_model_source_outside_the_configured_prefixes_is_a_terminal_status(
+    api: StandInKubeAPI, store: EndpointStore
+) -> None:
+    """The pods' Pod Identity role could not read it: refused before any apply, naming the prefixes;
+    a source under them is served, its pods under the model reader service account."""
+    cluster = KubeCluster(api.url, static_token("t"), retry=FAST, sleep=lambda _: None)
+    settings = RenderSettings(model_sources=parse_prefixes(["s3://models/llama/"]))
+    reconciler = Reconciler(store, cluster, EAST, settings=settings, wait=0.0)
+    store.create("qwen", {**SPEC, "model_source": "s3://models/qwen/7b"}, [EAST])
+    outcome = reconciler.reconcile("qwen")
+    expected = "model_source: s3://models/qwen/7b is outside the model sources endpoint pods may read (s3://models/llama/)"
+    assert (outcome.kind, outcome.detail, outcome.applied) == ("terminal", expected, 0)
+    record = store.get("qwen")
+    assert record is not None and record.region_status[EAST].error == expected
+    store.create("llama", {**SPEC, "model_source": "s3://models/llama/8b"}, [EAST])
+    assert reconciler.reconcile("llama").kind == "done"
+    deployment = api.get(DEPLOYMENT, "gco-inference", "llama")
+    assert deployment is not None
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == MODEL_SERVICE_ACCOUNT

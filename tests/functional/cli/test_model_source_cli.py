@@ -1,0 +1,39 @@
+"""`gco inference deploy|update` refuse a `model_source` outside the prefixes that `GCO_MODEL_SOURCES`
+names (the Regional stack's `ModelSources` output): exit 2, one line naming the field and the
+prefixes, nothing written."""
+
+from __future__ import annotations
+
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.local.motoserver import MotoServer
+from tests.functional.cli.test_inference_cli import Cli, table_items
+
+IMAGE = "vllm/vllm-openai:v0.6.3"
+
+
+@pytest.fixture
+def cli(store: EndpointStore, moto: MotoServer, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(moto, capsys)
+
+
+def test_deploy_and_update_refuse_a_source_outside_the_prefixes(
+    cli: Cli, store: EndpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GCO_MODEL_SOURCES", "s3://models/llama/")
+    deploy = ("inference", "deploy", "m", "--region", "us-east-1", "--image", IMAGE)
+    _, err = cli(*deploy, "--model-source", "s3://models/qwen/7b", code=2)
+    assert err == (
+        "error: model_source: s3://models/qwen/7b is outside the model sources endpoint pods may read "
+        "(s3://models/llama/)\n"
+    )
+    assert table_items(store) == []
+    cli(*deploy, "--model-source", "s3://models/llama/8b")
+    before = table_items(store)
+    _, err = cli("inference", "update", "m", "--model-source", "s3://elsewhere/x", code=2)
+    assert "model_source: s3://elsewhere/x is outside" in err and err.count("\n") == 1
+    assert table_items(store) == before
+    monkeypatch.setenv("GCO_MODEL_SOURCES", "none")
+    _, err = cli("inference", "update", "m", "--model-source", "s3://models/llama/8b", code=2)
+    assert "no model sources are configured" in err
