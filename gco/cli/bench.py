@@ -124,7 +124,12 @@ def serve(
     output: str,
     **values: Any,
 ) -> None:
-    """Time one server: TTFT, ITL, e2e and decode tok/s per request and prompt-length bucket."""
+    """Time one server: TTFT, ITL, e2e and decode tok/s per request and prompt-length bucket.
+
+    \b
+    Example:
+      gco bench serve --base-url http://127.0.0.1:8000 --prompts prompts.jsonl --model m
+    """
     prompts = load_prompts(prompts_path, _ints(bucket_edges, "--bucket-edges"))
     settings = ServeSettings(
         levels=_ints(levels, "--levels"),
@@ -179,7 +184,12 @@ def serve(
 def clip(
     base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
 ) -> None:
-    """Time whole clips of a video engine, one at a time: median e2e and clips per minute per shape."""
+    """Time whole clips of a video engine, one at a time: median e2e and clips per minute per shape.
+
+    \b
+    Example:
+      gco bench clip --base-url http://127.0.0.1:8000 --clips clips.jsonl --run-dir runs/clip-1
+    """
     clips = load_clips(clips_path)
     settings = ClipSettings(base_url=base_url, warmup=warmup, timeout_s=timeout_s)
     directory = run_dir or _default_run_dir()
@@ -281,7 +291,12 @@ def rounds(
     evidence_bucket: str | None,
     output: str,
 ) -> None:
-    """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best."""
+    """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best.
+
+    \b
+    Example:
+      gco bench rounds --manifest run.json --prompts prompts.jsonl --run-dir runs/r1
+    """
     manifest = load_manifest(manifest_path)
     options = RoundsOptions(
         prompts_path=prompts_path.resolve(),
@@ -321,7 +336,12 @@ def rounds(
     "--html", "html_path", type=CheckedPath(path_type=Path), default=None, help="Also write an HTML page."
 )
 def report(evidence: Path, html_path: Path | None) -> None:
-    """Print an evidence record (a .json file, or a run directory's only record) as markdown."""
+    """Print an evidence record (a .json file, or a run directory's only record) as markdown.
+
+    \b
+    Example:
+      gco bench report runs/r1/evidence.json --html report.html
+    """
     if evidence.is_dir():
         found = sorted((evidence / "evidence").glob("*.json")) or sorted(evidence.glob("*.json"))
         if len(found) != 1:
@@ -341,6 +361,11 @@ def report(evidence: Path, html_path: Path | None) -> None:
 @bench.command()
 @click.argument("which", type=click.Choice(["manifest", "evidence"]))
 def schema(which: str) -> None:
-    """Print the JSON Schema of a run manifest or of an evidence record."""
+    """Print the JSON Schema of a run manifest or of an evidence record.
+
+    \b
+    Example:
+      gco bench schema manifest
+    """
     document = manifest_schema() if which == "manifest" else evidence_schema()
     click.echo(json.dumps(document, indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import click
+import yaml
 
 from gco import aws
 from gco.endpoints import EndpointStore, names
@@ -45,14 +46,7 @@ def connection_options(command: F) -> F:
         help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
         "naming it.",
     )(command)
-    command = click.option(
-        "--output",
-        "-o",
-        type=click.Choice(["table", "json"]),
-        default="table",
-        show_default=True,
-        help="table for people, json for scripts.",
-    )(command)
+    command = output_option(command)
     command = click.option(
         "--table",
         "table_name",
@@ -102,8 +96,33 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
             raise InvalidSpecError("--endpoint-url", "names no host")
 
 
+OUTPUTS = ("table", "json", "yaml")
+
+
+def output_option(command: F) -> F:
+    """`-o/--output table|json|yaml`, as kubectl and the AWS CLI spell it."""
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice(OUTPUTS),
+        default="table",
+        show_default=True,
+        help="table for people; json or yaml for scripts (the same fields).",
+    )(command)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def emit(data: Any, output: str) -> None:
+    """`data` as `output` says: json, or yaml (block style, keys sorted, as json's)."""
+    if output == "yaml":
+        click.echo(
+            yaml.safe_dump(data, sort_keys=True, default_flow_style=False, allow_unicode=True), nl=False
+        )
+    else:
+        emit_json(data)
 
 
 def emit_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
