@@ -27,7 +27,7 @@ from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
-from gco.cli.common import CheckedPath
+from gco.cli.common import CheckedPath, StrictFloat, StrictInt
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
@@ -91,11 +91,9 @@ def bench() -> None:
 @click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
 @click.option("--api", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
 @click.option("--model", default="default", show_default=True)
-@click.option("--max-tokens", type=click.IntRange(1, 65536), default=128, show_default=True)
-@click.option("--warmup", type=click.IntRange(0, 1000), default=2, show_default=True)
-@click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
-)
+@click.option("--max-tokens", type=StrictInt(1, 65536), default=128, show_default=True)
+@click.option("--warmup", type=StrictInt(0, 1000), default=2, show_default=True)
+@click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
 @click.option("--levels", default="1,2,4,8", show_default=True, help="Load mode concurrency levels.")
 @click.option("--rates", default=None, help="Load mode: explicit arrival rates (req/s) instead of --levels.")
 @click.option(
@@ -104,10 +102,10 @@ def bench() -> None:
 @click.option(
     "--arrival", type=click.Choice(["constant", "poisson", "gamma"]), default="poisson", show_default=True
 )
-@click.option("--burstiness", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
-@click.option("--requests-per-level", type=click.IntRange(1, 100000), default=None)
-@click.option("--reference-e2e", "reference_e2e_s", type=click.FloatRange(min=0, min_open=True), default=None)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--burstiness", type=StrictFloat(positive=True), default=1.0, show_default=True)
+@click.option("--requests-per-level", type=StrictInt(1, 100000), default=None)
+@click.option("--reference-e2e", "reference_e2e_s", type=StrictFloat(positive=True), default=None)
+@click.option("--seed", type=StrictInt(), default=0, show_default=True)
 @click.option("--extra-body", default=None, help="JSON object merged into every request body.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
 @click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
@@ -171,14 +169,12 @@ def serve(
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(0, 1000),
+    type=StrictInt(0, 1000),
     default=1,
     show_default=True,
     help="Untimed clips per distinct shape before the timed ones.",
 )
-@click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
-)
+@click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
 @click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def clip(
@@ -229,7 +225,7 @@ def clip(
 )
 @click.option(
     "--rounds",
-    type=click.IntRange(1, 1000),
+    type=StrictInt(1, 1000),
     default=None,
     help="Default by engine count: 2 -> 4, 3 -> 6, 4 -> 4, 5 -> 10, else whole periods >= 3.",
 )
@@ -238,13 +234,13 @@ def clip(
 @click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
 @click.option(
     "--ci-target",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloat(positive=True),
     default=None,
     help="Adaptive stop: ratio CI relative half-width; --rounds becomes the maximum.",
 )
 @click.option(
     "--min-rounds",
-    type=click.IntRange(1, 1000),
+    type=StrictInt(1, 1000),
     default=None,
     help="Adaptive stop: the first round it may stop.",
 )
@@ -259,7 +255,7 @@ def clip(
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent to every engine alike.")
 @click.option(
     "--ref-e2e-ms",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloat(positive=True),
     default=None,
     help="Load mode: the shared reference e2e (ms) that turns levels into rates; default: measured.",
 )
