@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import getpass
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +28,14 @@ from gco.cli.common import (
     parse_pairs,
     timeout_option,
 )
+from gco.cli.progress import purge_progress, ready_progress
 from gco.cli.specfile import load_spec_file
-from gco.cli.wait import Progress, wait_for
-from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, observed, operations
+from gco.cli.wait import wait_for
+from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
-from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 
@@ -95,59 +94,6 @@ def show(record: EndpointRecord, output: str) -> None:
     click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
     click.echo(f"updated_at:    {record.updated_at}")
     emit_table(views.REGION_HEADERS, views.region_rows(record))
-
-
-# A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
-# a wait that has heard nothing from a Region for this long says so.
-SILENT_REGION_S = 60.0
-
-
-def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
-    record = operations.fresh(store, name)
-    states = {region: record.region_status.get(region) for region in record.target_regions}
-    done = [
-        r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id
-    ]
-    failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
-    if failed:
-        raise click.ClickException("; ".join(failed))
-    silent = _silent_regions(record)
-    hint = " (no reconciler has written for it: is its Regional stack deployed?)"
-    pending = ", ".join(
-        f"{r} {s.state if s else 'pending'}" + (hint if r in silent else "")
-        for r, s in states.items()
-        if r not in done
-    )
-    return Progress(len(done), len(states), not pending, pending, record)
-
-
-def _silent_regions(record: EndpointRecord) -> list[str]:
-    """Target Regions whose reconciler has written nothing for this lifecycle though the record has
-    existed for `SILENT_REGION_S`: no live reconciler serves them, or their stack is not deployed."""
-    if record.created_at is None:
-        return []
-    age = (datetime.now(UTC) - parse_timestamp(record.created_at)).total_seconds()
-    if age < SILENT_REGION_S:
-        return []
-    return [
-        region
-        for region in record.target_regions
-        if (status := record.region_status.get(region)) is None or status.lifecycle_id != record.lifecycle_id
-    ]
-
-
-def purge_progress(store: EndpointStore, name: str) -> Progress[None]:
-    record = store.get(name)
-    if record is None:
-        return Progress(1, 1, True, "purged", None)
-    pending = record.pending_deletion_regions()
-    total = len(record.deletion_regions or [])
-    detail = "awaiting the acknowledgement of " + ", ".join(pending)
-    if pending:
-        detail += (
-            f" (a Region no reconciler serves any more: gco inference forget-region {name} --region R --yes)"
-        )
-    return Progress(total - len(pending), total, False, detail, None)
 
 
 @click.group()
