@@ -61,8 +61,12 @@ SUBCOMMANDS = {
 }
 
 
-@click.group(cls=LazyGroup, lazy_subcommands=SUBCOMMANDS)
-@click.version_option(__version__, prog_name="gco")
+# `-h` as well as `--help` on every command (a context setting the subcommands inherit).
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+@click.group(cls=LazyGroup, lazy_subcommands=SUBCOMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.version_option(__version__, "--version", "-V", prog_name="gco")
 @click.option("--verbose", "-v", is_flag=True, help="Log what gco does to stderr.")
 def cli(verbose: bool) -> None:
     """gco: LLM inference endpoints on EKS GPU node groups across AWS Regions."""

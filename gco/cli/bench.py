@@ -27,7 +27,7 @@ from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
-from gco.cli.common import CheckedPath
+from gco.cli.common import CheckedPath, StrictFloat, StrictInt
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
@@ -91,11 +91,9 @@ def bench() -> None:
 @click.option("--mode", type=click.Choice(["single", "load"]), default="single", show_default=True)
 @click.option("--api", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
 @click.option("--model", default="default", show_default=True)
-@click.option("--max-tokens", type=click.IntRange(1, 65536), default=128, show_default=True)
-@click.option("--warmup", type=click.IntRange(0, 1000), default=2, show_default=True)
-@click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
-)
+@click.option("--max-tokens", type=StrictInt(1, 65536), default=128, show_default=True)
+@click.option("--warmup", type=StrictInt(0, 1000), default=2, show_default=True)
+@click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
 @click.option("--levels", default="1,2,4,8", show_default=True, help="Load mode concurrency levels.")
 @click.option("--rates", default=None, help="Load mode: explicit arrival rates (req/s) instead of --levels.")
 @click.option(
@@ -104,10 +102,10 @@ def bench() -> None:
 @click.option(
     "--arrival", type=click.Choice(["constant", "poisson", "gamma"]), default="poisson", show_default=True
 )
-@click.option("--burstiness", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True)
-@click.option("--requests-per-level", type=click.IntRange(1, 100000), default=None)
-@click.option("--reference-e2e", "reference_e2e_s", type=click.FloatRange(min=0, min_open=True), default=None)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--burstiness", type=StrictFloat(positive=True), default=1.0, show_default=True)
+@click.option("--requests-per-level", type=StrictInt(1, 100000), default=None)
+@click.option("--reference-e2e", "reference_e2e_s", type=StrictFloat(positive=True), default=None)
+@click.option("--seed", type=StrictInt(), default=0, show_default=True)
 @click.option("--extra-body", default=None, help="JSON object merged into every request body.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
 @click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
@@ -124,7 +122,12 @@ def serve(
     output: str,
     **values: Any,
 ) -> None:
-    """Time one server: TTFT, ITL, e2e and decode tok/s per request and prompt-length bucket."""
+    """Time one server: TTFT, ITL, e2e and decode tok/s per request and prompt-length bucket.
+
+    \b
+    Example:
+      gco bench serve --base-url http://127.0.0.1:8000 --prompts prompts.jsonl --model m
+    """
     prompts = load_prompts(prompts_path, _ints(bucket_edges, "--bucket-edges"))
     settings = ServeSettings(
         levels=_ints(levels, "--levels"),
@@ -166,20 +169,23 @@ def serve(
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(0, 1000),
+    type=StrictInt(0, 1000),
     default=1,
     show_default=True,
     help="Untimed clips per distinct shape before the timed ones.",
 )
-@click.option(
-    "--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True
-)
+@click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
 @click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def clip(
     base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
 ) -> None:
-    """Time whole clips of a video engine, one at a time: median e2e and clips per minute per shape."""
+    """Time whole clips of a video engine, one at a time: median e2e and clips per minute per shape.
+
+    \b
+    Example:
+      gco bench clip --base-url http://127.0.0.1:8000 --clips clips.jsonl --run-dir runs/clip-1
+    """
     clips = load_clips(clips_path)
     settings = ClipSettings(base_url=base_url, warmup=warmup, timeout_s=timeout_s)
     directory = run_dir or _default_run_dir()
@@ -219,7 +225,7 @@ def clip(
 )
 @click.option(
     "--rounds",
-    type=click.IntRange(1, 1000),
+    type=StrictInt(1, 1000),
     default=None,
     help="Default by engine count: 2 -> 4, 3 -> 6, 4 -> 4, 5 -> 10, else whole periods >= 3.",
 )
@@ -228,13 +234,13 @@ def clip(
 @click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
 @click.option(
     "--ci-target",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloat(positive=True),
     default=None,
     help="Adaptive stop: ratio CI relative half-width; --rounds becomes the maximum.",
 )
 @click.option(
     "--min-rounds",
-    type=click.IntRange(1, 1000),
+    type=StrictInt(1, 1000),
     default=None,
     help="Adaptive stop: the first round it may stop.",
 )
@@ -249,7 +255,7 @@ def clip(
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent to every engine alike.")
 @click.option(
     "--ref-e2e-ms",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloat(positive=True),
     default=None,
     help="Load mode: the shared reference e2e (ms) that turns levels into rates; default: measured.",
 )
@@ -312,7 +318,12 @@ def rounds(
     output: str,
     **run_settings: Any,
 ) -> None:
-    """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best."""
+    """Run every engine in Williams order for R rounds; medians, bootstrap CIs and ratios to the best.
+
+    \b
+    Example:
+      gco bench rounds --manifest run.json --prompts prompts.jsonl --run-dir runs/r1
+    """
     manifest = load_manifest(manifest_path)
     options = RoundsOptions(
         prompts_path=prompts_path.resolve(),
@@ -353,7 +364,12 @@ def rounds(
     "--html", "html_path", type=CheckedPath(path_type=Path), default=None, help="Also write an HTML page."
 )
 def report(evidence: Path, html_path: Path | None) -> None:
-    """Print an evidence record (a .json file, or a run directory's only record) as markdown."""
+    """Print an evidence record (a .json file, or a run directory's only record) as markdown.
+
+    \b
+    Example:
+      gco bench report runs/r1/evidence.json --html report.html
+    """
     if evidence.is_dir():
         found = sorted((evidence / "evidence").glob("*.json")) or sorted(evidence.glob("*.json"))
         if len(found) != 1:
@@ -373,6 +389,11 @@ def report(evidence: Path, html_path: Path | None) -> None:
 @bench.command()
 @click.argument("which", type=click.Choice(["manifest", "evidence"]))
 def schema(which: str) -> None:
-    """Print the JSON Schema of a run manifest or of an evidence record."""
+    """Print the JSON Schema of a run manifest or of an evidence record.
+
+    \b
+    Example:
+      gco bench schema manifest
+    """
     document = manifest_schema() if which == "manifest" else evidence_schema()
     click.echo(json.dumps(document, indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import click
+import yaml
 
 from gco import aws
 from gco.endpoints import EndpointStore, names
@@ -45,14 +46,7 @@ def connection_options(command: F) -> F:
         help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
         "naming it.",
     )(command)
-    command = click.option(
-        "--output",
-        "-o",
-        type=click.Choice(["table", "json"]),
-        default="table",
-        show_default=True,
-        help="table for people, json for scripts.",
-    )(command)
+    command = output_option(command)
     command = click.option(
         "--table",
         "table_name",
@@ -102,8 +96,33 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
             raise InvalidSpecError("--endpoint-url", "names no host")
 
 
+OUTPUTS = ("table", "json", "yaml")
+
+
+def output_option(command: F) -> F:
+    """`-o/--output table|json|yaml`, as kubectl and the AWS CLI spell it."""
+    return click.option(
+        "--output",
+        "-o",
+        type=click.Choice(OUTPUTS),
+        default="table",
+        show_default=True,
+        help="table for people; json or yaml for scripts (the same fields).",
+    )(command)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def emit(data: Any, output: str) -> None:
+    """`data` as `output` says: json, or yaml (block style, keys sorted, as json's)."""
+    if output == "yaml":
+        click.echo(
+            yaml.safe_dump(data, sort_keys=True, default_flow_style=False, allow_unicode=True), nl=False
+        )
+    else:
+        emit_json(data)
 
 
 def emit_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
@@ -134,31 +153,53 @@ def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
 
 class StrictInt(click.ParamType[int]):
     """An integer written as digits only, the one parser of every integer option: `int()` would
-    also take " 3\n", "1_000" or "007" (and click's INT does), or 5,000 digits it then cannot print."""
+    also take " 3\n", "1_000" or "007" (and click's INT does), or 5,000 digits it then cannot print.
+    `low`/`high` bound it (inclusive), as click's IntRange would."""
 
     name = "integer"
     pattern = re.compile(r"[+-]?(0|[1-9][0-9]{0,8})")
 
+    def __init__(self, low: int | None = None, high: int | None = None) -> None:
+        self.low, self.high = low, high
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if not isinstance(value, str) or not self.pattern.fullmatch(value):
+            number = value
+        elif not isinstance(value, str) or not self.pattern.fullmatch(value):
             self.fail(f"{str(value)[:40]!r} is not an integer", param, ctx)
-        return int(value)
+        else:
+            number = int(value)
+        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
+            self.fail(
+                f"{number} is not from {self.low} to {self.high}".replace(" to None", " up"), param, ctx
+            )
+        return number
 
 
 class StrictFloat(click.ParamType[float]):
-    """A decimal number written plainly: `float()` would also take "nan", "inf" or " 5\n"."""
+    """A decimal number written plainly, the one parser of every number option: `float()` would
+    also take "nan", "inf" or " 5\n". `positive` refuses 0 and below."""
 
     name = "number"
-    pattern = re.compile(r"[+-]?([0-9]{1,9}(\.[0-9]{0,6})?|\.[0-9]{1,6})")
+    # Digits, a fraction and an exponent as Python's repr writes a float (a program passes
+    # `repr(x)` on: 0.061869047000072896, 1e-05); never nan, inf, spaces or underscores.
+    pattern = re.compile(r"[+-]?([0-9]{1,15}(\.[0-9]{0,20})?|\.[0-9]{1,20})([eE][+-]?[0-9]{1,3})?")
+
+    def __init__(self, *, positive: bool = False) -> None:
+        self.positive = positive
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, float | int) and not isinstance(value, bool):
-            return float(value)
-        if not isinstance(value, str) or not self.pattern.fullmatch(value):
-            self.fail(f"{str(value)[:40]!r} is not a number of seconds", param, ctx)
-        return float(value)
+            number = float(value)
+        elif not isinstance(value, str) or not self.pattern.fullmatch(value):
+            self.fail(f"{str(value)[:40]!r} is not a plain decimal number", param, ctx)
+        else:
+            number = float(value)
+        if not math.isfinite(number):  # 1e999
+            self.fail(f"{str(value)[:40]!r} is not a finite number", param, ctx)
+        if self.positive and not number > 0:
+            self.fail(f"{number:g} is not above 0", param, ctx)
+        return number
 
 
 class CheckedPath(click.Path):

@@ -9,7 +9,7 @@ import getpass
 
 import click
 
-from gco.cli.common import STRICT_FLOAT, connection_options, emit_json, name_argument, open_store
+from gco.cli.common import STRICT_FLOAT, connection_options, emit, name_argument, open_store
 from gco.cli.inference import show
 from gco.endpoints.forget import DEFAULT_SILENCE_S, forget_region
 from gco.errors import GcoInputError
@@ -54,14 +54,15 @@ def forget_region_command(
         open_store(endpoint_url, table_name), name, region, silent_for=silent_for, by=getpass.getuser()
     )
     note = f"{region} acknowledged on its behalf after {done.silent_for_s:.0f} s of silence"
-    if output == "json":
-        emit_json(
+    if output != "table":
+        emit(
             {
                 "endpoint_name": name,
                 "region": region,
                 "purged": done.purged,
                 "silent_for_s": done.silent_for_s,
-            }
+            },
+            output,
         )
     elif done.record is None:
         click.echo(f"{name}: {note}; purged (objects left in {region}'s cluster, if any, were not touched)")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import getpass
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from gco.cli.common import (
     allow_new_regions_option,
     check_connection,
     connection_options,
+    emit,
     emit_json,
     emit_table,
     name_argument,
@@ -28,14 +28,14 @@ from gco.cli.common import (
     parse_pairs,
     timeout_option,
 )
+from gco.cli.progress import purge_progress, ready_progress
 from gco.cli.specfile import load_spec_file
-from gco.cli.wait import Progress, wait_for
-from gco.endpoints import EndpointRecord, EndpointStore, default_table_name, init_table, observed, operations
+from gco.cli.wait import wait_for
+from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
-from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
@@ -81,8 +81,8 @@ def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def show(record: EndpointRecord, output: str) -> None:
-    if output == "json":
-        emit_json({**record.to_json(), "observed": views.observed_json(record)})
+    if output != "table":
+        emit({**record.to_json(), "observed": views.observed_json(record)}, output)
         return
     spec = record.spec
     click.echo(f"name:          {record.endpoint_name}")
@@ -95,65 +95,6 @@ def show(record: EndpointRecord, output: str) -> None:
     click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
     click.echo(f"updated_at:    {record.updated_at}")
     emit_table(views.REGION_HEADERS, views.region_rows(record))
-
-
-# A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
-# a wait that has heard nothing from a Region for this long says so.
-SILENT_REGION_S = 60.0
-
-
-def ready_progress(store: EndpointStore, name: str) -> Progress[EndpointRecord]:
-    record = operations.fresh(store, name)
-    states = {region: record.region_status.get(region) for region in record.target_regions}
-    done = [
-        r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id
-    ]
-    failed = [f"{r}: {s.error or 'error'}" for r, s in states.items() if s and s.state == "error"]
-    if failed:
-        raise click.ClickException("; ".join(failed))
-    silent = _silent_regions(record)
-    hint = " (no reconciler has written for it: is its Regional stack deployed?)"
-    pending = ", ".join(
-        (
-            f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
-            + (f" ({note})" if (note := views.region_note(s)) else "")
-            if s
-            else f"{r} pending"
-        )
-        + (hint if r in silent else "")
-        for r, s in states.items()
-        if r not in done
-    )
-    return Progress(len(done), len(states), not pending, pending, record)
-
-
-def _silent_regions(record: EndpointRecord) -> list[str]:
-    """Target Regions whose reconciler has written nothing for this lifecycle though the record has
-    existed for `SILENT_REGION_S`: no live reconciler serves them, or their stack is not deployed."""
-    if record.created_at is None:
-        return []
-    age = (datetime.now(UTC) - parse_timestamp(record.created_at)).total_seconds()
-    if age < SILENT_REGION_S:
-        return []
-    return [
-        region
-        for region in record.target_regions
-        if (status := record.region_status.get(region)) is None or status.lifecycle_id != record.lifecycle_id
-    ]
-
-
-def purge_progress(store: EndpointStore, name: str) -> Progress[None]:
-    record = store.get(name)
-    if record is None:
-        return Progress(1, 1, True, "purged", None)
-    pending = record.pending_deletion_regions()
-    total = len(record.deletion_regions or [])
-    detail = "awaiting the acknowledgement of " + ", ".join(pending)
-    if pending:
-        detail += (
-            f" (a Region no reconciler serves any more: gco inference forget-region {name} --region R --yes)"
-        )
-    return Progress(total - len(pending), total, False, detail, None)
 
 
 @click.group()
@@ -187,7 +128,13 @@ def deploy(
     output: str,
     **options: Any,
 ) -> None:
-    """Create endpoint NAME in every --region."""
+    """Create endpoint NAME in every --region.
+
+    \b
+    Example:
+      gco inference deploy chat --image vllm/vllm-openai:v0.6.3 \\
+        --model-id HuggingFaceTB/SmolLM2-135M --region us-east-1 --region us-west-2 --wait
+    """
     check_connection(endpoint_url, table_name)
     spec = load_spec_file(spec_file) if spec_file else {}
     spec.update(spec_changes(options))
@@ -229,14 +176,19 @@ def list_(
     table_name: str | None,
     output: str,
 ) -> None:
-    """List endpoints, newest first; a record gco cannot read is named in a warning on stderr."""
+    """List endpoints, newest first; a record gco cannot read is named in a warning on stderr.
+
+    \b
+    Example:
+      gco inference list --state running -o yaml
+    """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     listing = store.scan(target_region=region)
     for problem in listing.unreadable:
         click.echo(f"warning: {problem}", err=True)
     records = [record for record in listing.records if state is None or observed.matches(record, state)]
-    if output == "json":
-        emit_json([{**record.to_json(), "observed": views.observed_json(record)} for record in records])
+    if output != "table":
+        emit([{**record.to_json(), "observed": views.observed_json(record)} for record in records], output)
         return
     emit_table(views.LIST_HEADERS, views.list_rows(records))
 
@@ -245,7 +197,12 @@ def list_(
 @name_argument
 @connection_options
 def status(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Show the record of NAME (strongly consistent read)."""
+    """Show the record of NAME (strongly consistent read).
+
+    \b
+    Example:
+      gco inference status chat -o json
+    """
     store = open_store(endpoint_url, table_name)
     record = store.get(name, consistent_read=True)
     if record is None:
@@ -263,8 +220,8 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
             lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
         )
     )
-    if output == "json":
-        emit_json({**record.to_json(), "observed": views.observed_json(record), "invoke_urls": urls})
+    if output != "table":
+        emit({**record.to_json(), "observed": views.observed_json(record), "invoke_urls": urls}, output)
         return
     show(record, output)
     for region, url in urls.items():
@@ -279,7 +236,12 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
 @click.option("--replicas", required=True, type=STRICT_INT, help="Replicas per Region.")
 @connection_options
 def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Set the replicas of a live endpoint (not autoscaled, not mooncake)."""
+    """Set the replicas of a live endpoint (not autoscaled, not mooncake).
+
+    \b
+    Example:
+      gco inference scale chat --replicas 3
+    """
     show(operations.scale(open_store(endpoint_url, table_name), name, replicas), output)
 
 
@@ -287,7 +249,12 @@ def scale(name: str, replicas: int, endpoint_url: str | None, table_name: str | 
 @name_argument
 @connection_options
 def stop(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Scale NAME to zero in every Region, keeping its record."""
+    """Scale NAME to zero in every Region, keeping its record.
+
+    \b
+    Example:
+      gco inference stop chat
+    """
     show(operations.stop(open_store(endpoint_url, table_name), name), output)
 
 
@@ -295,7 +262,12 @@ def stop(name: str, endpoint_url: str | None, table_name: str | None, output: st
 @name_argument
 @connection_options
 def start(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Start a stopped endpoint."""
+    """Start a stopped endpoint.
+
+    \b
+    Example:
+      gco inference start chat
+    """
     show(operations.start(open_store(endpoint_url, table_name), name), output)
 
 
@@ -311,7 +283,12 @@ def update(
     output: str,
     **options: Any,
 ) -> None:
-    """Change the spec: --spec FILE replaces it whole, flags change single fields."""
+    """Change the spec: --spec FILE replaces it whole, flags change single fields.
+
+    \b
+    Example:
+      gco inference update chat --image vllm/vllm-openai:v0.6.4
+    """
     check_connection(endpoint_url, table_name)
     replace = load_spec_file(spec_file) if spec_file else None
     changes = spec_changes(options)
@@ -338,7 +315,12 @@ def regions(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Show or change the target Regions; a removed Region is cleaned up by its reconciler."""
+    """Show or change the target Regions; a removed Region is cleaned up by its reconciler.
+
+    \b
+    Example:
+      gco inference regions chat --add eu-west-1 --remove us-west-2
+    """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
         record = operations.change_regions(store, name, add=add, remove=remove, replace=replace or None)
@@ -366,7 +348,12 @@ def delete(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Delete NAME in every Region it was ever in; the record is purged after all acknowledge."""
+    """Delete NAME in every Region it was ever in; the record is purged after all acknowledge.
+
+    \b
+    Example:
+      gco inference delete chat --wait --timeout 900
+    """
     check_connection(endpoint_url, table_name)
     label = None
     if expected_owner_label is not None:
@@ -378,8 +365,8 @@ def delete(
     )
     if wait:
         wait_for(lambda: purge_progress(store, name), what=f"{name} purge", timeout=timeout)
-        if output == "json":
-            emit_json({"endpoint_name": name, "purged": True, "lifecycle_id": record.lifecycle_id})
+        if output != "table":
+            emit({"endpoint_name": name, "purged": True, "lifecycle_id": record.lifecycle_id}, output)
         else:
             click.echo(f"{name}: purged")
         return
@@ -389,27 +376,38 @@ def delete(
 @inference.command()
 @connection_options
 def schema(endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Print the JSON Schema of the endpoint spec (the options are accepted for uniformity)."""
+    """Print the JSON Schema of the endpoint spec (the options are accepted for uniformity).
+
+    \b
+    Example:
+      gco inference schema > spec.schema.json
+    """
     emit_json(spec_json_schema())
 
 
 @inference.command(name="init-table")
 @connection_options
 def init_table_command(endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Create the endpoint table with its stream where it does not exist (CDK owns it in AWS)."""
+    """Create the endpoint table with its stream where it does not exist (CDK owns it in AWS).
+
+    \b
+    Example:
+      gco inference init-table --endpoint-url http://127.0.0.1:5000
+    """
     check_connection(endpoint_url, table_name)
     table = table_name or default_table_name()
     created, description = init_table(aws.client("dynamodb", endpoint_url=endpoint_url), table)
     stream = description.get("LatestStreamArn", "")
-    if output == "json":
-        emit_json(
+    if output != "table":
+        emit(
             {
                 "table": table,
                 "created": created,
                 "stream_arn": stream,
                 "region": aws.home_region(),
                 "endpoint_url": endpoint_url or os.environ.get("AWS_ENDPOINT_URL"),
-            }
+            },
+            output,
         )
     else:
         click.echo(f"table {table}: {'created' if created else 'already exists'} (stream {stream})")

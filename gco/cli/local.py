@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gco.cli.common import CheckedPath, emit_json, emit_table
+from gco.cli.common import CheckedPath, emit, emit_table, output_option
 from gco.local import stack
 from gco.local.demo import DEFAULT_RUN_DIR, DemoStepError, walkthrough
 from gco.local.engines import ENGINE_KINDS
@@ -55,7 +55,12 @@ def engine_option(command: F) -> F:
 )
 def demo(engine: str, run_dir: Path) -> None:
     """Deploy to two Regions, invoke both, canary and promote, scale, stop, start, update, move a
-    Region, delete and purge; then a two-engine benchmark and its report page."""
+    Region, delete and purge; then a two-engine benchmark and its report page.
+
+    \b
+    Example:
+      gco local demo
+    """
     try:
         walkthrough(click.echo, engine=engine, run_dir=run_dir)
     except DemoStepError as error:
@@ -74,7 +79,12 @@ def demo(engine: str, run_dir: Path) -> None:
 @engine_option
 @state_dir_option
 def up(regions: str, home_region: str | None, engine: str, state_dir: Path | None) -> None:
-    """Start the stack in the background; then `eval "$(gco local env)"`."""
+    """Start the stack in the background; then `eval "$(gco local env)"`.
+
+    \b
+    Example:
+      gco local up --regions us-east-1,us-west-2
+    """
     chosen = [region.strip() for region in regions.split(",")]
     state = stack.up(chosen, state_dir, engine=engine, home_region=home_region)
     for part in state.parts:
@@ -89,19 +99,29 @@ def _dir_flag(state_dir: Path | None) -> str:
 @local.command()
 @state_dir_option
 def env(state_dir: Path | None) -> None:
-    """Print `export` lines that point gco (and boto3) at the running stack."""
+    """Print `export` lines that point gco (and boto3) at the running stack.
+
+    \b
+    Example:
+      eval "$(gco local env)"
+    """
     for name, value in stack.environment(stack.require(state_dir)).items():
         click.echo(f"export {name}={shlex.quote(value)}")
 
 
 @local.command()
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option
 @state_dir_option
 def status(output: str, state_dir: Path | None) -> None:
-    """Show every part, whether its process lives and whether it answers (exit 1 if one does not)."""
+    """Show every part, whether its process lives and whether it answers (exit 1 if one does not).
+
+    \b
+    Example:
+      gco local status -o json
+    """
     rows = stack.status(stack.require(state_dir))
-    if output == "json":
-        emit_json(rows)
+    if output != "table":
+        emit(rows, output)
     else:
         emit_table(
             ["PART", "PID", "ALIVE", "ANSWERS", "URL"],
@@ -115,6 +135,11 @@ def status(output: str, state_dir: Path | None) -> None:
 @local.command()
 @state_dir_option
 def down(state_dir: Path | None) -> None:
-    """Stop every process the stack started (also after one crashed) and free its ports."""
+    """Stop every process the stack started (also after one crashed) and free its ports.
+
+    \b
+    Example:
+      gco local down
+    """
     stopped = stack.down(state_dir)
     click.echo(f"stopped {', '.join(stopped)}" if stopped else "the local stack was not up")

@@ -53,7 +53,12 @@ def matrix() -> None:
 @matrix.command()
 @click.argument("settings_path", metavar="SETTINGS", type=CheckedPath(path_type=Path, dir_okay=False))
 def validate(settings_path: Path) -> None:
-    """Check SETTINGS (JSON or YAML) and print the run's identity (contract version 2) as JSON."""
+    """Check SETTINGS (JSON or YAML) and print the run's identity (contract version 2) as JSON.
+
+    \b
+    Example:
+      gco matrix validate matrix.yaml
+    """
     from gco.validation.service import identity_of
 
     click.echo(json.dumps(identity_of(settings_path), indent=2))
@@ -84,7 +89,12 @@ def run(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Deploy, check and destroy the matrix's four endpoints; progress on stderr."""
+    """Deploy, check and destroy the matrix's four endpoints; progress on stderr.
+
+    \b
+    Example:
+      gco matrix run matrix.yaml --consent --run-dir runs/matrix-1
+    """
     from gco.validation.service import load_settings, result_json, start
 
     load_settings(settings_path)  # every rule before the consent flag: the first error is the settings'
@@ -143,6 +153,10 @@ def resume(
 
     RUN_DIR may be the s3:// folder the run mirrored itself to (`--run-uri`): it is copied to
     `--run-dir` first, and resumed from its newest checkpoint revision.
+
+    \b
+    Example:
+      gco matrix resume runs/matrix-1 --settings matrix.yaml
     """
     from gco.validation.service import result_json
     from gco.validation.service import resume as resume_run

@@ -11,7 +11,14 @@ import json
 import click
 
 from gco import aws
-from gco.cli.common import STRICT_INT, connection_options, emit_json, name_argument, open_store, timeout_flag
+from gco.cli.common import (
+    STRICT_INT,
+    connection_options,
+    emit,
+    name_argument,
+    open_store,
+    timeout_flag,
+)
 from gco.cli.inference import show
 from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
@@ -67,7 +74,12 @@ def invoke(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Send one request to NAME through its Region's route and print the answer."""
+    """Send one request to NAME through its Region's route and print the answer.
+
+    \b
+    Example:
+      gco inference invoke chat --region us-west-2 --prompt 'Say hello.' -o json
+    """
     if len(regions) > 1:
         raise GcoInputError("--region", f"give one Region to invoke (got {len(regions)})")
     region = regions[0] if regions else None
@@ -98,8 +110,8 @@ def invoke(
         )
     else:
         result = send(target, url, body or default_body, signed=not bases, timeout=timeout)
-    if output == "json":
-        emit_json(result.model_dump(mode="json"))
+    if output != "table":
+        emit(result.model_dump(mode="json"), output)
     elif result.first_event_ms is None:
         answered = answered_by(record, result.version)
         click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
@@ -114,7 +126,7 @@ def _streamed(
 ) -> InvokeResult:
     """Stream the answer: its text to stdout as it comes (not with `--output json`), then one line on
     stderr with the Region, status, first-event and total times."""
-    printing = output != "json"
+    printing = output == "table"
     result = send_stream(
         region,
         url,
@@ -161,7 +173,12 @@ def canary(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Give NAME a canary taking --weight percent of its requests."""
+    """Give NAME a canary taking --weight percent of its requests.
+
+    \b
+    Example:
+      gco inference canary chat --image vllm/vllm-openai:v0.6.4 --weight 10
+    """
     show(
         canary_actions.set_canary(open_store(endpoint_url, table_name), name, image, weight, replicas), output
     )
@@ -171,7 +188,12 @@ def canary(
 @name_argument
 @connection_options
 def promote(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Make NAME's canary its version; the canary goes."""
+    """Make NAME's canary its version; the canary goes.
+
+    \b
+    Example:
+      gco inference promote chat
+    """
     show(canary_actions.promote(open_store(endpoint_url, table_name), name), output)
 
 
@@ -179,7 +201,12 @@ def promote(name: str, endpoint_url: str | None, table_name: str | None, output:
 @name_argument
 @connection_options
 def rollback(name: str, endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Remove NAME's canary; its own version answers every request."""
+    """Remove NAME's canary; its own version answers every request.
+
+    \b
+    Example:
+      gco inference rollback chat
+    """
     show(canary_actions.rollback(open_store(endpoint_url, table_name), name), output)
 
 

@@ -56,7 +56,7 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     assert "refused: its lifecycle is" in transcript
     # both Regions answer through their proxies
     for region in ("us-east-1", "us-west-2"):
-        assert re.search(rf"^  {region} 200 \d+ ms$", transcript, re.MULTILINE), region
+        assert re.search(rf"^  {region} 200 \d+ ms, answered by primary \(", transcript, re.MULTILINE), region
     # the canary took a share near its weight (60 requests; 4.5 sigma of a binomial at 30%)
     share = re.search(r"canary share observed (\d+)%, set 30%", transcript)
     assert share and 10 <= int(share.group(1)) <= 50, share

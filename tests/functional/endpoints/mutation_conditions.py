@@ -71,6 +71,8 @@ OTHERS = (
     "ack.lifecycle",
     "purge.snapshot",
     "clock.advances",
+    "spec.stopped",
+    "spec.not_stopped",
 )
 CATALOGUE = REVIEW + OTHERS
 # Clauses that guard the same fact: dropped together, something must notice.

@@ -88,7 +88,7 @@ def test_deploy_wait_names_a_region_no_reconciler_serves(
     store: EndpointStore, cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The local clusters serve us-east-1 and eu-west-1 only: us-west-2 has no reconciler."""
-    monkeypatch.setattr("gco.cli.inference.SILENT_REGION_S", 0.0)  # the wait's patience, not the test's
+    monkeypatch.setattr("gco.cli.progress.SILENT_REGION_S", 0.0)  # the wait's patience, not the test's
     args = (
         "inference",
         "deploy",

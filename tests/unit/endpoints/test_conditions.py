@@ -98,6 +98,8 @@ def labels_of(build: object, *args: object) -> list[str]:
             ["purge.deleted", "purge.generation", "purge.regions", "purge.acknowledged"],
         ),
         (conditions.advancing, (NOW,), ["clock.advances"]),
+        (conditions.spec_change, (True,), ["spec.stopped"]),
+        (conditions.spec_change, (False,), ["spec.not_stopped"]),
     ],
 )
 def test_each_write_carries_its_labelled_clauses(
