@@ -11,8 +11,9 @@ from typing import Any
 import yaml
 from aws_cdk.assertions import Match, Template
 
+from gco.deployment.capacity import capacity_kinds
 from stacks.config import NodeGroupConfig, parse_config
-from stacks.gpu_nodes import capacity_kinds, gpu_group_names, priority_expander
+from stacks.gpu_nodes import gpu_group_names, priority_expander
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 from tests.cdk.synth_cache import cdk_json_config
 
