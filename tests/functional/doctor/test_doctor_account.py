@@ -78,8 +78,9 @@ def queue_answers(
         {"clusterVersions": [gco.kubernetes_version]},
     )
     quotas = clients.stub("service-quotas", REGION)
-    # In the order the node groups come: GPU on-demand (and Spot), then the system nodes.
-    asked = [("L-DB2E81BA", gpu_quota), *([("L-3819A6DF", spot_quota)] if spot_quota is not None else [])]
+    # In the order the node groups come: GPU (Spot first when preferred, as by default), then the
+    # system nodes.
+    asked = [*([("L-3819A6DF", spot_quota)] if spot_quota is not None else []), ("L-DB2E81BA", gpu_quota)]
     for code, value in [*asked, ("L-1216C47A", 16.0)]:
         quotas.add_response(
             "get_service_quota", quota_answer(code, value), {"ServiceCode": "ec2", "QuotaCode": code}
