@@ -185,7 +185,7 @@ class LocalPythonBundling:
         interpreter = runtime_interpreter(self.runtime)
         cached = bundle_cache() / self.cache_key(sources, bytecode=interpreter is not None)
         if (cached / CACHE_COMPLETE).is_file():
-            shutil.copytree(cached, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CACHE_COMPLETE))
+            _link_tree(cached, out)
         else:
             self._build(out, sources, interpreter)
             _store(out, cached)
@@ -242,6 +242,21 @@ CACHE_KEEP = 4
 def bundle_cache() -> Path:
     """Where finished bundles are kept: `$GCO_BUNDLE_CACHE`, else ~/.cache/gco/lambda-bundles."""
     return Path(os.environ.get(BUNDLE_CACHE_ENV) or Path.home() / ".cache" / "gco" / "lambda-bundles")
+
+
+def _link_tree(cached: Path, out: Path) -> None:
+    """The cached bundle into `out` as hard links (nothing is written to the files of an asset after
+    bundling, so they can share the cache's), or copies where links cannot be made (another device)."""
+
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    shutil.copytree(
+        cached, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CACHE_COMPLETE), copy_function=link
+    )
 
 
 def _store(out: Path, cached: Path) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
-from gco.nodes import GPU_TAINT, gpu_labels, gpu_type, system_labels
+from gco.deployment.capacity import capacity_kinds, gpu_models
+from gco.nodes import GPU_TAINT, gpu_labels, system_labels
 from stacks.config import NodeGroupConfig
 
 CAPACITY = {"on-demand": eks.CapacityType.ON_DEMAND, "spot": eks.CapacityType.SPOT}
@@ -31,25 +32,9 @@ EFFECTS = {
 }
 
 
-def gpu_models(instance_types: list[str]) -> dict[str, list[str]]:
-    """Instance types grouped by GPU model, in first-seen order (`{"l40s": ["g6e.xlarge"]}`)."""
-    groups: dict[str, list[str]] = {}
-    for item in instance_types:
-        groups.setdefault(gpu_type(item), []).append(item)
-    return groups
-
-
 def group_id(model: str) -> str:
     """The construct id of a GPU model's node group (`l40s` -> `GpuL40sNodes`)."""
     return f"Gpu{model.replace('-', '').capitalize()}Nodes"
-
-
-def capacity_kinds(group: NodeGroupConfig) -> list[str]:
-    """The capacity kinds a group is made in, the preferred first (`["spot", "on-demand"]`)."""
-    if group.capacity_type != "both":
-        return [group.capacity_type]
-    other = "on-demand" if group.capacity_priority == "spot" else "spot"
-    return [group.capacity_priority, other]
 
 
 def gpu_group_names(name: str, group: NodeGroupConfig) -> dict[tuple[str, str], str]:

@@ -92,7 +92,7 @@ class Network(Construct):
             for subnet in self.vpc.public_subnets[1:]:
                 subnet.node.try_remove_child("DefaultRoute")
         if endpoints:
-            self._endpoints(cidr)
+            self._endpoints(name, cidr)
         flow_logs = logs.LogGroup(
             self,
             "FlowLogs",
@@ -120,7 +120,7 @@ class Network(Construct):
         )
         log.node.add_dependency(policy)
 
-    def _endpoints(self, cidr: str) -> None:
+    def _endpoints(self, name: str, cidr: str) -> None:
         private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         for endpoint_id, gateway in GATEWAY_ENDPOINTS.items():
             self.vpc.add_gateway_endpoint(endpoint_id, service=gateway, subnets=[private])
@@ -129,6 +129,7 @@ class Network(Construct):
         group = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
+            security_group_name=f"{name}-vpc-endpoints",
             vpc=self.vpc,
             description="VPC interface endpoints: HTTPS from this VPC",
             allow_all_outbound=False,

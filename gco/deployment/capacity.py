@@ -22,7 +22,7 @@ from gco.nodes import gpu_type
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY
 
 if TYPE_CHECKING:
-    from gco.deployment.config import GcoConfig
+    from gco.deployment.config import GcoConfig, NodeGroupConfig
 
 SWEEP_RESERVED_CONCURRENCY = 1
 STREAM_LOOKUP_RESERVED_CONCURRENCY = 1
@@ -91,16 +91,31 @@ class NodeGroupDemand:
     capacity: str  # "on-demand" | "spot"
 
 
+def gpu_models(instance_types: list[str]) -> dict[str, list[str]]:
+    """Instance types grouped by GPU model, in first-seen order (`{"l40s": ["g6e.xlarge"]}`): one
+    node group per model (and capacity kind)."""
+    groups: dict[str, list[str]] = {}
+    for item in instance_types:
+        groups.setdefault(gpu_type(item), []).append(item)
+    return groups
+
+
+def capacity_kinds(group: NodeGroupConfig) -> list[str]:
+    """The capacity kinds a group is made in, the preferred first (`["spot", "on-demand"]`)."""
+    if group.capacity_type != "both":
+        return [group.capacity_type]
+    other = "on-demand" if group.capacity_priority == "spot" else "spot"
+    return [group.capacity_priority, other]
+
+
 def node_group_demands(config: GcoConfig, region: str) -> list[NodeGroupDemand]:
     """Every group the Region's stacks make at its maximum: each GPU group (by model and capacity
     kind, as `stacks/gpu_nodes.py` makes them), the system group, and in the home Region the runner."""
-    by_model: dict[str, list[str]] = {}
-    for item in config.gpu_nodes.instance_types:
-        by_model.setdefault(gpu_type(item), []).append(item)
     gpu = config.gpu_nodes
-    kinds = ["on-demand", "spot"] if gpu.capacity_type == "both" else [gpu.capacity_type]
     demands = [
-        NodeGroupDemand(tuple(types), gpu.max_size, kind) for types in by_model.values() for kind in kinds
+        NodeGroupDemand(tuple(types), gpu.max_size, kind)
+        for types in gpu_models(gpu.instance_types).values()
+        for kind in capacity_kinds(gpu)
     ]
     system = config.system_nodes
     demands.append(NodeGroupDemand(tuple(system.instance_types), system.max_size, system.capacity_type))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gco.deployment.capacity import (
+    LAMBDA_CONCURRENCY_QUOTA,
     LAMBDA_UNRESERVED_MINIMUM,
     VCPU_QUOTAS,
     node_group_demands,
@@ -71,9 +72,10 @@ def lambda_check(reader: AccountReader, config: GcoConfig, region: str) -> Check
         f"Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} unreserved: needs {needed}"
     )
     if limit < needed:
+        service, code = LAMBDA_CONCURRENCY_QUOTA
         fix = (
-            "aws service-quotas request-service-quota-increase --service-code lambda "
-            f"--quota-code L-B99A9384 --desired-value {needed} --region {region}"
+            f"aws service-quotas request-service-quota-increase --service-code {service} "
+            f"--quota-code {code} --desired-value {needed} --region {region}"
         )
         return fail("lambda-concurrency", region, detail, fix)
     return ok("lambda-concurrency", region, detail)

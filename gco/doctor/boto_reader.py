@@ -62,6 +62,10 @@ class BotoAccountReader:
     def __init__(self, clients: ClientFactory | None = None) -> None:
         self._clients = clients or default_clients()
 
+    def account_id(self) -> str:
+        with converted("sts:GetCallerIdentity"):
+            return str(self._clients("sts", "us-east-1").get_caller_identity()["Account"])
+
     def bootstrap_version(self, region: str, qualifier: str) -> int | None:
         name = BOOTSTRAP_PARAMETER.format(qualifier=qualifier)
         try:

@@ -9,6 +9,10 @@ from typing import Protocol
 class AccountReader(Protocol):
     """Read-only questions to one account. Each raises `AccountReadError` or `NoCredentialsError`."""
 
+    def account_id(self) -> str:
+        """The account the credentials belong to (STS GetCallerIdentity)."""
+        ...
+
     def bootstrap_version(self, region: str, qualifier: str) -> int | None:
         """The CDK bootstrap stack's version in `region` (its SSM parameter), None when absent."""
         ...

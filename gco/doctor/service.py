@@ -34,18 +34,32 @@ def calendar_check(config: GcoConfig, today: date) -> Check:
     return ok("kubernetes-version", LOCAL, detail)
 
 
-def account_checks(reader: AccountReader, config: GcoConfig, regions: list[str], account: str) -> list[Check]:
-    """The service-linked roles, then each Region's checks; one failed check when no credentials."""
+def account_checks(reader: AccountReader, config: GcoConfig, regions: list[str]) -> list[Check]:
+    """Who the credentials are, the service-linked roles, then each Region's checks. Without usable
+    credentials, only the failed `credentials` check."""
     try:
-        checks = role_checks(reader, config)
+        account = reader.account_id()
     except NoCredentialsError as error:
         fix = "configure AWS credentials (aws configure, AWS_PROFILE), or run gco doctor --offline"
         return [fail("credentials", ACCOUNT, str(error), fix)]
     except AccountReadError as error:
-        checks = [fail("service-linked-roles", ACCOUNT, f"cannot read: {error}", f"allow {error.call}")]
+        return [fail("credentials", ACCOUNT, f"cannot read: {error}", f"allow {error.call}")]
+    checks = [credentials_check(config, account)]
+    try:
+        checks += role_checks(reader, config)
+    except AccountReadError as error:
+        checks.append(fail("service-linked-roles", ACCOUNT, f"cannot read: {error}", f"allow {error.call}"))
     for region in regions:
         checks += region_checks(reader, config, region, account)
     return checks
+
+
+def credentials_check(config: GcoConfig, account: str) -> Check:
+    """The credentials' account against the one cdk.json pins (`gco.account`), where it pins one."""
+    if config.account and config.account != account:
+        fix = "use credentials of the account cdk.json names, or change gco.account"
+        return fail("credentials", ACCOUNT, f"account {account}; cdk.json names {config.account}", fix)
+    return ok("credentials", ACCOUNT, f"account {account}")
 
 
 def run_doctor(
@@ -56,11 +70,10 @@ def run_doctor(
     run: ToolRunner,
     root: Path,
     today: date,
-    account: str = "<account>",
 ) -> Report:
     """Local checks, the version calendar, and with a `reader` the account's checks in `regions`."""
     checks = local_checks(run, root, prebuilt_image=config.runner.image_uri)
     checks.append(calendar_check(config, today))
     if reader is not None:
-        checks += account_checks(reader, config, regions, config.account or account)
+        checks += account_checks(reader, config, regions)
     return Report(checks=checks)

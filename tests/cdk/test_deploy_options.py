@@ -11,13 +11,15 @@ from typing import Any
 import yaml
 from aws_cdk.assertions import Match, Template
 
+from gco.deployment.capacity import capacity_kinds
 from stacks.config import NodeGroupConfig, parse_config
-from stacks.gpu_nodes import capacity_kinds, gpu_group_names, priority_expander
+from stacks.gpu_nodes import gpu_group_names, priority_expander
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 from tests.cdk.synth_cache import cdk_json_config
 
 TOPIC = f"arn:aws:sns:{OTHER}:111122223333:oncall"
 ELSEWHERE_TOPIC = "arn:aws:sns:eu-west-1:111122223333:elsewhere"
+PREBUILT = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/gco-runner@sha256:" + "b" * 64
 
 
 @functools.cache
@@ -39,7 +41,11 @@ def options_app() -> Any:
         },
         "network": {"vpc_cidrs": {OTHER: "10.80.0.0/16"}, "nat_per_zone": True, "vpc_endpoints": False},
         "alarms": {"emails": ["oncall@example.com"], "topic_arns": [TOPIC, ELSEWHERE_TOPIC]},
-        "runner": {**cdk_json_config()["runner"], "fallback_instance_types": ["g6.2xlarge"]},
+        "runner": {
+            **cdk_json_config()["runner"],
+            "fallback_instance_types": ["g6.2xlarge"],
+            "image_uri": PREBUILT,
+        },
     }
     return build_app(parse_config(raw), app=App(outdir=tempfile.mkdtemp(prefix="gco-options-")), nag=False)
 
@@ -225,3 +231,22 @@ def test_the_workflow_may_launch_only_the_configured_types() -> None:
             }
         },
     )
+
+
+def test_a_prebuilt_runner_image_is_pulled_not_built() -> None:
+    gco = options_app()
+    assert gco.runner.image_uri == PREBUILT
+    assert not [a for a in gco.app.node.find_all() if type(a).__name__ == "DockerImageAsset"]
+    template = Template.from_stack(gco.runner)
+    statements = [
+        statement
+        for policy in template.find_resources("AWS::IAM::ManagedPolicy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "PullRunnerImage"
+    ]
+    assert len(statements) == 1
+    assert json.dumps(statements[0]["Resource"]).endswith(
+        ':ecr:us-east-1:111122223333:repository/team/gco-runner"]]}'
+    )
+    user_data = json.dumps(template.find_resources("AWS::EC2::LaunchTemplate"))
+    assert f"docker pull {PREBUILT}" in user_data

@@ -8,11 +8,12 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+from gco.deployment.capacity import gpu_models
 from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
 from gco.nodes import CAPACITY_LABEL, GPU_TAINT
 from gco.reconcile.render import render
 from stacks.config import parse_config
-from stacks.gpu_nodes import gpu_models, group_id
+from stacks.gpu_nodes import group_id
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 from tests.unit.reconcile.records import EAST, make_record
 

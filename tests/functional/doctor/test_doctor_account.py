@@ -22,6 +22,7 @@ from tests.cdk.synth_cache import cdk_json_config
 from tests.functional.doctor.recorded import Clients, eks_answer, quota_answer, recorded
 
 REGION = "us-east-1"
+MOTO_ACCOUNT = "123456789012"  # the account moto answers for by default
 DAY = date(2026, 12, 2)
 # The default cdk.json in one Region at full scale: GPU groups l40s (g6e.2xlarge, 8 vCPUs) and l4
 # (g6.xlarge, 4) at 4 nodes each, and the runner (g6e.xlarge, 4): 52; system nodes m7i.large (2) x 4.
@@ -78,8 +79,9 @@ def queue_answers(
         {"clusterVersions": [gco.kubernetes_version]},
     )
     quotas = clients.stub("service-quotas", REGION)
-    # In the order the node groups come: GPU on-demand (and Spot), then the system nodes.
-    asked = [("L-DB2E81BA", gpu_quota), *([("L-3819A6DF", spot_quota)] if spot_quota is not None else [])]
+    # In the order the node groups come: GPU (Spot first when preferred, as by default), then the
+    # system nodes.
+    asked = [*([("L-3819A6DF", spot_quota)] if spot_quota is not None else []), ("L-DB2E81BA", gpu_quota)]
     for code, value in [*asked, ("L-1216C47A", 16.0)]:
         quotas.add_response(
             "get_service_quota", quota_answer(code, value), {"ServiceCode": "ec2", "QuotaCode": code}
@@ -94,7 +96,6 @@ def doctor(moto: MotoServer, clients: Clients, gco: GcoConfig) -> Report:
         run=ready_tools,
         root=Path("."),
         today=DAY,
-        account="111122223333",
     )
 
 
@@ -124,7 +125,8 @@ def test_a_new_account_fails_with_the_fixes(moto: MotoServer) -> None:
     report = doctor(moto, clients, gco)
     assert not report.ok
     checks = by_name(report)
-    assert checks["cdk-bootstrap"].fix == f"npx cdk bootstrap aws://111122223333/{REGION}"
+    assert checks["cdk-bootstrap"].fix == f"npx cdk bootstrap aws://{MOTO_ACCOUNT}/{REGION}"
+    assert checks["credentials"].detail == f"account {MOTO_ACCOUNT}"
     assert checks["lambda-concurrency"].status == "fail"
     assert "--quota-code L-B99A9384 --desired-value 120" in checks["lambda-concurrency"].fix
     gpu = checks["vcpu-quota on-demand G and VT"]
@@ -216,3 +218,20 @@ def test_no_credentials_is_one_failed_check(monkeypatch: pytest.MonkeyPatch, tmp
     account = [c for c in report.checks if c.scope == "account"]
     assert [(c.name, c.status) for c in account] == [("credentials", "fail")]
     assert "--offline" in account[0].fix
+
+
+def test_credentials_of_another_account_than_cdk_json_s_fail(moto: MotoServer) -> None:
+    seed_account(moto)
+    clients, gco = Clients(moto.url), config(account="111122223333")
+    queue_answers(clients, gco)
+    check = by_name(doctor(moto, clients, gco))["credentials"]
+    assert check.status == "fail" and check.detail == f"account {MOTO_ACCOUNT}; cdk.json names 111122223333"
+
+
+def test_a_quota_never_changed_is_read_from_its_default() -> None:
+    clients = Clients("http://127.0.0.1:9")  # no moto call is made
+    quotas = clients.stub("service-quotas", REGION)
+    quotas.add_client_error("get_service_quota", "NoSuchResourceException", "no applied value")
+    quotas.add_response("get_aws_default_service_quota", recorded("service_quotas_default"))
+    assert BotoAccountReader(clients).quota(REGION, "ec2", "L-1216C47A") == 5.0
+    clients.assert_all_answered()

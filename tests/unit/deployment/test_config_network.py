@@ -72,3 +72,20 @@ def test_a_prefix_whose_bucket_names_exceed_63_characters_is_refused() -> None:
     ):
         parse_config(long_home)
     assert parse_config({**long_home, "prefix": "abcdefghijkl"}).prefix == "abcdefghijkl"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "111122223333.dkr.ecr.us-east-1.amazonaws.com/gco-runner:latest",  # a tag, not a digest
+        "docker.io/library/gco-runner@sha256:" + "a" * 64,  # not ECR: the role pulls from ECR only
+    ],
+)
+def test_a_prebuilt_runner_image_must_be_an_ecr_image_pinned_by_digest(image: str) -> None:
+    with pytest.raises(ConfigError, match=r"^gco.runner.image_uri: String should match pattern"):
+        parse_config({"runner": {"image_uri": image}})
+
+
+def test_runner_instance_types_in_order_without_repeats() -> None:
+    config = parse_config({"runner": {"fallback_instance_types": ["g6.2xlarge", "g6e.xlarge", "g6.2xlarge"]}})
+    assert config.runner.instance_types == ["g6e.xlarge", "g6.2xlarge"]
