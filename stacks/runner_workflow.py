@@ -324,7 +324,16 @@ class RunnerWorkflow(Construct):
             self,
             "QueueFromSettings",
             state_name="QueueFromSettings",
-            parameters={"seconds.$": QUEUE_TIMEOUT_PATH, "field": QUEUE_TIMEOUT},
+            parameters={
+                "seconds.$": QUEUE_TIMEOUT_PATH,
+                "field": QUEUE_TIMEOUT,
+                # The Choice rules have no integer test: a whole number is written without a point.
+                "parts": sfn.JsonPath.array_length(
+                    sfn.JsonPath.string_split(
+                        sfn.JsonPath.format("{}", sfn.JsonPath.string_at(QUEUE_TIMEOUT_PATH)), "."
+                    )
+                ),
+            },
             result_path=QUEUE,
         )
         from_deployment = sfn.Pass(
@@ -346,8 +355,10 @@ class RunnerWorkflow(Construct):
             sfn.Condition.number_greater_than_equals(QUEUE_TIMEOUT_PATH, 1),
             sfn.Condition.number_less_than_equals(QUEUE_TIMEOUT_PATH, MAX_TIMEOUT_SECONDS),
         )
-        for source in (from_settings, from_deployment):
-            source.next(launch)
+        whole = sfn.Choice(self, "WholeSeconds", state_name="WholeSeconds")
+        whole.when(sfn.Condition.number_equals(f"{QUEUE}.parts", 1), launch).otherwise(refused)
+        from_settings.next(whole)
+        from_deployment.next(launch)
         return (
             sfn.Choice(self, "ReadQueueTimeout", state_name="ReadQueueTimeout")
             .when(sfn.Condition.is_not_present(QUEUE_TIMEOUT_PATH), from_deployment)

@@ -46,11 +46,22 @@ def test_the_queue_timeout_bounds_the_wait_for_the_runner(synthesized: Synthesiz
     assert {"Variable": path, "IsNumeric": True} in choices[1]["And"]
     assert choices[1]["Next"] == "QueueFromSettings"
     assert states["ReadQueueTimeout"]["Default"] == "BadQueueTimeout"
-    assert states["QueueFromSettings"]["Parameters"] == {"seconds.$": path, "field": QUEUE_TIMEOUT}
+    parameters = states["QueueFromSettings"]["Parameters"]
+    assert (parameters["seconds.$"], parameters["field"]) == (path, QUEUE_TIMEOUT)
+    # A fraction (no integer test among the Choice rules) is refused by its decimal point.
+    assert (
+        parameters["parts.$"] == f"States.ArrayLength(States.StringSplit(States.Format('{{}}', {path}), '.'))"
+    )
+    assert states["QueueFromSettings"]["Next"] == "WholeSeconds"
+    assert states["WholeSeconds"]["Choices"] == [
+        {"Variable": "$.queue.parts", "NumericEquals": 1, "Next": "Launch"}
+    ]
+    assert states["WholeSeconds"]["Default"] == "BadQueueTimeout"
     # A bench job has no queue timeout: the deployment's runner.boot_seconds (1200 by default) bounds it.
     assert states["QueueFromDeployment"]["Parameters"]["seconds"] == 1200
     for source in ("QueueFromSettings", "QueueFromDeployment"):
-        assert states[source]["ResultPath"] == "$.queue" and states[source]["Next"] == "Launch"
+        assert states[source]["ResultPath"] == "$.queue"
+    assert states["QueueFromDeployment"]["Next"] == "Launch"
     await_runner = states["AwaitRunner"]
     assert await_runner["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
     assert await_runner["TimeoutSecondsPath"] == "$.queue.seconds"
@@ -86,7 +97,7 @@ def test_launch_uses_template_tags_job_and_retries_throttling(synthesized: Synth
 def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesized) -> None:
     definition = state_machine_definition(synthesized.template_json("gco-global"))
     states = definition["States"]
-    assert states["QueueFromDeployment"]["Next"] == states["QueueFromSettings"]["Next"] == "Launch"
+    assert states["QueueFromDeployment"]["Next"] == states["WholeSeconds"]["Choices"][0]["Next"] == "Launch"
     run_job, await_runner = states["RunJob"], states["AwaitRunner"]
     successors = [run_job["Next"], *(c["Next"] for c in run_job.get("Catch", []))]
     assert successors == ["TerminateAfterSuccess", "TerminateAfterFailure"]

@@ -222,7 +222,7 @@ def test_no_runner_up_within_the_queue_timeout_fails_naming_it_and_terminates(
     assert _wait_for_job(aws["s3"], "jobs/matrix-queued.json").phase == "start"  # no job message followed
 
 
-@pytest.mark.parametrize("queue_timeout", ["soon", 0, 100_000_000, None])
+@pytest.mark.parametrize("queue_timeout", ["soon", 0, 90.5, 100_000_000, None])
 def test_a_bad_queue_timeout_is_refused_before_any_instance(
     sfn_moto: MotoServer, queue_timeout: object
 ) -> None:
