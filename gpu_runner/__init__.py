@@ -1,7 +1,8 @@
 """The GPU runner: the container the Step Functions task starts on a GPU instance.
 
-It reads its job (and the task token) from the evidence bucket, sends heartbeats while the job runs,
-uploads the evidence and run directory, and answers the task with success or failure.
+It answers the start message (it is up: `start`), reads its job (and the task token) from the
+evidence bucket, sends heartbeats while the job runs, uploads the evidence and run directory, and
+answers the task with success or failure.
 """
 
 from gpu_runner.job import JobMessage, MatrixJob, RoundsJob

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from gco import aws
 from gpu_runner.model_token import load_model_token
-from gpu_runner.runner import JobError, RunnerError, read_job, run_job, runner_id
+from gpu_runner.runner import RunnerError, run_job, runner_id
+from gpu_runner.start import start
 
 JOB_WAIT_SECONDS = 600.0
 
@@ -30,29 +30,22 @@ def main() -> int:
     except RunnerError as error:
         print(f"gpu_runner: {error}", file=sys.stderr)
         return 1
-    deadline = time.monotonic() + float(os.environ.get("GCO_JOB_WAIT_SECONDS", JOB_WAIT_SECONDS))
-    while True:
-        try:
-            message = read_job(s3, bucket, key)
-            break
-        except JobError as error:
-            print(f"gpu_runner: {error}", file=sys.stderr)
-            return 1
-        except RunnerError as error:
-            if time.monotonic() > deadline:
-                print(f"gpu_runner: {error}", file=sys.stderr)
-                return 1
-            time.sleep(5)
+    wait = float(os.environ.get("GCO_JOB_WAIT_SECONDS", JOB_WAIT_SECONDS))
     interval = float(os.environ.get("GCO_HEARTBEAT_SECONDS", "60"))
     with tempfile.TemporaryDirectory(prefix="gco-runner-") as workdir:
         try:
+            runner = runner_id(aws.client("sts", region=region))
+            message = start(s3, sfn, bucket, key, runner=runner, wait=wait)
+            if message is None:
+                print("gpu_runner: the execution no longer waits for this runner", file=sys.stderr)
+                return 1
             outcome = run_job(
                 message,
                 sfn=sfn,
                 s3=s3,
                 bucket=bucket,
                 workdir=Path(workdir),
-                runner=runner_id(aws.client("sts", region=region)),
+                runner=runner,
                 heartbeat_interval=interval,
             )
         except RunnerError as error:

@@ -70,6 +70,13 @@ class RoundsJob(_Model):
 
 
 EXECUTION = r"^[A-Za-z0-9_-]{1,80}$"
+# The state input's fields the runner and the state machine share: the job, a matrix job's settings,
+# and where the state machine keeps the runner's answer to the start message (its presence marks the
+# job message; stacks/runner_workflow.py).
+JOB_FIELD = "job"
+SETTINGS_FIELD = "settings"
+STARTED_FIELD = "started"
+Phase = Literal["start", "run"]
 
 
 class MatrixJob(_Model):
@@ -107,11 +114,13 @@ Job = Annotated[RoundsJob | MatrixJob, Field(discriminator="kind")]
 
 
 class JobMessage(_Model):
-    """What the state machine's RunJob step writes to `jobs/<execution>.json`."""
+    """What the state machine writes to `jobs/<execution>.json`: first the start message (AwaitRunner:
+    the runner answers it once it is up), then the job message (RunJob: the runner runs the job)."""
 
     task_token: str = Field(min_length=1, pattern=r"^\S+$")
     execution: str = Field(pattern=EXECUTION)
     instance_ids: list[str] = Field(default_factory=list)
+    phase: Phase = "run"
     job: Job
 
     @classmethod
@@ -133,6 +142,7 @@ class JobMessage(_Model):
                 "task_token": parts[0],
                 "execution": parts[1],
                 "instance_ids": instance_ids,
-                "job": state.get("job"),
+                "phase": "run" if STARTED_FIELD in state else "start",
+                "job": state.get(JOB_FIELD),
             }
         )

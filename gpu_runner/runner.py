@@ -1,7 +1,7 @@
 """Run one job: heartbeats while it runs, evidence and run directory to S3, the task answered.
 
-The first heartbeat goes at job start, before the job runs (the task's heartbeat timeout has been
-running since the instance was launched: boot and image pull); then one every `heartbeat_interval`
+The first heartbeat goes at job start, before the job runs (the job message was written once this
+runner answered the start message, `gpu_runner.start`); then one every `heartbeat_interval`
 seconds. When Step Functions refuses one (the execution was
 aborted, timed out, or its heartbeat timeout passed), the job's process group is stopped and the
 runner answers nothing more. A heartbeat that is throttled or lost on the network is not a refusal:

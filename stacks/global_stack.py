@@ -87,7 +87,8 @@ class GlobalStack(Stack):
             bucket=self.evidence.bucket,
             key=self.table_key,
             log_key=self.key,
-            heartbeat=Duration.seconds(config.runner.heartbeat_seconds + config.runner.boot_seconds),
+            heartbeat=Duration.seconds(config.runner.heartbeat_seconds),
+            boot=Duration.seconds(config.runner.boot_seconds),
             timeout=Duration.hours(config.runner.timeout_hours),
             log_retention=retention,
         )

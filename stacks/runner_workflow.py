@@ -1,13 +1,16 @@
-"""The GPU runner state machine: launch, wait on a task token with heartbeats, always terminate.
+"""The GPU runner state machine: launch, await the runner, run the job on heartbeats, always terminate.
 
-Launch starts one instance from the first zone's launch template, tagged with the job's S3 key; when
-EC2 refuses (no GPU capacity in that Availability Zone, most often), the next zone's template is
-tried (`RUNNER_ZONES`, one template per private subnet). RunJob writes
-the job (with its task token) to that key and waits; the runner on the instance reads it, sends
-heartbeats and answers with success or failure. Every outcome of RunJob - success, runner failure,
-heartbeat timeout, task timeout - passes through a terminate step. The heartbeat timeout runs from
-the moment the job is written, so it covers the instance's boot and image pull until the runner's
-first heartbeat (sent at job start). A terminate step that exhausts its retries ends the execution
+ReadQueueTimeout reads how long the execution may wait for its runner: the job's
+`settings.queue_timeout_seconds` when it has one (a matrix job), else the deployment's runner
+`boot_seconds`. Launch starts one instance from the first zone's launch template, tagged with the job's
+S3 key; when EC2 refuses (no GPU capacity in that Availability Zone, most often), the next zone's
+template is tried (`RUNNER_ZONES`, one template per private subnet). AwaitRunner writes the start
+message (with its task token) to that key and waits at most that long for the runner on the instance
+to answer it: the instance's start, boot and image pull. A runner that is not up in time ends the
+execution `QueueTimeout`, naming the setting. RunJob then writes the job (with a new task token) to
+the same key and waits; the runner reads it, sends heartbeats and answers with success or failure.
+Every outcome after Launch - success, runner failure, queue timeout, heartbeat timeout, task timeout -
+passes through a terminate step. A terminate step that exhausts its retries ends the execution
 FAILED (`TerminateFailed`), and the cleanup machine, started for every FAILED, ABORTED and TIMED_OUT
 execution, terminates the instance (stacks/runner_cleanup.py). An execution aborted or timed out as
 a whole cannot run a state: its runner's next heartbeat is refused, the runner exits and the
@@ -33,6 +36,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from gco.validation.settings import QUEUE_TIMEOUT
+from gpu_runner.job import JOB_FIELD, SETTINGS_FIELD, STARTED_FIELD
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.iam import managed_role, statement
 from stacks.retained import retained_name
@@ -45,6 +50,12 @@ RUNNER_ZONES = 2
 # The job message the runner reads (gpu_runner.job.JobMessage.from_wire): the task token, the execution
 # name and the state input as JSON, separated by spaces (no literal braces to escape).
 JOB_MESSAGE = "{} {} {}"
+# Where the queue timeout is read from and kept. TimeoutSecondsPath is "a reference path to a positive
+# integer in the state input", and a Task may not also set TimeoutSeconds (AWS Step Functions Developer
+# Guide, "Task workflow state"); Step Functions' timeouts go up to 99999999 seconds.
+QUEUE_TIMEOUT_PATH = f"$.{JOB_FIELD}.{SETTINGS_FIELD}.{QUEUE_TIMEOUT}"
+QUEUE = "$.queue"
+MAX_TIMEOUT_SECONDS = 99_999_999
 # Step Functions' log delivery and X-Ray calls take no resource-level permissions.
 LOG_DELIVERY = [
     "logs:CreateLogDelivery",
@@ -102,6 +113,7 @@ class RunnerWorkflow(Construct):
         key: kms.IKey,
         log_key: kms.IKey,
         heartbeat: Duration,
+        boot: Duration,
         timeout: Duration,
         log_retention: logs.RetentionDays,
     ) -> None:
@@ -185,35 +197,19 @@ class RunnerWorkflow(Construct):
             for rank, instance_type in enumerate(instance_types, start=1)
             for zone, template in enumerate(names.launch_templates, start=1)
         ]
-        run_job = tasks.CallAwsService(
-            self,
-            "RunJob",
-            state_name="RunJob",
-            service="s3",
-            action="putObject",
-            iam_action="s3:PutObject",
-            iam_resources=[bucket.arn_for_objects("jobs/*")],
-            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
-            heartbeat_timeout=sfn.Timeout.duration(heartbeat),
-            task_timeout=sfn.Timeout.duration(timeout),
-            parameters={
-                "Bucket": bucket.bucket_name,
-                "Key": job_key,
-                "ContentType": "text/plain",
-                "Body": sfn.JsonPath.format(
-                    JOB_MESSAGE,
-                    sfn.JsonPath.task_token,
-                    sfn.JsonPath.execution_name,
-                    sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$")),
-                ),
-            },
-            result_path="$.result",
+        # The runner answers the start message once it is up; it has until the queue timeout.
+        await_runner = self._handover(
+            "AwaitRunner", bucket, job_key, timeout=sfn.Timeout.at(f"{QUEUE}.seconds"), result=STARTED_FIELD
         )
-        terminate_ok, terminate_failed = (
+        run_job = self._handover(
+            "RunJob", bucket, job_key, timeout=sfn.Timeout.duration(timeout), result="result",
+            heartbeat=sfn.Timeout.duration(heartbeat),
+        )  # fmt: skip
+        terminate_ok, terminate_failed, terminate_queue = (
             terminate_instances(
                 self, state, instance_ids="$.instance.InstanceIds", instance_arn=arn("instance", "*")
             )
-            for state in ("TerminateAfterSuccess", "TerminateAfterFailure")
+            for state in ("TerminateAfterSuccess", "TerminateAfterFailure", "TerminateAfterQueueTimeout")
         )
         # Retries exhausted: the execution fails, and its FAILED status starts the cleanup machine.
         not_terminated = sfn.Fail(
@@ -227,9 +223,11 @@ class RunnerWorkflow(Construct):
                 sfn.JsonPath.string_at("$.terminateError.Cause"),
             ),
         )
-        for terminate in (terminate_ok, terminate_failed):
+        for terminate in (terminate_ok, terminate_failed, terminate_queue):
             terminate.add_catch(not_terminated, errors=["States.ALL"], result_path="$.terminateError")
-        run_job.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
+        await_runner.add_catch(terminate_queue, errors=["States.Timeout"], result_path="$.error")
+        for handover in (await_runner, run_job):
+            handover.add_catch(terminate_failed, errors=["States.ALL"], result_path="$.error")
         # A fixed error name (a path to "States.*" names is refused), the cause naming the original error.
         failed = sfn.Fail(
             self,
@@ -238,6 +236,18 @@ class RunnerWorkflow(Construct):
             error="RunnerFailed",
             cause_path=sfn.JsonPath.format(
                 "{}: {}", sfn.JsonPath.string_at("$.error.Error"), sfn.JsonPath.string_at("$.error.Cause")
+            ),
+        )
+        queue_timed_out = sfn.Fail(
+            self,
+            "QueueTimeout",
+            state_name="QueueTimeout",
+            error="QueueTimeout",
+            cause_path=sfn.JsonPath.format(
+                "no runner was up within {} ({} s) of its launch: no GPU capacity came, or the instance did "
+                "not start; it was terminated",
+                sfn.JsonPath.string_at(f"{QUEUE}.field"),
+                sfn.JsonPath.string_at(f"{QUEUE}.seconds"),
             ),
         )
         succeeded = sfn.Succeed(self, "Done", state_name="Done", output_path="$.result")
@@ -251,10 +261,12 @@ class RunnerWorkflow(Construct):
         # A zone that refuses the launch passes it to the next; nothing was started there.
         for launch, fallback in zip(launches, [*launches[1:], launch_failed], strict=True):
             launch.add_catch(fallback, errors=["States.ALL"], result_path="$.error")
-        definition = launches[0].next(run_job).next(terminate_ok).next(succeeded)
+        definition = self._queue_timeout(boot, launches[0])
+        launches[0].next(await_runner).next(run_job).next(terminate_ok).next(succeeded)
         for launch in launches[1:]:
-            launch.next(run_job)
+            launch.next(await_runner)
         terminate_failed.next(failed)
+        terminate_queue.next(queue_timed_out)
         self.state_machine = logged_state_machine(
             self,
             name=name,
@@ -264,6 +276,94 @@ class RunnerWorkflow(Construct):
             timeout=timeout.plus(Duration.hours(1)),
             log_key=log_key,
             log_retention=log_retention,
+        )
+
+    def _handover(
+        self,
+        state: str,
+        bucket: s3.IBucket,
+        job_key: str,
+        *,
+        timeout: sfn.Timeout,
+        result: str,
+        heartbeat: sfn.Timeout | None = None,
+    ) -> tasks.CallAwsService:
+        """Write the execution's input with a task token to the job key and wait for the runner's answer,
+        kept at `$.<result>`."""
+        return tasks.CallAwsService(
+            self,
+            state,
+            state_name=state,
+            service="s3",
+            action="putObject",
+            iam_action="s3:PutObject",
+            iam_resources=[bucket.arn_for_objects("jobs/*")],
+            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+            heartbeat_timeout=heartbeat,
+            task_timeout=timeout,
+            parameters={
+                "Bucket": bucket.bucket_name,
+                "Key": job_key,
+                "ContentType": "text/plain",
+                "Body": sfn.JsonPath.format(
+                    JOB_MESSAGE,
+                    sfn.JsonPath.task_token,
+                    sfn.JsonPath.execution_name,
+                    sfn.JsonPath.json_to_string(sfn.JsonPath.object_at("$")),
+                ),
+            },
+            result_path=f"$.{result}",
+        )
+
+    def _queue_timeout(self, boot: Duration, launch: sfn.IChainable) -> sfn.Choice:
+        """Keep at `QUEUE` how long the runner may take to be up, and the name of what set it: the job's
+        queue timeout when it has one (refused before anything starts when it is not a whole number of
+        seconds Step Functions accepts), else the deployment's boot allowance."""
+        field = f"{JOB_FIELD}.{SETTINGS_FIELD}.{QUEUE_TIMEOUT}"
+        from_settings = sfn.Pass(
+            self,
+            "QueueFromSettings",
+            state_name="QueueFromSettings",
+            parameters={
+                "seconds.$": QUEUE_TIMEOUT_PATH,
+                "field": QUEUE_TIMEOUT,
+                # The Choice rules have no integer test: a whole number is written without a point.
+                "parts": sfn.JsonPath.array_length(
+                    sfn.JsonPath.string_split(
+                        sfn.JsonPath.format("{}", sfn.JsonPath.string_at(QUEUE_TIMEOUT_PATH)), "."
+                    )
+                ),
+            },
+            result_path=QUEUE,
+        )
+        from_deployment = sfn.Pass(
+            self,
+            "QueueFromDeployment",
+            state_name="QueueFromDeployment",
+            parameters={"seconds": int(boot.to_seconds()), "field": "the runner's boot_seconds"},
+            result_path=QUEUE,
+        )
+        refused = sfn.Fail(
+            self,
+            "BadQueueTimeout",
+            state_name="BadQueueTimeout",
+            error="BadQueueTimeout",
+            cause=f"{field} must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECONDS}",
+        )
+        valid = sfn.Condition.and_(
+            sfn.Condition.is_numeric(QUEUE_TIMEOUT_PATH),
+            sfn.Condition.number_greater_than_equals(QUEUE_TIMEOUT_PATH, 1),
+            sfn.Condition.number_less_than_equals(QUEUE_TIMEOUT_PATH, MAX_TIMEOUT_SECONDS),
+        )
+        whole = sfn.Choice(self, "WholeSeconds", state_name="WholeSeconds")
+        whole.when(sfn.Condition.number_equals(f"{QUEUE}.parts", 1), launch).otherwise(refused)
+        from_settings.next(whole)
+        from_deployment.next(launch)
+        return (
+            sfn.Choice(self, "ReadQueueTimeout", state_name="ReadQueueTimeout")
+            .when(sfn.Condition.is_not_present(QUEUE_TIMEOUT_PATH), from_deployment)
+            .when(valid, from_settings)
+            .otherwise(refused)
         )
 
     def _launch(

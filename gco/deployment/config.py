@@ -98,8 +98,8 @@ class RunnerConfig(_Model):
     fallback_instance_types: list[str] = Field(default_factory=list, max_length=3)
     volume_size_gib: int = Field(default=200, ge=30, le=16384)
     heartbeat_seconds: int = Field(default=300, ge=60, le=3600)
-    # Launch to the runner's first heartbeat: instance boot, image pull, job read. The task's
-    # heartbeat timeout is heartbeat_seconds + boot_seconds (Step Functions has one per task).
+    # Launch to the runner being up (instance start, boot, image pull, job read) for a job that sets
+    # no queue timeout of its own; a matrix job's settings.queue_timeout_seconds replaces it.
     boot_seconds: int = Field(default=1200, ge=120, le=7200)
     timeout_hours: int = Field(default=12, ge=1, le=72)
     # The Secrets Manager secret (name, in the home Region) holding the engines' model token, and the

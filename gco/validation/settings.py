@@ -25,6 +25,9 @@ INITIAL_REPLICAS = 1
 HPA_REPLICAS = 2
 MIN_STABILITY_INTERVALS = 2
 HEALTH_PATH = "/health"
+# How long capacity may take: the GPU runner's instance (the runner's state machine reads it from a
+# matrix job's settings) and each endpoint's first ready replica (`gco.validation.waits`).
+QUEUE_TIMEOUT = "queue_timeout_seconds"
 
 IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}")
 REVISION = re.compile(r"[0-9a-f]{40}")
@@ -46,7 +49,7 @@ POSITIVE_INTS = (
     "hpa_timeout_seconds",
     "deletion_timeout_seconds",
     "job_timeout_seconds",
-    "queue_timeout_seconds",
+    QUEUE_TIMEOUT,
     "poll_interval_seconds",
     "monitor_interval_seconds",
     "destroy_attempts",
@@ -74,7 +77,7 @@ KEYS = (
     "hpa_timeout_seconds",
     "deletion_timeout_seconds",
     "job_timeout_seconds",
-    "queue_timeout_seconds",
+    QUEUE_TIMEOUT,
     "poll_interval_seconds",
     "monitor_interval_seconds",
     "destroy_attempts",

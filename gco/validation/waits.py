@@ -18,7 +18,7 @@ from gco.errors import GcoError
 from gco.validation import checks
 from gco.validation.checkpoint import EndpointEntry
 from gco.validation.ports import ClusterReader
-from gco.validation.settings import MatrixSettings
+from gco.validation.settings import QUEUE_TIMEOUT, MatrixSettings
 
 Timed = dict[str, tuple[checks.Outcome, float]]
 
@@ -32,10 +32,10 @@ def cannot_be_ready(region: str, seen: checks.Readiness, waited: float, queue: i
         return checks.Outcome(False, "its record is gone (deleted or destroyed while the run was down)")
     if seen.replicas_ready == 0 and waited >= queue:
         detail = (
-            f"no replica ready within queue_timeout_seconds ({queue} s), {seen.state}: no GPU "
+            f"no replica ready within {QUEUE_TIMEOUT} ({queue} s), {seen.state}: no GPU "
             "capacity, or its pods were never scheduled"
         )
-        return checks.Outcome(False, detail, {"timeout": "queue_timeout_seconds", "state": seen.state})
+        return checks.Outcome(False, detail, {"timeout": QUEUE_TIMEOUT, "state": seen.state})
     return None
 
 

@@ -196,7 +196,7 @@ def test_the_runner_falls_through_zones_then_instance_types() -> None:
     order = ["Launch", "LaunchZone2", "LaunchType2", "LaunchZone2Type2"]
     for state, following in zip(order, [*order[1:], "LaunchFailed"], strict=True):
         assert states[state]["Catch"][0]["Next"] == following
-        assert states[state]["Next"] == "RunJob"
+        assert states[state]["Next"] == "AwaitRunner"
     assert [states[s]["Parameters"]["InstanceType"] for s in order] == ["g6e.xlarge"] * 2 + ["g6.2xlarge"] * 2
     assert states["LaunchZone2Type2"]["Parameters"]["LaunchTemplate"]["LaunchTemplateName"] == "gco-runner-2"
 

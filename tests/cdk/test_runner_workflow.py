@@ -7,6 +7,8 @@ from typing import Any
 
 from aws_cdk.assertions import Capture, Match
 
+from gco.validation.settings import QUEUE_TIMEOUT, MatrixSettings
+from gpu_runner.job import JobMessage, MatrixJob
 from tests.cdk.synth_cache import Synthesized, state_machine_definition
 
 
@@ -25,12 +27,61 @@ def test_run_job_waits_on_task_token_with_heartbeats(synthesized: Synthesized) -
     states = state_machine_definition(synthesized.template_json("gco-global"))["States"]
     run_job = states["RunJob"]
     assert run_job["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
-    # The first heartbeat comes at job start: the timeout covers boot and pull (1200 s) as well.
-    assert run_job["HeartbeatSeconds"] == 300 + 1200
+    # The runner is up (AwaitRunner) before the job is written: the heartbeat need not cover the boot.
+    assert run_job["HeartbeatSeconds"] == 300
     assert run_job["TimeoutSeconds"] == 12 * 3600
-    assert run_job["Parameters"]["Body.$"].startswith("States.Format(")
-    assert "$$.Task.Token, $$.Execution.Name" in run_job["Parameters"]["Body.$"]
-    assert run_job["Parameters"]["Key.$"] == "States.Format('jobs/{}.json', $$.Execution.Name)"
+    for handover in (states["AwaitRunner"], run_job):
+        assert handover["Parameters"]["Body.$"].startswith("States.Format(")
+        assert "$$.Task.Token, $$.Execution.Name" in handover["Parameters"]["Body.$"]
+        assert handover["Parameters"]["Key.$"] == "States.Format('jobs/{}.json', $$.Execution.Name)"
+
+
+def test_the_queue_timeout_bounds_the_wait_for_the_runner(synthesized: Synthesized) -> None:
+    definition = state_machine_definition(synthesized.template_json("gco-global"))
+    states = definition["States"]
+    assert definition["StartAt"] == "ReadQueueTimeout"
+    path = f"$.job.settings.{QUEUE_TIMEOUT}"
+    choices = states["ReadQueueTimeout"]["Choices"]
+    assert choices[0] == {"Variable": path, "IsPresent": False, "Next": "QueueFromDeployment"}
+    assert {"Variable": path, "IsNumeric": True} in choices[1]["And"]
+    assert choices[1]["Next"] == "QueueFromSettings"
+    assert states["ReadQueueTimeout"]["Default"] == "BadQueueTimeout"
+    parameters = states["QueueFromSettings"]["Parameters"]
+    assert (parameters["seconds.$"], parameters["field"]) == (path, QUEUE_TIMEOUT)
+    # A fraction (no integer test among the Choice rules) is refused by its decimal point.
+    assert (
+        parameters["parts.$"] == f"States.ArrayLength(States.StringSplit(States.Format('{{}}', {path}), '.'))"
+    )
+    assert states["QueueFromSettings"]["Next"] == "WholeSeconds"
+    assert states["WholeSeconds"]["Choices"] == [
+        {"Variable": "$.queue.parts", "NumericEquals": 1, "Next": "Launch"}
+    ]
+    assert states["WholeSeconds"]["Default"] == "BadQueueTimeout"
+    # A bench job has no queue timeout: the deployment's runner.boot_seconds (1200 by default) bounds it.
+    assert states["QueueFromDeployment"]["Parameters"]["seconds"] == 1200
+    for source in ("QueueFromSettings", "QueueFromDeployment"):
+        assert states[source]["ResultPath"] == "$.queue"
+    assert states["QueueFromDeployment"]["Next"] == "Launch"
+    await_runner = states["AwaitRunner"]
+    assert await_runner["Resource"].endswith(":states:::aws-sdk:s3:putObject.waitForTaskToken")
+    assert await_runner["TimeoutSecondsPath"] == "$.queue.seconds"
+    assert "TimeoutSeconds" not in await_runner and "HeartbeatSeconds" not in await_runner
+    assert await_runner["Catch"][0] == {
+        "ErrorEquals": ["States.Timeout"], "ResultPath": "$.error", "Next": "TerminateAfterQueueTimeout"
+    }  # fmt: skip
+    assert states["TerminateAfterQueueTimeout"]["Next"] == "QueueTimeout"
+    assert states["QueueTimeout"]["Error"] == "QueueTimeout"
+    assert "$.queue.field, $.queue.seconds" in states["QueueTimeout"]["CausePath"]
+
+
+def test_the_field_names_the_machine_reads_are_the_runners_and_the_settings() -> None:
+    """The state machine reads `job.settings.queue_timeout_seconds` and marks the job message with
+    `started`: the names the settings model and the runner's message parser use."""
+    assert QUEUE_TIMEOUT in MatrixSettings.model_fields
+    assert "settings" in MatrixJob.model_fields
+    job = {"kind": "matrix", "settings": {QUEUE_TIMEOUT: 60}}
+    assert JobMessage.from_wire("tok exec " + json.dumps({"job": job})).phase == "start"
+    assert JobMessage.from_wire("tok exec " + json.dumps({"job": job, "started": {}})).phase == "run"
 
 
 def test_launch_uses_template_tags_job_and_retries_throttling(synthesized: Synthesized) -> None:
@@ -46,14 +97,17 @@ def test_launch_uses_template_tags_job_and_retries_throttling(synthesized: Synth
 def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesized) -> None:
     definition = state_machine_definition(synthesized.template_json("gco-global"))
     states = definition["States"]
-    assert definition["StartAt"] == "Launch"
-    run_job = states["RunJob"]
+    assert states["QueueFromDeployment"]["Next"] == states["WholeSeconds"]["Choices"][0]["Next"] == "Launch"
+    run_job, await_runner = states["RunJob"], states["AwaitRunner"]
     successors = [run_job["Next"], *(c["Next"] for c in run_job.get("Catch", []))]
     assert successors == ["TerminateAfterSuccess", "TerminateAfterFailure"]
     assert run_job["Catch"][0]["ErrorEquals"] == ["States.ALL"]
+    successors = [await_runner["Next"], *(c["Next"] for c in await_runner.get("Catch", []))]
+    assert successors == ["RunJob", "TerminateAfterQueueTimeout", "TerminateAfterFailure"]
+    assert await_runner["Catch"][-1]["ErrorEquals"] == ["States.ALL"]
     assert states["TerminateAfterSuccess"]["Next"] == "Done"
     assert states["TerminateAfterFailure"]["Next"] == "RunnerFailed"
-    for name in ("TerminateAfterSuccess", "TerminateAfterFailure"):
+    for name in ("TerminateAfterSuccess", "TerminateAfterFailure", "TerminateAfterQueueTimeout"):
         terminate = states[name]
         assert terminate["Resource"].endswith(":states:::aws-sdk:ec2:terminateInstances")
         assert terminate["Parameters"]["InstanceIds.$"] == "$.instance.InstanceIds"
@@ -69,7 +123,7 @@ def test_every_path_after_launch_reaches_a_terminate_step(synthesized: Synthesiz
     # the only path that skips terminate.
     assert states["Launch"]["Catch"][0]["Next"] == "LaunchZone2"
     assert states["LaunchZone2"]["Catch"][0]["Next"] == "LaunchFailed"
-    assert states["Launch"]["Next"] == states["LaunchZone2"]["Next"] == "RunJob"
+    assert states["Launch"]["Next"] == states["LaunchZone2"]["Next"] == "AwaitRunner"
     assert states["LaunchZone2"]["Parameters"]["LaunchTemplate"]["LaunchTemplateName"] == "gco-runner-2"
 
 

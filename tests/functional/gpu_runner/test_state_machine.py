@@ -1,9 +1,10 @@
 """The runner state machines as synthesized, executed by moto's Step Functions interpreter.
 
-Launch runs an instance from a launch template on moto EC2, RunJob writes the job with its task
+Launch runs an instance from a launch template on moto EC2, AwaitRunner writes the start message
+and waits at most the queue timeout for the runner to answer it, RunJob writes the job with its task
 token to S3 and waits, the runner (with a stand-in for `gco bench rounds`) answers, and every run -
-success, runner failure, heartbeat timeout, abort (through the cleanup machine) - ends with the
-instance terminated.
+success, runner failure, queue timeout, heartbeat timeout, abort (through the cleanup machine) - ends
+with the instance terminated.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 import pytest
 
 from gco.local.motoserver import MotoServer
-from gpu_runner.job import MatrixJob
+from gpu_runner.job import JobMessage, MatrixJob
 from gpu_runner.runner import RunnerError, read_job, run_job
+from gpu_runner.start import start
 from tests.cdk.synth_cache import runner_definition
 from tests.conftest import SYNTH_GROUP
 from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, FakeRounds, clients, make_bucket, rounds_job
@@ -77,6 +79,13 @@ def _wait_for_job(s3: Any, key: str, timeout: float = 30.0) -> Any:
             time.sleep(0.1)
 
 
+def _runner_up(aws: dict[str, Any], key: str) -> JobMessage:
+    """What the runner does when its instance is up: answer the start message, read the job message."""
+    message = start(aws["s3"], aws["stepfunctions"], BUCKET, key, runner=RUNNER, wait=30.0, poll=0.1)
+    assert message is not None and message.phase == "run"
+    return message
+
+
 def _finish(sfn: Any, execution_arn: str, timeout: float = 60.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -127,7 +136,7 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
 ) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-ok")
-    message = _wait_for_job(aws["s3"], "jobs/bench-ok.json")
+    message = _runner_up(aws, "jobs/bench-ok.json")
     assert message.execution == "bench-ok" and message.instance_ids[0].startswith("i-")
     assert _instance_states(aws["ec2"]) == ["running"]
     instance = aws["ec2"].describe_instances()["Reservations"][0]["Instances"][0]
@@ -152,11 +161,11 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
 def test_the_machine_accepts_a_matrix_job(sfn_moto: MotoServer, tmp_path: Path) -> None:
     """The job kinds are the runner's: the machine hands a `matrix` job over as it does a bench job."""
     aws = clients(sfn_moto)
-    job = {"kind": "matrix", "settings": {"selected_region": "us-east-1"}}
+    job = {"kind": "matrix", "settings": {"selected_region": "us-east-1", "queue_timeout_seconds": 60}}
     execution = aws["stepfunctions"].start_execution(
         stateMachineArn=_deploy(aws), name="matrix-ok", input=json.dumps({"job": job})
     )["executionArn"]
-    message = _wait_for_job(aws["s3"], "jobs/matrix-ok.json")
+    message = _runner_up(aws, "jobs/matrix-ok.json")
     assert isinstance(message.job, MatrixJob) and message.job.settings == job["settings"]
     fake = FakeRounds()
     outcome = run_job(
@@ -173,12 +182,61 @@ def test_the_machine_accepts_a_matrix_job(sfn_moto: MotoServer, tmp_path: Path) 
     assert described["status"] == "SUCCEEDED"
     assert json.loads(described["output"])["kind"] == "matrix"
     assert _instance_states(aws["ec2"]) == ["terminated"]
+    assert "QueueFromSettings" in _entered(aws["stepfunctions"], execution)
+
+
+def _entered(sfn: Any, execution: str) -> list[str]:
+    history = sfn.get_execution_history(executionArn=execution)["events"]
+    return [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+
+
+def _matrix(aws: dict[str, Any], machine: str, name: str, queue_timeout: object) -> str:
+    job = {
+        "kind": "matrix",
+        "settings": {"selected_region": "us-east-1", "queue_timeout_seconds": queue_timeout},
+    }
+    return str(
+        aws["stepfunctions"].start_execution(
+            stateMachineArn=machine, name=name, input=json.dumps({"job": job})
+        )["executionArn"]
+    )
+
+
+def test_no_runner_up_within_the_queue_timeout_fails_naming_it_and_terminates(
+    sfn_moto: MotoServer, tmp_path: Path
+) -> None:
+    """The instance started but its runner never answered (no capacity behind it, a boot that hangs)."""
+    aws = clients(sfn_moto)
+    execution = _matrix(aws, _deploy(aws), "matrix-queued", queue_timeout=1)
+    first = _wait_for_job(aws["s3"], "jobs/matrix-queued.json")
+    assert first.phase == "start" and _instance_states(aws["ec2"]) == ["running"]
+    described = _finish(aws["stepfunctions"], execution)  # nobody answers the start message
+    assert (described["status"], described.get("error")) == ("FAILED", "QueueTimeout")
+    assert described["cause"].startswith("no runner was up within queue_timeout_seconds (1 s) of its launch")
+    assert _entered(aws["stepfunctions"], execution)[-2:] == ["TerminateAfterQueueTimeout", "QueueTimeout"]
+    assert _instance_states(aws["ec2"]) == ["terminated"]
+    # A runner that comes up late is refused: it runs nothing, so it deploys nothing to destroy.
+    late = start(aws["s3"], aws["stepfunctions"], BUCKET, "jobs/matrix-queued.json", runner=RUNNER, wait=1.0,
+                 poll=0.1)  # fmt: skip
+    assert late is None
+    assert _wait_for_job(aws["s3"], "jobs/matrix-queued.json").phase == "start"  # no job message followed
+
+
+@pytest.mark.parametrize("queue_timeout", ["soon", 0, 90.5, 100_000_000, None])
+def test_a_bad_queue_timeout_is_refused_before_any_instance(
+    sfn_moto: MotoServer, queue_timeout: object
+) -> None:
+    aws = clients(sfn_moto)
+    described = _finish(aws["stepfunctions"], _matrix(aws, _deploy(aws), "matrix-bad", queue_timeout))
+    assert (described["status"], described.get("error")) == ("FAILED", "BadQueueTimeout")
+    assert "job.settings.queue_timeout_seconds must be a whole number of seconds" in described["cause"]
+    assert _instance_states(aws["ec2"]) == []
 
 
 def test_runner_failure_fails_the_execution_and_terminates(sfn_moto: MotoServer, tmp_path: Path) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-fails")
-    message = _wait_for_job(aws["s3"], "jobs/bench-fails.json")
+    message = _runner_up(aws, "jobs/bench-fails.json")
     run_job(
         message,
         sfn=aws["stepfunctions"],
@@ -203,7 +261,7 @@ def test_heartbeat_timeout_terminates_and_the_runner_stops(
 ) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws, heartbeat_seconds), "bench-silent")
-    message = _wait_for_job(aws["s3"], "jobs/bench-silent.json")
+    message = _runner_up(aws, "jobs/bench-silent.json")
     described = _finish(aws["stepfunctions"], execution)  # no heartbeat is sent
     assert described["status"] == "FAILED"
     assert described.get("error") == "RunnerFailed"
@@ -257,7 +315,7 @@ class SpySfn:
 def test_the_first_heartbeat_goes_before_the_jobs_first_output(sfn_moto: MotoServer, tmp_path: Path) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-beat")
-    message = _wait_for_job(aws["s3"], "jobs/bench-beat.json")
+    message = _runner_up(aws, "jobs/bench-beat.json")
     events: list[str] = []
     fake = FakeRounds()
 
@@ -279,13 +337,15 @@ def test_a_zone_that_refuses_the_launch_passes_it_to_the_next(sfn_moto: MotoServ
     aws = clients(sfn_moto)
     # The first zone's launch is refused (here: its template does not exist); the second zone launches.
     execution = _start(aws, _deploy(aws, templates=("gco-runner-2",)), "bench-zone2")
-    message = _wait_for_job(aws["s3"], "jobs/bench-zone2.json")
+    message = _runner_up(aws, "jobs/bench-zone2.json")
     (instance,) = [i for r in aws["ec2"].describe_instances()["Reservations"] for i in r["Instances"]]
     (zone2,) = aws["ec2"].describe_launch_templates(LaunchTemplateNames=["gco-runner-2"])["LaunchTemplates"]
     assert {"Key": "aws:ec2launchtemplate:id", "Value": zone2["LaunchTemplateId"]} in instance["Tags"]
-    history = aws["stepfunctions"].get_execution_history(executionArn=execution)["events"]
-    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
-    assert entered[:3] == ["Launch", "LaunchZone2", "RunJob"]
+    entered = _entered(aws["stepfunctions"], execution)
+    # A bench job sets no queue timeout: the deployment's boot allowance bounds the wait for the runner.
+    assert entered[:6] == [
+        "ReadQueueTimeout", "QueueFromDeployment", "Launch", "LaunchZone2", "AwaitRunner", "RunJob"
+    ]  # fmt: skip
     run_job(
         message,
         sfn=aws["stepfunctions"],
@@ -321,7 +381,7 @@ def test_an_exhausted_terminate_fails_the_run_and_the_cleanup_terminates(
     aws = clients(sfn_moto)
     sfn = aws["stepfunctions"]
     execution = _start(aws, _deploy(aws, edit=_terminate_refused), "bench-stuck")
-    message = _wait_for_job(aws["s3"], "jobs/bench-stuck.json")
+    message = _runner_up(aws, "jobs/bench-stuck.json")
     run_job(
         message, sfn=sfn, s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, runner=RUNNER, execute=FakeRounds()
     )
