@@ -150,6 +150,9 @@ class Grant:
         return dict(self.kinds_by_namespace).get(namespace, ())
 
     def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
+        """The rules of the Role in `namespace`; none where the grant has no Role (`rbac_objects`)."""
+        if namespace not in self.namespaces:
+            return ()
         rules = _rules(self.kinds_in(namespace), self.verbs)
         if namespace == SYSTEM_NAMESPACE:
             return rules
