@@ -69,7 +69,7 @@ def test_a_secret_outside_the_allowed_list_is_refused_naming_the_list() -> None:
         check_secret_env(secret_env, ("team/hf", ARN))
     assert raised.value.field == "secret_env.HF_TOKEN.secret_id"
     assert "team/hf" in raised.value.message and ARN in raised.value.message
-    with pytest.raises(InvalidSpecError, match="gco.endpoint_secrets is empty"):
+    with pytest.raises(InvalidSpecError, match=r"gco\.endpoint_secrets is empty"):
         check_secret_env(secret_env, ())
     check_secret_env({"HF_TOKEN": SecretEnvRef(secret_id=ARN)}, ("team/hf", ARN))
     check_secret_env(secret_env, None)  # not known here: nothing refused

@@ -27,7 +27,7 @@ from tests.conftest import TABLE
 from tests.functional.local.conftest import FAST_RESTART, eventually
 from tests.unit.reconcile.records import EAST, IMAGE
 
-VALUE = "hf_local-secret-value-7f3a9c"  # noqa: S105 - a test's stand-in token
+VALUE = "hf_local-secret-value-7f3a9c"
 NAMESPACE = "gco-inference"
 SPEC: dict[str, Any] = {
     "image": IMAGE,
