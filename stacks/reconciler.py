@@ -8,6 +8,7 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
@@ -18,6 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from gco.deployment.capacity import SWEEP_RESERVED_CONCURRENCY
+from gco.endpoint_secrets import iam_resources
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
@@ -46,6 +48,19 @@ ENI_ACTIONS = [
     "ec2:UnassignPrivateIpAddresses",
 ]
 XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
+
+
+def _secret_statements(
+    stack: Stack, environment: ReconcilerEnvironment, home_region: str
+) -> list[iam.PolicyStatement]:
+    """Read exactly the secrets endpoints may name (`cdk.json` gco.endpoint_secrets), where it names any:
+    the reconciler writes their values into each endpoint's Kubernetes Secret (gco.endpoint_secrets)."""
+    if not environment.endpoint_secrets:
+        return []
+    arns = iam_resources(
+        environment.endpoint_secrets, partition=stack.partition, region=home_region, account=stack.account
+    )
+    return [statement("EndpointSecrets", ["secretsmanager:GetSecretValue"], arns)]
 
 
 def dead_letter_queue(scope: Construct, construct_id: str, *, name: str, key: kms.IKey) -> sqs.Queue:
@@ -151,6 +166,7 @@ class Reconciler(Construct):
                 ),
                 statement("PrivateSubnets", ENI_ACTIONS, ["*"]),
                 statement("Tracing", XRAY_ACTIONS, ["*"]),
+                *_secret_statements(stack, environment, home_region),
             ],
         )
         self.functions: dict[str, lambda_.Function] = {}

@@ -269,6 +269,7 @@ class RegionalStack(Stack):
                 addons=frozenset(self.addons.present),
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),
+                endpoint_secrets=tuple(config.endpoint_secrets),
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,

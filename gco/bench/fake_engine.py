@@ -4,7 +4,9 @@ It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`,
 server-sent events with `stream: true`; TGI's `/generate`, `/generate_stream` (its SSE events, one
 per token, the last carrying `generated_text`) and `/info`, naming the model id and revision it was
 started with). `--hold-file` holds a streamed answer after its first token until that file exists,
-so a test can prove a caller gets the first event while the engine is still generating. In clip
+so a test can prove a caller gets the first event while the engine is still generating.
+`GET /debug/env-digest/<NAME>` answers the SHA-256 of its environment variable NAME (null when
+unset), never the value, so a test can prove a secret reached the engine without exposing it. In clip
 mode it stands in for a video
 engine answering whole clips on POST /v1/videos, where no GPU is available. Configurable speed,
 noise, drift and failures; it logs the start-up lines of real vLLM 0.11, TGI 2.2 or SGLang output with
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -34,6 +37,7 @@ BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
 MAX_TRACE = 1_000_000
 CLIP_PATH = "/v1/videos"
+ENV_DIGEST_PATH = "/debug/env-digest/"
 CLIP_BYTES = 4096
 FAKE_MODEL = "fake/model"
 
@@ -162,6 +166,9 @@ class FakeEngine:
             trace, self.trace = self.trace, []
             rows = [{"arrived": a, "ttft_s": t, "itl_s": i} for a, t, i in trace]
             await self.respond(writer, 200, json.dumps(rows).encode())
+        elif path.startswith(ENV_DIGEST_PATH):
+            digest = env_digest(path.removeprefix(ENV_DIGEST_PATH))
+            await self.respond(writer, 200, json.dumps(digest).encode())
         elif path == "/v1/models":
             entry = {"id": self.behaviour.model, "object": "model", "root": self.behaviour.model}
             models = {"object": "list", "data": [entry]}
@@ -409,6 +416,12 @@ class FakeEngine:
             f'vllm:num_requests_running{{model_name="fake/model"}} {c.running}',
         ]
         return "\n".join(out) + "\n"
+
+
+def env_digest(name: str) -> dict[str, str | None]:
+    """The SHA-256 (hex) of environment variable `name`, None where unset; never the value."""
+    value = os.environ.get(name)
+    return {"name": name, "sha256": None if value is None else hashlib.sha256(value.encode()).hexdigest()}
 
 
 def crash(number: int) -> None:

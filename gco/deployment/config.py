@@ -31,6 +31,7 @@ from gco.deployment.kubernetes import (
     support_status,
     today_utc,
 )
+from gco.endpoint_secrets import parse_allowed
 from gco.env import DEFAULT_TABLE
 from gco.model_sources import parse_prefixes
 from gco.nodes import gpu_type, instance_size
@@ -283,6 +284,9 @@ class GcoConfig(_Model):
     # (gco.model_sources, stacks/model_access.py).
     model_sources: list[str] = Field(default_factory=list)
     model_kms_keys: list[str] = Field(default_factory=list)
+    # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
+    # ARN; names in the home Region): the Regional reconcilers may read these only (gco.endpoint_secrets).
+    endpoint_secrets: list[str] = Field(default_factory=list)
 
     @field_validator("home_region")
     @classmethod
@@ -305,6 +309,12 @@ class GcoConfig(_Model):
     @classmethod
     def _model_sources(cls, value: list[str]) -> list[str]:
         parse_prefixes(value)  # a ValueError naming the malformed prefix
+        return value
+
+    @field_validator("endpoint_secrets")
+    @classmethod
+    def _endpoint_secrets(cls, value: list[str]) -> list[str]:
+        parse_allowed(value)  # a ValueError naming the malformed entry
         return value
 
     @field_validator("model_kms_keys")

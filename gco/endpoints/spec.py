@@ -26,6 +26,11 @@ QUANTITY = re.compile(
 )
 RESOURCE_NAME = re.compile(r"([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+# A Secrets Manager secret by name or by ARN (docs.aws.amazon.com/secretsmanager/latest/apireference/
+# API_GetSecretValue.html: SecretId, a name of up to 512 of these characters, or the secret's ARN).
+SECRET_NAME = r"[A-Za-z0-9/_+=.@-]{1,512}"  # noqa: S105 - a pattern, not a password
+SECRET_ARN = r"arn:aws[a-z-]*:secretsmanager:[a-z]{2}(?:-gov)?-[a-z]+-\d:\d{12}:secret:" + SECRET_NAME
+SECRET_ID = re.compile(f"(?:{SECRET_ARN})|{SECRET_NAME}")
 S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
 HTTP_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
@@ -81,6 +86,7 @@ TEXT_FIELDS = (
     *("env", "command", "args", "extra_args", "node_selector"),
     *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
     "proxy_image",
+    *("secret_env", "secret_id", "json_key"),
 )
 
 
@@ -138,6 +144,22 @@ class Toleration(_Strict):
         if self.toleration_seconds is not None and self.effect != "NoExecute":
             raise FieldValueError("toleration_seconds", "applies only to effect NoExecute")
         return self
+
+
+class SecretEnvRef(_Strict):
+    """An environment variable's value from AWS Secrets Manager: the secret (name or ARN) and, for a
+    JSON secret, the key whose value is used (None: the whole SecretString). Only the reference is
+    stored; the value reaches the pod through a Kubernetes Secret (gco.endpoint_secrets)."""
+
+    secret_id: Annotated[str, Field(min_length=1, max_length=2048)]
+    json_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
+
+    @field_validator("secret_id")
+    @classmethod
+    def _secret_id(cls, value: str) -> str:
+        if not SECRET_ID.fullmatch(value):
+            raise ValueError(f"{value!r} is not a Secrets Manager secret name or ARN")
+        return value
 
 
 MetricType = Literal["cpu", "memory", "gpu", "gpu_memory", "queue_depth"]
@@ -243,6 +265,7 @@ class EndpointSpec(_Strict):
     model_source: HttpPath | None = None
     health_check_path: HttpPath = "/health"
     env: dict[Key, Text] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    secret_env: dict[Key, SecretEnvRef] = Field(default_factory=dict, max_length=64)
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
     command: Annotated[list[Text], Field(max_length=MAX_ITEMS)] | None = None
     args: Annotated[list[Text], Field(max_length=MAX_ITEMS)] | None = None
@@ -281,9 +304,9 @@ class EndpointSpec(_Strict):
             raise ValueError(f"{value!r} is not an absolute HTTP path")
         return value
 
-    @field_validator("env")
+    @field_validator("env", "secret_env")
     @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+    def _env(cls, value: dict[str, Any]) -> dict[str, Any]:
         for key in value:
             if not ENV_NAME.fullmatch(key):
                 raise ValueError(f"{key!r} is not an environment variable name")
@@ -312,6 +335,9 @@ class EndpointSpec(_Strict):
                     )
         if self.accelerator == "neuron" and self.gpu_type is not None:
             raise FieldValueError("gpu_type", "applies only to accelerator nvidia")
+        for name in self.secret_env:
+            if name in self.env:
+                raise FieldValueError(("secret_env", name), "is also set in env: name it in one of them")
         return self
 
     def images(self) -> dict[str, str]:

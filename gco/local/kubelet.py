@@ -17,7 +17,12 @@ probes) and the Service endpoints. Each `sync()`:
   restarts, and reports it meanwhile as `CrashLoopBackOff` with the last exit;
 - rolls a changed pod template as `maxUnavailable: 0` does: replicas of the old template keep
   serving until as many of the new one are ready;
-- probes each engine's health path: a replica is ready while it answers 2xx.
+- probes each engine's health path: a replica is ready while it answers 2xx;
+- gives each engine its container's `env`: a `value` as is, and a `valueFrom.secretKeyRef` as the
+  kubelet resolves it, from the named Secret's `data` key (base64-decoded) in the pod's namespace
+  (kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-environment-variables); while
+  the Secret or its key is missing, the Deployment's engines are not started, as a real kubelet
+  leaves such a container in `CreateContainerConfigError` and retries.
 
 The stand-in reads the counts through its `replica_source` hook and reports them in the
 Deployment's `status` (`replicas`, `readyReplicas`, `availableReplicas`, `updatedReplicas`), as the
@@ -30,11 +35,13 @@ It does not model: pods as API objects, scheduling onto nodes or GPUs, init cont
 `model_source` is not synced), probes' periods and thresholds (one failed probe makes a replica
 unready), liveness restarts (an engine that hangs stays unready, not restarted), `maxSurge` (every
 missing new replica starts at once), or a Pod's IP kept across restarts (a restarted engine
-listens on a new loopback port).
+listens on a new loopback port), `optional` secret references, `configMapKeyRef`/`fieldRef` env, or a
+Secret changed after an engine started (a real container keeps the values it started with, too).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import itertools
@@ -57,7 +64,7 @@ from gco.local.engines import EngineLaunch, EngineTable, launch_of
 from gco.local.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
 from gco.local.standin.labels import matches
-from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL
+from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SECRET
 
 log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
@@ -157,7 +164,7 @@ class _Wanted:
     replicas: int
     digest: str
     launch: EngineLaunch
-    env: dict[str, str]
+    env: dict[str, str] = field(repr=False)  # may hold Secrets' values: never in a repr or a log
     labels: dict[str, str]
     container: str
 
@@ -298,7 +305,9 @@ class LocalKubelet:
             container = next(
                 c for c in template["spec"]["containers"] if "httpGet" in (c.get("readinessProbe") or {})
             )
-            env = {str(item["name"]): str(item.get("value", "")) for item in container.get("env") or []}
+            env = self._env(str(meta["namespace"]), container.get("env") or [])
+            if env is None:
+                continue  # a referenced Secret or key is missing: its containers cannot start yet
             wanted[(meta["namespace"], meta["name"])] = _Wanted(
                 replicas=int((obj.get("spec") or {}).get("replicas", 1)),
                 digest=_digest(template),
@@ -308,6 +317,21 @@ class LocalKubelet:
                 container=str(container.get("name") or "engine"),
             )
         return wanted
+
+    def _env(self, namespace: str, items: list[dict[str, Any]]) -> dict[str, str] | None:
+        """The container's environment with each `secretKeyRef` resolved; None while one cannot be."""
+        env: dict[str, str] = {}
+        for item in items:
+            ref = (item.get("valueFrom") or {}).get("secretKeyRef")
+            if ref is None:
+                env[str(item["name"])] = str(item.get("value", ""))
+                continue
+            secret = self.api.get(SECRET, namespace, str(ref.get("name")))
+            data = (secret or {}).get("data") or {}
+            if str(ref.get("key")) not in data:
+                return None
+            env[str(item["name"])] = base64.b64decode(data[str(ref.get("key"))]).decode()
+        return env
 
     def _converge(self, key: tuple[str, str], want: _Wanted) -> list[Replica]:
         """Under the lock: decide which replicas go and start the missing ones; returns those to stop."""

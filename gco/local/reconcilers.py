@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from gco import aws
+from gco.endpoint_secrets import SecretsManagerReader
 from gco.endpoints.store import EndpointStore
 from gco.local.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
@@ -86,6 +87,11 @@ class LocalReconcilers:
         # The stream lives with the table, in the store's (home) Region.
         home = store.client.meta.region_name
         self.streams = aws.client("dynamodbstreams", region=home, endpoint_url=endpoint_url)
+        # Endpoints' `secret_env` values from the moto server's Secrets Manager, as the Regional
+        # reconcilers read them from the home Region's (gco.endpoint_secrets).
+        secrets = SecretsManagerReader(
+            lambda name: aws.client("secretsmanager", region=name, endpoint_url=endpoint_url), home
+        )
         self.regions: dict[str, LocalRegion] = {}
         backoff = retry or RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
         for region in regions:
@@ -96,7 +102,7 @@ class LocalReconcilers:
                 deletion_delay=deletion_delay,
             ).start()
             cluster = KubeCluster(api.url, static_token(LOCAL_TOKEN), timeout=client_timeout, retry=backoff)
-            reconciler = Reconciler(store, cluster, region, wait=wait, poll=poll)
+            reconciler = Reconciler(store, cluster, region, secrets=secrets, wait=wait, poll=poll)
             reconciler.ensure_system()  # on start: the Region's namespaces and shared proxy
             local = LocalRegion(
                 region,

@@ -18,6 +18,9 @@ The grant, and why each part:
   And `list` of Pods, nothing else on them: a Deployment whose replicas are not ready says only
   how many; the Pods' container statuses say why (restarts, `CrashLoopBackOff`, the last exit
   code), which the Region's status reports.
+  And Secrets by name: `get`, `create`, `patch`, `delete` (no `list` or `watch`, which would read
+  every Secret of the namespace), for the one Secret per endpoint holding its values from Secrets
+  Manager (gco.endpoint_secrets; its pods read it through `secretKeyRef`).
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
   ConfigMap of routes, with the same verbs (the proxy is applied from nothing in a new cluster).
 - Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
@@ -35,7 +38,8 @@ inventory) is read-only and derived from the reconciler's: the same kinds in the
 because the inventory must see every object the reconciler can leave behind (it lists each scope the
 reconciler lists), with verbs `get` and `list` only. `get` adds nothing that `list` does not already
 show in a scope it is given (a list answers whole objects); nothing cluster-scoped, no `watch`, no
-Secrets, no namespaces. Its RBAC is bound to its own group, which the runner role's access entry names.
+Secrets (`secret_verbs` empty), no namespaces. Its RBAC is bound to its own group, which the runner
+role's access entry names.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from gco.reconcile.objects import (
     PDB,
     POD,
     SCALED_OBJECT,
+    SECRET,
     SERVICE,
     SYSTEM_NAMESPACE,
     Kind,
@@ -73,6 +78,8 @@ OBSERVE_VERBS: tuple[str, ...] = ("list",)
 # Kinds only read, with OBSERVE_VERBS, in each endpoint namespace.
 OBSERVED_KINDS: tuple[Kind, ...] = (POD,)
 NAMESPACE_VERBS: tuple[str, ...] = ("get", "create", "patch")
+# Secrets by name only (module docstring): never list or watch.
+SECRET_VERBS: tuple[str, ...] = ("get", "create", "patch", "delete")
 ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
 SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
@@ -128,6 +135,7 @@ class Grant:
     group: str = RECONCILER_GROUP
     verbs: tuple[str, ...] = OBJECT_VERBS
     rbac_name: str = RECONCILER_RBAC_NAME
+    secret_verbs: tuple[str, ...] = SECRET_VERBS
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -142,10 +150,14 @@ class Grant:
         return dict(self.kinds_by_namespace).get(namespace, ())
 
     def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
+        """The rules of the Role in `namespace`; none where the grant has no Role (`rbac_objects`)."""
+        if namespace not in self.namespaces:
+            return ()
         rules = _rules(self.kinds_in(namespace), self.verbs)
         if namespace == SYSTEM_NAMESPACE:
             return rules
-        return rules + _rules(OBSERVED_KINDS, OBSERVE_VERBS)
+        rules += _rules(OBSERVED_KINDS, OBSERVE_VERBS)
+        return rules + (_rules((SECRET,), self.secret_verbs) if self.secret_verbs else ())
 
     def list_scopes(self, kinds: Sequence[Kind]) -> Iterator[tuple[str, Kind]]:
         """(namespace, kind) of every namespaced list the reconciler may make among `kinds`."""
@@ -175,6 +187,7 @@ class Grant:
             group=group,
             verbs=READ_VERBS,
             rbac_name=rbac_name,
+            secret_verbs=(),
         )
 
     def allows(self, verb: str, group: str, resource: str, namespace: str | None, name: str | None) -> bool:

@@ -10,6 +10,9 @@ GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySet
 GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
 GCO_MODEL_SOURCES                 the S3 prefixes endpoint pods may read models from, comma-separated
                                   (gco.model_sources; unset: not known, nothing refused here)
+GCO_ENDPOINT_SECRETS              the Secrets Manager secrets endpoints may name in secret_env (names,
+                                  prefix/*, ARNs), comma-separated (gco.endpoint_secrets; unset: not
+                                  known, nothing refused here; empty: none may be named)
 GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-separated (unset: none
                                   known, and GPU pods request no CPU or memory of their own)
 
@@ -27,6 +30,7 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gco.addons import ADDONS_ENV, addons_from_env, addons_value
+from gco.endpoint_secrets import ENDPOINT_SECRETS_ENV, parse_allowed
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
     CLUSTER_NAME_ENV,
@@ -53,6 +57,7 @@ VARIABLES = {
     "addons": ADDONS_ENV,
     "gpu_instance_types": GPU_INSTANCE_TYPES_ENV,
     "model_sources": MODEL_SOURCES_ENV,
+    "endpoint_secrets": ENDPOINT_SECRETS_ENV,
 }
 
 
@@ -69,6 +74,7 @@ class ReconcilerEnvironment(BaseModel):
         addons: the add-ons the Region's cluster has, or None where that is not known.
         gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
         model_sources: the S3 prefixes endpoint pods may read models from, or None where not known.
+        endpoint_secrets: the secrets endpoints may name in `secret_env`, or None where not known.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,6 +88,12 @@ class ReconcilerEnvironment(BaseModel):
     addons: frozenset[str] | None = None
     gpu_instance_types: tuple[str, ...] = ()
     model_sources: tuple[str, ...] | None = None
+    endpoint_secrets: tuple[str, ...] | None = None
+
+    @field_validator("endpoint_secrets")
+    @classmethod
+    def _secrets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else parse_allowed(value)  # a ValueError naming the entry
 
     @field_validator("model_sources")
     @classmethod
@@ -114,12 +126,14 @@ class ReconcilerEnvironment(BaseModel):
             env[GPU_INSTANCE_TYPES_ENV] = ",".join(self.gpu_instance_types)
         if self.model_sources is not None:
             env[MODEL_SOURCES_ENV] = ",".join(self.model_sources)
+        if self.endpoint_secrets is not None:
+            env[ENDPOINT_SECRETS_ENV] = ",".join(self.endpoint_secrets)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Self:
         """Parse the function's environment; an empty variable counts as unset, except
-        `GCO_MODEL_SOURCES`, where empty means that no model source is configured.
+        `GCO_MODEL_SOURCES` and `GCO_ENDPOINT_SECRETS`, where empty means that none is configured.
 
         Raises:
             InvalidSpecError: a required variable is missing or a value is malformed (names the variable).
@@ -135,6 +149,7 @@ class ReconcilerEnvironment(BaseModel):
             "gpu_instance_types": _instance_types(present.get(GPU_INSTANCE_TYPES_ENV)),
             # Set but empty means none configured (every model_source refused), unlike unset.
             "model_sources": _sources(env.get(MODEL_SOURCES_ENV)),
+            "endpoint_secrets": _sources(env.get(ENDPOINT_SECRETS_ENV)),
         }
         for required in ("cluster_name", "region"):
             if fields[required] is None:

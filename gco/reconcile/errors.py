@@ -9,6 +9,7 @@
     │       ├── KindNotServedError       the cluster does not serve the kind (its CRD is not installed)
     │       └── ObjectOwnedElsewhereError  the name is held by an object that is not this endpoint's
     ├── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
+    ├── SecretUnavailableError     Secrets Manager could not answer for an endpoint's secret (retry later)
     ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
     └── SweepFailedError           the sweep could not list its Region: nothing was reconciled
 
@@ -76,6 +77,11 @@ class ObjectOwnedElsewhereError(ClusterRejectedError):
 
 class ClusterConfigError(ReconcileError):
     """The Region's cluster could not be described (name, endpoint or certificate)."""
+
+
+class SecretUnavailableError(ReconcileError):
+    """Secrets Manager could not answer now (throttled, unavailable): the reconcile is retried. A
+    secret that cannot be read at all (missing, access denied) is a terminal status instead."""
 
 
 class PoisonRecordError(ReconcileError):

@@ -11,7 +11,7 @@ tabulates each error and its outcome.
 
 Kinds (the `kind=` of the log line, and what the Lambdas count):
     unreadable   the stored record does not parse (`MalformedRecordError`): fixed by rewriting it
-    unavailable  DynamoDB or the Kubernetes API kept failing after retries: retried later
+    unavailable  DynamoDB, the Kubernetes API or Secrets Manager kept failing after retries: retried later
     denied       the API server refused the reconciler's credentials (`ClusterAuthError`)
     config       the cluster cannot be located or a setting is malformed
     poison       a stream record that names no endpoint
@@ -31,6 +31,7 @@ from gco.reconcile.errors import (
     ClusterConfigError,
     ClusterUnavailableError,
     PoisonRecordError,
+    SecretUnavailableError,
 )
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def failure_kind(error: BaseException) -> FailureKind:
     """The kind of a failure, for the log line and the metrics."""
     if isinstance(error, MalformedRecordError):
         return "unreadable"
-    if isinstance(error, StoreUnavailableError | ClusterUnavailableError):
+    if isinstance(error, StoreUnavailableError | ClusterUnavailableError | SecretUnavailableError):
         return "unavailable"
     if isinstance(error, ClusterAuthError):
         return "denied"

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gco import endpoint_secrets
 from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
@@ -55,6 +56,7 @@ from gco.reconcile.render import ROUTE_ROLE, route_name
 from gco.reconcile.render_scaling import uses_keda
 from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
 from gco.reconcile.routes import route_of
+from gco.reconcile.secret_sync import EndpointSecret
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import KnownRouteConfig, SystemReport, ensure_system, refresh_route_table
 
@@ -104,6 +106,7 @@ class Reconciler:
         cluster: the Region's cluster (the `Cluster` port).
         region: the Region this reconciler serves.
         grant: what the reconciler may touch (its namespaces); the cluster client lists within it.
+        secrets: reads the values of endpoints' `secret_env` (Secrets Manager); None: none can be read.
         wait: seconds one call may wait for readiness/termination before answering `requeue`.
         poll: seconds between observations while waiting.
         max_passes: bound on plan/act/observe passes in one call.
@@ -118,6 +121,7 @@ class Reconciler:
         *,
         settings: RenderSettings = DEFAULT_SETTINGS,
         grant: Grant = RECONCILER_GRANT,
+        secrets: endpoint_secrets.SecretReader | None = None,
         wait: float = 0.0,
         poll: float = 0.5,
         max_passes: int = 50,
@@ -129,6 +133,7 @@ class Reconciler:
         self.region = region
         self.settings = settings
         self.grant = grant
+        self.secrets = EndpointSecret(cluster, secrets, region)
         self.system_ready = False
         self._system_lock = threading.Lock()
         # Route changes not yet in the proxy's table, and the batches running.
@@ -312,6 +317,7 @@ class Reconciler:
                 self._namespace_refusal(record)
                 or self._addons_refusal(record)
                 or self._source_refusal(record)
+                or self._secret_refusal(record)
             )
             if refused is not None:
                 self._record_error(name, record, refused, tally)
@@ -321,6 +327,12 @@ class Reconciler:
                 step = plan(name, record, self.region, observed, self.settings, self._pods(record))
             last = step.reason
             if step.acts_on_cluster:
+                rejected = self.secrets.sync(
+                    name, record, applies=bool(step.apply), deletes=step.delete, observed=observed
+                )
+                if rejected is not None:
+                    self._record_error(name, record, rejected, tally)
+                    return tally.outcome("terminal", rejected)
                 answers: list[dict[str, Any]] = []
                 rejected = self._act(name, record, step, tally, answers, observed)
                 if rejected is not None:
@@ -499,6 +511,13 @@ class Reconciler:
             return None
         reason = refusal(record.spec.model_source, self.settings.model_sources)
         return None if reason is None else f"model_source: {reason}"
+
+    def _secret_refusal(self, record: EndpointRecord | None) -> str | None:
+        """Why a live record's `secret_env` names a secret outside those its Region may read, or None."""
+        if record is None or record.is_deleted or self.region not in record.target_regions:
+            return None
+        found = endpoint_secrets.refusal(record.spec.secret_env, self.settings.endpoint_secrets)
+        return None if found is None else f"{found[0]}: {found[1]}"
 
     def _record_error(self, name: str, record: EndpointRecord | None, message: str, tally: _Tally) -> None:
         """A terminal `error` status for a live record, written only when it differs."""

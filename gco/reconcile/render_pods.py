@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gco.endpoint_secrets import secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
@@ -176,7 +177,11 @@ def pod_template(
     }
     volumes: list[dict[str, Any]] = []
     init_containers: list[dict[str, Any]] = []
+    from_secrets: list[dict[str, Any]] = []
     if serving:
+        # Values from Secrets Manager by reference only: the reconciler writes them into the
+        # endpoint's Kubernetes Secret (gco.endpoint_secrets), never into this template.
+        from_secrets = secret_env_list(name, spec.secret_env)
         model = settings.model_dir if spec.model_source else spec.model_id
         env = {**framework_env(spec, model), **spec.env, **(extra_env or {})}
         args = list(spec.args) if spec.args is not None else framework_args(spec, model)
@@ -208,8 +213,8 @@ def pod_template(
         if extra_args:
             container["args"] = list(extra_args)
         container["readinessProbe"] = {"tcpSocket": {"port": "http"}, "periodSeconds": 5}
-    if env:
-        container["env"] = env_list(env)
+    if env or from_secrets:
+        container["env"] = [*env_list(env), *from_secrets]
     pod_spec: dict[str, Any] = {
         # Its EKS Pod Identity role reads the configured model prefixes only (gco.model_sources).
         "serviceAccountName": MODEL_SERVICE_ACCOUNT,

@@ -22,12 +22,16 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         ClusterConfigError: the EKS cluster cannot be described.
     """
     from gco import aws
+    from gco.endpoint_secrets import SecretsManagerReader
     from gco.endpoints.store import EndpointStore
     from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
     store = EndpointStore(aws.client("dynamodb", region=settings.home_region), settings.table_name)
+    # Secrets named without an ARN live in the home Region, as the table does (gco.endpoint_secrets).
+    home = settings.home_region or aws.home_region()
+    secrets = SecretsManagerReader(lambda region: aws.client("secretsmanager", region=region), home)
     return Reconciler(
         store,
         connect_eks(settings.cluster_name, settings.region),
@@ -37,7 +41,9 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
             addons=settings.addons,
             gpu_instance_types=settings.gpu_instance_types,
             model_sources=None if settings.model_sources is None else parse_prefixes(settings.model_sources),
+            endpoint_secrets=settings.endpoint_secrets,
         ),
+        secrets=secrets,
         wait=settings.wait_seconds,
     )
 

@@ -36,6 +36,8 @@ class RenderSettings:
         addons: the cluster add-ons the Region has (gco.addons names, from the stack's
             `GCO_CLUSTER_ADDONS`), or None where that is not known (then nothing is refused
             up front and a missing CRD is still reported when the API server answers 404).
+        endpoint_secrets: the Secrets Manager secrets endpoints may name in `secret_env` (names,
+            `prefix/*`, ARNs: gco.endpoint_secrets), or None where not known (nothing refused here).
     """
 
     ingress_class: str = PROXY_INGRESS_CLASS
@@ -49,6 +51,7 @@ class RenderSettings:
     addons: frozenset[str] | None = None
     gpu_instance_types: tuple[str, ...] = ()
     model_sources: tuple[S3Prefix, ...] | None = None
+    endpoint_secrets: tuple[str, ...] | None = None
 
 
 DEFAULT_SETTINGS = RenderSettings()

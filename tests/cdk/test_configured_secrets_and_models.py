@@ -1,10 +1,12 @@
-"""The app with a model token secret for the runner and model sources for the endpoint pods (the
-shipped cdk.json names neither): each grant exact, the names passed on, every nag pack clean."""
+"""The app with a model token secret for the runner, model sources for the endpoint pods and secrets
+endpoints may name (the shipped cdk.json names none): each grant exact, the names passed on, every nag
+pack and cfn-lint clean."""
 
 from __future__ import annotations
 
 import json
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +15,11 @@ from aws_cdk import App
 from stacks.app import build_app, nag_findings
 from stacks.config import parse_config
 from tests.cdk.conftest import HOME, OTHER, cdk_json_config, iam_statements
+from tests.cdk.test_cfn_lint import lint
 
 SECRET = "gco/hf-token"
+ENDPOINT_SECRET_ARN = f"arn:aws:secretsmanager:{OTHER}:123456789012:secret:team/api-key-AbCdEf"
+ENDPOINT_SECRETS = ["team/hf", ENDPOINT_SECRET_ARN]
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +27,7 @@ def configured() -> tuple[Any, Any]:
     raw = cdk_json_config()
     raw["runner"] = {**raw.get("runner", {}), "model_token_secret": SECRET, "model_token_key": "token"}
     raw["model_sources"] = ["s3://my-models/llama/", "s3://shared-weights/"]
+    raw["endpoint_secrets"] = ENDPOINT_SECRETS
     app = App(outdir=tempfile.mkdtemp(prefix="gco-cdk-test-"))
     gco = build_app(parse_config(raw), app=app)
     return gco, app.synth()
@@ -70,3 +76,38 @@ def test_the_endpoint_pods_role_reads_the_sources_and_the_reconciler_knows_them(
     }
     assert "s3://my-models/llama/,s3://shared-weights/" in sources
     assert regional["Outputs"]["ModelSources"]["Value"] == "s3://my-models/llama/,s3://shared-weights/"
+
+
+def test_the_reconciler_may_read_only_the_configured_endpoint_secrets_and_knows_them(
+    configured: tuple[Any, Any],
+) -> None:
+    regional = template(configured[1], f"gco-regional-{OTHER}")
+    reads = [
+        statement
+        for _, statement in iam_statements(regional)
+        if "secretsmanager:GetSecretValue" in json.dumps(statement.get("Action"))
+    ]
+    assert len(reads) == 1 and reads[0]["Sid"] == "EndpointSecrets"
+    assert reads[0]["Action"] == "secretsmanager:GetSecretValue" and reads[0]["Effect"] == "Allow"
+    by_name, by_arn = reads[0]["Resource"]
+    parts = by_name["Fn::Join"][1]
+    # A name is read in the home Region, with the six characters Secrets Manager appends to its ARN.
+    assert parts[-1] == ":secret:team/hf-??????" and f":secretsmanager:{HOME}:" in "".join(
+        p for p in parts if isinstance(p, str)
+    )
+    assert by_arn == ENDPOINT_SECRET_ARN
+    functions = [r for r in regional["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    allowed = {
+        f["Properties"]["Environment"]["Variables"].get("GCO_ENDPOINT_SECRETS")
+        for f in functions
+        if "Environment" in f["Properties"]
+    }
+    assert ",".join(ENDPOINT_SECRETS) in allowed
+
+
+def test_the_configured_regional_template_passes_cfn_lint(
+    configured: tuple[Any, Any], tmp_path: Path
+) -> None:
+    regional = template(configured[1], f"gco-regional-{OTHER}")
+    errors = [f for f in lint(regional, tmp_path, "regional") if f["Level"] == "Error"]
+    assert errors == []

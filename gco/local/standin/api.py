@@ -41,6 +41,9 @@ parts, one concern each:
   access-authn-authz/rbac/#referring-to-resources). Requests the stand-in authorizes but does not
   serve (watches, `POST`/`PUT`, subresources) are answered 405 once authorized; 415 for a PATCH that
   is not an apply, 400 without a fieldManager;
+- `secrets.py`, Secrets stored as the API server stores them (`data` base64, `stringData` folded
+  into `data` and never stored), authorized by the same grant as every kind: the reconciler's
+  allows them by name in endpoint namespaces only, never a list or a watch;
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
 

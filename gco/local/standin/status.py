@@ -27,6 +27,7 @@ REASONS = {
     405: "MethodNotAllowed",
     409: "Conflict",
     415: "UnsupportedMediaType",
+    422: "Invalid",
 }
 NOT_SERVED = "the server could not find the requested resource"
 

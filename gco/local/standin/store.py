@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gco.local.standin.labels import LabelIndex, matches
+from gco.local.standin.secrets import stored_secret
 from gco.local.standin.status import not_found, status
-from gco.reconcile.objects import KINDS, NAMESPACE, SYSTEM_KINDS, Kind
+from gco.reconcile.objects import KINDS, NAMESPACE, SECRET, SYSTEM_KINDS, Kind
 
 Key = tuple[str, str, str]  # (plural, namespace or "", name)
 PREEXISTING_NAMESPACES = ("default", "kube-system")
@@ -129,7 +130,7 @@ def installed_kinds(crds: frozenset[str] | None) -> dict[tuple[str, str], Kind]:
     custom = {"ScaledObject"} if crds is None else crds
     installed = [kind for kind in KINDS if "." not in kind.api_version.split("/")[0] or kind.kind in custom]
     installed += [kind for kind in KINDS if kind.api_version.endswith("k8s.io/v1")]
-    installed += SYSTEM_KINDS
+    installed += [*SYSTEM_KINDS, SECRET]
     return {(kind.prefix.lstrip("/"), kind.plural): kind for kind in installed}
 
 
@@ -299,6 +300,10 @@ class ObjectStore:
         config.pop("status", None)
         for server_field in SERVER_METADATA:
             config["metadata"].pop(server_field, None)
+        if kind == SECRET:
+            checked = stored_secret(config)
+            if isinstance(checked, str):
+                return 422, status(422, checked)
         if kind.namespaced:
             config["metadata"]["namespace"] = namespace
         else:

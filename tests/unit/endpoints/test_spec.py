@@ -307,4 +307,4 @@ def test_every_text_field_is_checked_for_control_characters() -> None:
     for model in spec_models():
         for name in set(spec_module.TEXT_FIELDS) & set(model.model_fields):
             assert (model.__name__, name) in text_fields
-    assert len(spec_models()) == 8
+    assert len(spec_models()) == 9

@@ -1,0 +1,138 @@
+"""An endpoint's Kubernetes Secret: its `secret_env` values read from Secrets Manager, written by name.
+
+The reconciler calls `EndpointSecret.sync` before it applies or deletes an endpoint's objects: a
+live endpoint with `secret_env` gets its Secret (`gco.endpoint_secrets.secret_name`) written when
+the version ids read differ from those annotated on it (a digest, never a value); an endpoint that
+no longer has one (deleted, not targeted here, its `secret_env` emptied) has it deleted when its
+Deployments still referenced it. No value is logged, returned or put in an error message.
+
+A secret that cannot be read (no such secret or key, access denied) is a terminal status naming the
+variable; Secrets Manager throttled or unavailable raises `SecretUnavailableError` (retried).
+A rotated secret reaches the Secret at the endpoint's next reconcile that applies its objects, and
+its pods at their next start (a Secret read through `secretKeyRef` is fixed for a container's life).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gco.endpoint_secrets import (
+    SOURCES_ANNOTATION,
+    SecretReader,
+    SecretReadError,
+    env_value,
+    render_secret,
+    secret_name,
+    sources_digest,
+)
+from gco.endpoints.record import EndpointRecord
+from gco.reconcile.errors import ClusterRejectedError, SecretUnavailableError
+from gco.reconcile.objects import (
+    DEPLOYMENT,
+    ENDPOINT_LABEL,
+    LIFECYCLE_ANNOTATION,
+    MANAGED_BY,
+    MANAGER,
+    SECRET,
+    SYSTEM_NAMESPACE,
+    ObjectRef,
+    annotations_of,
+    labels_of,
+)
+from gco.reconcile.port import Cluster
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EndpointSecret:
+    """Writes and deletes endpoints' Secrets in one Region's cluster, reading values with `reader`
+    (None: no reader configured, so an endpoint naming a secret gets a terminal status)."""
+
+    cluster: Cluster
+    reader: SecretReader | None
+    region: str
+
+    def sync(
+        self,
+        name: str,
+        record: EndpointRecord | None,
+        *,
+        applies: bool,
+        deletes: Sequence[ObjectRef],
+        observed: Sequence[dict[str, Any]],
+    ) -> str | None:
+        """Bring the endpoint's Secret in line with its record; returns a terminal reason or None.
+
+        Raises:
+            SecretUnavailableError: Secrets Manager could not answer now (retry).
+        """
+        live = record is not None and not record.is_deleted and self.region in record.target_regions
+        if live and record is not None and record.spec.secret_env:
+            return self._write(name, record) if applies else None
+        if (applies or deletes) and _references(observed, name):
+            namespace = record.namespace if record is not None else _namespace_of(deletes, observed)
+            if namespace is not None:
+                ref = ObjectRef(SECRET.kind, namespace, secret_name(name), SECRET.api_version)
+                self.cluster.delete([ref])
+                log.info("deleted its secret: endpoint=%s region=%s", name, self.region)
+        return None
+
+    def _write(self, name: str, record: EndpointRecord) -> str | None:
+        if self.reader is None:
+            return "secret_env: no Secrets Manager reader is configured in this Region"
+        values: dict[str, str] = {}
+        versions: dict[str, str] = {}
+        for variable, ref in sorted(record.spec.secret_env.items()):
+            try:
+                secret = self.reader.read(ref.secret_id)
+                values[variable] = env_value(ref, secret)
+            except SecretReadError as error:
+                if error.retryable:
+                    raise SecretUnavailableError(f"secret_env.{variable}: {error}") from None
+                return f"secret_env.{variable}: {error}"
+            versions[ref.secret_id] = secret.version_id
+        digest = sources_digest(record.spec.secret_env, versions)
+        where = f"Secret {record.namespace}/{secret_name(name)}"
+        wanted = {SOURCES_ANNOTATION: digest, LIFECYCLE_ANNOTATION: record.lifecycle_id or ""}
+        stored = self.cluster.get(SECRET, record.namespace, secret_name(name))
+        if stored is not None:
+            labels = labels_of(stored)
+            if labels.get(MANAGED_BY) != MANAGER or labels.get(ENDPOINT_LABEL) != name:
+                return f"{where} is held by another owner: not applied over"
+            noted = annotations_of(stored)
+            if all(noted.get(key) == value for key, value in wanted.items()):
+                return None  # the same versions, already written: nothing to do
+        obj = render_secret(
+            name,
+            record.namespace,
+            values,
+            labels={MANAGED_BY: MANAGER, ENDPOINT_LABEL: name},
+            annotations=wanted,
+        )
+        try:
+            self.cluster.apply(obj)
+        except ClusterRejectedError as error:
+            return f"{where}: {error}"
+        log.info("wrote its secret (%d variables): endpoint=%s region=%s", len(values), name, self.region)
+        return None
+
+
+def _references(observed: Sequence[dict[str, Any]], name: str) -> bool:
+    """Whether an observed Deployment's pods read the endpoint's Secret (`secretKeyRef`)."""
+    wanted = json.dumps(secret_name(name))
+    return any(
+        obj.get("kind") == DEPLOYMENT.kind and wanted in json.dumps(obj.get("spec") or {}) for obj in observed
+    )
+
+
+def _namespace_of(deletes: Sequence[ObjectRef], observed: Sequence[dict[str, Any]]) -> str | None:
+    """The endpoint's namespace where its record is gone: that of its Deployments."""
+    for ref in [*deletes, *(ObjectRef.of(obj) for obj in observed)]:
+        if ref.kind == DEPLOYMENT.kind and ref.namespace != SYSTEM_NAMESPACE:
+            return ref.namespace
+    return None
