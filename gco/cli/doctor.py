@@ -50,7 +50,12 @@ def load_config(path: Path) -> GcoConfig:
 )
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def doctor(regions: tuple[str, ...], offline: bool, cdk_json: Path, output: str) -> None:
-    """Check what a deploy needs: local tools, CDK bootstrap, quotas, Kubernetes support, roles."""
+    """Check what a deploy needs: local tools, CDK bootstrap, quotas, Kubernetes support, roles.
+
+    \b
+    Example:
+      gco doctor --region us-east-1 --region us-west-2
+    """
     for region in regions:
         if not REGION.match(region):
             raise GcoInputError("--region", f"{region!r} is not a Region name")

@@ -187,6 +187,10 @@ def destroy(
 
     Exit 0 when nothing of the run is left (no record with its label, no object of its lifecycles),
     1 otherwise. The steps land in the run's checkpoint.
+
+    \b
+    Example:
+      gco matrix destroy runs/matrix-1
     """
     from gco.validation.service import destroy as destroy_run
 

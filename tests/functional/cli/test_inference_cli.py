@@ -483,7 +483,11 @@ def test_console_script_runs_as_a_process(store: EndpointStore, moto: MotoServer
 
 
 spec_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
     lambda children: (
         st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
     ),
