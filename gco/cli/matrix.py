@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from gco.cli.common import CheckedPath, connection_options, open_store
+from gco.cli.common import CheckedPath, connection_options, emit, open_store
 from gco.local.stack import EVIDENCE_BUCKET_ENV
 from gco.validation.errors import MatrixFailedError, SettingsError
 
@@ -39,7 +39,12 @@ def validate(settings_path: Path) -> None:
 
 
 def _finish(result_text: str, verdict: str, summary: str, output: str) -> None:
-    click.echo(result_text if output == "json" else summary)
+    if output == "json":
+        click.echo(result_text)
+    elif output == "yaml":
+        emit(json.loads(result_text), output)
+    else:
+        click.echo(summary)
     if verdict != "pass":
         raise MatrixFailedError(summary)
 
