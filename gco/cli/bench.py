@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from gco import strict_json
 from gco.bench.cell import CellResult
 from gco.bench.clip import ClipSettings, run_clip
 from gco.bench.clips import load_clips
@@ -27,7 +28,8 @@ from gco.bench.prompts import DEFAULT_EDGES, load_prompts
 from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
-from gco.cli.common import CheckedPath, StrictFloat, StrictInt
+from gco.cli.common import CheckedPath, StrictFloat, StrictInt, emit, output_option
+from gco.errors import GcoInputError
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
@@ -38,29 +40,29 @@ def _json_option(value: str | None, field: str) -> dict[str, Any]:
     if not value:
         return {}
     try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as error:
-        raise BenchInputError(field, f"not valid JSON: {error.msg}") from None
+        parsed = strict_json.loads(value, field, "the value")  # as --body and spec files are read
+    except GcoInputError as error:
+        raise BenchInputError(field, error.message) from None
     if not isinstance(parsed, dict):
         raise BenchInputError(field, "must be a JSON object")
     return parsed
 
 
 def _ints(value: str, field: str) -> list[int]:
-    try:
-        numbers = [int(part) for part in value.split(",") if part.strip()]
-    except ValueError:
-        raise BenchInputError(field, f"expected comma-separated integers, got {value!r}") from None
+    parts = [part for part in value.split(",") if part]
+    if not all(StrictInt.pattern.fullmatch(part) for part in parts):  # the one integer syntax
+        raise BenchInputError(field, f"expected comma-separated integers, got {value[:80]!r}")
+    numbers = [int(part) for part in parts]
     if not numbers or any(n < 1 for n in numbers):
         raise BenchInputError(field, "expected positive integers")
     return numbers
 
 
 def _floats(value: str, field: str) -> list[float]:
-    try:
-        numbers = [float(part) for part in value.split(",") if part.strip()]
-    except ValueError:
-        raise BenchInputError(field, f"expected comma-separated numbers, got {value!r}") from None
+    parts = [part for part in value.split(",") if part]
+    if not all(StrictFloat.pattern.fullmatch(part) for part in parts):  # the one number syntax
+        raise BenchInputError(field, f"expected comma-separated numbers, got {value[:80]!r}")
+    numbers = [float(part) for part in parts]
     if not numbers or any(n <= 0 for n in numbers):
         raise BenchInputError(field, "expected positive numbers")
     return numbers
@@ -71,7 +73,10 @@ def _default_run_dir() -> Path:
 
 
 def _emit(output: str, data: dict[str, Any], line: str) -> None:
-    click.echo(json.dumps(data, indent=2, sort_keys=True) if output == "json" else line)
+    if output == "table":
+        click.echo(line)
+    else:
+        emit(data, output)
 
 
 def _progress(cell: CellResult, rounds: int) -> None:
@@ -110,7 +115,7 @@ def bench() -> None:
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
 @click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
 @click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option
 def serve(
     prompts_path: Path,
     rates: str | None,
@@ -176,7 +181,7 @@ def serve(
 )
 @click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
 @click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option
 def clip(
     base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
 ) -> None:
@@ -298,7 +303,7 @@ def clip(
 @click.option(
     "--evidence-bucket", envvar="GCO_EVIDENCE_BUCKET", default=None, help="Also write the evidence to S3."
 )
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option
 def rounds(
     manifest_path: Path,
     prompts_path: Path,

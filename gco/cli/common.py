@@ -202,6 +202,9 @@ class StrictFloat(click.ParamType[float]):
         return number
 
 
+PATH_MAX, NAME_MAX = 4096, 255  # Linux's limits on a path and on one of its names (limits.h)
+
+
 class CheckedPath(click.Path):
     """click's Path, refusing a path with a NUL or another control character before click stats it
     (os.stat raises ValueError on a NUL byte, which click does not catch: a traceback, not exit 2)."""
@@ -209,6 +212,10 @@ class CheckedPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and names.first_unsafe(value) is not None:
             self.fail(f"{value[:80]!r} holds a control or invisible character", param, ctx)
+        if isinstance(value, str) and (
+            len(value) > PATH_MAX or any(len(part) > NAME_MAX for part in value.split("/"))
+        ):  # the kernel's ENAMETOOLONG, which os.stat and open raise as an OSError click lets through
+            self.fail(f"{value[:60]!r}... is longer than a path may be ({len(value)} characters)", param, ctx)
         return super().convert(value, param, ctx)
 
 

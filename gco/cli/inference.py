@@ -28,7 +28,7 @@ from gco.cli.common import (
     parse_pairs,
     timeout_option,
 )
-from gco.cli.progress import purge_progress, ready_progress
+from gco.cli.progress import purge_progress, ready_progress, region_served
 from gco.cli.specfile import load_spec_file
 from gco.cli.wait import wait_for
 from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
@@ -153,7 +153,8 @@ def deploy(
         created_by=created_by or getpass.getuser(),
     )
     if wait:
-        record = wait_for(lambda: ready_progress(store, name), what=f"{name} ready", timeout=timeout)
+        served = region_served(name, endpoint_url)
+        record = wait_for(lambda: ready_progress(store, name, served), what=f"{name} ready", timeout=timeout)
     show(record, output)
 
 

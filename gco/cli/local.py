@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from gco.cli.common import CheckedPath, emit, emit_table, output_option
+from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
 from gco.local import stack
 from gco.local.demo import DEFAULT_RUN_DIR, DemoStepError, walkthrough
 from gco.local.engines import ENGINE_KINDS
@@ -111,15 +111,16 @@ def env(state_dir: Path | None) -> None:
 
 @local.command()
 @output_option
+@timeout_flag(stack.ANSWER_TIMEOUT_S, "Seconds each process has to answer.")
 @state_dir_option
-def status(output: str, state_dir: Path | None) -> None:
+def status(output: str, timeout: float, state_dir: Path | None) -> None:
     """Show every part, whether its process lives and whether it answers (exit 1 if one does not).
 
     \b
     Example:
       gco local status -o json
     """
-    rows = stack.status(stack.require(state_dir))
+    rows = stack.status(stack.require(state_dir), timeout)
     if output != "table":
         emit(rows, output)
     else:

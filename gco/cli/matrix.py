@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from gco.cli.common import CheckedPath, connection_options, open_store
+from gco.cli.common import CheckedPath, connection_options, emit, open_store
 from gco.endpoints import names
 from gco.env import MATRIX_RUN_URI_ENV
 from gco.local.stack import EVIDENCE_BUCKET_ENV
@@ -65,7 +65,12 @@ def validate(settings_path: Path) -> None:
 
 
 def _finish(result_text: str, verdict: str, summary: str, output: str) -> None:
-    click.echo(result_text if output == "json" else summary)
+    if output == "json":
+        click.echo(result_text)
+    elif output == "yaml":
+        emit(json.loads(result_text), output)
+    else:
+        click.echo(summary)
     if verdict != "pass":
         raise MatrixFailedError(summary)
 
@@ -196,9 +201,9 @@ def destroy(
 
     store = open_store(endpoint_url, table_name)
     inventory = destroy_run(run_dir, store, run_uri=run_uri)
-    if output == "json":
+    if output != "table":
         document = {"clean": inventory.passed, "detail": inventory.detail, "inventory": inventory.data}
-        click.echo(json.dumps(document, sort_keys=True))
+        emit(document, output)
     else:
         click.echo(f"matrix destroy: {inventory.detail}")
     if not inventory.passed:

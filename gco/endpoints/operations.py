@@ -17,7 +17,7 @@ from gco.endpoints.errors import (
     LostRaceError,
 )
 from gco.endpoints.fenced import require_token
-from gco.endpoints.record import EndpointRecord
+from gco.endpoints.record import LIVE_STATES, EndpointRecord
 from gco.endpoints.spec import parse_spec
 from gco.endpoints.store import EndpointStore
 
@@ -70,12 +70,15 @@ def stop(store: EndpointStore, name: str) -> EndpointRecord:
 
 
 def start(store: EndpointStore, name: str) -> EndpointRecord:
-    return _retry(
-        store,
-        name,
-        "start",
-        lambda record: store.start(name, expected_lifecycle_id=record.lifecycle_id or ""),
-    )
+    """stopped -> running; an endpoint already deploying or running is returned unchanged (as `stop`
+    of a stopped one is: either command run twice succeeds); a deleted one says "redeploy"."""
+
+    def write(record: EndpointRecord) -> EndpointRecord | None:
+        if record.desired_state in LIVE_STATES:
+            return record  # already started: no write
+        return store.start(name, expected_lifecycle_id=record.lifecycle_id or "")
+
+    return _retry(store, name, "start", write)
 
 
 def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:

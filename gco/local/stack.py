@@ -121,11 +121,11 @@ def _until(check: Callable[[], bool], deadline: float) -> bool:
     return check()
 
 
-def _answers(url: str, verify: str | None = None) -> bool:
-    """Whether `url` gives any HTTP answer within `ANSWER_TIMEOUT_S` (a 401 or 404 answers too)."""
+def _answers(url: str, verify: str | None = None, timeout: float = ANSWER_TIMEOUT_S) -> bool:
+    """Whether `url` gives any HTTP answer within `timeout` s (a 401 or 404 answers too)."""
     try:
         context: ssl.SSLContext | bool = ssl.create_default_context(cafile=verify) if verify else True
-        httpx.get(url, timeout=ANSWER_TIMEOUT_S, verify=context)
+        httpx.get(url, timeout=timeout, verify=context)
         return True
     except (httpx.HTTPError, OSError):
         return False
@@ -275,10 +275,10 @@ def require(state_dir: Path | None) -> StackState:
     return state
 
 
-def status(state: StackState) -> list[dict[str, object]]:
+def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[dict[str, object]]:
     """Every part: pid, whether the process lives (and is not stopped), and whether it answers.
 
-    A part answers when each of its URLs gives an HTTP answer within `ANSWER_TIMEOUT_S`: the moto
+    A part answers when each of its URLs gives an HTTP answer within `timeout` s: the moto
     server its API, a Region both its proxy's `/healthz` and its stand-in API server (served by
     the Region's own process: the proxy may be an nginx of its own that answers while the Region's
     process is stopped or hung). `alive` is false for a process stopped by a signal (SIGSTOP).
@@ -294,7 +294,7 @@ def status(state: StackState) -> list[dict[str, object]]:
         if region is not None and region in state.cluster_urls:
             checks.append((state.cluster_urls[region], None))
         living = alive(part.pid) and not stopped(part.pid)
-        answers = living and all(_answers(url, verify) for url, verify in checks)
+        answers = living and all(_answers(url, verify, timeout) for url, verify in checks)
         rows.append(
             {"part": part.name, "pid": part.pid, "alive": living, "answers": answers, "url": part.url}
         )

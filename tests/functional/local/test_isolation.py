@@ -132,3 +132,10 @@ def test_invoke_refuses_an_escaping_path_and_reports_the_url_sent(
     answer = cli.json("inference", "invoke", "col", "--path", "/v1/models", "--body", "{}")
     assert answer["url"] == f"{clusters.invoke_urls()[EAST]}/col/v1/models"
     assert answer["version"] == "primary" and answer["status"] == 200
+
+
+def test_the_in_process_router_refuses_the_same_paths(manual: LocalClusters) -> None:
+    """Where nginx is not installed the local stack routes in-process: the same rule, the same 400."""
+    sendable = [p for p in ESCAPES if p.isascii() and p.isprintable() and " " not in p and len(p) < 8000]
+    assert {path: raw_status(manual, "/col" + path) for path in sendable} == dict.fromkeys(sendable, 400)
+    assert raw_status(manual, "/col/v1/models") == 404  # no route: refused only by what it holds

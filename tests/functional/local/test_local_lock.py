@@ -62,7 +62,19 @@ def test_concurrent_ups_start_one_stack_and_down_stops_all(tmp_path: Path) -> No
 def assert_status_sees_a_stopped_region(state_dir: Path, region_pid: int) -> None:
     """A Region process stopped by SIGSTOP is neither alive nor answering, however its proxy
     answers; `status` says so within its timeouts, and again all is well after SIGCONT."""
-    status = [sys.executable, "-m", "gco.cli", "local", "status", "-o", "json", "--state-dir", str(state_dir)]
+    status = [
+        sys.executable,
+        "-m",
+        "gco.cli",
+        "local",
+        "status",
+        "-o",
+        "json",
+        "--timeout",
+        "1",
+        "--state-dir",
+        str(state_dir),
+    ]
     os.killpg(region_pid, signal.SIGSTOP)
     try:
         started = time.monotonic()

@@ -102,5 +102,6 @@ def test_deploy_wait_names_a_region_no_reconciler_serves(
         "3",
     )
     _, err = cli(*args, *DEPLOY, code=1)
-    assert "us-west-2 pending (no reconciler has written for it: is its Regional stack deployed?)" in err
+    assert "us-west-2 pending (no stack serves us-west-2, so no reconciler will: " in err
+    assert "gco inference regions far --remove us-west-2)" in err
     assert err.splitlines()[-1].startswith("error: timed out after 3 s waiting for far ready: ")
