@@ -41,6 +41,13 @@ _SETTINGS = _ClientSettings()
 REQUEST_ATTEMPTS = 2  # a bounded request is tried at most this often (once more after a timeout)
 
 
+def reset_request_bounds() -> None:
+    """Back to `CLIENT_CONFIG` for the clients made from now on: the CLI calls it after each command,
+    so a program (or a test) running several commands in one process does not carry one command's
+    `--request-timeout` into the next."""
+    _SETTINGS.config = CLIENT_CONFIG
+
+
 def bound_requests(timeout: float) -> None:
     """Bound each request of this process's clients made from now on: connect within
     min(5, timeout) s, read within `timeout` s, `REQUEST_ATTEMPTS` attempts in all. For a command

@@ -80,6 +80,17 @@ def cli(verbose: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; map errors to one line on stderr and the documented exit status."""
     try:
+        return _main(argv)
+    finally:
+        # A --request-timeout bounds this command's requests only. gco.aws is looked up, not
+        # imported: a command that made no AWS client (`gco --help`) does not load botocore.
+        clients = sys.modules.get("gco.aws")
+        if clients is not None:
+            clients.reset_request_bounds()
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="gco", standalone_mode=False)
     except click.exceptions.Exit as done:
         return int(done.exit_code or 0)
