@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.settings import RenderSettings
 
@@ -46,6 +47,19 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         secrets=secrets,
         wait=settings.wait_seconds,
     )
+
+
+def heartbeat_from_env(env: Mapping[str, str] | None = None) -> HeartbeatWriter:
+    """The sweep's heartbeat: the parameter of this table in the reconciler's own Region.
+
+    Raises:
+        InvalidSpecError: a required variable is missing or a value is malformed (names it).
+    """
+    from gco import aws
+
+    settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
+    ssm = SsmParameters(aws.client("ssm", region=settings.region))
+    return HeartbeatWriter(ssm, settings.table_name, settings.sweep_seconds)
 
 
 class LazyReconciler:
