@@ -134,10 +134,10 @@ def _hint(
         return f" ({check.describe()})"
     if not silent:
         return ""
-    unwritten = f"no reconciler has written for it in {SILENT_REGION_S:g} s"
     if isinstance(check, Liveness):
-        return f" ({check.describe()}, but {unwritten})"
+        return f" ({check.describe()}, but it has written nothing for this endpoint in {SILENT_REGION_S:g} s)"
     unread = f"; its heartbeat cannot be read: {check}" if check is not None else ""
+    unwritten = f"no reconciler has written for it in {SILENT_REGION_S:g} s"
     return f" ({unwritten}: is its Regional stack deployed?{unread})"
 
 

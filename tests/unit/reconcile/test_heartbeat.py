@@ -159,8 +159,8 @@ def test_what_a_pending_regions_hint_says_with_and_without_a_live_reconciler() -
         _hint("e", "us-west-2", False, None, never) == " (no live reconciler: no heartbeat was ever written)"
     )
     assert _hint("e", "us-west-2", True, lambda r: True, live) == (
-        " (reconciler live: last heartbeat 2026-12-02T06:00:00Z, 20 s ago, but no reconciler has written"
-        f" for it in {SILENT_REGION_S:g} s)"
+        " (reconciler live: last heartbeat 2026-12-02T06:00:00Z, 20 s ago, but it has written nothing for"
+        f" this endpoint in {SILENT_REGION_S:g} s)"
     )
     assert _hint("e", "us-west-2", True, lambda r: False, never).startswith(" (no stack serves us-west-2")
     assert _hint("e", "us-west-2", True, None, ReconcilerWatch(unreadable, clock=clock)).endswith(
