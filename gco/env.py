@@ -20,6 +20,8 @@ RECONCILER_REGION_ENV = "RECONCILER_REGION"
 # Set by the Lambda runtime itself: the function's Region (the reconciler's when RECONCILER_REGION is unset).
 LAMBDA_REGION_ENV = "AWS_REGION"
 WAIT_SECONDS_ENV = "RECONCILE_WAIT_SECONDS"
+# How often the Region's sweep runs (seconds): written into its heartbeat, so readers judge its age.
+SWEEP_SECONDS_ENV = "GCO_SWEEP_SECONDS"
 # The local stack's stand-in Kubernetes API servers, Region -> URL (JSON); in AWS: EKS clusters by name.
 CLUSTER_URLS_ENV = "GCO_CLUSTER_URLS"
 # Where `gco matrix run|resume` also writes each checkpoint revision and its evidence (s3://bucket/prefix/).

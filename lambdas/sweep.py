@@ -4,11 +4,14 @@ The sweep never raises for one endpoint (`gco.reconcile.sweep`): per-endpoint fa
 unreadable records are counted (the Regional stack alarms on `UnreadableRecords`); only a Region
 that could not be listed at all fails the invocation, so the function's Errors alarm fires.
 Then the matrix endpoints of this Region whose run's deadline has passed are deleted
-(`gco.reconcile.expiry`): the cleanup of a run whose GPU runner never came back.
+(`gco.reconcile.expiry`): the cleanup of a run whose GPU runner never came back. A sweep that could
+list its Region ends with the reconciler's heartbeat, an SSM parameter of the Region
+(`gco.reconcile.heartbeat`) that `deploy --wait` reads.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -18,7 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from gco.reconcile.errors import SweepFailedError
 from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
-from gco.reconcile.runtime import LazyReconciler
+from gco.reconcile.runtime import LazyReconciler, heartbeat_from_env
 from gco.reconcile.sweep import sweep
 from gco.tracing import LazyTracer
 
@@ -26,13 +29,14 @@ logger = Logger(service=SWEEP_SERVICE)
 tracer = LazyTracer(service=SWEEP_SERVICE)
 metrics = Metrics(namespace=METRICS_NAMESPACE, service=SWEEP_SERVICE)
 reconciler = LazyReconciler()
+heartbeat = functools.cache(heartbeat_from_env)
 
 
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    report = sweep(reconciler())
+    report = sweep(reconciler(), heartbeat=heartbeat())
     metrics.add_metric(name="SweepEndpoints", unit=MetricUnit.Count, value=report.endpoints)
     metrics.add_metric(name="SweepFailures", unit=MetricUnit.Count, value=len(report.failed))
     metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=len(report.unreadable))

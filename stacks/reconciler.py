@@ -22,6 +22,7 @@ from gco.deployment.capacity import SWEEP_RESERVED_CONCURRENCY
 from gco.endpoint_secrets import iam_resources
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
+from gco.reconcile.heartbeat import parameter_arn
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.iam import managed_role, statement
@@ -117,6 +118,8 @@ class Reconciler(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
+        # The sweep writes its interval into its heartbeat (gco.reconcile.heartbeat): the schedule's.
+        environment = environment.model_copy(update={"sweep_seconds": float(sweep_minutes * 60)})
         home_region, table_name = environment.home_region or stack.region, environment.table_name
         regions = list(dict.fromkeys([home_region, stack.region]))
         self.security_group, self.dlq = security_group, dlq
@@ -131,7 +134,8 @@ class Reconciler(Construct):
             "Role",
             role_name=f"{name}-{stack.region}",
             service="lambda.amazonaws.com",
-            description="gco reconciler: the home table, this Region's stream and cluster, its own logs",
+            description="gco reconciler: the home table, this Region's stream and cluster, its heartbeat, "
+            "its own logs",
             statements=[
                 statement(
                     "HomeTable",
@@ -159,6 +163,18 @@ class Reconciler(Construct):
                 statement("StackKey", ["kms:Decrypt", "kms:GenerateDataKey"], [key.key_arn]),
                 statement("DeadLetters", ["sqs:SendMessage"], [self.dlq.queue_arn]),
                 statement("OwnCluster", ["eks:DescribeCluster"], [cluster_arn]),
+                statement(
+                    "Heartbeat",
+                    ["ssm:PutParameter"],
+                    [
+                        parameter_arn(
+                            partition=stack.partition,
+                            region=stack.region,
+                            account=stack.account,
+                            table=table_name,
+                        )
+                    ],
+                ),
                 statement(
                     "OwnLogs",
                     ["logs:CreateLogStream", "logs:PutLogEvents"],

@@ -28,7 +28,7 @@ from gco.cli.common import (
     parse_pairs,
     timeout_option,
 )
-from gco.cli.progress import purge_progress, ready_progress, region_served
+from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
 from gco.cli.specfile import load_spec_file
 from gco.cli.wait import wait_for
 from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
@@ -154,7 +154,10 @@ def deploy(
     )
     if wait:
         served = region_served(name, endpoint_url)
-        record = wait_for(lambda: ready_progress(store, name, served), what=f"{name} ready", timeout=timeout)
+        reconcilers = reconciler_watch(store.table_name, endpoint_url)
+        record = wait_for(
+            lambda: ready_progress(store, name, served, reconcilers), what=f"{name} ready", timeout=timeout
+        )
     show(record, output)
 
 

@@ -1,5 +1,6 @@
 """What `deploy --wait` and `delete --wait` report while they wait: Regions running, Regions silent,
-Regions whose acknowledgement is awaited (`gco.cli.wait.Progress`)."""
+Regions with no live reconciler (its heartbeat, `gco.reconcile.heartbeat`), Regions whose
+acknowledgement is awaited (`gco.cli.wait.Progress`)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from gco.endpoints import EndpointRecord, EndpointStore, operations
 from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
 from gco.invoke import local_bases
+from gco.reconcile.errors import HeartbeatError
+from gco.reconcile.heartbeat import Heartbeat, Liveness, SsmParameters, liveness, read_heartbeat, utc_now
 
 # A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
 # a wait that has heard nothing from a Region for this long says so.
 SILENT_REGION_S = 60.0
+# A Region's heartbeat changes once a sweep (minutes in AWS): a wait reads it again after this long.
+HEARTBEAT_REREAD_S = 15.0
 
 
 def region_served(name: str, endpoint_url: str | None) -> Callable[[str], bool]:
@@ -41,10 +46,53 @@ def region_served(name: str, endpoint_url: str | None) -> Callable[[str], bool]:
     return deployed
 
 
+class ReconcilerWatch:
+    """Whether each Region's reconciler is live, from the heartbeat its sweep writes; a Region's
+    heartbeat is read again only after `HEARTBEAT_REREAD_S`, its age is judged at each call.
+
+    Parameters:
+        read: a Region's last heartbeat (None: never written); may raise `HeartbeatError`.
+        clock: now, in UTC (injected for tests).
+    """
+
+    def __init__(
+        self, read: Callable[[str], Heartbeat | None], clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        self.read, self.clock = read, clock
+        self._read_at: dict[str, tuple[datetime, Heartbeat | HeartbeatError | None]] = {}
+
+    def check(self, region: str) -> Liveness | HeartbeatError:
+        """The Region's reconciler liveness now, or why its heartbeat could not be read."""
+        now = self.clock()
+        cached = self._read_at.get(region)
+        if cached is None or (now - cached[0]).total_seconds() >= HEARTBEAT_REREAD_S:
+            try:
+                found: Heartbeat | HeartbeatError | None = self.read(region)
+            except HeartbeatError as error:
+                found = error
+            cached = self._read_at[region] = (now, found)
+        found = cached[1]
+        return found if isinstance(found, HeartbeatError) else liveness(found, now)
+
+
+def reconciler_watch(table: str, endpoint_url: str | None) -> ReconcilerWatch:
+    """A `ReconcilerWatch` over each Region's own Parameter Store (one client per Region)."""
+
+    @functools.cache
+    def parameters(region: str) -> SsmParameters:
+        return SsmParameters(aws.client("ssm", region=region, endpoint_url=endpoint_url))
+
+    return ReconcilerWatch(lambda region: read_heartbeat(parameters(region), table, region))
+
+
 def ready_progress(
-    store: EndpointStore, name: str, served: Callable[[str], bool] | None = None
+    store: EndpointStore,
+    name: str,
+    served: Callable[[str], bool] | None = None,
+    reconcilers: ReconcilerWatch | None = None,
 ) -> Progress[EndpointRecord]:
-    """Regions running the current lifecycle; a Region in error ends the wait; a Region silent for
+    """Regions running the current lifecycle; a Region in error ends the wait; a pending Region
+    whose reconciler is not live (`reconcilers`) is named at once; a Region silent for
     `SILENT_REGION_S` is named, with whether a stack serves it at all (`served`)."""
     record = operations.fresh(store, name)
     states = {region: record.region_status.get(region) for region in record.target_regions}
@@ -62,19 +110,35 @@ def ready_progress(
             if s
             else f"{r} pending"
         )
-        + (_silence(name, r, served) if r in silent else "")
+        + _hint(name, r, r in silent, served, reconcilers)
         for r, s in states.items()
         if r not in done
     )
     return Progress(len(done), len(states), not pending, pending, record)
 
 
-def _silence(name: str, region: str, served: Callable[[str], bool] | None) -> str:
-    """What a silent Region's hint says: no stack at all there, or a reconciler not writing."""
-    if served is not None and not served(region):
+def _hint(
+    name: str,
+    region: str,
+    silent: bool,
+    served: Callable[[str], bool] | None,
+    reconcilers: ReconcilerWatch | None,
+) -> str:
+    """What a pending Region's hint says: no stack at all there (once silent), no live reconciler
+    (its heartbeat missing or old), or a live reconciler that has not written for this endpoint."""
+    if silent and served is not None and not served(region):
         remove = f"gco inference regions {name} --remove {region}"
         return f" (no stack serves {region}, so no reconciler will: {remove})"
-    return f" (no reconciler has written for it in {SILENT_REGION_S:g} s: is its Regional stack deployed?)"
+    check = reconcilers.check(region) if reconcilers is not None else None
+    if isinstance(check, Liveness) and not check.live:
+        return f" ({check.describe()})"
+    if not silent:
+        return ""
+    if isinstance(check, Liveness):
+        return f" ({check.describe()}, but it has written nothing for this endpoint in {SILENT_REGION_S:g} s)"
+    unread = f"; its heartbeat cannot be read: {check}" if check is not None else ""
+    unwritten = f"no reconciler has written for it in {SILENT_REGION_S:g} s"
+    return f" ({unwritten}: is its Regional stack deployed?{unread})"
 
 
 def _silent_regions(record: EndpointRecord) -> list[str]:

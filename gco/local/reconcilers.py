@@ -2,7 +2,8 @@
 a stream poller over the moto server's table stream, plus the sweep.
 
 `pump()` drives everything deterministically (tests, the demo); `start()` runs the pollers and
-the sweep on background threads until `stop()`.
+the sweep on background threads until `stop()`. Each Region's sweep thread writes its heartbeat to
+the moto server's SSM of that Region, as the sweep Lambda does in AWS (`gco.reconcile.heartbeat`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gco.local.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
+from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
@@ -39,10 +41,10 @@ def _poll_again(poller: StreamPoller) -> bool:
     return poller.poll_once() > 0
 
 
-def _sweep_then_wait(reconciler: Reconciler) -> bool:
-    """One sweep and the cleanup of expired matrix endpoints, as the sweep Lambda does (lambdas/sweep.py);
-    the next waits for the sweep interval, whatever this one found."""
-    sweep(reconciler)
+def _sweep_then_wait(reconciler: Reconciler, heartbeat: HeartbeatWriter) -> bool:
+    """One sweep with its heartbeat and the cleanup of expired matrix endpoints, as the sweep Lambda
+    does (lambdas/sweep.py); the next waits for the sweep interval, whatever this one found."""
+    sweep(reconciler, heartbeat=heartbeat)
     destroy_expired(reconciler.store, region=reconciler.region, now=time.time())
     return False
 
@@ -82,6 +84,7 @@ class LocalReconcilers:
         retry: RetryPolicy | None = None,
     ) -> None:
         self.store = store
+        self.endpoint_url = endpoint_url
         table = store.client.describe_table(TableName=store.table_name)["Table"]
         self.stream_arn: str = table["LatestStreamArn"]
         # The stream lives with the table, in the store's (home) Region.
@@ -150,9 +153,13 @@ class LocalReconcilers:
             self._threads.append(
                 self._spawn(f"poller-{local.region}", partial(_poll_again, local.poller), poll_interval)
             )
+            ssm = aws.client("ssm", region=local.region, endpoint_url=self.endpoint_url)
+            heartbeat = HeartbeatWriter(SsmParameters(ssm), self.store.table_name, sweep_interval)
             self._threads.append(
                 self._spawn(
-                    f"sweep-{local.region}", partial(_sweep_then_wait, local.reconciler), sweep_interval
+                    f"sweep-{local.region}",
+                    partial(_sweep_then_wait, local.reconciler, heartbeat),
+                    sweep_interval,
                 )
             )
         return self

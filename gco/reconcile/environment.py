@@ -6,6 +6,8 @@ INFERENCE_ENDPOINTS_TABLE_NAME    the endpoint table (default gco-inference-endp
 DYNAMODB_REGION                   the table's home Region, where every read and write goes
 RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for readiness (0-600,
                                   default 10; the stream handler and the sweep never wait: docs/scale.md)
+GCO_SWEEP_SECONDS                 how often the scheduled sweep runs (default 300; written into the
+                                  reconciler's heartbeat: gco.reconcile.heartbeat)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
 GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
 GCO_MODEL_SOURCES                 the S3 prefixes endpoint pods may read models from, comma-separated
@@ -39,6 +41,7 @@ from gco.env import (
     HOME_REGION_ENV,
     LAMBDA_REGION_ENV,
     RECONCILER_REGION_ENV,
+    SWEEP_SECONDS_ENV,
     TABLE_ENV,
     WAIT_SECONDS_ENV,
 )
@@ -53,6 +56,7 @@ VARIABLES = {
     "table_name": TABLE_ENV,
     "home_region": HOME_REGION_ENV,
     "wait_seconds": WAIT_SECONDS_ENV,
+    "sweep_seconds": SWEEP_SECONDS_ENV,
     "proxy": PROXY_SETTINGS_ENV,
     "addons": ADDONS_ENV,
     "gpu_instance_types": GPU_INSTANCE_TYPES_ENV,
@@ -70,6 +74,7 @@ class ReconcilerEnvironment(BaseModel):
         table_name: the endpoint table.
         home_region: the table's home Region (None: `gco.aws.home_region`'s default).
         wait_seconds: how long one record may wait for readiness before it is requeued.
+        sweep_seconds: how often the scheduled sweep runs (the Regional stack's schedule).
         proxy: the shared proxy's settings.
         addons: the add-ons the Region's cluster has, or None where that is not known.
         gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
@@ -84,6 +89,7 @@ class ReconcilerEnvironment(BaseModel):
     table_name: str = Field(DEFAULT_TABLE, min_length=1)
     home_region: str | None = None
     wait_seconds: float = Field(10.0, ge=0, le=600)
+    sweep_seconds: float = Field(300.0, gt=0, le=86400)
     proxy: ProxySettings = DEFAULT_PROXY
     addons: frozenset[str] | None = None
     gpu_instance_types: tuple[str, ...] = ()
@@ -116,6 +122,7 @@ class ReconcilerEnvironment(BaseModel):
             RECONCILER_REGION_ENV: self.region,
             TABLE_ENV: self.table_name,
             WAIT_SECONDS_ENV: f"{self.wait_seconds:g}",
+            SWEEP_SECONDS_ENV: f"{self.sweep_seconds:g}",
             PROXY_SETTINGS_ENV: self.proxy.model_dump_json(),
         }
         if self.home_region is not None:
@@ -145,6 +152,7 @@ class ReconcilerEnvironment(BaseModel):
             "table_name": present.get(TABLE_ENV),
             "home_region": present.get(HOME_REGION_ENV),
             "wait_seconds": present.get(WAIT_SECONDS_ENV),
+            "sweep_seconds": present.get(SWEEP_SECONDS_ENV),
             "addons": addons_from_env(env),
             "gpu_instance_types": _instance_types(present.get(GPU_INSTANCE_TYPES_ENV)),
             # Set but empty means none configured (every model_source refused), unlike unset.

@@ -11,7 +11,8 @@
     ├── ClusterConfigError         the cluster cannot be located (eks:DescribeCluster failed)
     ├── SecretUnavailableError     Secrets Manager could not answer for an endpoint's secret (retry later)
     ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
-    └── SweepFailedError           the sweep could not list its Region: nothing was reconciled
+    ├── SweepFailedError           the sweep could not list its Region: nothing was reconciled
+    └── HeartbeatError             the reconciler's heartbeat parameter cannot be written or read
 
 httpx errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
 errors are converted at the client boundary with `raise ... from`; docs/reconciler.md tabulates
@@ -90,3 +91,7 @@ class PoisonRecordError(ReconcileError):
 
 class SweepFailedError(ReconcileError):
     """The sweep could not list its Region (the table or the cluster): nothing was reconciled."""
+
+
+class HeartbeatError(ReconcileError):
+    """The reconciler's heartbeat parameter cannot be written or read, or holds no heartbeat."""

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.settings import RenderSettings
+
+if TYPE_CHECKING:  # the stream function never writes a heartbeat: it does not import the module
+    from gco.reconcile.heartbeat import HeartbeatWriter
 
 
 def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
@@ -46,6 +50,20 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         secrets=secrets,
         wait=settings.wait_seconds,
     )
+
+
+def heartbeat_from_env(env: Mapping[str, str] | None = None) -> HeartbeatWriter:
+    """The sweep's heartbeat: the parameter of this table in the reconciler's own Region.
+
+    Raises:
+        InvalidSpecError: a required variable is missing or a value is malformed (names it).
+    """
+    from gco import aws
+    from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
+
+    settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
+    ssm = SsmParameters(aws.client("ssm", region=settings.region))
+    return HeartbeatWriter(ssm, settings.table_name, settings.sweep_seconds)
 
 
 class LazyReconciler:

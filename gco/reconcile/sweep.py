@@ -7,7 +7,8 @@ already as desired makes no DynamoDB write and no Kubernetes write. Anything to 
 reconciled too (a fresh read confirms the record is gone before they are removed).
 
 Each sweep first ensures the Region's namespaces and shared proxy (`system.py`) from the same
-snapshot: reads, and writes only where something differs.
+snapshot: reads, and writes only where something differs. A sweep that could list its Region ends
+with the reconciler's heartbeat (`heartbeat.py`): an SSM parameter of the Region, not the table.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gco.reconcile.failures import report_failure
+from gco.reconcile.heartbeat import HeartbeatWriter
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER, labels_of
 from gco.reconcile.reconciler import Reconciler
 
@@ -30,7 +32,8 @@ ENTRY = "sweep"
 class SweepReport:
     """What one sweep did. `failed` names endpoints whose reconcile raised, `unreadable` the keys of
     items that do not parse; `error` is set when the Region could not be listed at all (nothing was
-    reconciled), `system_error` when its namespaces or shared proxy could not be ensured."""
+    reconciled), `system_error` when its namespaces or shared proxy could not be ensured;
+    `heartbeat` says whether the heartbeat was written (None: none was due or none is written)."""
 
     endpoints: int = 0
     done: int = 0
@@ -41,6 +44,7 @@ class SweepReport:
     unreadable: list[str] = field(default_factory=list)
     error: str | None = None
     system_error: str | None = None
+    heartbeat: bool | None = None
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -54,12 +58,14 @@ class SweepReport:
             "unreadable": list(self.unreadable),
             "error": self.error,
             "system_error": self.system_error,
+            "heartbeat": self.heartbeat,
             "seconds": round(self.seconds, 3),
         }
 
 
-def sweep(reconciler: Reconciler) -> SweepReport:
-    """Reconcile every endpoint (and every orphaned object) in the reconciler's Region.
+def sweep(reconciler: Reconciler, *, heartbeat: HeartbeatWriter | None = None) -> SweepReport:
+    """Reconcile every endpoint (and every orphaned object) in the reconciler's Region, then write
+    `heartbeat` (where given) if the Region could be listed.
 
     Never raises: every step is guarded (`failures.py`). If the table or the cluster cannot be
     listed, the report says so and nothing is touched; an unreadable item is named in the report
@@ -112,5 +118,7 @@ def sweep(reconciler: Reconciler) -> SweepReport:
             report.requeued += 1
         else:
             report.terminal += 1
+    if heartbeat is not None:
+        report.heartbeat = heartbeat.beat(region)
     report.seconds = time.monotonic() - started
     return report

@@ -8,6 +8,7 @@ from aws_cdk.assertions import Capture, Match
 
 from gco.deployment.kubernetes import DEFAULT_KUBERNETES_VERSION
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
+from gco.reconcile.heartbeat import parameter_name
 from tests.cdk.conftest import HOME, OTHER
 
 
@@ -89,6 +90,7 @@ def test_functions_in_vpc_traced_named_with_environment(regional_template: Any) 
                             "RECONCILER_REGION": OTHER,
                             "DYNAMODB_REGION": HOME,
                             "INFERENCE_ENDPOINTS_TABLE_NAME": "gco-inference-endpoints",
+                            "GCO_SWEEP_SECONDS": "300",  # the schedule's, written into the heartbeat
                             "PYDANTIC_DISABLE_PLUGINS": "__all__",
                         }
                     )
@@ -221,6 +223,31 @@ def test_reconciler_policy_names_home_table_and_cluster(regional_template: Any) 
         f"dynamodb.{HOME}.amazonaws.com",
         f"dynamodb.{OTHER}.amazonaws.com",
     ]
+
+
+def test_reconciler_may_write_exactly_its_own_heartbeat_parameter(regional_template: Any) -> None:
+    policy = Capture()
+    regional_template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {"ManagedPolicyName": f"gco-reconciler-{OTHER}-{OTHER}", "PolicyDocument": policy},
+    )
+    statements = {s["Sid"]: s for s in policy.as_object()["Statement"]}
+    heartbeat = statements["Heartbeat"]
+    assert (heartbeat["Effect"], heartbeat["Action"]) == ("Allow", "ssm:PutParameter")
+    parts = heartbeat["Resource"]["Fn::Join"][1]
+    assert parts[0] == "arn:" and parts[1] == {"Ref": "AWS::Partition"}
+    assert parts[2:] == [
+        f":ssm:{OTHER}:",
+        {"Ref": "AWS::AccountId"},
+        ":parameter" + parameter_name("gco-inference-endpoints", OTHER),
+    ]
+    ssm_actions = [
+        action
+        for statement in policy.as_object()["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+        if action.startswith("ssm:")
+    ]
+    assert ssm_actions == ["ssm:PutParameter"]
 
 
 def test_home_region_reconciler_uses_the_home_stream(home_regional_template: Any) -> None:

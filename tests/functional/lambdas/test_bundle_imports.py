@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
+from gco import aws
 from gco.endpoints import EndpointStore
 from gco.local.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
+from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.heartbeat import SsmParameters, read_heartbeat
 from stacks.bundling import BUNDLE_ENVIRONMENT, LOCK, RUNTIME_PROVIDED, LocalPythonBundling
 from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -137,7 +140,10 @@ def run_handler(
         "AWS_XRAY_DAEMON_ADDRESS": f"127.0.0.1:{daemon.getsockname()[1]}",
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         "POWERTOOLS_METRICS_NAMESPACE": "gco-test",
-        **BUNDLE_ENVIRONMENT,  # what the stack sets on the functions
+        # What the stack sets on the functions (`ReconcilerEnvironment`): the sweep's heartbeat is built
+        # from it (the reconciler itself is replaced by the driver).
+        **ReconcilerEnvironment(cluster_name="gco-test", region=EAST, table_name=TABLE).to_env(),
+        **BUNDLE_ENVIRONMENT,
     }
     done = subprocess.run(
         [sys.executable, "-I", "-S", str(DRIVER), json.dumps(config)],
@@ -202,3 +208,7 @@ def test_sweep_handler_from_the_bundle(
         daemon=xray_daemon,
     )
     assert (result["response"]["endpoints"], result["response"]["failed"]) == (1, [])
+    assert result["response"]["heartbeat"] is True
+    ssm = SsmParameters(aws.client("ssm", region=EAST, endpoint_url=moto.url))
+    beat = read_heartbeat(ssm, TABLE, EAST)
+    assert beat is not None and beat.every_s == ReconcilerEnvironment.model_fields["sweep_seconds"].default

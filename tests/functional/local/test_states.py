@@ -1,17 +1,21 @@
 """States that mean what runs, over the local stack: `deploy --wait` then `list --state running`
 finds the endpoint; a Region in error is listed as error with its reason; the canary (image,
-weight, replicas, ready) is in the tables; `invoke` says which version answered."""
+weight, replicas, ready) is in the tables; `invoke` says which version answered; `deploy --wait`
+names a Region no stack serves, and one whose reconciler is not live (its heartbeat)."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gco import aws
 from gco.endpoints import EndpointStore
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.cluster import LocalClusters
 from gco.local.motoserver import MotoServer
+from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters, liveness, read_heartbeat
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import eventually
 from tests.functional.local.test_canary import CANARY_IMAGE
@@ -105,3 +109,32 @@ def test_deploy_wait_names_a_region_no_reconciler_serves(
     assert "us-west-2 pending (no stack serves us-west-2, so no reconciler will: " in err
     assert "gco inference regions far --remove us-west-2)" in err
     assert err.splitlines()[-1].startswith("error: timed out after 3 s waiting for far ready: ")
+
+
+def test_deploy_wait_names_a_region_whose_reconciler_never_beat_or_stopped(
+    store: EndpointStore, cli: Cli, clusters: LocalClusters, moto: MotoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """us-east-1's reconciler runs (its sweep writes a heartbeat); us-west-2 is named as served (a
+    stack whose reconciler never ran), then given a heartbeat 14 minutes old (one that stopped)."""
+    far = "us-west-2"
+    monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps({**clusters.invoke_urls(), far: "http://127.0.0.1:9/"}))
+
+    def parameters(region: str) -> SsmParameters:
+        return SsmParameters(aws.client("ssm", region=region, endpoint_url=moto.url))
+
+    beat = eventually(
+        lambda: read_heartbeat(parameters(EAST), store.table_name, EAST), "us-east-1's heartbeat"
+    )
+    assert liveness(beat, datetime.now(UTC)).live
+    args = ("inference", "deploy", "far", "--region", EAST, "--region", far, "--wait", "--timeout", "3")
+    _, err = cli(*args, *DEPLOY, code=1)
+    last = err.splitlines()[-1]
+    assert last.startswith("error: timed out after 3 s waiting for far ready: ")
+    assert f"{far} pending (no live reconciler: no heartbeat was ever written)" in last
+    assert "us-east-1 pending (no live reconciler" not in err
+
+    stopped = datetime.now(UTC) - timedelta(minutes=14)
+    HeartbeatWriter(parameters(far), store.table_name, 5.0, clock=lambda: stopped).beat(far)
+    _, err = cli("inference", "deploy", "far2", "--region", far, "--wait", "--timeout", "2", *DEPLOY, code=1)
+    said = f"{far} pending (no live reconciler: last heartbeat {stopped:%Y-%m-%dT%H:%M:%S}Z, 14 min ago)"
+    assert said in err.splitlines()[-1]

@@ -11,11 +11,13 @@ from unittest.mock import Mock
 
 import pytest
 
+from gco import aws
 from gco.endpoints import EndpointStore, InvalidSpecError
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
 from gco.reconcile.errors import ClusterConfigError
 from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
+from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters, read_heartbeat
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.runtime import LazyReconciler, reconciler_from_env
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -58,24 +60,38 @@ def test_stream_lambda_reports_partial_batch_failures(
     assert record.region_status[EAST].state == "running"
 
 
-def test_sweep_lambda_reports(
-    store: EndpointStore, local: LocalReconcilers, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def east_ssm(moto: MotoServer) -> SsmParameters:
+    return SsmParameters(aws.client("ssm", region=EAST, endpoint_url=moto.url))
+
+
+def patched_sweep_entry(
+    local: LocalReconcilers, store: EndpointStore, ssm: SsmParameters, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """The sweep Lambda's module, its reconciler and heartbeat those of the local stack's EAST."""
     from lambdas import sweep as entry
 
     monkeypatch.setattr(entry, "reconciler", LazyReconciler(lambda: local.regions[EAST].reconciler))
+    monkeypatch.setattr(entry, "heartbeat", lambda: HeartbeatWriter(ssm, store.table_name, 300.0))
+    return entry
+
+
+def test_sweep_lambda_reports_and_beats(
+    store: EndpointStore, local: LocalReconcilers, east_ssm: SsmParameters, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = patched_sweep_entry(local, store, east_ssm, monkeypatch)
     store.create("llama", {"image": IMAGE}, [EAST])
     event = json.loads((EVENTS / "scheduled_sweep.json").read_text())
     report = entry.handler(event, Context(function_name="gco-sweep"))
-    assert (report["endpoints"], report["done"], report["failed"]) == (1, 1, [])
+    assert (report["endpoints"], report["done"], report["failed"], report["heartbeat"]) == (1, 1, [], True)
+    beat = read_heartbeat(east_ssm, store.table_name, EAST)
+    assert beat is not None and beat.every_s == 300.0
 
 
 def test_the_sweep_lambda_deletes_a_matrix_endpoint_past_its_deadline(
-    store: EndpointStore, local: LocalReconcilers, monkeypatch: pytest.MonkeyPatch
+    store: EndpointStore, local: LocalReconcilers, east_ssm: SsmParameters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lambdas import sweep as entry
-
-    monkeypatch.setattr(entry, "reconciler", LazyReconciler(lambda: local.regions[EAST].reconciler))
+    entry = patched_sweep_entry(local, store, east_ssm, monkeypatch)
     past, future = str(int(time.time()) - 1), str(int(time.time()) + 3600)
     store.create("mx-r1-vllm-hpa", {"image": IMAGE}, [EAST], labels={OWNER_LABEL: "r1", DEADLINE_LABEL: past})
     store.create(

@@ -6,7 +6,14 @@ import pytest
 
 from gco.addons import ADDONS_ENV, KEDA, METRICS_SERVER
 from gco.endpoints.errors import InvalidSpecError
-from gco.env import CLUSTER_NAME_ENV, DEFAULT_TABLE, LAMBDA_REGION_ENV, TABLE_ENV, WAIT_SECONDS_ENV
+from gco.env import (
+    CLUSTER_NAME_ENV,
+    DEFAULT_TABLE,
+    LAMBDA_REGION_ENV,
+    SWEEP_SECONDS_ENV,
+    TABLE_ENV,
+    WAIT_SECONDS_ENV,
+)
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
@@ -18,6 +25,7 @@ def test_written_environment_reads_back_identical() -> None:
         table_name="endpoints",
         home_region="us-east-1",
         wait_seconds=2.5,
+        sweep_seconds=600.0,
         proxy=ProxySettings(cpu_request="500m"),
         addons=frozenset({METRICS_SERVER, KEDA}),
     )
@@ -31,6 +39,7 @@ def test_unset_and_empty_variables_take_the_defaults() -> None:
         {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "eu-west-1", WAIT_SECONDS_ENV: "", TABLE_ENV: ""}
     )
     assert (read.region, read.table_name, read.wait_seconds) == ("eu-west-1", DEFAULT_TABLE, 10.0)
+    assert read.sweep_seconds == 300.0
     assert read.proxy == DEFAULT_PROXY and read.addons is None and read.home_region is None
     # Add-ons not known are not written, so the runtime keeps "not known" (nothing refused up front).
     assert ADDONS_ENV not in read.to_env()
@@ -44,6 +53,11 @@ def test_unset_and_empty_variables_take_the_defaults() -> None:
             {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", WAIT_SECONDS_ENV: "-1"},
             WAIT_SECONDS_ENV,
             "'-1'",
+        ),
+        (
+            {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", SWEEP_SECONDS_ENV: "0"},
+            SWEEP_SECONDS_ENV,
+            "'0'",
         ),
         (
             {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", PROXY_SETTINGS_ENV: "{"},
