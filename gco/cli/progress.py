@@ -12,9 +12,8 @@ from typing import Any
 import click
 
 from gco import aws
-from gco.cli import views
 from gco.cli.wait import Progress
-from gco.endpoints import EndpointRecord, EndpointStore, operations
+from gco.endpoints import EndpointRecord, EndpointStore, observed, operations
 from gco.endpoints.tokens import parse_timestamp
 from gco.front_door import invoke_urls
 from gco.invoke import local_bases
@@ -106,7 +105,7 @@ def ready_progress(
     pending = ", ".join(
         (
             f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
-            + (f" ({note})" if (note := views.region_note(s)) else "")
+            + (f" ({note})" if (note := observed.region_note(s)) else "")
             if s
             else f"{r} pending"
         )

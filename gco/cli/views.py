@@ -9,7 +9,7 @@ from typing import Any
 
 from gco.endpoints import observed
 from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
-from gco.endpoints.record import EndpointRecord, RegionStatus
+from gco.endpoints.record import EndpointRecord
 
 LIST_HEADERS = ("NAME", "DESIRED", "OBSERVED", "REGIONS", "READY", "CANARY", "IMAGE", "CREATED")
 REGION_HEADERS = ("REGION", "ROLE", "STATE", "OBSERVED", "READY", "CANARY", "ERROR")
@@ -55,17 +55,6 @@ def canary_line(record: EndpointRecord) -> str | None:
     return f"canary:        {canary_summary(record)} (ready: {ready})"
 
 
-def region_note(status: RegionStatus) -> str:
-    """A Region's error, or why its replicas are not ready: `server exited 139 (SIGSEGV), CrashLoopBackOff,
-    restarts 3` (the reason and restarts the reconciler read from the Pods)."""
-    if status.error:
-        return status.error
-    extra = status.model_extra or {}
-    if not extra.get("reason"):
-        return ""
-    return f"{extra['reason']}, restarts {extra.get('restarts') or 0}"
-
-
 def region_rows(record: EndpointRecord) -> list[list[str]]:
     """`status`'s table: each Region the record was ever in, what its reconciler reported and what
     that means (`observed`)."""
@@ -82,7 +71,7 @@ def region_rows(record: EndpointRecord) -> list[list[str]]:
                 seen.state,
                 f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
                 canary_ready(record, region),
-                region_note(status) if status else "",
+                observed.region_note(status) if status else "",
             ]
         )
     return rows

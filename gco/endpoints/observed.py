@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from gco.endpoints.record import EndpointRecord
+from gco.endpoints.record import EndpointRecord, RegionStatus
 
 ObservedState = Literal[
     "running", "degraded", "error", "pending", "stopped", "stopping", "deleting", "deleted"
@@ -106,3 +106,14 @@ def matches(record: EndpointRecord, state: str) -> bool:
     STATE (an endpoint deployed and running in every Region is listed under both `deploying`, what
     was asked, and `running`, what runs)."""
     return record.desired_state == state or aggregate(record).state == state
+
+
+def region_note(status: RegionStatus) -> str:
+    """A Region's error, or why its replicas are not ready: `server exited 139 (SIGSEGV),
+    CrashLoopBackOff, restarts 3` (the reason and restarts the reconciler read from the Pods)."""
+    if status.error:
+        return status.error
+    extra = status.model_extra or {}
+    if not extra.get("reason"):
+        return ""
+    return f"{extra['reason']}, restarts {extra.get('restarts') or 0}"

@@ -35,6 +35,7 @@ from gco import aws
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
+from gco.endpoints.observed import region_note
 from gco.env import HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import demo_bench
@@ -219,10 +220,7 @@ def explain_failure(echo: Callable[[str], None], store: EndpointStore, clusters:
             if status is None:
                 echo(f"  {record.endpoint_name} in {region}: pending (no status yet)")
                 continue
-            extra = status.model_extra or {}
-            why = status.error or (
-                f"{extra['reason']}, restarts {extra.get('restarts', 0)}" if extra.get("reason") else ""
-            )
+            why = region_note(status)
             echo(
                 f"  {record.endpoint_name} in {region}: {status.state} "
                 f"{status.replicas_ready}/{status.replicas_desired} ready{f' ({why})' if why else ''}"
