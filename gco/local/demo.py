@@ -329,7 +329,7 @@ def _walk(
             "--region",
             region,
             "--prompt",
-            "What is the capital of France?",
+            "The capital of France is",
         )
     _canary(step, echo, clusters, engine_groups)
     step(

@@ -17,11 +17,14 @@ from gco.local.engines import FAKE_ENGINE, LLAMA_ENGINE
 from gco.local.kubelet import free_port
 from gco.local.llama_engine import MODEL_ID
 
+# Text to continue, not questions: the rounds send raw completions (no chat template), and
+# SmolLM2-135M-Instruct answers a bare question such as "What is the capital of France?" with an
+# immediate end of text under greedy decoding (0 tokens: a failed request in the rounds).
 DEMO_PROMPTS = (
-    "Name three primary colours.",
-    "What is the capital of France?",
-    "Write one sentence about the sea.",
-    "Count from one to five.",
+    "Three primary colours are",
+    "The capital of France is",
+    "Here is one sentence about the sea:",
+    "Counting from one to five: one,",
 )
 MAX_TOKENS = 16
 READY_TIMEOUT_S = 120.0
