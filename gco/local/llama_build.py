@@ -75,7 +75,7 @@ NEUTRAL_FEATURES = frozenset(
 )
 PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
 FEATURE = re.compile(r"\b([A-Z][A-Z0-9_]*) = (\d+)")
-ABOUT_MINUTES = "about 10 minutes on 2 cores"  # measured: docs/benchmarks.md
+ABOUT_MINUTES = "10-15 minutes on 2 cores"  # measured: docs/benchmarks.md (14 min 22 s under load)
 
 
 class LlamaBuildError(GcoError):
