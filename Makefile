@@ -25,9 +25,11 @@ DEMO_ENGINE ?= llama
 demo: $(STAMP)
 	$(BIN)/gco local demo --engine $(DEMO_ENGINE)
 
+# lint-imports holds the import contracts of pyproject.toml [tool.importlinter] (docs/layout.md).
 lint: $(STAMP)
 	$(BIN)/ruff check gco tests benchmarks lambdas stacks gpu_runner app.py
 	$(BIN)/ruff format --check gco tests benchmarks lambdas stacks gpu_runner app.py
+	$(BIN)/lint-imports
 
 types: $(STAMP)
 	$(BIN)/mypy
@@ -73,4 +75,4 @@ lambda-lock: $(STAMP)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage cdk.out node_modules mutants
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .coverage cdk.out node_modules mutants

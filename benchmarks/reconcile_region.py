@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
+from gco.kube_tokens import LOCAL_TOKEN  # noqa: E402
 from gco.local.poller import StreamPoller  # noqa: E402
-from gco.local.reconcilers import LOCAL_TOKEN, LocalReconcilers  # noqa: E402
+from gco.local.reconcilers import LocalReconcilers  # noqa: E402
 from gco.local.standin.process import StandInProcess  # noqa: E402
 from gco.reconcile.handler import handle_stream_event  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token  # noqa: E402

@@ -15,9 +15,9 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config
 
-from gco.endpoints.names import REGION_MAX, REGION_SYNTAX
 from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
 from gco.errors import GcoInputError
+from gco.regions import REGION_MAX, REGION_SYNTAX
 
 DEFAULT_REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"aws_access_key_id": "gco-local", "aws_secret_access_key": "gco-local"}

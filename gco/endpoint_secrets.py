@@ -24,10 +24,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
 import re
-import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,7 +62,8 @@ class SecretValue:
 
 
 class SecretReader(Protocol):
-    """Reads secrets (Secrets Manager in AWS and against the moto server: `SecretsManagerReader`)."""
+    """Reads secrets (Secrets Manager in AWS and against the moto server:
+    `gco.secrets_manager.SecretsManagerReader`)."""
 
     def read(self, secret_id: str) -> SecretValue:
         """The secret's current value.
@@ -73,64 +72,6 @@ class SecretReader(Protocol):
             SecretReadError: it cannot be read (not retryable) or not now (retryable).
         """
         ...
-
-
-# Error codes of GetSecretValue that a retry cannot cure (docs.aws.amazon.com/secretsmanager/latest/
-# apireference/API_GetSecretValue.html#API_GetSecretValue_Errors, and IAM's AccessDeniedException).
-_PERMANENT = frozenset(
-    {"ResourceNotFoundException", "AccessDeniedException", "InvalidRequestException", "DecryptionFailure"}
-)
-
-
-class _HideSecretBodies(logging.Filter):
-    """Drops botocore's DEBUG record of a response body (`botocore/parsers.py`: "Response body:") while
-    this thread reads a secret, so a DEBUG log level never writes a secret's value to a log."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.local = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (getattr(self.local, "reading", False) and str(record.msg).startswith("Response body"))
-
-
-_HIDE = _HideSecretBodies()
-_PARSER_LOGGER = "botocore.parsers"
-
-
-class SecretsManagerReader:
-    """`SecretReader` over boto3's `secretsmanager` client; an ARN is read in its own Region.
-
-    Parameters:
-        client_for: a client of the given Region (`gco.aws.client('secretsmanager', region=...)`).
-        home_region: where a secret named without an ARN is read.
-    """
-
-    def __init__(self, client_for: Callable[[str], Any], home_region: str) -> None:
-        self._client_for = client_for
-        self._home = home_region
-        self._clients: dict[str, Any] = {}
-        if _HIDE not in logging.getLogger(_PARSER_LOGGER).filters:
-            logging.getLogger(_PARSER_LOGGER).addFilter(_HIDE)
-
-    def read(self, secret_id: str) -> SecretValue:
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        region = secret_id.split(":")[3] if secret_id.startswith("arn:") else self._home
-        client = self._clients.setdefault(region, self._client_for(region))
-        _HIDE.local.reading = True
-        try:
-            answer = client.get_secret_value(SecretId=secret_id)
-        except ClientError as error:
-            code = str(error.response.get("Error", {}).get("Code", "unknown"))
-            raise SecretReadError(f"secret {secret_id}: {code}", retryable=code not in _PERMANENT) from None
-        except BotoCoreError as error:
-            raise SecretReadError(f"secret {secret_id}: {type(error).__name__}", retryable=True) from None
-        finally:
-            _HIDE.local.reading = False
-        if "SecretString" not in answer:
-            raise SecretReadError(f"secret {secret_id}: holds binary, not a string", retryable=False)
-        return SecretValue(str(answer["SecretString"]), str(answer["VersionId"]))
 
 
 # -- the allowed list ------------------------------------------------------------------------------

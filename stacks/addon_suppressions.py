@@ -9,7 +9,7 @@ from __future__ import annotations
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
-from stacks.suppressions import Suppression
+from stacks.nag_suppression import Suppression
 
 
 def addon_suppressions(stack: Stack) -> list[Suppression]:

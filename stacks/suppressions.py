@@ -7,15 +7,15 @@ only for the exact resource strings listed in `applies_to`, so a new wildcard st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 
 from gco.front_door import regional_stack_name
+from stacks.addon_suppressions import addon_suppressions
+from stacks.nag_suppression import Suppression, each_pack
 
-PACKS = ("NIST.800.53.R5", "HIPAA.Security", "PCI.DSS.321")
 EC2_ARN = "Resource::arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:{kind}/*"
 RUN_INSTANCES_KINDS = (
     "launch-template",
@@ -31,33 +31,21 @@ def _bucket(prefix: str) -> RegexAppliesTo:
     return RegexAppliesTo(regex=rf"/^Resource::<EvidenceBucket[0-9A-F]{{8}}\.Arn>\/{prefix}\/\*$/g")
 
 
-@dataclass(frozen=True)
-class Suppression:
-    path: str
-    rule: str
-    reason: str
-    applies_to: tuple[str | RegexAppliesTo, ...] = ()
-
-
-def _each_pack(path: str, rule: str, reason: str) -> list[Suppression]:
-    return [Suppression(path, f"{pack}-{rule}", reason) for pack in PACKS]
-
-
 def global_suppressions(stack: Stack) -> list[Suppression]:
     root, region = f"/{stack.stack_name}", stack.region
     logs, evidence = f"{root}/Evidence/AccessLogs/Resource", f"{root}/Evidence/Bucket/Resource"
     return [
-        *_each_pack(
+        *each_pack(
             logs,
             "S3DefaultEncryptionKMS",
             "S3 server access logs can only be delivered to a bucket encrypted with SSE-S3, not SSE-KMS",
         ),
-        *_each_pack(
+        *each_pack(
             logs,
             "S3BucketReplicationEnabled",
             "access logs of the evidence bucket; versioned and retained in place, a copy adds no evidence",
         ),
-        *_each_pack(
+        *each_pack(
             evidence,
             "S3BucketReplicationEnabled",
             "evidence records are content-addressed, written once and also kept by the run's operator; "
@@ -97,18 +85,16 @@ def global_suppressions(stack: Stack) -> list[Suppression]:
 
 
 def regional_suppressions(stack: Stack, home_region: str) -> list[Suppression]:
-    from stacks.addon_suppressions import addon_suppressions  # it imports this module
-
     root, region = f"/{stack.stack_name}", stack.region
     cluster = f"{root}/Eks/Cluster"
     return [
-        *_each_pack(
+        *each_pack(
             f"{root}/Network/Vpc/Resource",
             "VPCDefaultSecurityGroupClosed",
             "the default security group is never attached: every ENI gets its own group; closing it "
             "needs a custom-resource Lambda that would bring its own findings",
         ),
-        *_each_pack(
+        *each_pack(
             f"{root}/Network/Vpc/publicSubnet1/DefaultRoute",
             "VPCNoUnrestrictedRouteToIGW",
             "the one public subnet holds only the NAT gateway, which needs this route for private egress",

@@ -14,7 +14,7 @@ from cdk_nag import RegexAppliesTo
 
 from gco.model_sources import parse_prefixes
 from stacks.front_door import STAGE
-from stacks.suppressions import Suppression, _each_pack
+from stacks.nag_suppression import Suppression, each_pack
 
 MANAGED = "Policy::arn:<AWS::Partition>:iam::aws:policy/"
 PROVIDER_FUNCTION = (
@@ -50,7 +50,7 @@ def kubectl_provider_suppressions(stack: Stack) -> list[Suppression]:
     ]
     for path in (handler, framework):
         policy = f"{path}/ServiceRole/DefaultPolicy/Resource"
-        found += _each_pack(policy, "IAMNoInlinePolicy", PROVIDER_POLICY)
+        found += each_pack(policy, "IAMNoInlinePolicy", PROVIDER_POLICY)
     found += [
         Suppression(
             f"{handler}/ServiceRole/Resource",
@@ -94,8 +94,8 @@ def front_door_suppressions(stack: Stack) -> list[Suppression]:
         "SigV4-authenticated and TLS-terminated by API Gateway, and the ALB re-encrypts to the proxy pods"
     )
     return [
-        *_each_pack(f"{alb}/Listener/Resource", "ALBHttpToHttpsRedirection", internal),
-        *_each_pack(
+        *each_pack(f"{alb}/Listener/Resource", "ALBHttpToHttpsRedirection", internal),
+        *each_pack(
             f"{alb}/Listener/Resource",
             "ELBv2ACMCertificateRequired",
             f"an ACM certificate needs a domain the deployer owns; the listener is internal ({internal})",
@@ -106,7 +106,7 @@ def front_door_suppressions(stack: Stack) -> list[Suppression]:
             "every request is logged by the API Gateway stage's access log (caller identity included) "
             "before it reaches this internal ALB",
         ),
-        *_each_pack(
+        *each_pack(
             f"{alb}/Resource",
             "ELBLoggingEnabled",
             "every request is logged by the API Gateway stage's access log (caller identity included)",
@@ -174,7 +174,7 @@ def _rest_api_suppressions(root: str) -> list[Suppression]:
                 "PCI.DSS.321-APIGWAssociatedWithWAF",
             )
         ],
-        *_each_pack(
+        *each_pack(
             stage,
             "APIGWCacheEnabledAndEncrypted",
             "a streamed integration (responseTransferMode STREAM) cannot use the stage cache, and LLM "
@@ -194,7 +194,7 @@ def _rest_api_suppressions(root: str) -> list[Suppression]:
                 "PCI.DSS.321-APIGWExecutionLoggingEnabled",
             )
         ],
-        *_each_pack(
+        *each_pack(
             stage,
             "APIGWSSLEnabled",
             "a backend client certificate applies to HTTP integrations over the internet; this one is "

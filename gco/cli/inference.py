@@ -29,16 +29,16 @@ from gco.cli.common import (
     timeout_option,
 )
 from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
-from gco.cli.specfile import load_spec_file
 from gco.cli.wait import wait_for
 from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
-from gco.front_door import invoke_urls
+from gco.endpoints.specfile import load_spec_file
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
+from gco.regional_outputs import invoke_urls
 
 LIST_STATES = tuple(dict.fromkeys((*DESIRED_STATES, *OBSERVED_STATES)))
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (

@@ -15,10 +15,10 @@ from gco import aws
 from gco.cli.wait import Progress
 from gco.endpoints import EndpointRecord, EndpointStore, observed, operations
 from gco.endpoints.tokens import parse_timestamp
-from gco.front_door import invoke_urls
 from gco.invoke import local_bases
 from gco.reconcile.errors import HeartbeatError
 from gco.reconcile.heartbeat import Heartbeat, Liveness, SsmParameters, liveness, read_heartbeat, utc_now
+from gco.regional_outputs import invoke_urls
 
 # A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
 # a wait that has heard nothing from a Region for this long says so.

@@ -24,7 +24,6 @@ from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
-from gco.front_door import invoke_urls
 from gco.invoke import (
     TIMEOUT_S,
     InvokeFailedError,
@@ -40,6 +39,7 @@ from gco.invoke import (
     tls_verification,
 )
 from gco.reconcile.routes import CANARY, PRIMARY
+from gco.regional_outputs import invoke_urls
 
 
 @click.command()

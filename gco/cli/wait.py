@@ -1,16 +1,22 @@
-"""Waiting on a record with progress on stderr: a bar on a terminal, a line per change otherwise."""
+"""Waiting on a record with progress on stderr: a bar on a terminal, a line per change otherwise.
+
+The polling loop is `gco.waiting.wait_for`; this module gives it the terminal's way of showing
+progress.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import click
 
-from gco.errors import GcoError
+from gco.waiting import Progress, Report, WaitTimeoutError, changes
+from gco.waiting import wait_for as _wait_for
+
+__all__ = ["Progress", "WaitTimeoutError", "stderr_report", "wait_for"]
 
 T = TypeVar("T")
 # The pause between polls when the caller gives none: a name of this module, so that a test replaces
@@ -18,17 +24,18 @@ T = TypeVar("T")
 pause: Callable[[float], None] = time.sleep
 
 
-class WaitTimeoutError(GcoError):
-    """The awaited condition did not hold in time; the message says what was still missing."""
+def _to_stderr(line: str) -> None:
+    click.echo(line, err=True)
 
 
-@dataclass(frozen=True)
-class Progress(Generic[T]):
-    done: int
-    total: int
-    finished: bool
-    detail: str
-    value: T
+def _bar(line: str, last: bool) -> None:
+    """One line redrawn in place; the last one ends it."""
+    click.echo(f"\r{line}\x1b[K", nl=last, err=True)
+
+
+def stderr_report() -> Report:
+    """A bar redrawn in place when stderr is a terminal, else a line per change."""
+    return _bar if sys.stderr.isatty() else changes(_to_stderr)
 
 
 def wait_for(
@@ -40,26 +47,17 @@ def wait_for(
     sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] | None = None,
 ) -> T:
-    """Poll until `finished`, showing done/total; raise `WaitTimeoutError` naming what is pending."""
-    sleep = sleep or pause
-    clock = clock or time.monotonic
-    deadline = clock() + timeout
-    last_line = ""
-    interactive = sys.stderr.isatty()
-    while True:
-        progress = poll()
-        line = f"{what}: {progress.done}/{progress.total} {progress.detail}".rstrip()
-        if interactive:
-            click.echo(f"\r{line}\x1b[K", nl=False, err=True)
-        elif line != last_line:
-            click.echo(line, err=True)
-        last_line = line
-        if progress.finished:
-            if interactive:
-                click.echo("", err=True)
-            return progress.value
-        if clock() >= deadline:
-            if interactive:
-                click.echo("", err=True)
-            raise WaitTimeoutError(f"timed out after {timeout:g} s waiting for {what}: {progress.detail}")
-        sleep(interval)
+    """Poll until `finished`, showing done/total on stderr.
+
+    Raises:
+        WaitTimeoutError: the time ran out; the message names what is pending.
+    """
+    return _wait_for(
+        poll,
+        what=what,
+        timeout=timeout,
+        interval=interval,
+        sleep=sleep or pause,
+        clock=clock or time.monotonic,
+        report=stderr_report(),
+    )

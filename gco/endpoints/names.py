@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gco.endpoints.errors import InvalidSpecError
+from gco.regions import REGION_MAX, REGION_SYNTAX
 
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 # Kubernetes Service names are DNS-1035 labels (must start with a letter); the endpoint's
@@ -30,8 +31,6 @@ ROLE_SEPARATOR = "--"
 # Roles with objects of their own beside the endpoint's (`render.py`), longest last.
 OBJECT_ROLES = ("proxy", "store", "canary", "decode", "prefill")
 ENDPOINT_NAME_MAX = 63 - len(ROLE_SEPARATOR + max(OBJECT_ROLES, key=len))
-REGION_SYNTAX = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]{1,2}")
-REGION_MAX = 25
 MAX_REGIONS = 32
 MAX_LABELS = 64
 LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")

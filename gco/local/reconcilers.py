@@ -17,8 +17,8 @@ from functools import partial
 from typing import Any
 
 from gco import aws
-from gco.endpoint_secrets import SecretsManagerReader
 from gco.endpoints.store import EndpointStore
+from gco.kube_tokens import LOCAL_TOKEN, RUNNER_TOKEN
 from gco.local.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.expiry import destroy_expired
@@ -28,12 +28,9 @@ from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
+from gco.secrets_manager import SecretsManagerReader
 
 log = logging.getLogger(__name__)
-LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token
-# The token the matrix reads the stand-ins with: the GPU runner's identity and read-only grant, as
-# its access entry and RBAC give it in a Regional cluster.
-RUNNER_TOKEN = "gco-local-runner-token"  # noqa: S105 - a loopback stand-in's fixed token
 
 
 def _poll_again(poller: StreamPoller) -> bool:

@@ -26,10 +26,10 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
         ClusterConfigError: the EKS cluster cannot be described.
     """
     from gco import aws
-    from gco.endpoint_secrets import SecretsManagerReader
     from gco.endpoints.store import EndpointStore
     from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
+    from gco.secrets_manager import SecretsManagerReader
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
     store = EndpointStore(aws.client("dynamodb", region=settings.home_region), settings.table_name)

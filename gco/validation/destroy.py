@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gco.cli.wait import Progress, WaitTimeoutError, wait_for
 from gco.endpoints import operations
 from gco.endpoints.errors import EndpointNotFoundError, LostRaceError
 from gco.endpoints.record import EndpointRecord
@@ -22,6 +21,7 @@ from gco.reconcile.expiry import OWNER_LABEL
 from gco.validation.checkpoint import EndpointEntry
 from gco.validation.checks import Outcome
 from gco.validation.settings import MatrixSettings
+from gco.waiting import Progress, Report, WaitTimeoutError, silent, wait_for
 
 
 def records_of_run(store: EndpointStore, run_id: str) -> list[EndpointRecord]:
@@ -37,8 +37,13 @@ def destroy_endpoint(
     settings: MatrixSettings,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    report: Report = silent,
 ) -> Outcome:
-    """Delete and wait for the purge, retrying; an absent record is already destroyed."""
+    """Delete and wait for the purge, retrying; an absent record is already destroyed.
+
+    Parameters:
+        report: shown the purge wait's progress lines (`gco.waiting.Report`).
+    """
     problems: list[str] = []
     for attempt in range(1, settings.destroy_attempts + 1):
         try:
@@ -60,7 +65,7 @@ def destroy_endpoint(
             problems.append(f"{type(error).__name__}: {error}")
         else:
             try:
-                _wait_purged(store, entry.name, settings, clock, sleep)
+                _wait_purged(store, entry.name, settings, clock, sleep, report)
                 return Outcome(True, f"purged (try {attempt})", {"attempts": attempt, "problems": problems})
             except (WaitTimeoutError, GcoError) as error:
                 problems.append(f"{type(error).__name__}: {error}")
@@ -76,6 +81,7 @@ def _wait_purged(
     settings: MatrixSettings,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    report: Report,
 ) -> None:
     def poll() -> Progress[None]:
         record = store.get(name, consistent_read=True)
@@ -91,4 +97,5 @@ def _wait_purged(
         interval=settings.poll_interval_seconds,
         sleep=sleep,
         clock=clock,
+        report=report,
     )

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import math
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import click
 
 from gco.endpoints.errors import EndpointExistsError
 from gco.endpoints.record import EndpointRecord
@@ -53,6 +52,7 @@ from gco.validation.mirror import MirrorError, RunMirror
 from gco.validation.ports import ClusterReader, Clusters, EndpointHttp
 from gco.validation.report import MatrixResult, write_evidence
 from gco.validation.settings import MatrixSettings, Runtime
+from gco.waiting import changes
 
 
 def new_run_id() -> str:
@@ -85,7 +85,7 @@ def new_checkpoint(
 
 
 def _echo(line: str) -> None:
-    click.echo(line, err=True)
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -243,6 +243,7 @@ class Matrix:
             limit=self._limit(self.settings.readiness_timeout_seconds),
             clock=self.clock,
             sleep=self.sleep,
+            report=changes(self.progress),
         )
         return self._record_all("ready", found)
 
@@ -295,6 +296,7 @@ class Matrix:
                 settings=self.settings,
                 clock=self.clock,
                 sleep=self.sleep,
+                report=changes(self.progress),
             )
         except GcoError as error:
             outcome = checks.Outcome(False, f"{type(error).__name__}: {error}")

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gco.cli.specfile import load_spec_file
 from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.specfile import load_spec_file
 from gco.endpoints.store import EndpointStore
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
 from gco.validation.checkpoint import Checkpoint, read_checkpoint

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gco.cli.wait import Progress, WaitTimeoutError, wait_for
 from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
 from gco.validation import checks
 from gco.validation.checkpoint import EndpointEntry
 from gco.validation.ports import ClusterReader
 from gco.validation.settings import QUEUE_TIMEOUT, MatrixSettings
+from gco.waiting import Progress, Report, WaitTimeoutError, silent, wait_for
 
 Timed = dict[str, tuple[checks.Outcome, float]]
 
@@ -48,8 +48,13 @@ def await_ready(
     limit: float,
     clock: Callable[[], float],
     sleep: Callable[[float], None],
+    report: Report = silent,
 ) -> Timed:
-    """Poll every endpoint's record until all are ready, one cannot be, or `limit` seconds passed."""
+    """Poll every endpoint's record until all are ready, one cannot be, or `limit` seconds passed.
+
+    Parameters:
+        report: shown each poll's progress line (`gco.waiting.Report`).
+    """
     started, when_ready = clock(), dict[str, float]()
     stopped: dict[str, checks.Outcome] = {}
 
@@ -75,6 +80,7 @@ def await_ready(
             interval=settings.poll_interval_seconds,
             sleep=sleep,
             clock=clock,
+            report=report,
         )
         problem = ""
     except (WaitTimeoutError, GcoError) as error:

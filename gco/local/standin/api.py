@@ -69,12 +69,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 from gco.local.standin import server
 from gco.local.standin.faults import Fault, FaultQueue
+from gco.local.standin.server import Identity
 from gco.local.standin.status import Attributes
 from gco.local.standin.store import Key, ObjectStore, ReplicaSource
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
@@ -82,14 +82,6 @@ from gco.reconcile.objects import ENDPOINT_LABEL, Kind
 
 RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
 RUNNER_USER = "arn:aws:sts::000000000000:assumed-role/gco-runner-us-east-1/i-0123456789abcdef0"
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who a bearer token authenticates as, and the grant RBAC gives that user."""
-
-    user: str
-    grant: Grant
 
 
 RUNNER_IDENTITY = Identity(RUNNER_USER, RUNNER_GRANT)

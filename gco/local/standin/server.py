@@ -14,19 +14,46 @@ import re
 import socket
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
 from gco.local.listen import LISTEN_BACKLOG
+from gco.local.standin.faults import FaultQueue
 from gco.local.standin.status import Attributes, create_forbidden, forbidden, not_found, not_served
 from gco.local.standin.status import status as _status
+from gco.local.standin.store import ObjectStore
+from gco.reconcile.access import Grant
 from gco.reconcile.objects import POD
 
-if TYPE_CHECKING:
-    from gco.local.standin.api import Identity, StandInKubeAPI
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a bearer token authenticates as, and the grant RBAC gives that user."""
+
+    user: str
+    grant: Grant
+
+
+class ServedAPI(Protocol):
+    """What the handler serves from: the stand-in API server (`api.StandInKubeAPI`), named here by
+    its shape so that this module does not import the one that imports it."""
+
+    store: ObjectStore
+    faults: FaultQueue
+    fault_sleep: float
+    requests: Counter[str]
+    lists: Counter[tuple[str, str]]
+
+    def identify(self, authorization: str) -> Identity | None: ...
+
+    def authorize(self, attributes: Attributes, grant: Grant | None = None) -> bool: ...
+
+    def pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
+
 
 PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
@@ -62,7 +89,7 @@ class QuietServer(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
-    server_api: StandInKubeAPI
+    server_api: ServedAPI
     protocol_version = "HTTP/1.1"
 
     def setup(self) -> None:

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gco.cli import main
-from gco.cli.specfile import MAX_DEPTH, MAX_SPEC_FILE_BYTES
 from gco.endpoints import EndpointStore
 from gco.endpoints.names import ENDPOINT_NAME_MAX
+from gco.endpoints.specfile import MAX_DEPTH, MAX_SPEC_FILE_BYTES
 from gco.local.motoserver import MotoServer
 from tests.conftest import TABLE
 

@@ -1,0 +1,13 @@
+"""The fixed bearer tokens of the local stack's stand-in Kubernetes API servers (loopback only).
+
+Here, with no imports, so that whoever talks to a stand-in reads them without importing the local
+stack: the reconcilers (`gco.local.reconcilers`) and the validation matrix reaching the stand-ins as
+the GPU runner does the Regional clusters (`gco.validation.connect`). A real cluster never sees
+them: EKS authenticates IAM identities.
+"""
+
+# The Regional reconciler's token: its grant is the reconciler's RBAC (`gco.reconcile.access`).
+LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed token
+# The token the matrix reads the stand-ins with: the GPU runner's identity and read-only grant, as
+# its access entry and RBAC give it in a Regional cluster.
+RUNNER_TOKEN = "gco-local-runner-token"  # noqa: S105 - a loopback stand-in's fixed token
