@@ -22,8 +22,8 @@ KEDA = "keda"
 PROMETHEUS = "prometheus"
 DCGM_EXPORTER = "dcgm-exporter"
 
-# Every Region has these; KEDA, Prometheus and the DCGM exporter only where config enables them.
-BASE_ADDONS = (METRICS_SERVER, DEVICE_PLUGIN, CLUSTER_AUTOSCALER)
+# Every Region has the metrics server, the device plugin and the autoscaler; these only where the
+# config enables them.
 SCALING_ADDONS = (KEDA, PROMETHEUS, DCGM_EXPORTER)
 
 # What each autoscaling metric needs in its Region (cpu and memory: the HPA's resource metrics).

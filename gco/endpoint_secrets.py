@@ -91,21 +91,6 @@ def parse_allowed(entries: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def allowed_from_env(env: Mapping[str, str]) -> tuple[str, ...] | None:
-    """`GCO_ENDPOINT_SECRETS` parsed; None where unset (not known here), () where empty.
-
-    Raises:
-        InvalidSpecError: an entry is malformed (names the variable).
-    """
-    raw = env.get(ENDPOINT_SECRETS_ENV)
-    if raw is None:
-        return None
-    try:
-        return parse_allowed(item.strip() for item in raw.split(",") if item.strip())
-    except ValueError as error:
-        raise InvalidSpecError(ENDPOINT_SECRETS_ENV, str(error)) from None
-
-
 def refusal(secret_env: Mapping[str, SecretEnvRef], allowed: Iterable[str] | None) -> tuple[str, str] | None:
     """(field, reason) of the first variable whose secret is outside `allowed`; None where all are
     allowed or the list is not known here."""

@@ -1,7 +1,26 @@
 """The root of every gco exception, and the exit status each kind maps to.
 
-Each package has its own root below `GcoError` (for example `gco.endpoints.EndpointError`);
-the CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
+Each package has its own root below `GcoError`, drawn with its tree in the package's `errors`
+module; a module directly in `gco` (or in a package with no `errors` module) draws its errors here.
+The CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
+
+    GcoError                       exit 1
+    ├── GcoInputError              bad input from a user or a caller: nothing was changed (exit 2)
+    │   └── ConfigError            a `cdk.json` context value is invalid (`gco.deployment.config`)
+    ├── EndpointError              the endpoint store and models (`gco.endpoints.errors`)
+    ├── ReconcileError             the reconcilers and their clusters (`gco.reconcile.errors`)
+    ├── MatrixError                the live validation matrix (`gco.validation.errors`)
+    ├── BenchError                 benchmark rounds and serving (`gco.bench.errors`)
+    ├── EvidenceError              evidence records and stores (`gco.evidence.errors`)
+    ├── DoctorError                `gco doctor` (`gco.doctor.errors`)
+    ├── LocalError                 the embedded local stack (`gco.local.errors`)
+    ├── SecretReadError            a secret an endpoint names cannot be read (`gco.endpoint_secrets`)
+    ├── NotServingError            the endpoint does not run in the Region asked (`gco.invoke`)
+    ├── InvokeFailedError          a request could not be sent, or no way in is known (`gco.invoke`)
+    └── WaitTimeoutError           an awaited condition did not hold in time (`gco.waiting`)
+
+Foreign errors (botocore, httpx, Kubernetes answers, pydantic) are converted where they are met, with
+`raise ... from`; `tests/unit/test_error_trees.py` holds the rule.
 """
 
 from __future__ import annotations

@@ -200,7 +200,11 @@ def serving_region(record: EndpointRecord, region: str | None) -> str:
 
 
 def local_bases(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The local stack's Region -> base URL (`GCO_INVOKE_URLS`), or {} outside it."""
+    """The local stack's Region -> base URL (`GCO_INVOKE_URLS`), or {} outside it.
+
+    Raises:
+        GcoInputError: `GCO_INVOKE_URLS` is not a JSON object of Region -> URL.
+    """
     raw = (environ if environ is not None else os.environ).get(INVOKE_URLS_ENV)
     if not raw:
         return {}
@@ -271,6 +275,7 @@ def send(
     """POST `body` to `url` (signed for `region` when `signed`) and time the answer.
 
     Raises:
+        GcoInputError: `url` is not a URL, or the CA bundle cannot be read (`tls_verification`).
         InvokeFailedError: the request could not be sent or got no answer.
     """
     data = json.dumps(body).encode()
@@ -310,6 +315,7 @@ def send_stream(
     streamed); `first_event_ms` says when the first event came.
 
     Raises:
+        GcoInputError: `url` is not a URL, or the CA bundle cannot be read (`tls_verification`).
         InvokeFailedError: the request could not be sent, the stream broke, or the engine sent an
             error event.
     """

@@ -13,7 +13,11 @@ Arrival = Literal["constant", "poisson", "gamma"]
 
 
 def rate_for_concurrency(concurrency: int, reference_e2e_s: float) -> float:
-    """Little's law: the arrival rate that keeps `concurrency` requests in flight on average."""
+    """Little's law: the arrival rate that keeps `concurrency` requests in flight on average.
+
+    Raises:
+        ValueError: `concurrency` is below 1 or the reference e2e is not positive.
+    """
     if concurrency < 1 or reference_e2e_s <= 0:
         raise ValueError("concurrency must be >= 1 and the reference e2e positive")
     return concurrency / reference_e2e_s
@@ -26,6 +30,9 @@ def schedule(
 
     gamma uses shape = burstiness and scale = 1 / (rate * burstiness): burstiness 1 is Poisson,
     below 1 burstier, above 1 more regular. The first request goes at 0.
+
+    Raises:
+        ValueError: `rate` or `burstiness` is not positive, or `count` is negative.
     """
     if rate <= 0 or count < 0 or burstiness <= 0:
         raise ValueError("rate and burstiness must be positive, count non-negative")

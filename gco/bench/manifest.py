@@ -112,7 +112,11 @@ class Manifest(BaseModel):
         return self
 
     def select(self, labels: list[str] | None) -> list[Engine]:
-        """The engines named by `--engines`, in manifest order (all when None)."""
+        """The engines named by `--engines`, in manifest order (all when None).
+
+        Raises:
+            BenchInputError: `--engines` names an engine the manifest does not hold.
+        """
         if not labels:
             return list(self.engines)
         unknown = sorted(set(labels) - {engine.label for engine in self.engines})

@@ -149,7 +149,11 @@ def run_settings(manifest: Manifest, options: RoundsOptions) -> dict[str, dict[s
 
 
 def planned_rounds(n: int, options: RoundsOptions) -> tuple[int, Adaptive | None]:
-    """Rounds to plan; with --ci-target, rounds is the maximum and the adaptive rule is returned."""
+    """Rounds to plan; with --ci-target, rounds is the maximum and the adaptive rule is returned.
+
+    Raises:
+        BenchInputError: the minimum number of rounds is above the maximum.
+    """
     if options.ci_target is None:
         return options.rounds or default_rounds(n), None
     maximum = options.rounds or adaptive_max_rounds(n)

@@ -63,7 +63,11 @@ def _interval(center: float, medians: NDArray[np.float64], n: int) -> tuple[floa
 
 
 def median_ci(values: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED) -> Estimate:
-    """Median over rounds with a smoothed percentile bootstrap 95% CI (rounds resampled)."""
+    """Median over rounds with a smoothed percentile bootstrap 95% CI (rounds resampled).
+
+    Raises:
+        ValueError: `values` is empty.
+    """
     data = np.asarray(values, dtype=np.float64)
     if data.size == 0:
         raise ValueError("no values")

@@ -28,6 +28,11 @@ class Target:
 
     @classmethod
     def parse(cls, base_url: str) -> Target:
+        """The host, port and path of an `http://` base URL.
+
+        Raises:
+            BenchInputError: `--base-url` is not an http:// URL with a host.
+        """
         parts = urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
             raise BenchInputError("--base-url", f"must be an http:// URL, got {base_url!r}")
@@ -45,6 +50,11 @@ class Pool:
         self.idle: list[Connection] = []
 
     async def acquire(self) -> Connection:
+        """An idle connection that is still open, else a new one.
+
+        Raises:
+            HttpError: the connection could not be opened.
+        """
         while self.idle:
             reader, writer = self.idle.pop()
             if not writer.is_closing() and not reader.at_eof():

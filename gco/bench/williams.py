@@ -29,6 +29,9 @@ def williams_sequences(n: int) -> list[list[int]]:
 
     Returns:
         n rows when n is even, 2n rows (each row then its reverse) when n is odd; one row for n=1.
+
+    Raises:
+        ValueError: `n` is not positive.
     """
     if n < 1:
         raise ValueError("n must be positive")
@@ -69,7 +72,11 @@ def adaptive_max_rounds(n: int, maximum: int = ADAPTIVE_MAX_ROUNDS) -> int:
 
 
 def plan_rounds(labels: Sequence[str], rounds: int) -> RoundPlan:
-    """Cycle the Williams sequences over `rounds` rounds; balanced only on whole periods."""
+    """Cycle the Williams sequences over `rounds` rounds; balanced only on whole periods.
+
+    Raises:
+        ValueError: `rounds` is not positive.
+    """
     if rounds < 1:
         raise ValueError("rounds must be positive")
     sequences = williams_sequences(len(labels))

@@ -82,6 +82,12 @@ def open_store(
 
 
 def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
+    """Refuse a table name or endpoint URL that botocore would choke on, naming the option.
+
+    Raises:
+        InvalidSpecError: `--table` is not a DynamoDB table name, or `--endpoint-url` is not an http(s) URL
+            with a host.
+    """
     if table_name is not None and not TABLE_NAME.fullmatch(table_name):
         raise InvalidSpecError("--table", "must be 3-255 letters, digits, '_', '-' or '.'")
     if endpoint_url is not None and (len(endpoint_url) > 2048 or not ENDPOINT_URL.fullmatch(endpoint_url)):
@@ -137,7 +143,11 @@ MAX_PAIRS = 256
 
 
 def parse_pairs(values: Sequence[str], option: str) -> dict[str, str]:
-    """`KEY=VALUE` options as a mapping; a key given twice is refused, naming it."""
+    """`KEY=VALUE` options as a mapping; a key given twice is refused, naming it.
+
+    Raises:
+        InvalidSpecError: too many pairs, a value without `=`, or a key given twice (field `option`).
+    """
     if len(values) > MAX_PAIRS:
         raise InvalidSpecError(option, f"at most {MAX_PAIRS} may be given (got {len(values)})")
     pairs: dict[str, str] = {}

@@ -25,6 +25,11 @@ class LazyGroup(click.Group):
         return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command `cmd_name`, loaded on first use when it is a lazy one.
+
+        Raises:
+            TypeError: the loader returned a command of another name (a wiring mistake).
+        """
         if cmd_name in self.lazy_subcommands and cmd_name not in self.commands:
             command = self.lazy_subcommands[cmd_name]()
             if command.name != cmd_name:

@@ -15,8 +15,9 @@ import click
 
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
 from gco.local import stack
-from gco.local.demo import DEFAULT_RUN_DIR, DemoStepError, walkthrough
+from gco.local.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.engines import ENGINE_KINDS
+from gco.local.errors import DemoStepError, LocalStackError
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOME/gco/local]."
@@ -130,7 +131,7 @@ def status(output: str, timeout: float, state_dir: Path | None) -> None:
         )
     failing = [str(row["part"]) for row in rows if not row["answers"]]
     if failing:
-        raise stack.LocalStackError(f"not answering: {', '.join(failing)}")
+        raise LocalStackError(f"not answering: {', '.join(failing)}")
 
 
 @local.command()

@@ -92,7 +92,11 @@ def ready_progress(
 ) -> Progress[EndpointRecord]:
     """Regions running the current lifecycle; a Region in error ends the wait; a pending Region
     whose reconciler is not live (`reconcilers`) is named at once; a Region silent for
-    `SILENT_REGION_S` is named, with whether a stack serves it at all (`served`)."""
+    `SILENT_REGION_S` is named, with whether a stack serves it at all (`served`).
+
+    Raises:
+        click.ClickException: a Region reports an error for the current lifecycle.
+    """
     record = operations.fresh(store, name)
     states = {region: record.region_status.get(region) for region in record.target_regions}
     done = [

@@ -33,6 +33,7 @@ from gco.deployment.kubernetes import (
 )
 from gco.endpoint_secrets import parse_allowed
 from gco.env import DEFAULT_TABLE
+from gco.errors import GcoInputError
 from gco.model_sources import parse_prefixes
 from gco.nodes import gpu_type, instance_size
 from gco.reconcile.proxy_settings import ProxySettings
@@ -46,8 +47,8 @@ DEPLOYMENT_TAG = "gco:deployment"
 BUCKET_NAME_MAX = 63
 
 
-class ConfigError(ValueError):
-    """A context value is invalid; the message is one line naming the key."""
+class ConfigError(GcoInputError):
+    """A context value is invalid; the message is one line naming the key (`field: reason`)."""
 
 
 class _Model(BaseModel):
@@ -445,11 +446,11 @@ def parse_config(raw: Any, *, today: date | None = None) -> GcoConfig:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError("gco: context value must be a JSON object")
+        raise ConfigError("gco", "context value must be a JSON object")
     try:
         return GcoConfig.model_validate(raw, context={"today": today or today_utc()})
     except ValidationError as error:
         first = error.errors()[0]
         path = ".".join(str(part) for part in ("gco", *first["loc"]))
         message = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{path}: {message}") from None
+        raise ConfigError(path, message) from None

@@ -19,7 +19,7 @@ from gco.doctor.errors import AccountReadError, NoCredentialsError
 
 ClientFactory = Callable[[str, str], Any]
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/{qualifier}/version"
-# AbsentError things the reads answer for instead of failing: an unset reservation, a missing role or
+# Absent things the reads answer for instead of failing: an unset reservation, a missing role or
 # parameter, a quota never changed from its default.
 ABSENT = {"ParameterNotFound", "ResourceNotFoundException", "NoSuchEntity", "NoSuchResourceException"}
 
@@ -37,13 +37,18 @@ def default_clients() -> ClientFactory:
     return client
 
 
-class AbsentError(Exception):  # control flow inside this module only
+class _AbsentError(Exception):  # control flow inside this module only
     """The read found nothing (the service's not-found code)."""
 
 
 @contextmanager
 def converted(call: str) -> Iterator[None]:
-    """boto3's errors as the doctor's: no credentials, not found (`AbsentError`), or a failed read."""
+    """boto3's errors as the doctor's: no credentials, not found (`_AbsentError`), or a failed read.
+
+    Raises:
+        NoCredentialsError: no AWS credentials are configured.
+        AccountReadError: the call failed for another reason (its code and message are kept).
+    """
     try:
         yield
     except BotoNoCredentials:
@@ -51,7 +56,7 @@ def converted(call: str) -> Iterator[None]:
     except ClientError as error:
         code = str(error.response.get("Error", {}).get("Code", "Unknown"))
         if code in ABSENT:
-            raise AbsentError(code) from None
+            raise _AbsentError(code) from None
         message = str(error.response.get("Error", {}).get("Message", ""))
         raise AccountReadError(call, code, message) from error
 
@@ -71,7 +76,7 @@ class BotoAccountReader:
         try:
             with converted("ssm:GetParameter"):
                 answer = self._clients("ssm", region).get_parameter(Name=name)
-        except AbsentError:
+        except _AbsentError:
             return None
         return int(answer["Parameter"]["Value"])
 
@@ -85,7 +90,7 @@ class BotoAccountReader:
         try:
             with converted("lambda:GetFunctionConcurrency"):
                 answer = self._clients("lambda", region).get_function_concurrency(FunctionName=function_name)
-        except AbsentError:
+        except _AbsentError:
             return 0
         return int(answer.get("ReservedConcurrentExecutions", 0))
 
@@ -94,7 +99,7 @@ class BotoAccountReader:
         try:
             with converted("servicequotas:GetServiceQuota"):
                 return float(client.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]["Value"])
-        except AbsentError:
+        except _AbsentError:
             with converted("servicequotas:GetAWSDefaultServiceQuota"):
                 answer = client.get_aws_default_service_quota(ServiceCode=service, QuotaCode=code)
             return float(answer["Quota"]["Value"])
@@ -119,6 +124,6 @@ class BotoAccountReader:
         try:
             with converted("iam:GetRole"):
                 self._clients("iam", "us-east-1").get_role(RoleName=role_name)
-        except AbsentError:
+        except _AbsentError:
             return False
         return True

@@ -8,7 +8,8 @@
     ├── NoCanaryError             promote or roll back an endpoint that has no canary
     ├── LostRaceError             a fenced write lost to a concurrent writer
     ├── MalformedRecordError      a stored item does not parse as a record (names its key and field)
-    └── StoreUnavailableError     DynamoDB failed after retries
+    ├── StoreUnavailableError     DynamoDB failed after retries
+    └── TableMismatchError        the table exists but is not shaped as gco needs (key or stream)
 
 botocore errors are converted at the store boundary with `raise ... from`; a stored item that fails
 the record model (pydantic's `ValidationError`) becomes `MalformedRecordError` where it is parsed.
@@ -100,3 +101,7 @@ class MalformedRecordError(EndpointError):
 
 class StoreUnavailableError(EndpointError):
     """DynamoDB could not be reached or kept failing after retries."""
+
+
+class TableMismatchError(EndpointError):
+    """The table exists but is not shaped as gco needs (key or stream)."""

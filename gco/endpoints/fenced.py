@@ -29,7 +29,11 @@ log = logging.getLogger(__name__)
 
 
 def require_token(value: str | None, field: str) -> str:
-    """A 64-character lowercase hex token, or `InvalidSpecError` naming the missing fence."""
+    """A 64-character lowercase hex token, or `InvalidSpecError` naming the missing fence.
+
+    Raises:
+        InvalidSpecError: the token is missing or not 64 lowercase hex characters (field `field`).
+    """
     if value is None:
         raise InvalidSpecError(field, "is required: this write is fenced by it")
     if not is_token(value):
@@ -55,7 +59,11 @@ class FencedTable(RecordTable):
         self.allow_new_regions = allow_new_regions
 
     def mint(self, taken: Collection[str] = ()) -> str:
-        """A new token that is none of `taken` (the tokens the record already holds)."""
+        """A new token that is none of `taken` (the tokens the record already holds).
+
+        Raises:
+            EndpointError: the token source repeats tokens (it is not a CSPRNG).
+        """
         for _ in range(MINT_ATTEMPTS):
             token = self.token()
             if is_token(token) and token not in taken:

@@ -36,7 +36,11 @@ def checked_spec(spec: EndpointSpec | Mapping[str, Any]) -> EndpointSpec:
 
 
 def check_item_size(fields: Mapping[str, Any]) -> None:
-    """Refuse an item DynamoDB would refuse (400 KB), naming its largest field."""
+    """Refuse an item DynamoDB would refuse (400 KB), naming its largest field.
+
+    Raises:
+        InvalidSpecError: the item is larger than DynamoDB's 400 KB (naming its largest field).
+    """
     size = item_size(fields)
     if size > MAX_ITEM_BYTES:
         raise InvalidSpecError(

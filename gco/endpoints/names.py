@@ -51,7 +51,11 @@ def first_unsafe(value: str) -> int | None:
 
 
 def text(value: Any, field: str, *, max_length: int, allow_empty: bool = True) -> str:
-    """Free text: a string of at most `max_length` characters without control characters."""
+    """Free text: a string of at most `max_length` characters without control characters.
+
+    Raises:
+        InvalidSpecError: not a string, empty when not allowed, too long, or holding an unsafe character.
+    """
     if not isinstance(value, str):
         raise InvalidSpecError(field, "must be a string")
     if not value and not allow_empty:
@@ -77,7 +81,11 @@ def _shown(value: object) -> str:
 
 
 def endpoint_name(value: str, field: str = "name") -> str:
-    """Validate an endpoint name: a DNS-1123 label that can also name a Service."""
+    """Validate an endpoint name: a DNS-1123 label that can also name a Service.
+
+    Raises:
+        InvalidSpecError: not a DNS-1123 label starting with a letter, too long, or holding `--`.
+    """
     if not isinstance(value, str) or not value:
         raise InvalidSpecError(field, "must be a non-empty string")
     if len(value) > ENDPOINT_NAME_MAX:
@@ -100,6 +108,9 @@ def object_name(endpoint: str, role: str) -> str:
 
     Distinct for every (valid endpoint name, role) and never a valid endpoint name itself, since
     endpoint names hold no `ROLE_SEPARATOR`; at most 63 characters (`ENDPOINT_NAME_MAX`).
+
+    Raises:
+        ValueError: `role` is not one of `OBJECT_ROLES` (a caller's mistake, not input).
     """
     if role not in OBJECT_ROLES:
         raise ValueError(f"{role!r} is not one of {OBJECT_ROLES}")
@@ -107,7 +118,11 @@ def object_name(endpoint: str, role: str) -> str:
 
 
 def namespace(value: str, field: str = "namespace") -> str:
-    """Validate a Kubernetes namespace name (DNS-1123 label, at most 63 characters)."""
+    """Validate a Kubernetes namespace name (DNS-1123 label, at most 63 characters).
+
+    Raises:
+        InvalidSpecError: not a DNS-1123 label of at most 63 characters.
+    """
     if not isinstance(value, str) or not value or len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
         raise InvalidSpecError(field, f"{_shown(value)} is not a DNS-1123 label of at most 63 characters")
     return value
@@ -139,6 +154,9 @@ def region(value: str, field: str = "region", *, allow_new: bool | None = None) 
     A Region must be one botocore's partitions list; with `allow_new` (default: env
     `GCO_ALLOW_NEW_REGIONS=1`) a Region newer than this host's botocore passes when it fits one
     of the partitions' Region patterns.
+
+    Raises:
+        InvalidSpecError: not a Region name, or a Region this botocore does not know (unless `allow_new`).
     """
     if not isinstance(value, str) or not value:
         raise InvalidSpecError(field, "must be a non-empty string")
@@ -167,7 +185,11 @@ def region_list(
     allow_empty: bool = False,
     allow_new: bool | None = None,
 ) -> list[str]:
-    """Validate Regions and keep first-seen order without duplicates."""
+    """Validate Regions and keep first-seen order without duplicates.
+
+    Raises:
+        InvalidSpecError: a string, an invalid Region, more than `MAX_REGIONS`, or none when one is needed.
+    """
     if isinstance(values, str) or not isinstance(values, Iterable):
         raise InvalidSpecError(field, "must be a list of Region names, not a string")
     ordered: list[str] = []
@@ -185,7 +207,11 @@ def region_list(
 
 
 def label_key(value: str, field: str = "labels") -> str:
-    """Validate a Kubernetes label key: `[prefix/]name`, prefix a DNS subdomain."""
+    """Validate a Kubernetes label key: `[prefix/]name`, prefix a DNS subdomain.
+
+    Raises:
+        InvalidSpecError: not a Kubernetes label key.
+    """
     if not isinstance(value, str) or not value:
         raise InvalidSpecError(field, "label key must be a non-empty string")
     if len(value) > 253 + 1 + 63:
@@ -199,7 +225,11 @@ def label_key(value: str, field: str = "labels") -> str:
 
 
 def label_value(value: str, field: str = "labels") -> str:
-    """Validate a Kubernetes label value (may be empty)."""
+    """Validate a Kubernetes label value (may be empty).
+
+    Raises:
+        InvalidSpecError: not a Kubernetes label value.
+    """
     if not isinstance(value, str):
         raise InvalidSpecError(field, "label value must be a string")
     if value and (len(value) > 63 or not LABEL_NAME.fullmatch(value)):
@@ -208,7 +238,11 @@ def label_value(value: str, field: str = "labels") -> str:
 
 
 def labels(values: dict[str, str], field: str = "labels") -> dict[str, str]:
-    """Validate a label mapping; every key and value is checked."""
+    """Validate a label mapping; every key and value is checked.
+
+    Raises:
+        InvalidSpecError: not a mapping, more than `MAX_LABELS` labels, or an invalid key or value.
+    """
     if not isinstance(values, dict):
         raise InvalidSpecError(field, "must be a mapping of label keys to values")
     if len(values) > MAX_LABELS:

@@ -46,6 +46,10 @@ class ObservationWrites(FencedTable):
         `expected_deletion_generation` (the lifecycle id is checked when given), desired_state
         deleted, the Region among deletion_regions, and no acknowledgement of that generation
         from it yet. `details` add fields to the status but never its fences.
+
+        Raises:
+            InvalidSpecError: a deletion acknowledgement whose state is not `deleted`, or an invalid state or
+                detail.
         """
         names.region(region, allow_new=True)  # membership is the condition's business
         check_region_state(state)

@@ -30,6 +30,7 @@ def fresh(store: EndpointStore, name: str) -> EndpointRecord:
     Raises:
         InvalidSpecError: `name` is not an endpoint name (never "not found" for a bad name).
         EndpointNotFoundError: no record has that name.
+        LostRaceError: the back-fill lost to other writers `ATTEMPTS` times.
     """
     names.endpoint_name(name)
     for _ in range(ATTEMPTS):
@@ -82,6 +83,12 @@ def start(store: EndpointStore, name: str) -> EndpointRecord:
 
 
 def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:
+    """Set the replicas of a live endpoint, retrying a lost race on a fresh read.
+
+    Raises:
+        InvalidSpecError: an invalid name, or `replicas` not an integer from 0 to 1000.
+        InvalidTransitionError: the endpoint cannot be scaled (deleted, autoscaled or disaggregated).
+    """
     names.endpoint_name(name)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
         raise InvalidSpecError("replicas", "must be an integer from 0 to 1000")
@@ -159,7 +166,11 @@ def delete(
     expected_lifecycle_id: str | None = None,
     expected_owner_label: tuple[str, str] | None = None,
 ) -> EndpointRecord:
-    """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record."""
+    """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record.
+
+    Raises:
+        LostRaceError: the record is not the pinned lifecycle, or lacks the pinned owner label.
+    """
     names.endpoint_name(name)
     if expected_lifecycle_id is not None:
         require_token(expected_lifecycle_id, "expected_lifecycle_id")

@@ -112,12 +112,22 @@ def parse_record(data: dict[str, Any]) -> EndpointRecord:
 
 
 def check_desired_state(value: str, field: str = "desired_state") -> DesiredState:
+    """`value` as a desired state.
+
+    Raises:
+        InvalidSpecError: `value` is not one of `DESIRED_STATES`.
+    """
     if value not in DESIRED_STATES:
         raise InvalidSpecError(field, f"{value!r} is not one of {', '.join(DESIRED_STATES)}")
     return value  # type: ignore[return-value]
 
 
 def check_region_state(value: str, field: str = "state") -> RegionState:
+    """`value` as a Region's observed state.
+
+    Raises:
+        InvalidSpecError: `value` is not one of `REGION_STATES`.
+    """
     if value not in REGION_STATES:
         raise InvalidSpecError(field, f"{value!r} is not one of {', '.join(REGION_STATES)}")
     return value  # type: ignore[return-value]

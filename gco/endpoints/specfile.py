@@ -34,7 +34,11 @@ def shown(path: Path) -> str:
 
 
 def read_bounded(path: Path) -> str:
-    """The file's text, refusing it when it holds more than `MAX_SPEC_FILE_BYTES`."""
+    """The file's text, refusing it when it holds more than `MAX_SPEC_FILE_BYTES`.
+
+    Raises:
+        InvalidSpecError: the file cannot be read, is larger than `MAX_SPEC_FILE_BYTES`, or is not UTF-8.
+    """
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_SPEC_FILE_BYTES + 1)

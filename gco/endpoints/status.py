@@ -30,7 +30,11 @@ def one_line(text: str, limit: int = MAX_ERROR_TEXT) -> str:
 
 
 def checked_details(details: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Status details: a few scalar fields that are not the status's own (fences included)."""
+    """Status details: a few scalar fields that are not the status's own (fences included).
+
+    Raises:
+        InvalidSpecError: not a mapping, too many entries, or a key or value that is not allowed.
+    """
     if details is None:
         return {}
     if not isinstance(details, Mapping):
@@ -64,7 +68,11 @@ def status_fields(
     details: Mapping[str, Any] | None,
     fences: Mapping[str, str | None],
 ) -> dict[str, Any]:
-    """The stored status map of one Region."""
+    """The stored status map of one Region.
+
+    Raises:
+        InvalidSpecError: a replica count that is not an integer from 0 to 100000, or invalid details.
+    """
     for field, count in (("replicas_ready", replicas_ready), ("replicas_desired", replicas_desired)):
         if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= 100_000:
             raise InvalidSpecError(field, "must be an integer from 0 to 100000")

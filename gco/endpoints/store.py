@@ -284,7 +284,11 @@ class EndpointStore(ObservationWrites):
             return None
 
     def start(self, name: str, expected_lifecycle_id: str) -> EndpointRecord | None:
-        """stopped -> running only, of the lifecycle the caller read."""
+        """stopped -> running only, of the lifecycle the caller read.
+
+        Raises:
+            InvalidTransitionError: the record is not stopped, or is deleted.
+        """
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
 
         def build(now: str) -> Expression:
@@ -350,7 +354,11 @@ class EndpointStore(ObservationWrites):
         expected_lifecycle_id: str,
         expected_updated_at: str,
     ) -> EndpointRecord | None:
-        """New target Regions; cleanup only grows; a (re-)joining Region gets a freshly minted token."""
+        """New target Regions; cleanup only grows; a (re-)joining Region gets a freshly minted token.
+
+        Raises:
+            InvalidTransitionError: the record is deleted.
+        """
         regions = names.region_list(targets, allow_new=self.allow_new_regions)
         extra_cleanup = names.region_list(
             cleanup, "cleanup_regions", allow_empty=True, allow_new=self.allow_new_regions
@@ -375,7 +383,12 @@ class EndpointStore(ObservationWrites):
         return self._fenced(name, build, expected_updated_at, "change the Regions of")
 
     def scale(self, name: str, replicas: int, expected_lifecycle_id: str) -> EndpointRecord | None:
-        """Set spec.replicas of a live, non-mooncake, non-autoscaled endpoint."""
+        """Set spec.replicas of a live, non-mooncake, non-autoscaled endpoint.
+
+        Raises:
+            InvalidSpecError: `replicas` is not an integer from 0 to 1000.
+            InvalidTransitionError: the endpoint is deleted, autoscaled or disaggregated (mooncake).
+        """
         if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
             raise InvalidSpecError("replicas", "must be an integer from 0 to 1000")
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")

@@ -9,14 +9,15 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from gco.endpoints.errors import EndpointError, StoreUnavailableError
-
-
-class TableMismatchError(EndpointError):
-    """The table exists but is not shaped as gco needs (key or stream)."""
+from gco.endpoints.errors import StoreUnavailableError, TableMismatchError
 
 
 def describe(client: Any, table_name: str) -> dict[str, Any] | None:
+    """The table's description, or None where it does not exist.
+
+    Raises:
+        StoreUnavailableError: DescribeTable failed for another reason.
+    """
     try:
         table: dict[str, Any] = client.describe_table(TableName=table_name)["Table"]
     except ClientError as error:
@@ -29,7 +30,11 @@ def describe(client: Any, table_name: str) -> dict[str, Any] | None:
 
 
 def check_shape(table: dict[str, Any]) -> None:
-    """Raise `TableMismatchError` unless the key is endpoint_name and the stream has both images."""
+    """Raise `TableMismatchError` unless the key is endpoint_name and the stream has both images.
+
+    Raises:
+        TableMismatchError: the key is not `endpoint_name`, or the stream lacks NEW_AND_OLD_IMAGES.
+    """
     keys = [(key["AttributeName"], key["KeyType"]) for key in table.get("KeySchema", [])]
     if keys != [("endpoint_name", "HASH")]:
         raise TableMismatchError(
@@ -45,6 +50,10 @@ def init_table(client: Any, table_name: str) -> tuple[bool, dict[str, Any]]:
 
     Returns:
         (created, description): created is False when the table was already there.
+
+    Raises:
+        StoreUnavailableError: DescribeTable or CreateTable failed.
+        TableMismatchError: a table of that name exists with another shape.
     """
     existing = describe(client, table_name)
     if existing is not None:

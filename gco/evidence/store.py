@@ -41,7 +41,13 @@ class LocalEvidenceStore:
         return self.root / f"{record_id}.json"
 
     def put(self, record: EvidenceRecord) -> str:
-        """Validate and write once; returns the file path."""
+        """Validate and write once; returns the file path.
+
+        Raises:
+            InvalidEvidenceError: the record fails its schema.
+            EvidenceConflictError: a different record already has its id.
+            EvidenceStoreError: the file cannot be written.
+        """
         text = _checked(record)
         target = self.path(record.id)
         try:
@@ -58,6 +64,11 @@ class LocalEvidenceStore:
         return str(target)
 
     def get(self, record_id: str) -> EvidenceRecord:
+        """The record of `record_id`, validated.
+
+        Raises:
+            EvidenceStoreError: it cannot be read or does not parse.
+        """
         try:
             return validate(json.loads(self.path(record_id).read_text(encoding="utf-8")))
         except (OSError, ValueError) as error:
@@ -84,7 +95,13 @@ class S3EvidenceStore:
         return f"{self.prefix}{record_id}.json"
 
     def put(self, record: EvidenceRecord) -> str:
-        """Validate and write once; the same content again is a success. Returns the s3:// URI."""
+        """Validate and write once; the same content again is a success. Returns the s3:// URI.
+
+        Raises:
+            InvalidEvidenceError: the record fails its schema.
+            EvidenceConflictError: a different record already has its id.
+            EvidenceStoreError: S3 refused or could not be reached.
+        """
         text = _checked(record)
         key = self.key(record.id)
         uri = f"s3://{self.bucket}/{key}"
@@ -116,6 +133,11 @@ class S3EvidenceStore:
         return str(body.decode("utf-8"))
 
     def get(self, record_id: str) -> EvidenceRecord:
+        """The record of `record_id`, validated.
+
+        Raises:
+            EvidenceStoreError: it cannot be read or is not JSON.
+        """
         try:
             return validate(json.loads(self._read(self.key(record_id))))
         except ValueError as error:

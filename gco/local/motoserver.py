@@ -17,6 +17,7 @@ from types import TracebackType
 import httpx
 
 from gco.local.children import stop_child
+from gco.local.errors import LocalStackError
 
 
 def free_port() -> int:
@@ -39,6 +40,11 @@ class MotoServer:
         self._control: httpx.Client | None = None
 
     def start(self) -> MotoServer:
+        """Start the server and wait until it answers.
+
+        Raises:
+            LocalStackError: it exited, or did not answer within `startup_timeout`.
+        """
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(self.port)],
@@ -52,19 +58,23 @@ class MotoServer:
             status = self._process.poll()
             if status is not None:
                 self.stop()
-                raise RuntimeError(f"moto_server exited with status {status}")
+                raise LocalStackError(f"moto_server exited with status {status}")
             try:
                 self._control.get("/moto-api/", timeout=1.0)
                 return self
             except httpx.TransportError:
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"moto_server did not answer on {self.url} within {self.startup_timeout} s")
+        raise LocalStackError(f"moto_server did not answer on {self.url} within {self.startup_timeout} s")
 
     def reset(self) -> None:
-        """Forget every resource (between tests)."""
+        """Forget every resource (between tests).
+
+        Raises:
+            LocalStackError: the server is not started.
+        """
         if self._control is None:
-            raise RuntimeError("the moto server is not started")
+            raise LocalStackError("the moto server is not started")
         self._control.post("/moto-api/reset").raise_for_status()
 
     def cpu_seconds(self) -> float | None:

@@ -40,9 +40,9 @@ from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
 from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
-from gco.errors import GcoError
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import statelock
+from gco.local.errors import LocalStackError
 from gco.local.kubelet import free_port
 from gco.local.nginx import nginx_path, self_signed
 from gco.local.node import TLS_DIR_NAME, children_path, report_path
@@ -57,10 +57,6 @@ START_TIMEOUT_S = 60.0
 ANSWER_TIMEOUT_S = 2.0  # how long `status` waits for each part to answer
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.1
-
-
-class LocalStackError(GcoError):
-    """The local stack is already up, not up, or a part failed to start."""
 
 
 class Part(BaseModel):
@@ -267,6 +263,11 @@ def environment(state: StackState) -> dict[str, str]:
 
 
 def require(state_dir: Path | None) -> StackState:
+    """The state of the stack running from `state_dir` (the default one when None).
+
+    Raises:
+        LocalStackError: no stack is up there.
+    """
     state = read_state(state_dir or default_state_dir())
     if state is None:
         raise LocalStackError(

@@ -19,14 +19,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from gco.errors import GcoError, GcoInputError
+from gco.errors import GcoInputError
+from gco.local.errors import StackBusyError
 
 LOCK_FILE = "up.lock"
 STARTED_FILE = "started"
-
-
-class StackBusyError(GcoError):
-    """Another `gco local up` holds the state directory."""
 
 
 def usable(state_dir: Path) -> Path:

@@ -77,12 +77,22 @@ class SsmParameters:
         self.client = client
 
     def put(self, name: str, value: str) -> None:
+        """Write a parameter, overwriting it.
+
+        Raises:
+            HeartbeatError: SSM refused or could not be reached.
+        """
         try:
             self.client.put_parameter(Name=name, Value=value, Type="String", Overwrite=True)
         except (ClientError, BotoCoreError) as error:
             raise HeartbeatError(f"cannot write {name}: {error}") from error
 
     def get(self, name: str) -> str | None:
+        """A parameter's value, or None where it does not exist.
+
+        Raises:
+            HeartbeatError: SSM refused or could not be reached.
+        """
         try:
             value: str = self.client.get_parameter(Name=name)["Parameter"]["Value"]
         except ClientError as error:

@@ -128,6 +128,8 @@ class KubeCluster:
         Raises:
             ClusterConflictError: the object carried a resourceVersion and the stored one differs
                 (409): not retried here, the same request would fail again; the caller reads anew.
+            KindNotServedError: the cluster serves no such kind (404 on the kind's path).
+            ClusterRejectedError: any other refusal (`ClusterError`s as `_request` raises them).
         """
         ref = ObjectRef.of(obj)
         kind = kind_of(obj)

@@ -31,12 +31,8 @@ from gco.reconcile.access import RUNNER_GRANT
 from gco.reconcile.eks import connect_eks
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.regional_outputs import invoke_urls
-from gco.validation.errors import MatrixError
+from gco.validation.errors import UnreachableError
 from gco.validation.ports import Answer, ClusterReader
-
-
-class UnreachableError(MatrixError):
-    """A Region's cluster or way in cannot be found."""
 
 
 def _url_map(raw: str, env: str) -> dict[str, str]:
@@ -65,6 +61,11 @@ class UrlClusters:
         return list(self._clusters)
 
     def reader(self, region: str) -> ClusterReader:
+        """The reader of `region`'s stand-in API server.
+
+        Raises:
+            UnreachableError: the local stack runs no cluster for `region`.
+        """
         if region not in self._clusters:
             raise UnreachableError(
                 f"no cluster is known for {region} (the local stack runs {self.regions()})"

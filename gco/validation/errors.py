@@ -4,7 +4,9 @@
     ├── SettingsError              a settings value breaks a rule (also GcoInputError: exit 2)
     ├── IdentityChangedError       resume refused: the settings' identity differs (exit 2)
     ├── CheckpointError            the run directory holds no readable checkpoint (exit 2)
-    └── MatrixFailedError          the run ended with a failed step (exit 1; the evidence is written)
+    ├── MatrixFailedError          the run ended with a failed step (exit 1; the evidence is written)
+    ├── UnreachableError           a Region's cluster or way in cannot be found (`connect.py`)
+    └── MirrorError                a run's file could not be copied to its mirror (`mirror.py`)
 
 Store, cluster and HTTP errors are caught at the step that met them and recorded as that step's
 failure, so one failing endpoint never stops the destruction of the others.
@@ -42,3 +44,7 @@ class CheckpointError(MatrixError, GcoInputError):
 
 class MatrixFailedError(MatrixError):
     """The run finished with a failed step; the message is the verdict line."""
+
+
+class UnreachableError(MatrixError):
+    """A Region's cluster or way in cannot be found."""

@@ -11,8 +11,9 @@ from botocore.config import Config
 from gco import aws
 from gco.endpoints import StoreUnavailableError, init_table, operations
 from gco.endpoints.codec import to_item
+from gco.endpoints.errors import TableMismatchError
 from gco.endpoints.store import EndpointStore
-from gco.endpoints.table import TableMismatchError, check_shape
+from gco.endpoints.table import check_shape
 from gco.local.motoserver import MotoServer
 
 

@@ -142,7 +142,8 @@ def test_a_library_built_for_another_cpu_is_refused_before_the_model_loads(
 
 
 def test_the_warm_up_must_decode_a_token() -> None:
-    from gco.local.llama_engine import EngineNotReadyError, warm_up
+    from gco.local.errors import EngineNotReadyError
+    from gco.local.llama_engine import warm_up
 
     assert warm_up(lambda prompt, tokens: {"usage": {"completion_tokens": tokens}}) == 4
     with pytest.raises(EngineNotReadyError, match="decoded no token"):

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from gco import aws
+from gco.local.errors import LocalStackError
 from gco.local.motoserver import MotoServer
 
 
@@ -20,7 +21,7 @@ def test_start_reset_and_stop_over_one_control_client() -> None:
         server.reset()  # the control client is kept between calls
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{server.url}/moto-api/", timeout=1.0)
-    with pytest.raises(RuntimeError, match="not started"):
+    with pytest.raises(LocalStackError, match="not started"):
         server.reset()
 
 
@@ -29,7 +30,7 @@ def test_a_server_that_exits_at_start_is_reported_with_its_status() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         server = MotoServer(port=taken.getsockname()[1], startup_timeout=60)
-        with pytest.raises(RuntimeError, match=r"moto_server exited with status [1-9]"):
+        with pytest.raises(LocalStackError, match=r"moto_server exited with status [1-9]"):
             server.start()
-    with pytest.raises(RuntimeError, match="not started"):
+    with pytest.raises(LocalStackError, match="not started"):
         server.reset()

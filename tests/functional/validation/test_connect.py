@@ -12,7 +12,8 @@ import pytest
 
 from gco.env import CLUSTER_URLS_ENV
 from gco.invoke import INVOKE_URLS_ENV
-from gco.validation.connect import EksClusters, ProxyHttp, UnreachableError, UrlClusters, environment_clusters
+from gco.validation.connect import EksClusters, ProxyHttp, UrlClusters, environment_clusters
+from gco.validation.errors import UnreachableError
 from tests.functional.loopback import serving
 
 

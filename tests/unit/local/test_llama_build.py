@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from gco.local import llama_build
+from gco.local.errors import LlamaBuildError
 from gco.local.llama_build import (
     COMMON_FLAGS,
     SSE_BASELINE_FLAGS,
-    LlamaBuildError,
     build_problems,
     cmake_args,
     cpu_flags,

@@ -1,0 +1,40 @@
+"""Errors of the embedded local stack.
+
+    LocalError                     (gco.errors.GcoError; exit 1)
+    ├── LocalStackError            the stack is already up, not up, or a part did not start or stop
+    ├── StackBusyError             another `gco local up` holds the state directory
+    ├── LlamaBuildError            the build or install of llama-cpp-python failed (names its log)
+    ├── EngineNotReadyError        the CPU engine's warm-up decoded no token: it must not report ready
+    ├── DemoStepError              a walk-through step did not end as it should
+    └── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
+
+A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
+"""
+
+from __future__ import annotations
+
+from gco.errors import GcoError
+
+
+class LocalError(GcoError):
+    """Root of the local stack's errors."""
+
+
+class LocalStackError(LocalError):
+    """The local stack is already up, not up, or a part failed to start."""
+
+
+class StackBusyError(LocalError):
+    """Another `gco local up` holds the state directory."""
+
+
+class LlamaBuildError(LocalError):
+    """The build or install of llama-cpp-python failed; the message names the step and its log."""
+
+
+class EngineNotReadyError(LocalError):
+    """The warm-up completion produced no token: the engine must not report itself ready."""
+
+
+class DemoStepError(LocalError):
+    """A walk-through step exited with an unexpected status."""
