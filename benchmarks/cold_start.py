@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from aws_cdk import aws_lambda as lambda_  # noqa: E402
 
+from gco.env import AWS_REGION_ENV, DEFAULT_REGION_ENV  # noqa: E402
 from stacks.bundling import (  # noqa: E402
     BUNDLE_ENVIRONMENT,
     LOCK,
@@ -135,8 +136,8 @@ def cold_import_ms(module: str, bundle: Path, runtime: Path, probe: Path) -> dic
     """One fresh process importing `module` as Lambda would: CPU and wall milliseconds, timed inside it."""
     env = {
         "PATH": "/usr/bin:/bin",
-        "AWS_REGION": "us-east-1",
-        "AWS_DEFAULT_REGION": "us-east-1",
+        AWS_REGION_ENV: "us-east-1",
+        DEFAULT_REGION_ENV: "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": f"gco-{module}",
         "AWS_EXECUTION_ENV": f"AWS_Lambda_python{python_version(MEASURED)}",
         "LAMBDA_TASK_ROOT": TASK_ROOT,

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.reconcile_region import LAMBDA_POLL, endpoint_names  # noqa: E402
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore, init_table  # noqa: E402
+from gco.env import ENDPOINT_URL_ENV, HOME_REGION_ENV  # noqa: E402
 from gco.local.motoserver import MotoServer  # noqa: E402
 from gco.local.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
@@ -294,8 +295,10 @@ def main() -> None:
     args = parser.parse_args()
     sizes = args.endpoints or ([40, 200, 1000] if args.full else [40])
     with MotoServer() as moto:
-        os.environ.update(AWS_ENDPOINT_URL=moto.url, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
-        os.environ.setdefault("DYNAMODB_REGION", "us-east-1")
+        os.environ.update(
+            {ENDPOINT_URL_ENV: moto.url}, AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench"
+        )
+        os.environ.setdefault(HOME_REGION_ENV, "us-east-1")
         if not args.latency_only:
             extras(moto, args)
         print(

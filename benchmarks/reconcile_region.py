@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
+from gco.env import ENDPOINT_URL_ENV  # noqa: E402
 from gco.kube_tokens import LOCAL_TOKEN  # noqa: E402
 from gco.local.poller import StreamPoller  # noqa: E402
 from gco.local.reconcilers import LocalReconcilers  # noqa: E402
@@ -169,7 +170,7 @@ def main() -> None:
     parser.add_argument("--expect", type=int, required=True)
     parser.add_argument("--deadline", type=float, required=True, help="seconds to wait for every Deployment")
     args = parser.parse_args()
-    os.environ.setdefault("AWS_ENDPOINT_URL", args.endpoint_url)
+    os.environ.setdefault(ENDPOINT_URL_ENV, args.endpoint_url)
     result = run(
         args.region, args.endpoint_url, args.table, args.mode, args.standin, args.expect, args.deadline
     )

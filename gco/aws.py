@@ -15,7 +15,7 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config
 
-from gco.env import FALLBACK_REGION_ENV, HOME_REGION_ENV
+from gco.env import ENDPOINT_URL_ENV, FALLBACK_REGION_ENV, HOME_REGION_ENV
 from gco.errors import GcoInputError
 from gco.regions import REGION_MAX, REGION_SYNTAX
 
@@ -96,7 +96,7 @@ def home_region() -> str:
 
 
 def endpoint_url_from_env(explicit: str | None = None) -> str | None:
-    return explicit or os.environ.get("AWS_ENDPOINT_URL") or None
+    return explicit or os.environ.get(ENDPOINT_URL_ENV) or None
 
 
 def is_loopback(url: str | None) -> bool:

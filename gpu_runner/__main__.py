@@ -11,6 +11,13 @@ import tempfile
 from pathlib import Path
 
 from gco import aws
+from gco.env import (
+    AWS_REGION_ENV,
+    EVIDENCE_BUCKET_ENV,
+    HEARTBEAT_SECONDS_ENV,
+    JOB_KEY_ENV,
+    JOB_WAIT_SECONDS_ENV,
+)
 from gpu_runner.model_token import load_model_token
 from gpu_runner.runner import RunnerError, run_job, runner_id
 from gpu_runner.start import start
@@ -19,19 +26,19 @@ JOB_WAIT_SECONDS = 600.0
 
 
 def main() -> int:
-    bucket, key = os.environ.get("GCO_EVIDENCE_BUCKET"), os.environ.get("GCO_JOB_KEY")
+    bucket, key = os.environ.get(EVIDENCE_BUCKET_ENV), os.environ.get(JOB_KEY_ENV)
     if not bucket or not key:
-        print("gpu_runner: GCO_EVIDENCE_BUCKET and GCO_JOB_KEY must be set", file=sys.stderr)
+        print(f"gpu_runner: {EVIDENCE_BUCKET_ENV} and {JOB_KEY_ENV} must be set", file=sys.stderr)
         return 2
-    region = os.environ.get("AWS_REGION")
+    region = os.environ.get(AWS_REGION_ENV)
     s3, sfn = aws.client("s3", region=region), aws.client("stepfunctions", region=region)
     try:
         load_model_token(aws.client("secretsmanager", region=region), os.environ)
     except RunnerError as error:
         print(f"gpu_runner: {error}", file=sys.stderr)
         return 1
-    wait = float(os.environ.get("GCO_JOB_WAIT_SECONDS", JOB_WAIT_SECONDS))
-    interval = float(os.environ.get("GCO_HEARTBEAT_SECONDS", "60"))
+    wait = float(os.environ.get(JOB_WAIT_SECONDS_ENV, JOB_WAIT_SECONDS))
+    interval = float(os.environ.get(HEARTBEAT_SECONDS_ENV, "60"))
     with tempfile.TemporaryDirectory(prefix="gco-runner-") as workdir:
         try:
             runner = runner_id(aws.client("sts", region=region))

@@ -25,7 +25,16 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from gco.env import HOME_REGION_ENV, MODEL_TOKEN_KEY_ENV, MODEL_TOKEN_SECRET_ENV, TABLE_ENV
+from gco.env import (
+    AWS_REGION_ENV,
+    EVIDENCE_BUCKET_ENV,
+    HEARTBEAT_SECONDS_ENV,
+    HOME_REGION_ENV,
+    JOB_KEY_ENV,
+    MODEL_TOKEN_KEY_ENV,
+    MODEL_TOKEN_SECRET_ENV,
+    TABLE_ENV,
+)
 from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
 from stacks.config import ECR_IMAGE, GcoConfig
@@ -87,8 +96,8 @@ def user_data(
             f"docker pull {image_uri}",
             "docker run --rm --gpus all --network host --ipc host"
             " -v /var/run/docker.sock:/var/run/docker.sock --group-add $(stat -c %g /var/run/docker.sock)"
-            f" -e GCO_HEARTBEAT_SECONDS={heartbeat_seconds}"
-            f' -e GCO_JOB_KEY="$JOB_KEY" -e GCO_EVIDENCE_BUCKET={bucket} -e AWS_REGION={region}'
+            f" -e {HEARTBEAT_SECONDS_ENV}={heartbeat_seconds}"
+            f' -e {JOB_KEY_ENV}="$JOB_KEY" -e {EVIDENCE_BUCKET_ENV}={bucket} -e {AWS_REGION_ENV}={region}'
             f" -e {HOME_REGION_ENV}={home_region} -e {TABLE_ENV}={table}{token} {image_uri}",
         ]
     )

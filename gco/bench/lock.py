@@ -13,10 +13,13 @@ from typing import IO
 
 from gco.bench.errors import GpuLockedError
 
+# Where the GPU lock lives, when not in the default place.
+GPU_LOCK_ENV = "GCO_GPU_LOCK"
+
 
 def lock_path() -> Path:
     """Where the GPU lock lives."""
-    explicit = os.environ.get("GCO_GPU_LOCK")
+    explicit = os.environ.get(GPU_LOCK_ENV)
     return Path(explicit) if explicit else Path.home() / ".cache" / "gco" / "gpu.lock"
 
 

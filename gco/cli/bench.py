@@ -21,7 +21,7 @@ from gco.bench.clips import load_clips
 from gco.bench.errors import BenchInputError
 from gco.bench.evidence import artifacts, clip_record, dump_json, serve_record, write_record
 from gco.bench.gpu import NvmlProbe
-from gco.bench.lock import GpuLock
+from gco.bench.lock import GPU_LOCK_ENV, GpuLock
 from gco.bench.manifest import load_manifest, manifest_schema
 from gco.bench.options import RoundsOptions
 from gco.bench.prompts import DEFAULT_EDGES, load_prompts
@@ -29,6 +29,7 @@ from gco.bench.records import MODES, REQUESTS_FILE
 from gco.bench.rounds import run_rounds
 from gco.bench.serve import ServeSettings, run_serve
 from gco.cli.common import CheckedPath, StrictFloat, StrictInt, emit, output_option
+from gco.env import EVIDENCE_BUCKET_ENV
 from gco.errors import GcoInputError
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
@@ -298,10 +299,10 @@ def clip(
     "--gpu-lock",
     type=CheckedPath(path_type=Path),
     default=None,
-    help="GPU lock file held for the run (over GCO_GPU_LOCK; default ~/.cache/gco/gpu.lock).",
+    help=f"GPU lock file held for the run (over {GPU_LOCK_ENV}; default ~/.cache/gco/gpu.lock).",
 )
 @click.option(
-    "--evidence-bucket", envvar="GCO_EVIDENCE_BUCKET", default=None, help="Also write the evidence to S3."
+    "--evidence-bucket", envvar=EVIDENCE_BUCKET_ENV, default=None, help="Also write the evidence to S3."
 )
 @output_option
 def rounds(

@@ -18,7 +18,8 @@ import yaml
 from gco import aws
 from gco.endpoints import EndpointStore, names
 from gco.endpoints.errors import InvalidSpecError
-from gco.env import DEFAULT_TABLE, TABLE_ENV
+from gco.endpoints.names import ALLOW_NEW_REGIONS_ENV
+from gco.env import DEFAULT_TABLE, ENDPOINT_URL_ENV, TABLE_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,9 +57,9 @@ def connection_options(command: F) -> F:
     )(command)
     return click.option(
         "--endpoint-url",
-        envvar="AWS_ENDPOINT_URL",
+        envvar=ENDPOINT_URL_ENV,
         default=None,
-        help="AWS endpoint URL, e.g. a local moto server [env AWS_ENDPOINT_URL].",
+        help=f"AWS endpoint URL, e.g. a local moto server [env {ENDPOINT_URL_ENV}].",
     )(command)
 
 
@@ -269,5 +270,5 @@ def allow_new_regions_option(command: F) -> F:
         is_flag=True,
         default=None,
         help="Accept a Region newer than this gco's botocore if it fits an AWS partition's pattern "
-        "[env GCO_ALLOW_NEW_REGIONS=1].",
+        f"[env {ALLOW_NEW_REGIONS_ENV}=1].",
     )(command)

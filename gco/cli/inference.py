@@ -36,6 +36,7 @@ from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.specfile import load_spec_file
+from gco.env import ENDPOINT_URL_ENV
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
 from gco.regional_outputs import invoke_urls
@@ -409,7 +410,7 @@ def init_table_command(endpoint_url: str | None, table_name: str | None, output:
                 "created": created,
                 "stream_arn": stream,
                 "region": aws.home_region(),
-                "endpoint_url": endpoint_url or os.environ.get("AWS_ENDPOINT_URL"),
+                "endpoint_url": endpoint_url or os.environ.get(ENDPOINT_URL_ENV),
             },
             output,
         )

@@ -19,8 +19,7 @@ import click
 
 from gco.cli.common import CheckedPath, connection_options, emit, open_store
 from gco.endpoints import names
-from gco.env import MATRIX_RUN_URI_ENV
-from gco.local.stack import EVIDENCE_BUCKET_ENV
+from gco.env import EVIDENCE_BUCKET_ENV, MATRIX_RUN_URI_ENV
 from gco.validation.errors import MatrixError, MatrixFailedError, SettingsError
 
 

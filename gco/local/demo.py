@@ -32,11 +32,12 @@ from urllib.parse import urlsplit
 import httpx
 
 from gco import aws
+from gco.bench.lock import GPU_LOCK_ENV
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
 from gco.endpoints.observed import region_note
-from gco.env import HOME_REGION_ENV
+from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import demo_bench
 from gco.local.cluster import LocalClusters
@@ -45,7 +46,7 @@ from gco.local.errors import DemoStepError
 from gco.local.motoserver import MotoServer
 from gco.local.reconcilers import LocalReconcilers
 from gco.local.services import UPSTREAM_HEADER
-from gco.local.stack import EVIDENCE_BUCKET, EVIDENCE_BUCKET_ENV
+from gco.local.stack import EVIDENCE_BUCKET
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 
 DEMO_SPEC = """\
@@ -148,12 +149,12 @@ def walkthrough(
         spec_file.write_text(DEMO_SPEC, encoding="utf-8")
         env = {
             **os.environ,
-            "AWS_ENDPOINT_URL": server.url,
+            ENDPOINT_URL_ENV: server.url,
             HOME_REGION_ENV: "us-east-1",
             EVIDENCE_BUCKET_ENV: EVIDENCE_BUCKET,
-            "GCO_GPU_LOCK": str(Path(scratch) / "gpu.lock"),
+            GPU_LOCK_ENV: str(Path(scratch) / "gpu.lock"),
         }
-        echo(f"# local AWS endpoint (moto server) on {server.url}; AWS_ENDPOINT_URL points gco at it")
+        echo(f"# local AWS endpoint (moto server) on {server.url}; {ENDPOINT_URL_ENV} points gco at it")
 
         def step(title: str, *arguments: str, expect: int = 0) -> str:
             echo(f"\n# {title}\n$ gco {' '.join(arguments)}")
@@ -463,7 +464,7 @@ def _bench(
         raise DemoStepError("gco bench rounds printed no evidence path")
     step("the evidence validates against its schema and digest", "bench", "report", evidence)
     record_id = Path(evidence).stem
-    bucket = aws.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    bucket = aws.client("s3", endpoint_url=env[ENDPOINT_URL_ENV])
     keys = [item["Key"] for item in bucket.list_objects_v2(Bucket=EVIDENCE_BUCKET).get("Contents", [])]
     stored = [key for key in keys if record_id in key]
     echo(f"# in s3://{EVIDENCE_BUCKET}: {', '.join(stored) if stored else '(not found)'}")

@@ -39,7 +39,15 @@ from gco import aws
 from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
 from gco.endpoints.names import region_list
-from gco.env import CLUSTER_URLS_ENV, HOME_REGION_ENV, TABLE_ENV
+from gco.env import (
+    CLUSTER_URLS_ENV,
+    DEFAULT_REGION_ENV,
+    DEFAULT_TABLE,
+    ENDPOINT_URL_ENV,
+    EVIDENCE_BUCKET_ENV,
+    HOME_REGION_ENV,
+    TABLE_ENV,
+)
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local import statelock
 from gco.local.errors import LocalStackError
@@ -49,9 +57,7 @@ from gco.local.node import TLS_DIR_NAME, children_path, report_path
 from gco.reconcile.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
-TABLE = "gco-inference-endpoints"
 EVIDENCE_BUCKET = "gco-local-evidence"
-EVIDENCE_BUCKET_ENV = "GCO_EVIDENCE_BUCKET"
 DEFAULT_REGIONS = ("us-east-1", "us-west-2")
 START_TIMEOUT_S = 60.0
 ANSWER_TIMEOUT_S = 2.0  # how long `status` waits for each part to answer
@@ -179,7 +185,7 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
         if not _until(lambda: moto.poll() is None and _answers(f"{endpoint_url}/moto-api/"), deadline):
             raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
         # moto keeps each Region's tables apart, as AWS does: the table is made where clients look.
-        init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), TABLE)
+        init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_TABLE)
         _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
@@ -196,7 +202,7 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
                 "--endpoint-url",
                 endpoint_url,
             ]
-            argv += ["--table", TABLE, "--home-region", home, "--state-dir", str(state_dir)]
+            argv += ["--table", DEFAULT_TABLE, "--home-region", home, "--state-dir", str(state_dir)]
             argv += ["--engine", engine]
             nodes[region] = (_spawn(argv, log), log)
             statelock.record_started(state_dir, nodes[region][0].pid)
@@ -217,7 +223,7 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
     ]
     state = StackState(
         endpoint_url=endpoint_url,
-        table=TABLE,
+        table=DEFAULT_TABLE,
         home_region=home,
         regions=chosen,
         evidence_bucket=EVIDENCE_BUCKET,
@@ -246,10 +252,10 @@ def _evidence_bucket(s3: Any, region: str) -> None:
 def environment(state: StackState) -> dict[str, str]:
     """The variables that point the CLI (and boto3) at the local stack."""
     env = {
-        "AWS_ENDPOINT_URL": state.endpoint_url,
+        ENDPOINT_URL_ENV: state.endpoint_url,
         "AWS_ACCESS_KEY_ID": aws.LOCAL_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": aws.LOCAL_CREDENTIALS["aws_secret_access_key"],
-        "AWS_DEFAULT_REGION": state.home_region,
+        DEFAULT_REGION_ENV: state.home_region,
         HOME_REGION_ENV: state.home_region,
         TABLE_ENV: state.table,
         EVIDENCE_BUCKET_ENV: state.evidence_bucket,

@@ -54,6 +54,8 @@ from gco.reconcile.objects import (
     DEPLOYMENT,
     HPA,
     INGRESS,
+    MANAGED_BY,
+    MANAGER,
     NAMESPACE,
     PDB,
     POD,
@@ -83,7 +85,7 @@ SECRET_VERBS: tuple[str, ...] = ("get", "create", "patch", "delete")
 ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
 SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
-_LABELS = {"app.kubernetes.io/managed-by": "gco"}
+_LABELS = {MANAGED_BY: MANAGER}
 
 
 @dataclass(frozen=True)

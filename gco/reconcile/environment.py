@@ -35,11 +35,11 @@ from gco.addons import ADDONS_ENV, addons_from_env, addons_value
 from gco.endpoint_secrets import ENDPOINT_SECRETS_ENV, parse_allowed
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
+    AWS_REGION_ENV,
     CLUSTER_NAME_ENV,
     DEFAULT_TABLE,
     GPU_INSTANCE_TYPES_ENV,
     HOME_REGION_ENV,
-    LAMBDA_REGION_ENV,
     RECONCILER_REGION_ENV,
     SWEEP_SECONDS_ENV,
     TABLE_ENV,
@@ -148,7 +148,7 @@ class ReconcilerEnvironment(BaseModel):
         present = {name: value for name, value in env.items() if value != ""}
         fields: dict[str, object] = {
             "cluster_name": present.get(CLUSTER_NAME_ENV),
-            "region": present.get(RECONCILER_REGION_ENV) or present.get(LAMBDA_REGION_ENV),
+            "region": present.get(RECONCILER_REGION_ENV) or present.get(AWS_REGION_ENV),
             "table_name": present.get(TABLE_ENV),
             "home_region": present.get(HOME_REGION_ENV),
             "wait_seconds": present.get(WAIT_SECONDS_ENV),

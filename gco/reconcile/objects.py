@@ -23,7 +23,8 @@ GENERATION_LABEL = "gco.dev/region-generation"
 REGION_LABEL = "gco.dev/region"
 ROLE_LABEL = "gco.dev/role"
 LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
-GENERATION_ANNOTATION = "gco.dev/region-generation"
+# The Region generation is both a label (selectable) and an annotation, under one key.
+GENERATION_ANNOTATION = GENERATION_LABEL
 HASH_ANNOTATION = "gco.dev/applied-hash"
 COMPONENT_LABEL = "gco.dev/component"
 PROXY_SERVICE = "inference-proxy"

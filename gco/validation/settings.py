@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,56 +34,9 @@ REVISION = re.compile(r"[0-9a-f]{40}")
 REGION = re.compile(r"[a-z0-9]+(-[a-z0-9]+)+")
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 MILLICORES = re.compile(r"[1-9][0-9]*m")
-RUNTIME_KEYS = ("framework", "image", "model_id", "model_revision", "port")
-# Every field that must be a positive int, in the order they are checked.
-POSITIVE_INTS = (
-    "request_max_tokens",
-    "endpoint_count",
-    "baseline_replicas",
-    "autoscale_initial_replicas",
-    "hpa_min_replicas",
-    "hpa_max_replicas",
-    "hpa_stability_intervals",
-    "command_timeout_seconds",
-    "readiness_timeout_seconds",
-    "hpa_timeout_seconds",
-    "deletion_timeout_seconds",
-    "job_timeout_seconds",
-    QUEUE_TIMEOUT,
-    "poll_interval_seconds",
-    "monitor_interval_seconds",
-    "destroy_attempts",
-    "destroy_retry_delay_seconds",
-)
-KEYS = (
-    "selected_region",
-    "inference_runtimes",
-    "request_prompt",
-    "request_max_tokens",
-    "namespace",
-    "gpu_count",
-    "endpoint_count",
-    "baseline_replicas",
-    "autoscale_initial_replicas",
-    "hpa_min_replicas",
-    "hpa_max_replicas",
-    "hpa_cpu_target",
-    "hpa_stability_intervals",
-    "health_path",
-    "proxy_tls_cpu_request",
-    "proxy_tls_cpu_target",
-    "command_timeout_seconds",
-    "readiness_timeout_seconds",
-    "hpa_timeout_seconds",
-    "deletion_timeout_seconds",
-    "job_timeout_seconds",
-    QUEUE_TIMEOUT,
-    "poll_interval_seconds",
-    "monitor_interval_seconds",
-    "destroy_attempts",
-    "destroy_retry_delay_seconds",
-    "consent",
-)
+# Marks a field whose value must be a positive int: `parse_settings` checks them in the model's order.
+POSITIVE = "positive"
+PositiveInt = Annotated[int, POSITIVE]
 
 
 class Runtime(BaseModel):
@@ -106,30 +59,39 @@ class MatrixSettings(BaseModel):
     selected_region: str
     inference_runtimes: tuple[Runtime, Runtime]
     request_prompt: str
-    request_max_tokens: int
+    request_max_tokens: PositiveInt
     namespace: str
     gpu_count: int
-    endpoint_count: int
-    baseline_replicas: int
-    autoscale_initial_replicas: int
-    hpa_min_replicas: int
-    hpa_max_replicas: int
+    endpoint_count: PositiveInt
+    baseline_replicas: PositiveInt
+    autoscale_initial_replicas: PositiveInt
+    hpa_min_replicas: PositiveInt
+    hpa_max_replicas: PositiveInt
     hpa_cpu_target: int
-    hpa_stability_intervals: int
+    hpa_stability_intervals: PositiveInt
     health_path: str
     proxy_tls_cpu_request: str
     proxy_tls_cpu_target: int
-    command_timeout_seconds: int
-    readiness_timeout_seconds: int
-    hpa_timeout_seconds: int
-    deletion_timeout_seconds: int
-    job_timeout_seconds: int
-    queue_timeout_seconds: int
-    poll_interval_seconds: int
-    monitor_interval_seconds: int
-    destroy_attempts: int
-    destroy_retry_delay_seconds: int
+    command_timeout_seconds: PositiveInt
+    readiness_timeout_seconds: PositiveInt
+    hpa_timeout_seconds: PositiveInt
+    deletion_timeout_seconds: PositiveInt
+    job_timeout_seconds: PositiveInt
+    queue_timeout_seconds: PositiveInt
+    poll_interval_seconds: PositiveInt
+    monitor_interval_seconds: PositiveInt
+    destroy_attempts: PositiveInt
+    destroy_retry_delay_seconds: PositiveInt
     consent: bool
+
+
+# The settings' keys and the runtimes' keys, in the models' order (a stable surface: scripts and the
+# GPU runner's jobs write them); the fields that must be positive ints, in the order they are checked.
+KEYS = tuple(MatrixSettings.model_fields)
+RUNTIME_KEYS = tuple(Runtime.model_fields)
+POSITIVE_INTS = tuple(
+    name for name, field in MatrixSettings.model_fields.items() if POSITIVE in field.metadata
+)
 
 
 def is_int(value: object) -> bool:

@@ -7,9 +7,9 @@ import pytest
 from gco.addons import ADDONS_ENV, KEDA, METRICS_SERVER
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
+    AWS_REGION_ENV,
     CLUSTER_NAME_ENV,
     DEFAULT_TABLE,
-    LAMBDA_REGION_ENV,
     SWEEP_SECONDS_ENV,
     TABLE_ENV,
     WAIT_SECONDS_ENV,
@@ -36,7 +36,7 @@ def test_written_environment_reads_back_identical() -> None:
 
 def test_unset_and_empty_variables_take_the_defaults() -> None:
     read = ReconcilerEnvironment.from_env(
-        {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "eu-west-1", WAIT_SECONDS_ENV: "", TABLE_ENV: ""}
+        {CLUSTER_NAME_ENV: "gco", AWS_REGION_ENV: "eu-west-1", WAIT_SECONDS_ENV: "", TABLE_ENV: ""}
     )
     assert (read.region, read.table_name, read.wait_seconds) == ("eu-west-1", DEFAULT_TABLE, 10.0)
     assert read.sweep_seconds == 300.0
@@ -48,26 +48,26 @@ def test_unset_and_empty_variables_take_the_defaults() -> None:
 @pytest.mark.parametrize(
     ("env", "variable", "says"),
     [
-        ({CLUSTER_NAME_ENV: "", LAMBDA_REGION_ENV: "us-east-1"}, CLUSTER_NAME_ENV, "not set"),
+        ({CLUSTER_NAME_ENV: "", AWS_REGION_ENV: "us-east-1"}, CLUSTER_NAME_ENV, "not set"),
         (
-            {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", WAIT_SECONDS_ENV: "-1"},
+            {CLUSTER_NAME_ENV: "gco", AWS_REGION_ENV: "us-east-1", WAIT_SECONDS_ENV: "-1"},
             WAIT_SECONDS_ENV,
             "'-1'",
         ),
         (
-            {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", SWEEP_SECONDS_ENV: "0"},
+            {CLUSTER_NAME_ENV: "gco", AWS_REGION_ENV: "us-east-1", SWEEP_SECONDS_ENV: "0"},
             SWEEP_SECONDS_ENV,
             "'0'",
         ),
         (
-            {CLUSTER_NAME_ENV: "gco", LAMBDA_REGION_ENV: "us-east-1", PROXY_SETTINGS_ENV: "{"},
+            {CLUSTER_NAME_ENV: "gco", AWS_REGION_ENV: "us-east-1", PROXY_SETTINGS_ENV: "{"},
             PROXY_SETTINGS_ENV,
             "",
         ),
         (
             {
                 CLUSTER_NAME_ENV: "gco",
-                LAMBDA_REGION_ENV: "us-east-1",
+                AWS_REGION_ENV: "us-east-1",
                 PROXY_SETTINGS_ENV: '{"min_replicas": 0}',
             },
             PROXY_SETTINGS_ENV,
