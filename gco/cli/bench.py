@@ -15,19 +15,19 @@ from typing import Any
 import click
 
 from gco import strict_json
-from gco.bench.cell import CellResult
-from gco.bench.clip import ClipSettings, run_clip
-from gco.bench.clips import load_clips
+from gco.bench.clients.clip import ClipSettings, run_clip
+from gco.bench.clients.clips import load_clips
+from gco.bench.clients.prompts import DEFAULT_EDGES, load_prompts
+from gco.bench.clients.records import MODES, REQUESTS_FILE
+from gco.bench.clients.serve import ServeSettings, run_serve
 from gco.bench.errors import BenchInputError
-from gco.bench.evidence import artifacts, clip_record, dump_json, serve_record, write_record
-from gco.bench.gpu import NvmlProbe
-from gco.bench.lock import GPU_LOCK_ENV, GpuLock
-from gco.bench.manifest import load_manifest, manifest_schema
-from gco.bench.options import RoundsOptions
-from gco.bench.prompts import DEFAULT_EDGES, load_prompts
-from gco.bench.records import MODES, REQUESTS_FILE
-from gco.bench.rounds import run_rounds
-from gco.bench.serve import ServeSettings, run_serve
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.evidence import artifacts, clip_record, dump_json, serve_record, write_record
+from gco.bench.rounds.gpu import NvmlProbe
+from gco.bench.rounds.lock import GPU_LOCK_ENV, GpuLock
+from gco.bench.rounds.manifest import load_manifest, manifest_schema
+from gco.bench.rounds.options import RoundsOptions
+from gco.bench.rounds.run import run_rounds
 from gco.cli.common import CheckedPath, StrictFloat, StrictInt, emit, output_option
 from gco.env import EVIDENCE_BUCKET_ENV
 from gco.errors import GcoInputError

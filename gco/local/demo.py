@@ -32,8 +32,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from gco import aws
-from gco.bench.lock import GPU_LOCK_ENV
 from gco.bench.process import group_members
+from gco.bench.rounds.lock import GPU_LOCK_ENV
 from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
 from gco.endpoints.observed import region_note

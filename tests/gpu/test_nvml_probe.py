@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from gco.bench.gpu import MIB, NvmlProbe, check_memory_returned
+from gco.bench.rounds.gpu import MIB, NvmlProbe, check_memory_returned
 
 HOLD_MIB = 4096
 # Holds HOLD_MIB of device memory until stdin closes; prints "ready" once allocated.

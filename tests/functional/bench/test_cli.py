@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.lock import GpuLock
+from gco.bench.rounds.lock import GpuLock
 from gco.cli import main
 from tests.functional.bench.conftest import fake_argv, free_port
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gco.bench.transport import Client
+from gco.bench.clients.transport import Client
 from gco.cli import main
 from gco.evidence import validate
 from tests.functional.bench.conftest import engine_server, fake_argv, free_port

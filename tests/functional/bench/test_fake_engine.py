@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gco.bench import fake_engine
-from gco.bench.metrics import parse_metrics
-from gco.bench.transport import Client
+from gco.bench.analysis.metrics import parse_metrics
+from gco.bench.clients.transport import Client
 from tests.functional.bench.conftest import behaviour, engine_server
 
 

@@ -6,10 +6,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from gco.bench.cell import CellOptions
-from gco.bench.engine_http import scrape_text, served_models
-from gco.bench.manifest import Manifest
-from gco.bench.measure import evidence_id, read_result, run_measurement, serve_argv
+from gco.bench.rounds.cell import CellOptions
+from gco.bench.rounds.engine_http import scrape_text, served_models
+from gco.bench.rounds.manifest import Manifest
+from gco.bench.rounds.measure import evidence_id, read_result, run_measurement, serve_argv
 from gco.evidence.record import EvidenceRecord, now_iso
 from tests.functional.bench.conftest import engine_server, free_port
 

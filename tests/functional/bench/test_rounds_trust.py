@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.lock import GpuLock
+from gco.bench.rounds.lock import GpuLock
 from gco.cli import main
 from tests.functional.bench.conftest import rounds_engine, run_rounds_cli, write_inputs
 

@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from gco.bench.errors import BenchInputError
-from gco.bench.prompts import Prompt
-from gco.bench.serve import (
+from gco.bench.clients.prompts import Prompt
+from gco.bench.clients.serve import (
     LAG_LIMIT_MS,
     ServeSettings,
     capacity,
@@ -18,7 +17,8 @@ from gco.bench.serve import (
     run_serve,
     timed_request,
 )
-from gco.bench.transport import Client, HttpError
+from gco.bench.clients.transport import Client, HttpError
+from gco.bench.errors import BenchInputError
 from tests.functional.bench.conftest import engine_server, free_port
 
 PROMPTS = [
@@ -125,7 +125,7 @@ def test_failed_requests_become_records_not_exceptions() -> None:
 
 
 def test_capacity_stops_at_the_first_unsustained_level() -> None:
-    from gco.bench.records import RequestRecord
+    from gco.bench.clients.records import RequestRecord
 
     def recs(ok: bool) -> list[RequestRecord]:
         return [

@@ -140,7 +140,7 @@ def test_a_container_outliving_its_wrapper_is_swept(standin: str, tmp_path: Path
 
 def test_the_documented_manifest_engine_is_valid() -> None:
     """docs/deploy.md's example engine parses as a manifest engine whose argv the wrapper accepts."""
-    from gco.bench.manifest import Engine
+    from gco.bench.rounds.manifest import Engine
     from gpu_runner.engine_container import parse_args
 
     text = (Path(__file__).parents[3] / "docs" / "deploy.md").read_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gco.bench.arrivals import Arrival, rate_for_concurrency, schedule
+from gco.bench.clients.arrivals import Arrival, rate_for_concurrency, schedule
 
 
 def test_constant_schedule_is_evenly_spaced() -> None:

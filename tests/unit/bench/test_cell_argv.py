@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gco.bench.cell import CellOptions
-from gco.bench.manifest import Manifest
-from gco.bench.measure import serve_argv
+from gco.bench.rounds.cell import CellOptions
+from gco.bench.rounds.manifest import Manifest
+from gco.bench.rounds.measure import serve_argv
 
 MANIFEST = Manifest.model_validate(
     {

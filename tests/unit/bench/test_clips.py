@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.clip import shape_stats, warmup_clips
-from gco.bench.clips import clip_digest, load_clips, shapes
+from gco.bench.clients.clip import shape_stats, warmup_clips
+from gco.bench.clients.clips import clip_digest, load_clips, shapes
+from gco.bench.clients.records import ClipRecord
 from gco.bench.errors import BenchInputError
-from gco.bench.records import ClipRecord
 
 
 def _write(tmp_path: Path, *items: object) -> Path:

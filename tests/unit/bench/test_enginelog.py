@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from gco.bench.enginelog import parse_log, warning_text
-from gco.bench.launchfacts import LaunchCommand
+from gco.bench.analysis.enginelog import parse_log, warning_text
+from gco.bench.analysis.launchfacts import LaunchCommand
 from tests.fixtures.logs import described, log_lines
 
 VLLM_011 = "vllm-0.11-serve.log"

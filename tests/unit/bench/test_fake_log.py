@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from gco.bench.enginelog import parse_log
+from gco.bench.analysis.enginelog import parse_log
+from gco.bench.analysis.launchfacts import LaunchCommand
 from gco.bench.fake_log import EngineFlags, render, startup_lines
-from gco.bench.launchfacts import LaunchCommand
 from tests.fixtures.logs import log_lines
 
 FIXTURE_VALUES = {

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from gco.bench.errors import GpuLockedError
-from gco.bench.gpu import NvmlProbe, check_memory_returned
-from gco.bench.lock import GpuLock, lock_path
+from gco.bench.rounds.gpu import NvmlProbe, check_memory_returned
+from gco.bench.rounds.lock import GpuLock, lock_path
 
 
 class FakeProbe:

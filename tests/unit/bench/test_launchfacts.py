@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gco.bench.launchfacts import LaunchCommand, family_hint, launch_facts, options, tokens
+from gco.bench.analysis.launchfacts import LaunchCommand, family_hint, launch_facts, options, tokens
 from tests.fixtures.logs import described
 
 

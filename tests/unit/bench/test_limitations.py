@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from gco.bench.cell import CellResult
-from gco.bench.enginelog import ResolvedConfig
-from gco.bench.gpu import MemoryCheck
-from gco.bench.limitations import cell_limitations, plan_limitations
+from gco.bench.analysis.enginelog import ResolvedConfig
+from gco.bench.clients.records import ClientHealth, ClipResult, ServeResult
 from gco.bench.process import StopReport
-from gco.bench.records import ClientHealth, ClipResult, ServeResult
-from gco.bench.summary import Adaptive, AdaptiveCheck, summarize
-from gco.bench.williams import plan_rounds
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.gpu import MemoryCheck
+from gco.bench.rounds.limitations import cell_limitations, plan_limitations
+from gco.bench.rounds.summary import Adaptive, AdaptiveCheck, summarize
+from gco.bench.rounds.williams import plan_rounds
 
 HEALTHY = ClientHealth(lag_p50_ms=0.0, lag_p99_ms=0.1, lag_max_ms=0.2, lagged=False)
 RESOLVED = ResolvedConfig(family="vllm", status="RESOLVED", cuda_graphs=True, gpu_offload=False)

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 from gco.bench.errors import BenchInputError
-from gco.bench.manifest import load_manifest, manifest_schema
+from gco.bench.rounds.manifest import load_manifest, manifest_schema
 
 
 def _manifest(**engine: Any) -> dict[str, Any]:

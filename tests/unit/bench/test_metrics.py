@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gco.bench.metrics import counter_deltas, parse_metrics, prefix_cache
+from gco.bench.analysis.metrics import counter_deltas, parse_metrics, prefix_cache
 
 TEXT = """# HELP vllm:prefix_cache_queries q
 # TYPE vllm:prefix_cache_queries counter

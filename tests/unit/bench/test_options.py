@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gco.bench.errors import BenchInputError
-from gco.bench.manifest import Manifest
-from gco.bench.options import RoundsOptions, check_options, planned_rounds, with_overrides
+from gco.bench.rounds.manifest import Manifest
+from gco.bench.rounds.options import RoundsOptions, check_options, planned_rounds, with_overrides
 
 MANIFEST = Manifest.model_validate(
     {
@@ -71,7 +71,7 @@ def test_planned_rounds_fixed_and_adaptive() -> None:
 
 
 def test_run_setting_flags_win_over_the_manifest_and_both_are_recorded() -> None:
-    from gco.bench.options import run_settings
+    from gco.bench.rounds.options import run_settings
 
     options = _options(startup_timeout_s=30.0, warmup=0, gpu_mem_tolerance_mib=64.0)
     merged = with_overrides(MANIFEST, options)

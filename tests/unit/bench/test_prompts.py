@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gco.bench.clients.prompts import bucket_name, load_prompts, prompt_digest, salted
 from gco.bench.errors import BenchInputError
-from gco.bench.prompts import bucket_name, load_prompts, prompt_digest, salted
 
 
 def test_jsonl_json_and_text_formats(tmp_path: Path) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gco.bench.enginelog import parse_log
-from gco.bench.gpu import NOT_LAUNCHED, NVML_UNAVAILABLE, MemoryCheck
-from gco.bench.launchfacts import LaunchCommand
-from gco.bench.limitations import cell_limitations
-from gco.bench.rundata import failure_list, resolved_configs
+from gco.bench.analysis.enginelog import parse_log
+from gco.bench.analysis.launchfacts import LaunchCommand
+from gco.bench.rounds.gpu import NOT_LAUNCHED, NVML_UNAVAILABLE, MemoryCheck
+from gco.bench.rounds.limitations import cell_limitations
+from gco.bench.rounds.rundata import failure_list, resolved_configs
 from tests.fixtures.logs import log_lines
 from tests.unit.bench.test_summary import _cell, _serve
 

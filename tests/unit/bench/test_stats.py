@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gco.bench.stats import Estimate, adaptive_done, median_ci, paired_ratio_ci, ratio_of_medians
-from gco.bench.williams import williams_sequences
+from gco.bench.analysis.stats import Estimate, adaptive_done, median_ci, paired_ratio_ci, ratio_of_medians
+from gco.bench.rounds.williams import williams_sequences
 from tests.conftest import soak_enabled
 
 

@@ -6,15 +6,15 @@ from typing import Any
 
 import pytest
 
-from gco.bench.cell import CellResult
-from gco.bench.enginelog import ResolvedConfig
-from gco.bench.gpu import MemoryCheck
-from gco.bench.limitations import cell_limitations, plan_limitations
-from gco.bench.metrics import PrefixCache
+from gco.bench.analysis.enginelog import ResolvedConfig
+from gco.bench.analysis.metrics import PrefixCache
+from gco.bench.clients.records import ClientHealth, ServeResult
 from gco.bench.process import StopReport
-from gco.bench.records import ClientHealth, ServeResult
-from gco.bench.summary import Adaptive, ratio_half_widths, summarize
-from gco.bench.williams import plan_rounds
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.gpu import MemoryCheck
+from gco.bench.rounds.limitations import cell_limitations, plan_limitations
+from gco.bench.rounds.summary import Adaptive, ratio_half_widths, summarize
+from gco.bench.rounds.williams import plan_rounds
 
 HEALTHY = ClientHealth(lag_p50_ms=0.0, lag_p99_ms=0.1, lag_max_ms=0.2, lagged=False)
 
@@ -208,8 +208,8 @@ def test_load_mode_uses_values_at_capacity() -> None:
 
 
 def test_the_ratio_n_is_the_paired_rounds_not_an_engines_own() -> None:
-    from gco.bench.evidence import rounds_record
-    from gco.bench.manifest import Workload
+    from gco.bench.rounds.evidence import rounds_record
+    from gco.bench.rounds.manifest import Workload
 
     plan = plan_rounds(["a", "b"], 4)
     cells = [_cell("a", r, 100.0 + r) for r in range(1, 5)] + [_cell("b", r, 50.0) for r in (1, 2)]

@@ -6,7 +6,13 @@ from collections import Counter
 
 import pytest
 
-from gco.bench.williams import adaptive_max_rounds, default_rounds, period, plan_rounds, williams_sequences
+from gco.bench.rounds.williams import (
+    adaptive_max_rounds,
+    default_rounds,
+    period,
+    plan_rounds,
+    williams_sequences,
+)
 
 
 @pytest.mark.parametrize("n", range(2, 9))

@@ -13,21 +13,34 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gco.bench.cell import CellInputs, CellOptions, CellResult, cell_files, cell_summary, run_cell
-from gco.bench.clips import load_clips
-from gco.bench.evidence import artifacts, cell_requests, dump_json, rounds_record, write_record
-from gco.bench.gpu import GpuProbe
-from gco.bench.limitations import cell_limitations, memory_not_checked, plan_limitations
-from gco.bench.lock import GpuLock
-from gco.bench.manifest import Engine, Manifest
-from gco.bench.measure import SERVE_OWNS_SCHEDULE
-from gco.bench.options import RoundsOptions, check_options, planned_rounds, run_settings, with_overrides
-from gco.bench.prompts import load_prompts
-from gco.bench.records import REQUESTS_FILE
-from gco.bench.rundata import failure_list, resolved_configs
-from gco.bench.stats import adaptive_done
-from gco.bench.summary import Adaptive, AdaptiveCheck, Summary, metric_summaries, ratio_half_widths, summarize
-from gco.bench.williams import RoundPlan, plan_rounds
+from gco.bench.analysis.stats import adaptive_done
+from gco.bench.clients.clips import load_clips
+from gco.bench.clients.prompts import load_prompts
+from gco.bench.clients.records import REQUESTS_FILE
+from gco.bench.rounds.cell import CellInputs, CellOptions, CellResult, cell_files, cell_summary, run_cell
+from gco.bench.rounds.evidence import artifacts, cell_requests, dump_json, rounds_record, write_record
+from gco.bench.rounds.gpu import GpuProbe
+from gco.bench.rounds.limitations import cell_limitations, memory_not_checked, plan_limitations
+from gco.bench.rounds.lock import GpuLock
+from gco.bench.rounds.manifest import Engine, Manifest
+from gco.bench.rounds.measure import SERVE_OWNS_SCHEDULE
+from gco.bench.rounds.options import (
+    RoundsOptions,
+    check_options,
+    planned_rounds,
+    run_settings,
+    with_overrides,
+)
+from gco.bench.rounds.rundata import failure_list, resolved_configs
+from gco.bench.rounds.summary import (
+    Adaptive,
+    AdaptiveCheck,
+    Summary,
+    metric_summaries,
+    ratio_half_widths,
+    summarize,
+)
+from gco.bench.rounds.williams import RoundPlan, plan_rounds
 from gco.evidence.report import render_markdown
 from gco.evidence.store import EvidenceStore
 

@@ -10,11 +10,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from gco.bench.cell import CellResult
-from gco.bench.enginelog import warning_text
-from gco.bench.serve import overridden_fields
-from gco.bench.summary import Adaptive, Limitation, failures
-from gco.bench.williams import RoundPlan
+from gco.bench.analysis.enginelog import warning_text
+from gco.bench.clients.serve import overridden_fields
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.summary import Adaptive, Limitation, failures
+from gco.bench.rounds.williams import RoundPlan
 
 Add = Callable[[Limitation], None]
 MAX_QUOTED_WARNINGS = 5

@@ -15,10 +15,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco.bench.arrivals import Arrival, rate_for_concurrency, schedule
-from gco.bench.prompts import Prompt, prompt_digest, salted
-from gco.bench.records import ClientHealth, LevelResult, RequestRecord, ServeResult
-from gco.bench.transport import Client, HttpError
+from gco.bench.clients.arrivals import Arrival, rate_for_concurrency, schedule
+from gco.bench.clients.prompts import Prompt, prompt_digest, salted
+from gco.bench.clients.records import ClientHealth, LevelResult, RequestRecord, ServeResult
+from gco.bench.clients.transport import Client, HttpError
 
 LAG_LIMIT_MS = 5.0
 SUSTAIN_FRACTION = 0.9

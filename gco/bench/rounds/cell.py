@@ -19,20 +19,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco.bench import clip as clip_client
-from gco.bench import serve as serve_client
-from gco.bench.clips import Clip, clip_digest
-from gco.bench.engine_http import scrape_text, served_models
-from gco.bench.enginelog import ResolvedConfig, parse_log
-from gco.bench.gpu import NOT_LAUNCHED, GpuProbe, MemoryCheck, check_memory_returned
-from gco.bench.launchfacts import LaunchCommand
-from gco.bench.manifest import Engine, Manifest
-from gco.bench.measure import MeasureOptions, run_measurement, serve_argv
-from gco.bench.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
+from gco.bench.analysis.enginelog import ResolvedConfig, parse_log
+from gco.bench.analysis.launchfacts import LaunchCommand
+from gco.bench.analysis.metrics import PrefixCache, counter_deltas, parse_metrics, prefix_cache
+from gco.bench.clients import clip as clip_client
+from gco.bench.clients import serve as serve_client
+from gco.bench.clients.clips import Clip, clip_digest
+from gco.bench.clients.prompts import Prompt, prompt_digest
+from gco.bench.clients.records import REQUESTS_FILE, ClipResult, ServeResult
+from gco.bench.clients.transport import Client
 from gco.bench.process import EngineProcess, StopReport, clean_env
-from gco.bench.prompts import Prompt, prompt_digest
-from gco.bench.records import REQUESTS_FILE, ClipResult, ServeResult
-from gco.bench.transport import Client
+from gco.bench.rounds.engine_http import scrape_text, served_models
+from gco.bench.rounds.gpu import NOT_LAUNCHED, GpuProbe, MemoryCheck, check_memory_returned
+from gco.bench.rounds.manifest import Engine, Manifest
+from gco.bench.rounds.measure import MeasureOptions, run_measurement, serve_argv
 
 __all__ = [
     "CellInputs",

@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gco.bench.clients.records import Mode
 from gco.bench.errors import BenchInputError
-from gco.bench.manifest import Manifest
-from gco.bench.measure import check_serve_cmd
-from gco.bench.records import Mode
-from gco.bench.summary import Adaptive
-from gco.bench.williams import adaptive_max_rounds, default_rounds
+from gco.bench.rounds.manifest import Manifest
+from gco.bench.rounds.measure import check_serve_cmd
+from gco.bench.rounds.summary import Adaptive
+from gco.bench.rounds.williams import adaptive_max_rounds, default_rounds
 
 CI_TARGET = "--ci-target"
 MIN_ROUNDS = "--min-rounds"

@@ -15,10 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco.bench.cell import CellResult
-from gco.bench.records import HIGHER_IS_BETTER, METRICS_CLIP, METRICS_LOAD, METRICS_SINGLE, UNITS, Mode
-from gco.bench.stats import Estimate, median_ci, paired_ratio_ci, ratio_of_medians
-from gco.bench.williams import RoundPlan
+from gco.bench.analysis.stats import Estimate, median_ci, paired_ratio_ci, ratio_of_medians
+from gco.bench.clients.records import (
+    HIGHER_IS_BETTER,
+    METRICS_CLIP,
+    METRICS_LOAD,
+    METRICS_SINGLE,
+    UNITS,
+    Mode,
+)
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.williams import RoundPlan
 
 ClaimClass = Literal["observed", "derived"]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gco.bench.manifest import Engine, Manifest
-from gco.bench.records import ClipResult, Mode, ServeResult
+from gco.bench.clients.records import ClipResult, Mode, ServeResult
+from gco.bench.rounds.manifest import Engine, Manifest
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import validate
 

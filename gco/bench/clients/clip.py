@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from gco.bench.clips import Clip, clip_digest, shapes
-from gco.bench.records import ClipRecord, ClipResult
-from gco.bench.transport import Client, HttpError
+from gco.bench.clients.clips import Clip, clip_digest, shapes
+from gco.bench.clients.records import ClipRecord, ClipResult
+from gco.bench.clients.transport import Client, HttpError
 
 SECONDS_PER_MINUTE = 60.0
 

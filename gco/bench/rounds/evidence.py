@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gco.bench.manifest import Engine, Workload
-from gco.bench.records import (
+from gco.bench.clients.records import (
     DEFINITIONS,
     HIGHER_IS_BETTER,
     MEDIAN_OF_PAIRED_RATIOS,
@@ -24,8 +23,9 @@ from gco.bench.records import (
     RequestRecord,
     ServeResult,
 )
-from gco.bench.serve import overridden_fields
-from gco.bench.summary import MetricSummary, Summary, claim_class
+from gco.bench.clients.serve import overridden_fields
+from gco.bench.rounds.manifest import Engine, Workload
+from gco.bench.rounds.summary import MetricSummary, Summary, claim_class
 from gco.evidence.record import (
     RATIO_OF_MEDIANS,
     Artifact,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gco.bench.cell import CellResult
-from gco.bench.summary import failures
+from gco.bench.rounds.cell import CellResult
+from gco.bench.rounds.summary import failures
 
 
 def failure_list(cells: Sequence[CellResult]) -> list[dict[str, Any]]:
