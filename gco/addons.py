@@ -1,6 +1,6 @@
 """The cluster add-ons a Region may have, and how the stack tells the reconciler which it has.
 
-The Regional stack installs the add-ons (`stacks/cluster_addons.py`) and sets `ADDONS_ENV` on the
+The Regional stack installs the add-ons (`stacks/constructs/cluster_addons.py`) and sets `ADDONS_ENV` on the
 reconciler to the comma-separated names of those present; the reconciler reads it with
 `addons_from_env` and, for an endpoint whose autoscaling needs what its Region lacks, reports a
 terminal status naming it (`missing_addons`). Prometheus' in-cluster address is defined here too:

@@ -1,6 +1,6 @@
 """Where callers reach an endpoint: each Region's invoke URL, from its Regional stack's outputs.
 
-The Regional stack (`stacks/front_door.py`) outputs `InvokeUrl`, the base URL of the Region's
+The Regional stack (`stacks/constructs/front_door.py`) outputs `InvokeUrl`, the base URL of the Region's
 IAM-authorized API; endpoint `NAME` answers at `<InvokeUrl>/NAME/...`. `gco inference status` reads
 it from CloudFormation in each target Region (`gco.regional_outputs.invoke_urls`: a Region whose
 stack is not there shows no URL). This module holds names and limits only, no AWS call.

@@ -1,6 +1,6 @@
 """The node pools of a Regional cluster: their labels and taints, defined once.
 
-The stack puts these labels and taints on the managed node groups (`stacks/gpu_nodes.py`) and the
+The stack puts these labels and taints on the managed node groups (`stacks/constructs/gpu_nodes.py`) and the
 renderer derives the pods' node selectors and tolerations from them (`gco/reconcile/render_pods.py`),
 so a pod asking for a GPU type selects a label that some node group carries, and tolerates its taint.
 

@@ -1,7 +1,8 @@
 """Each Region's invoke URL, read from its Regional stack's outputs (CloudFormation `DescribeStacks`).
 
-The stack (`stacks/front_door.py`) outputs `InvokeUrl` (`gco.front_door.INVOKE_URL_OUTPUT`); endpoint
-`NAME` answers at `<InvokeUrl>/NAME`. A Region whose stack or output is not found has no URL.
+The stack (`stacks/constructs/front_door.py`) outputs `InvokeUrl`
+(`gco.front_door.INVOKE_URL_OUTPUT`); endpoint `NAME` answers at `<InvokeUrl>/NAME`. A Region
+whose stack or output is not found has no URL.
 """
 
 from __future__ import annotations

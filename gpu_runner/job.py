@@ -72,7 +72,7 @@ class RoundsJob(_Model):
 EXECUTION = r"^[A-Za-z0-9_-]{1,80}$"
 # The state input's fields the runner and the state machine share: the job, a matrix job's settings,
 # and where the state machine keeps the runner's answer to the start message (its presence marks the
-# job message; stacks/runner_workflow.py).
+# job message; stacks/constructs/runner_workflow.py).
 JOB_FIELD = "job"
 SETTINGS_FIELD = "settings"
 STARTED_FIELD = "started"
@@ -125,7 +125,7 @@ class JobMessage(_Model):
 
     @classmethod
     def from_wire(cls, text: str) -> JobMessage:
-        """Parse `<task token> <execution name> <state input JSON>` (see stacks/runner_workflow.py).
+        """Parse `<task token> <execution name> <state input JSON>` (stacks/constructs/runner_workflow.py).
 
         Raises:
             ValueError: not three space-separated parts, or the JSON or a field is invalid.

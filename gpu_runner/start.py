@@ -1,7 +1,7 @@
 """The runner's start: wait for a message at the job key, answer the start message, wait for the job.
 
 The state machine first writes a start message and waits at most the queue timeout for the runner to
-answer it (AwaitRunner in stacks/runner_workflow.py): that bounds the wait for a GPU instance, its
+answer it (AwaitRunner in stacks/constructs/runner_workflow.py): that bounds the wait for a GPU instance, its
 boot and the image pull. The runner answers with task success as soon as it has read it; then the
 state machine writes the job message, with a new task token, to the same key (S3 reads are strongly
 consistent after a write: the next read sees it), and the runner runs that job. A start message the

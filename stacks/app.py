@@ -16,20 +16,20 @@ from cdk_nag import (
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
-from stacks.regional import RegionalStack
-from stacks.runner import RunnerStack
-from stacks.suppressions import (
-    Suppression,
+from stacks.nag.suppression import Suppression
+from stacks.nag.suppressions import (
     apply,
     global_suppressions,
     regional_suppressions,
     runner_suppressions,
 )
-from stacks.suppressions_k8s import (
+from stacks.nag.suppressions_k8s import (
     front_door_suppressions,
     kubectl_provider_suppressions,
     model_access_suppressions,
 )
+from stacks.regional import RegionalStack
+from stacks.runner import RunnerStack
 
 CROSS_STACK_REFERENCES = "@aws-cdk/core:defaultCrossStackReferences"
 NAG_PACKS = (AwsSolutionsChecks, ServerlessChecks, NIST80053R5Checks, HIPAASecurityChecks, PCIDSS321Checks)

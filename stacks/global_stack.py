@@ -15,10 +15,10 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from stacks.config import GcoConfig
-from stacks.data import EndpointTable, EvidenceBucket
-from stacks.keys import RETENTION, replica_key_alias, stack_key, table_key
-from stacks.runner_cleanup import RunnerCleanup
-from stacks.runner_workflow import RunnerNames, RunnerWorkflow
+from stacks.constructs.data import EndpointTable, EvidenceBucket
+from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
+from stacks.constructs.runner_cleanup import RunnerCleanup
+from stacks.constructs.runner_workflow import RunnerNames, RunnerWorkflow
 
 
 class KeysStack(Stack):

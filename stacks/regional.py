@@ -19,21 +19,21 @@ from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
-from stacks.cluster_access import ClusterAccess
-from stacks.cluster_addons import ClusterAddons, kubectl_provider_options
 from stacks.config import GcoConfig, NodeGroupConfig
-from stacks.data import stream_identity
-from stacks.front_door import FrontDoor
-from stacks.gpu_nodes import add_node_groups, priority_expander
-from stacks.iam import managed_role, statement
-from stacks.ingress import LoadBalancerController
-from stacks.keys import RETENTION, stack_key
-from stacks.model_access import ModelAccess
-from stacks.operators import OperatorAccess, endpoint_access
-from stacks.reconciler import Reconciler, dead_letter_queue
-from stacks.retained import retained_name
-from stacks.runner_workflow import RunnerNames
-from stacks.stream_lookup import StreamArnLookup
+from stacks.constructs.cluster_access import ClusterAccess
+from stacks.constructs.cluster_addons import ClusterAddons, kubectl_provider_options
+from stacks.constructs.data import stream_identity
+from stacks.constructs.front_door import FrontDoor
+from stacks.constructs.gpu_nodes import add_node_groups, priority_expander
+from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.ingress import LoadBalancerController
+from stacks.constructs.keys import RETENTION, stack_key
+from stacks.constructs.model_access import ModelAccess
+from stacks.constructs.operators import OperatorAccess, endpoint_access
+from stacks.constructs.reconciler import Reconciler, dead_letter_queue
+from stacks.constructs.retained import retained_name
+from stacks.constructs.runner_workflow import RunnerNames
+from stacks.constructs.stream_lookup import StreamArnLookup
 
 # Interface endpoints (private DNS on) for what nodes and functions call most: image pulls (ECR's API
 # and registry; the layers themselves come from S3), role credentials (STS, Pod Identity's token
@@ -148,7 +148,7 @@ class Network(Construct):
 
 class GpuCluster(Construct):
     """EKS (endpoint private or allow-listed, all control-plane logs, envelope-encrypted secrets), node
-    groups (stacks/gpu_nodes.py) and a kubectl provider for the cluster add-ons."""
+    groups (stacks/constructs/gpu_nodes.py) and a kubectl provider for the cluster add-ons."""
 
     def __init__(
         self,

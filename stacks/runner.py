@@ -38,12 +38,12 @@ from gco.env import (
 from gco.front_door import regional_stack_name
 from gpu_runner.runner import RUNNER_ID_VARIABLE, RUNS_PREFIX
 from stacks.config import ECR_IMAGE, GcoConfig
-from stacks.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
-from stacks.front_door import INFERENCE_PREFIX
-from stacks.iam import statement
-from stacks.reconciler import TABLE_ACTIONS
+from stacks.constructs.data import EVIDENCE_OBJECTS, IF_NONE_MATCH
+from stacks.constructs.front_door import INFERENCE_PREFIX
+from stacks.constructs.iam import statement
+from stacks.constructs.reconciler import TABLE_ACTIONS
+from stacks.constructs.runner_workflow import RUNNER_TAG, RUNNER_ZONES, RunnerNames
 from stacks.regional import RegionalStack
-from stacks.runner_workflow import RUNNER_TAG, RUNNER_ZONES, RunnerNames
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU_AMI_PARAMETER = (
@@ -208,7 +208,7 @@ class RunnerStack(Stack):
             statement("ReadJobs", ["s3:GetObject"], [bucket.arn_for_objects("jobs/*")]),
             # New objects only (If-None-Match): the runner adds evidence and run files and can
             # replace none, its own run's or another's; the bucket denies an unconditional
-            # evidence write to every caller (stacks/data.py EvidenceBucket). Run files only under
+            # evidence write to every caller (stacks/constructs/data.py EvidenceBucket). Run files only under
             # the runner's own id (`aws:userid`, role-id:instance-id: one instance per execution);
             # evidence keys are content digests, checked on every read, so a runner can add a
             # record but never one under another record's id.
@@ -294,7 +294,7 @@ class RunnerStack(Stack):
             ),
             statement("ReadRuns", ["s3:GetObject"], [bucket.arn_for_objects(RUN_OBJECTS)]),
             # The API server's endpoint and CA (gco.reconcile.eks.connect_eks); Kubernetes access is the
-            # access entry's and RBAC's (stacks/cluster_access.py).
+            # access entry's and RBAC's (stacks/constructs/cluster_access.py).
             statement("DescribeClusters", ["eks:DescribeCluster"], clusters),
             # Each Region's InvokeUrl output (gco.regional_outputs.invoke_urls).
             statement("ReadRegionalOutputs", ["cloudformation:DescribeStacks"], stacks),

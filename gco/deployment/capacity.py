@@ -1,9 +1,9 @@
 """What a deployment takes from an account's quotas, computed from the constants the stacks use.
 
-The stacks reserve Lambda concurrency with these constants (`stacks/reconciler.py`,
-`stacks/stream_lookup.py`), `gco doctor` compares the account's quota with the same sums, and a test
-compares the synthesized templates and docs/deploy.md with them, so the figure a deployer reads is the
-figure the templates need.
+The stacks reserve Lambda concurrency with these constants (`stacks/constructs/reconciler.py`,
+`stacks/constructs/stream_lookup.py`), `gco doctor` compares the account's quota with the same
+sums, and a test compares the synthesized templates and docs/deploy.md with them, so the figure a
+deployer reads is the figure the templates need.
 
 Lambda keeps at least 100 of an account's concurrency in a Region unreserved: a function's reserved
 concurrency is refused when it would leave less ("Lambda requires at least 100 unreserved
@@ -110,7 +110,8 @@ def capacity_kinds(group: NodeGroupConfig) -> list[str]:
 
 def node_group_demands(config: GcoConfig, region: str) -> list[NodeGroupDemand]:
     """Every group the Region's stacks make at its maximum: each GPU group (by model and capacity
-    kind, as `stacks/gpu_nodes.py` makes them), the system group, and in the home Region the runner."""
+    kind, as `stacks/constructs/gpu_nodes.py` makes them), the system group, and in the home Region
+    the runner."""
     gpu = config.gpu_nodes
     demands = [
         NodeGroupDemand(tuple(types), gpu.max_size, kind)

@@ -60,7 +60,7 @@ class NodeGroupConfig(_Model):
 
     `capacity_type` `both` makes a Spot and an On-Demand group of each GPU model (same sizes each),
     and the Cluster Autoscaler's priority expander tries `capacity_priority` first, so a pending pod
-    gets the other kind when the first has no capacity (stacks/gpu_nodes.py).
+    gets the other kind when the first has no capacity (stacks/constructs/gpu_nodes.py).
     """
 
     instance_types: list[str] = Field(min_length=1)
@@ -282,7 +282,7 @@ class GcoConfig(_Model):
     keda_regions: list[str] | None = None
     # The S3 prefixes endpoint pods may read models from (`s3://bucket/` or `s3://bucket/path/`), and
     # the KMS keys (ARNs) those objects are encrypted with: their Pod Identity role's only reads
-    # (gco.model_sources, stacks/model_access.py).
+    # (gco.model_sources, stacks/constructs/model_access.py).
     model_sources: list[str] = Field(default_factory=list)
     model_kms_keys: list[str] = Field(default_factory=list)
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an

@@ -112,7 +112,7 @@ class S3EvidenceStore:
                 Body=text.encode(),
                 ContentType="application/json",
                 # No ServerSideEncryption: the bucket's default (its KMS key) applies, and the bucket
-                # refuses a request that names another (stacks/data.py EvidenceBucket).
+                # refuses a request that names another (stacks/constructs/data.py EvidenceBucket).
                 IfNoneMatch="*",
             )
         except ClientError as error:

@@ -12,8 +12,8 @@ from aws_cdk.assertions import Match, Template
 
 from gco.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
 from gco.reconcile.settings import DEFAULT_SETTINGS
-from stacks.cluster_addons import CHARTS, chart_values
 from stacks.config import ConfigError, parse_config
+from stacks.constructs.cluster_addons import CHARTS, chart_values
 from tests.cdk.conftest import HOME, OTHER, Synthesized, cdk_json_config
 
 ADMIN = "arn:aws:iam::123456789012:role/platform-admins"

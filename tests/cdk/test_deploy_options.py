@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 
 from gco.deployment.capacity import capacity_kinds
 from stacks.config import NodeGroupConfig, parse_config
-from stacks.gpu_nodes import gpu_group_names, priority_expander
+from stacks.constructs.gpu_nodes import gpu_group_names, priority_expander
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 from tests.cdk.synth_cache import cdk_json_config
 

@@ -13,7 +13,7 @@ from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETE
 from gco.nodes import CAPACITY_LABEL, GPU_TAINT
 from gco.reconcile.render import render
 from stacks.config import parse_config
-from stacks.gpu_nodes import group_id
+from stacks.constructs.gpu_nodes import group_id
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 from tests.unit.reconcile.records import EAST, make_record
 

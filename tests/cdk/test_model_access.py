@@ -12,9 +12,9 @@ from aws_cdk.assertions import Match, Template
 
 from gco.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
 from stacks.app import NAG_PACKS, nag_findings
-from stacks.model_access import ModelAccess
-from stacks.suppressions import apply
-from stacks.suppressions_k8s import model_access_suppressions
+from stacks.constructs.model_access import ModelAccess
+from stacks.nag.suppressions import apply
+from stacks.nag.suppressions_k8s import model_access_suppressions
 
 SOURCES = ["s3://models-bucket/llama/", "s3://models-bucket/qwen/", "s3://other-models/"]
 KEY = "arn:aws:kms:us-west-2:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab"

@@ -27,9 +27,11 @@ def test_suppressions_are_few_specific_and_on_one_resource(synthesized: Synthesi
         item for item in suppressions if "/FrontDoor/" in item.path or "/LoadBalancerController/" in item.path
     ]
     regional = len(synthesized.gco.regional)
-    assert len(provider) <= 30 * regional  # CDK's own kubectl provider functions (stacks/suppressions_k8s.py)
+    # CDK's own kubectl provider functions (stacks/nag/suppressions_k8s.py).
+    assert len(provider) <= 30 * regional
     # The internal ALB behind the API (16), and the streaming REST API's (15: no WAF, no cache, no
-    # execution logs, no backend client certificate, no Cognito, no body model; stacks/suppressions_k8s.py).
+    # execution logs, no backend client certificate, no Cognito, no body model;
+    # stacks/nag/suppressions_k8s.py).
     assert len(front_door) <= 31 * regional
     # The two bundled functions run Python 3.13, not the newest (stacks/bundling.py says why): AwsSolutions-L1
     # and Serverless-LambdaLatestVersion on each, in each Regional stack.

@@ -243,5 +243,5 @@ def test_image_context_is_exactly_what_the_dockerfile_copies(synthesized: Synthe
     }
     assert copied == {"pyproject.toml", "README.md", "gco", "gpu_runner"}
     assert {path.name for path in context.iterdir()} == copied
-    assert (context / "gco" / "bench" / "rounds.py").is_file()
+    assert (context / "gco" / "bench" / "rounds" / "run.py").is_file()
     assert not list(context.rglob("__pycache__")) and not list(context.rglob("*.pyc"))

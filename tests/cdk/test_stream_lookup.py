@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stacks.data import STREAM_VIEW, stream_identity
-from stacks.stream_lookup import HANDLER
+from stacks.constructs.data import STREAM_VIEW, stream_identity
+from stacks.constructs.stream_lookup import HANDLER
 from tests.cdk.conftest import HOME, OTHER, Synthesized
 
 

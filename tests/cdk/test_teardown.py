@@ -10,7 +10,7 @@ from typing import Any
 from tests.cdk.conftest import Synthesized
 
 NAME_KEYS = ("TableName", "BucketName", "LogGroupName", "QueueName", "TopicName", "RoleName", "FunctionName")
-# The stack id's UUID, as stacks/retained.py selects it.
+# The stack id's UUID, as stacks/constructs/retained.py selects it.
 CREATION_ID = {"Fn::Select": [2, {"Fn::Split": ["/", {"Ref": "AWS::StackId"}]}]}
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from gco import aws
 from gco.local.motoserver import MotoServer
-from stacks import stream_arn_handler
-from stacks.stream_lookup import HANDLER, INLINE_LIMIT
+from stacks.constructs import stream_arn_handler
+from stacks.constructs.stream_lookup import HANDLER, INLINE_LIMIT
 from tests.functional.loopback import serving
 
 TABLE = "gco-stream-test"

@@ -1,6 +1,6 @@
 """The shape of one cdk-nag suppression: one resource path, one rule, one specific reason.
 
-The lists live by part of the deployment (`stacks/suppressions.py`, `addon_suppressions.py`,
+The lists live by part of the deployment (`stacks/nag/suppressions.py`, `addon_suppressions.py`,
 `suppressions_k8s.py`); each imports this module, which imports none of them.
 """
 

@@ -3,7 +3,7 @@
 Labels and taints come from `gco.nodes`, the definition the renderer also reads, so a pod asking for
 `gpu_type: L40S` selects the label of the group that holds the L40S instance types and tolerates its
 taint. Each GPU group starts at the configured sizes (0 by default) and the Cluster Autoscaler
-(`stacks/cluster_addons.py`) scales it from zero when a GPU pod is pending: with a group at zero
+(`stacks/constructs/cluster_addons.py`) scales it from zero when a GPU pod is pending: with a group at zero
 nodes it reads the group's labels and taints from EKS (DescribeNodegroup) and the GPU count from
 the instance type, which is why every instance type of a group carries the same GPU model.
 

@@ -25,8 +25,8 @@ from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_
 from gco.reconcile.heartbeat import parameter_arn
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
-from stacks.iam import managed_role, statement
-from stacks.retained import retained_name
+from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.retained import retained_name
 
 TABLE_ACTIONS = [
     "dynamodb:GetItem",

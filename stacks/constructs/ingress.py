@@ -1,7 +1,7 @@
 """The Region's load balancer controller: the AWS Load Balancer Controller (Helm) with its own role.
 
 It runs in `TargetGroupBinding` mode only: it registers the shared proxy's pod IPs in the front
-door's target group (`stacks/front_door.py`), which the stack owns, so the API Gateway VPC link can
+door's target group (`stacks/constructs/front_door.py`), which the stack owns, so the API Gateway VPC link can
 name a listener that exists at deploy time. Its role (EKS Pod Identity) can therefore describe load
 balancing and network objects and register targets in that one target group; it cannot create
 load balancers, so an Ingress of class `alb` would be refused by design. gco's routes name the
@@ -15,8 +15,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from stacks.cluster_addons import CHART_TIMEOUT
-from stacks.iam import managed_role, statement
+from stacks.constructs.cluster_addons import CHART_TIMEOUT
+from stacks.constructs.iam import managed_role, statement
 
 CHART = "aws-load-balancer-controller"
 CHART_REPOSITORY = "https://aws.github.io/eks-charts"

@@ -12,7 +12,7 @@ the same key and waits; the runner reads it, sends heartbeats and answers with s
 Every outcome after Launch - success, runner failure, queue timeout, heartbeat timeout, task timeout -
 passes through a terminate step. A terminate step that exhausts its retries ends the execution
 FAILED (`TerminateFailed`), and the cleanup machine, started for every FAILED, ABORTED and TIMED_OUT
-execution, terminates the instance (stacks/runner_cleanup.py). An execution aborted or timed out as
+execution, terminates the instance (stacks/constructs/runner_cleanup.py). An execution aborted or timed out as
 a whole cannot run a state: its runner's next heartbeat is refused, the runner exits and the
 instance shuts itself down (shutdown behaviour: terminate), and a hard stop in the user data bounds
 the instance's life.
@@ -39,8 +39,8 @@ from constructs import Construct
 from gco.validation.settings import QUEUE_TIMEOUT
 from gpu_runner.job import JOB_FIELD, SETTINGS_FIELD, STARTED_FIELD
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
-from stacks.iam import managed_role, statement
-from stacks.retained import retained_name
+from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.retained import retained_name
 
 JOB_TAG = "gco-job-key"
 RUNNER_TAG = "gco-runner"

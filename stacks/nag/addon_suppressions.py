@@ -1,7 +1,7 @@
 """cdk-nag suppressions of the cluster add-ons: the Cluster Autoscaler's role.
 
 The kubectl provider that installs the add-ons' charts is CDK's own construct; its findings are
-accepted one by one in `stacks/suppressions_k8s.py`.
+accepted one by one in `stacks/nag/suppressions_k8s.py`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
-from stacks.nag_suppression import Suppression
+from stacks.nag.suppression import Suppression
 
 
 def addon_suppressions(stack: Stack) -> list[Suppression]:

@@ -2,7 +2,7 @@
 
 Every Region: the EKS Pod Identity agent and metrics-server (EKS add-ons), the NVIDIA device plugin
 (the AL2023 NVIDIA AMI has the driver, not the plugin that advertises `nvidia.com/gpu`), and the
-Cluster Autoscaler, which scales the GPU node groups from zero (see `stacks/gpu_nodes.py` and
+Cluster Autoscaler, which scales the GPU node groups from zero (see `stacks/constructs/gpu_nodes.py` and
 docs/deploy.md for why this autoscaler). Where config enables it (`keda_regions`): KEDA, a
 Prometheus server (the source of KEDA's gpu, gpu_memory and queue_depth triggers) and the DCGM
 exporter on GPU nodes. Charts are pinned by version and installed by the cluster's kubectl provider
@@ -25,7 +25,7 @@ from constructs import Construct
 from gco import addons
 from gco.deployment.kubernetes import autoscaler_tag
 from gco.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
-from stacks.iam import managed_role, statement
+from stacks.constructs.iam import managed_role, statement
 
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 # How long each Helm release may take to become ready (the provider's `helm --wait --timeout`); the
@@ -125,8 +125,9 @@ def chart_values(
 ) -> dict[str, Any]:
     """The values each chart is installed with (pure: tested without a synth).
 
-    `expander_priorities` (node group name patterns by priority, `stacks.gpu_nodes.priority_expander`)
-    switches the Cluster Autoscaler to the priority expander, least-waste breaking its ties.
+    `expander_priorities` (node group name patterns by priority,
+    `stacks.constructs.gpu_nodes.priority_expander`) switches the Cluster Autoscaler to the priority
+    expander, least-waste breaking its ties.
     """
     if name == addons.DEVICE_PLUGIN:
         return dict(GPU_NODES)

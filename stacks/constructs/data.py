@@ -9,7 +9,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from stacks.retained import creation_id
+from stacks.constructs.retained import creation_id
 
 # DynamoDB replicates a global table's items into each replica as this service-linked role; a replica's
 # resource policy must not deny it what its policy allows, or replication stops and the replica turns

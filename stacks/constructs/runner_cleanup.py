@@ -20,8 +20,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from stacks.iam import managed_role, statement
-from stacks.runner_workflow import (
+from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.runner_workflow import (
     JOB_TAG,
     LOG_DELIVERY,
     RUNNER_TAG,

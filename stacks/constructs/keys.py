@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from stacks.iam import key_policy
+from stacks.constructs.iam import key_policy
 
 RETENTION = {
     30: logs.RetentionDays.ONE_MONTH,

@@ -13,8 +13,8 @@ from aws_cdk import aws_eks_v2 as eks
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 
 from gco.front_door import regional_stack_name
-from stacks.addon_suppressions import addon_suppressions
-from stacks.nag_suppression import Suppression, each_pack
+from stacks.nag.addon_suppressions import addon_suppressions
+from stacks.nag.suppression import Suppression, each_pack
 
 EC2_ARN = "Resource::arn:<AWS::Partition>:ec2:{region}:<AWS::AccountId>:{kind}/*"
 RUN_INSTANCES_KINDS = (

@@ -2,7 +2,7 @@
 
 A global table's replica stream ARN is known only in its own Region, after the replica exists, so a
 small custom resource (inline code, no Docker, no provider framework) reads it with DescribeTable
-(`stacks/stream_arn_handler.py`: it answers FAILED with the reason on any error). It runs again
+(`stacks/constructs/stream_arn_handler.py`: it answers FAILED with the reason on any error). It runs again
 whenever `stream_identity` changes: the table, its stream view type or the set of Regions with a
 replica, which are what re-creates a Region's stream.
 Its function is configured like every other gco function: private subnets, tracing, a DLQ,
@@ -23,8 +23,8 @@ from constructs import Construct
 
 from gco.deployment.capacity import STREAM_LOOKUP_RESERVED_CONCURRENCY
 from stacks.bundling import INLINE_RUNTIME
-from stacks.iam import managed_role, statement
-from stacks.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
+from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
 
 # The handler's source, deployed inline (ZipFile code is limited to 4,096 characters).
 HANDLER = (Path(__file__).parent / "stream_arn_handler.py").read_text(encoding="utf-8")

@@ -1,7 +1,7 @@
 """cdk-nag suppressions for the Regional stack's Kubernetes plumbing: the kubectl provider (CDK's own
 Lambda functions that apply manifests and Helm releases) and the front door's internal ALB.
 
-Each is one path, one rule, one reason, like `stacks/suppressions.py`; the provider's are generated
+Each is one path, one rule, one reason, like `stacks/nag/suppressions.py`; the provider's are generated
 from one table because CDK builds the same two functions in every Regional stack.
 """
 
@@ -13,8 +13,8 @@ from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
 from gco.model_sources import parse_prefixes
-from stacks.front_door import STAGE
-from stacks.nag_suppression import Suppression, each_pack
+from stacks.constructs.front_door import STAGE
+from stacks.nag.suppression import Suppression, each_pack
 
 MANAGED = "Policy::arn:<AWS::Partition>:iam::aws:policy/"
 PROVIDER_FUNCTION = (
@@ -152,7 +152,7 @@ def front_door_suppressions(stack: Stack) -> list[Suppression]:
 
 
 def _rest_api_suppressions(root: str) -> list[Suppression]:
-    """The streaming REST API of the front door (`stacks/front_door.py` says why a REST API)."""
+    """The streaming REST API of the front door (`stacks/constructs/front_door.py` says why a REST API)."""
     stage = f"{root}/FrontDoor/Api/DeploymentStage.{STAGE}/Resource"
     method = f"{root}/FrontDoor/Api/Default/inference/{{proxy+}}/ANY/Resource"
     iam = "every request is SigV4-signed and authorized by IAM (execute-api:Invoke on /inference/*)"

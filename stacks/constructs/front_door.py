@@ -40,7 +40,7 @@ from constructs import Construct
 
 from gco.front_door import GENERATION_TIMEOUT_S, INVOKE_URL_OUTPUT
 from gco.reconcile.routes import HEALTH_PATH, PROXY_PORT
-from stacks.retained import retained_name
+from stacks.constructs.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"
 LISTENER_PORT = 80
