@@ -47,14 +47,14 @@ parts, one concern each:
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
 
-The API server's size and name limits are enforced on every write (`limits.py`). A pod registered
-with `register_pod` (the local proxy) is listed with the Pods of its namespace and answers `GET`
-through its proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of
-`pods/proxy`). A controller's status (an autoscaler's) is written with `write_status`, without
-HTTP. Pods are read only: a `GET` list of `pods` in a namespace is answered (authorized as `list pods`, as RBAC checks
-it) from the `pod_source` hook, the local stack's kubelet (`gco.local.kubelet`), which reports one
-Pod per replica it runs with its container's status (ready, restartCount, `CrashLoopBackOff`, the
-last termination's exit code and signal); without the hook the list is empty.
+The API server's size and name limits are enforced on every write (`limits.py`). A pod registered with
+`register_pod` (the local proxy) is listed with the Pods of its namespace and answers `GET` through its
+proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of `pods/proxy`). A controller's
+status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read only: a `GET` list of
+`pods` in a namespace is answered (authorized as `list pods`, as RBAC checks it) from the `pod_source`
+hook, the local stack's kubelet (`gco.local.kubelet`), which reports one Pod per replica it runs with its
+container's status (ready, restartCount, `CrashLoopBackOff`, the last termination's exit code and signal);
+without the hook the list is empty.
 
 It does not model: watches, `POST` creates, `PUT` updates and subresources (authorized, then
 405), admission, defaulting or schema validation, writes to pods, ReplicaSets,
