@@ -262,10 +262,11 @@ class Reconciler:
         return tally.outcome("requeue", f"pass limit reached: {last}", self.poll)
 
     def _ask(self, step: Plan, tally: Tally) -> RouteCheck:
-        """What the proxy says of the route `step` would report running. A route this call changed
-        is stored first (it is otherwise stored as the batch ends), so the proxy can have it."""
+        """What the proxy says of the route `step` would report running. With a proxy to ask, a route
+        this call changed is stored first (it is otherwise stored as the batch ends), so the proxy
+        can have it; without one, a route is served once stored, and it is (as the batch ends)."""
         assert step.needs_route is not None
-        if tally.routes:
+        if tally.routes and self.routes.probe is not None:
             self.routes.refresh(tally.routes)
             tally.routes = RouteChanges()
         return RouteCheck(self.routes.unserved(step.needs_route))
