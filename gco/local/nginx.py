@@ -94,8 +94,9 @@ def local_conf(
         line = "worker_processes 1;" if stripped.startswith("worker_processes ") else original
         line = line.replace(f"listen {PROXY_PORT} ssl;", f"listen {LOOPBACK}:{port} ssl;")
         line = line.replace(f"listen {STATUS_PORT};", f"listen {LOOPBACK}:{status_port};")
-        line = line.replace(f" {ROUTES_DIR}/", f" {run_dir}/routes/")
+        # /tmp first: the run directory put in below may itself be under /tmp.
         line = line.replace(" /tmp/", f" {run_dir}/").replace(f" {TLS_DIR}/", f" {tls_dir}/")
+        line = line.replace(f" {ROUTES_DIR}/", f" {run_dir}/routes/")
         for host, address in addresses.items():
             line = re.sub(rf"\b{re.escape(host)}\.{re.escape(CLUSTER_DOMAIN)}:\d+\b", address, line)
         out.append(line)
