@@ -92,13 +92,12 @@ class Reconciler:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.store = store
+        self.records = RecordWriter(store, region)
         self.cluster = cluster
         self.region = region
         self.settings = settings
         self.grant = grant
         self.secrets = EndpointSecret(cluster, secrets, region)
-        self.records = RecordWriter(store, region)
         self.routes = RouteKeeper(cluster, probe=probe, clock=clock)
         self.system_ready = False
         self.wait = wait
@@ -106,6 +105,15 @@ class Reconciler:
         self.max_passes = max_passes
         self._clock = clock
         self._sleep = sleep
+
+    @property
+    def store(self) -> EndpointStore:
+        """The home Region's table (every read and write of records goes through `records`)."""
+        return self.records.store
+
+    @store.setter
+    def store(self, store: EndpointStore) -> None:
+        self.records.store = store
 
     def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
         """Apply the Region's namespaces and shared proxy where they differ (`system.py`), then have the
