@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench.launchfacts import OFFLOADING_CONNECTORS, PIECEWISE_LEVEL, LaunchFacts, positive
-from gco.bench.logsyntax import json_object
+from gco.engines.logsyntax import json_object
 
 OFFLOAD_KEYS = ("cpu_offload_gb", "kv_offloading_size")
 TGI_GRAPHS_OFF = ("Some([0])", "Some([])", "[0]", "[]")

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench import enginegates as g
 from gco.bench.launchfacts import LaunchCommand, launch_facts
-from gco.bench.logsyntax import pairs, python_dict, strip_call
+from gco.engines.logsyntax import pairs, python_dict, strip_call
 from gco.evidence.redact import REDACTED, redact_text
 
 Status = Literal["RESOLVED", "PARTIAL", "SELF_REPORTED", "UNPROVEN"]

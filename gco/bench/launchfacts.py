@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco.bench.logsyntax import json_object
+from gco.engines.logsyntax import json_object
 
 Family = str
 OFFLOADING_CONNECTORS = ("OffloadingConnector", "LMCacheConnectorV1", "LMCacheConnector")

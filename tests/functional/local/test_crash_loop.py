@@ -12,11 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from gco import engines
 from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.local.cluster import LocalClusters
 from gco.local.demo import explain_failure
-from gco.local.engines import FAKE_ENGINE, FRAMEWORKS, EngineTable
+from gco.local.engines import FAKE_ENGINE, EngineTable
 from gco.local.kubelet import RestartPolicy
 from gco.local.motoserver import MotoServer
 from tests.conftest import TABLE
@@ -30,7 +31,7 @@ SEGV_EXIT = "server exited 139 (SIGSEGV)"  # the container `server`; 128 + 11, a
 
 def crashing(*flags: str) -> EngineTable:
     argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
-    return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in FRAMEWORKS})
+    return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in engines.names()})
 
 
 @pytest.fixture
