@@ -31,7 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gco.bench.fake_log import STYLES, EngineFlags, startup_lines
+from gco import engines
+from gco.bench.fake_log import startup_lines, styles
+from gco.engines.base import EngineFlags
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
@@ -436,7 +438,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
     add = parser.add_argument
     add("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    add("--style", choices=list(STYLES), default="vllm")
+    add("--style", choices=list(styles()), default=engines.DEFAULT)
     add("--ttft-ms", type=float, default=5.0)
     add("--itl-ms", type=float, default=1.0)
     add("--speed", type=float, default=1.0, help="Multiplies the token rate.")

@@ -48,7 +48,7 @@ class FrameworkChoice(click.Choice[str]):
     def __init__(self) -> None:
         super().__init__(engines.names())
 
-    @property  # type: ignore[override]
+    @property
     def choices(self) -> tuple[str, ...]:
         return engines.names()
 
