@@ -7,7 +7,8 @@
   `choices[0].text`; streamed as server-sent events of the same shape (a chat chunk's
   `choices[0].delta.content`) until `data: [DONE]`. `GET /v1/models` lists the served ids
   (`data[].id`) and no revision.
-- Metrics (docs.vllm.ai "Production Metrics"): `vllm:num_requests_waiting`, the queue.
+- Metrics (docs.vllm.ai "Production Metrics"): `vllm:num_requests_waiting`, the queue;
+  `vllm:num_requests_running`, the requests in flight; token, request and prefix-cache counters.
 - Start-up log: `Initializing an LLM engine (v0.6.x) with config: k=v, ...` (V0), `Initializing a V1
   LLM engine (v0.8-0.11) with config: ...`; its argument dumps `args: Namespace(...)` (to 0.8, every
   argument) and `non-default args: {...}` (0.9 on, only those given); attention: `Using Flash
@@ -51,6 +52,13 @@ from gco.engines.base import (
 )
 from gco.engines.logsyntax import json_object, pairs, positive, python_dict, strip_call, truthy
 
+# Its Prometheus metrics (docs.vllm.ai "Production Metrics"); the counters are exported as `<name>_total`.
+WAITING_METRIC = "vllm:num_requests_waiting"
+RUNNING_METRIC = "vllm:num_requests_running"
+COUNTERS = (
+    *("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success", "vllm:request_failure"),
+    *("vllm:prefix_cache_queries", "vllm:prefix_cache_hits"),
+)
 OFFLOADING_CONNECTORS = ("OffloadingConnector", "LMCacheConnectorV1", "LMCacheConnector")
 FALLBACK_ENV_BACKENDS = ("XFORMERS", "TORCH_SDPA", "FLEX_ATTENTION")
 PIECEWISE_LEVEL = 3
@@ -158,7 +166,7 @@ class Vllm(OpenAICompletions):
     name = "vllm"
     label = "vLLM"
     default_port = 8000
-    queue_metric = "vllm:num_requests_waiting"
+    queue_metric = WAITING_METRIC
     program = re.compile(r"\bvllm\b")
     backend_lines = (re.compile(r"\bUsing (?P<b>[A-Za-z][\w -]*?) backend\b"),)
     fallback_backends = ("XFormers", "Torch SDPA", "FlexAttention")
