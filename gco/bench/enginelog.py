@@ -9,8 +9,8 @@ argv and env are facts.
 The formats are each engine family's (`gco.engines`: its configuration block, argument dumps, attention
 backend lines and the settings it says it does not know, from real output in tests/fixtures/engine_logs,
 each file naming its source); every registered family's lines are looked for in every log, and the
-first configuration block names the family. Besides, any engine's `Cannot use FlashAttention` line is
-a fallback and argparse's `unrecognized arguments` an unknown setting.
+first configuration block names the family. Besides, argparse's `unrecognized arguments` and the like
+name an unknown setting in any engine's log.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from gco.evidence.redact import REDACTED, redact_text
 
 Status = Literal["RESOLVED", "PARTIAL", "SELF_REPORTED", "UNPROVEN"]
 MAX_WARNINGS = 50
-NOT_ATTENTION = ("Transformers",)  # vLLM's "Using Transformers backend." names the model implementation
-FALLBACK_LINE = re.compile(r"Cannot use FlashAttention", re.IGNORECASE)
 UNKNOWN = [
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -120,10 +118,10 @@ def _line_facts(scan: _Scan, line: str) -> None:
             scan.dumps.append((framework.name, dump))
     backend_lines = [p for f in engines.frameworks() for p in f.backend_lines]
     for pattern in backend_lines:
-        if (hit := pattern.search(line)) and hit["b"].strip() not in NOT_ATTENTION:
+        if hit := pattern.search(line):
             scan.backends.append(hit["b"].strip())
             break
-    if FALLBACK_LINE.search(line):
+    if any(p.search(line) for f in engines.frameworks() for p in f.fallback_lines):
         scan.fallback_lines.append(warning_text(line)[:200])
     unknown = [p for f in engines.frameworks() for p in f.unknown_lines] + UNKNOWN
     scan.unknown += [hit["k"].strip() for pattern in unknown if (hit := pattern.search(line))]

@@ -101,9 +101,11 @@ class Framework(ABC):
     queue_metric: str | None = None
     # Its program or module in a launch command (the bench reads a harness-started engine's family).
     program: re.Pattern[str] | None = None
-    # Start-up log lines naming the attention backend (group `b`), and backends that are fallbacks.
+    # Start-up log lines naming the attention backend (group `b`), backends that are fallbacks, and
+    # lines saying the engine fell back.
     backend_lines: tuple[re.Pattern[str], ...] = ()
     fallback_backends: tuple[str, ...] = ()
+    fallback_lines: tuple[re.Pattern[str], ...] = ()
     # Start-up log lines naming a setting the engine did not know (group `k`).
     unknown_lines: tuple[re.Pattern[str], ...] = ()
     # The configuration block's setting that names the attention backend, if it has one.
@@ -182,4 +184,4 @@ class Framework(ABC):
     def launched_revision(self, args: Sequence[str], env: Mapping[str, str]) -> str | None:
         """The revision a launched container pins (None: none, or not this framework's launch)."""
         read = self.read_launch(args, env)
-        return read.revision or None if read is not None else None
+        return (read.revision or None) if read is not None else None

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from gco.engines.base import (
     ATTENTION_FALLBACK,
     GRAPHS_OFF,
     OFFLOAD,
+    ArgumentDump,
     ConfigBlock,
     EngineFlags,
     Launch,
@@ -64,7 +64,7 @@ class Sglang(OpenAICompletions):
         found = SERVER_ARGS.search(line)
         return None if found is None else ConfigBlock(pairs(strip_call(found["body"]), "="))
 
-    def log_gates(self, block: ConfigBlock | None, dumps: Sequence[Any]) -> LogGates:
+    def log_gates(self, block: ConfigBlock | None, dumps: Sequence[ArgumentDump]) -> LogGates:
         if block is None:
             return LogGates()
         settings = block.settings

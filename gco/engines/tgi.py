@@ -26,6 +26,7 @@ from gco.engines.base import (
     ATTENTION_FALLBACK,
     GRAPHS_OFF,
     OFFLOAD,
+    ArgumentDump,
     ConfigBlock,
     EngineFlags,
     Framework,
@@ -128,7 +129,7 @@ class Tgi(Framework):
         found = ARGS.search(line)
         return None if found is None else ConfigBlock(pairs(args_block(found["body"], following), ":"))
 
-    def log_gates(self, block: ConfigBlock | None, dumps: Sequence[Any]) -> LogGates:
+    def log_gates(self, block: ConfigBlock | None, dumps: Sequence[ArgumentDump]) -> LogGates:
         if block is None:
             return LogGates()
         return LogGates(cuda_graphs=graphs_on(block.settings), gpu_offload=False)

@@ -168,8 +168,10 @@ class Vllm(OpenAICompletions):
     default_port = 8000
     queue_metric = WAITING_METRIC
     program = re.compile(r"\bvllm\b")
-    backend_lines = (re.compile(r"\bUsing (?P<b>[A-Za-z][\w -]*?) backend\b"),)
+    # "Using Transformers backend." names the model implementation, not the attention's.
+    backend_lines = (re.compile(r"\bUsing (?!Transformers backend)(?P<b>[A-Za-z][\w -]*?) backend\b"),)
     fallback_backends = ("XFormers", "Torch SDPA", "FlexAttention")
+    fallback_lines = (re.compile(r"Cannot use FlashAttention", re.IGNORECASE),)
     unknown_lines = (re.compile(r"Unknown vLLM environment variable detected: (?P<k>\S+)", re.IGNORECASE),)
 
     def launch_args(self, launch: Launch) -> list[str]:
