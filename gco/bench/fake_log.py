@@ -12,7 +12,7 @@ finds every line in the fixture). The flags mirror the real engines' own, and ea
 - TGI: `--cuda-graphs 0` (`Args { cuda_graphs: Some([0]) }`; the "Using default cuda graphs" line then
   goes, as the launcher logs it only for the default).
 
-The styles are the registered frameworks that have a template here.
+The styles are the registered frameworks; one without a template here logs no start-up lines.
 
 What is not modelled: the lines between (weights, KV cache, graph capture), timing, and the settings the
 template does not carry. `settings` overrides (`--setting key=value`) replace a setting already in the
@@ -33,15 +33,16 @@ TEMPLATES = "fake_logs"
 
 
 def styles() -> tuple[str, ...]:
-    """The registered frameworks the fake has start-up lines for (`fake_logs/<name>.log`)."""
-    folder = resources.files("gco.bench").joinpath(TEMPLATES)
-    return tuple(name for name in engines.names() if folder.joinpath(f"{name}.log").is_file())
+    """The styles the fake takes: every registered framework."""
+    return engines.names()
 
 
 def template_lines(style: str) -> list[str]:
-    """The family's template lines (comment lines dropped)."""
-    text = resources.files("gco.bench").joinpath(TEMPLATES, f"{style}.log").read_text(encoding="utf-8")
-    return [line for line in text.splitlines() if not line.startswith("#")]
+    """The family's template lines (comment lines dropped); none for a family without a template."""
+    template = resources.files("gco.bench").joinpath(TEMPLATES, f"{style}.log")
+    if not template.is_file():
+        return []
+    return [line for line in template.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
 
 
 def values(style: str, flags: EngineFlags) -> dict[str, str]:

@@ -15,12 +15,13 @@ from click.testing import CliRunner
 
 from gco import engines
 from gco.bench.enginelog import parse_log
+from gco.bench.fake_log import startup_lines, styles
 from gco.bench.launchfacts import LaunchCommand, family_hint
 from gco.cli import cli
 from gco.cli.inference import FrameworkChoice
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec, spec_json_schema
-from gco.engines.base import Framework, Launch
+from gco.engines.base import EngineFlags, Framework, Launch
 from gco.invoke import default_request, event_text, stream_request
 from gco.local.engines import EngineTable, launch_of
 from gco.reconcile.render import render
@@ -90,6 +91,9 @@ def test_the_local_stack_reads_back_a_registered_framework_s_launch(toy: Framewo
         "v2",
     )
     assert "toy" in EngineTable.fake().commands
+    # The fake engine it runs takes the style; with no start-up template it logs no start-up lines.
+    assert "toy" in styles()
+    assert startup_lines("toy", EngineFlags(model="m", port=1), {}, ["WARNING extra"]) == ["WARNING extra"]
 
 
 def test_invoke_asks_a_registered_framework_in_its_own_shape(toy: Framework) -> None:
