@@ -62,8 +62,8 @@ def tokens(argv: Sequence[str]) -> list[str]:
 
 def family_hint(argv: Sequence[str]) -> Family | None:
     """The registered engine family whose program or module the command names, or None. A command
-    naming several (an engine's wrapper may mention vLLM, whose name is a common word in others'
-    tooling) is read as the first registered family it names other than the default, then the default."""
+    naming several is read as the first registered one other than the default, then the default: a
+    command may name vLLM in passing (a model or log path) while it launches another engine."""
     text = " ".join(tokens(argv))
     marked = [f.name for f in engines.frameworks() if f.program is not None and f.program.search(text)]
     marked.sort(key=lambda name: name == engines.DEFAULT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gco import engines
 from gco.bench.enginelog import parse_log
+from gco.bench.launchfacts import family_hint
 from gco.engines.base import Launch
 
 
@@ -42,3 +43,11 @@ def test_tgi_s_special_tokens_add_no_text() -> None:
     assert tgi.event_text({"token": {"text": "</s>", "special": True}}) == ""
     assert tgi.event_text({"token": {"text": " Hi", "special": False}}) == " Hi"
     assert tgi.event_text({"generated_text": "x"}) == ""
+
+
+def test_a_launch_naming_vllm_in_passing_is_read_as_the_engine_it_launches() -> None:
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", "/models/vllm-tuned"]
+    assert family_hint(argv) == "sglang"
+    assert family_hint(["text-generation-launcher", "--model-id", "/data/vllm"]) == "tgi"
+    assert family_hint(["vllm", "serve", "m"]) == "vllm"
+    assert family_hint(["./server"]) is None
