@@ -126,9 +126,11 @@ def test_every_framework_reads_back_the_launch_it_renders() -> None:
 
 
 def test_the_registry_refuses_a_second_framework_of_a_name_and_keeps_the_default(toy: Framework) -> None:
-    with pytest.raises(ValueError, match="'toy' is registered already"):
+    with pytest.raises(engines.FrameworkRegistrationError, match="'toy' is registered already"):
         engines.register(Toy())
-    with pytest.raises(ValueError, match="default framework 'vllm' cannot be removed"):
+    with pytest.raises(
+        engines.FrameworkRegistrationError, match="default framework 'vllm' cannot be removed"
+    ):
         engines.unregister("vllm")
     with pytest.raises(engines.UnknownFrameworkError):
         engines.get("nope")
