@@ -53,6 +53,10 @@ def stack(
         yield clusters
 
 
+def backing_off(store: EndpointStore, name: str) -> bool:
+    return "CrashLoopBackOff" in str(status_of(store, name).get("reason") or "")
+
+
 def status_of(store: EndpointStore, name: str) -> dict[str, Any]:
     record = store.get(name, consistent_read=True)
     status = record.region_status.get(EAST) if record else None
@@ -110,6 +114,11 @@ def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
     assert "timed out after 6 s waiting for boom ready" in err.splitlines()[-1]
     assert SEGV_EXIT in err.splitlines()[-1] and "restarts" in err.splitlines()[-1]
     eventually(lambda: (status_of(store, "boom").get("restarts") or 0) >= 2, "two restarts")
+    # The Pod shows CrashLoopBackOff while the kubelet waits to restart the engine, not in the moment
+    # between a restart and the next crash: read the status at the start of a wait, which lasts the
+    # back-off (2 s), not wherever the waits above happened to end.
+    eventually(lambda: not backing_off(store, "boom"), "a restart", 10)
+    eventually(lambda: backing_off(store, "boom"), "the back-off after it", 10)
     assert main(["inference", "status", "boom", *flags]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith(EAST))
