@@ -8,8 +8,9 @@ from dataclasses import replace
 import pytest
 
 from gco.bench.enginelog import parse_log
-from gco.bench.fake_log import EngineFlags, render, startup_lines
+from gco.bench.fake_log import render, startup_lines
 from gco.bench.launchfacts import LaunchCommand
+from gco.engines.base import EngineFlags
 from tests.fixtures.logs import log_lines
 
 FIXTURE_VALUES = {
