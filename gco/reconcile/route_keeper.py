@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ ROUTE_REFRESH_MAX_DELAY = 1.0
 # Reads and merges of a shard one refresh makes while concurrent writers keep changing it, before it
 # rebuilds the shard from the route objects instead.
 MERGE_ATTEMPTS = 3
+MAX_SHARD_WRITES = 8  # shard merges of one refresh in flight at once
 
 
 @dataclass
@@ -163,9 +165,19 @@ class RouteKeeper:
         by_shard: dict[int, RouteChanges] = {}
         for endpoint, route in changes.routes.items():
             by_shard.setdefault(shard_of(endpoint), RouteChanges()).put(endpoint, route)
-        failed = [shard for shard, part in by_shard.items() if not self._merge_locked(shard, part, report)]
+        merged = self._merge_all(by_shard, report)
+        failed = [shard for shard, done in zip(by_shard, merged, strict=True) if not done]
         if failed:
             self._rebuild_locked(failed, None, report)
+
+    def _merge_all(self, by_shard: dict[int, RouteChanges], report: RouteReport) -> list[bool]:
+        """Each touched shard merged, concurrently (shards are independent objects): a batch's
+        refresh takes one round trip, not one per shard. The first error is raised."""
+        if len(by_shard) <= 1:
+            return [self._merge_locked(shard, part, report) for shard, part in by_shard.items()]
+        workers = min(len(by_shard), MAX_SHARD_WRITES)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="route-shard") as pool:
+            return list(pool.map(lambda item: self._merge_locked(item[0], item[1], report), by_shard.items()))
 
     def _merge_locked(self, shard: int, changes: RouteChanges, report: RouteReport) -> bool:
         """Merge `changes` into the stored shard; False when it must be rebuilt instead."""

@@ -165,7 +165,7 @@ def route_table(objects: Iterable[Mapping[str, Any]]) -> RouteTable:
 
 
 def table_from_json(text: object) -> RouteTable | None:
-    """The route table a proxy ConfigMap's `routes.json` holds, or None if it is not one.
+    """The route table a route shard's `NN.json` holds (`route_shards.py`), or None if it is not one.
 
     The inverse of `RouteTable.model_dump_json`, through the kept validated Routes (`_route`), so
     reading back a table of unchanged routes validates none of them again. Anything else (not a
@@ -191,7 +191,7 @@ def table_from_json(text: object) -> RouteTable | None:
 
 
 def _route_entry(entry: object) -> Route | None:
-    """One `routes.json` entry as its Route, or None if it is not exactly a Route's fields."""
+    """One table entry as its Route, or None if it is not exactly a Route's fields."""
     if not isinstance(entry, dict) or set(entry) != set(Route.model_fields):
         return None
     endpoint, path, upstream = entry["endpoint"], entry["path"], entry["upstream"]
