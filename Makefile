@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_engine.py
 	$(BIN)/python benchmarks/store_fencing.py
 	$(BIN)/python benchmarks/reconcile_latency.py
+	$(BIN)/python benchmarks/route_scale.py
 	$(BIN)/python benchmarks/client_capacity.py
 	$(BIN)/python benchmarks/synth.py
 

@@ -7,15 +7,13 @@ URL of the Region's local proxy) and `GCO_INVOKE_CA_BUNDLE` (the local proxy's s
 certificate, which TLS verification then trusts), and requests go there unsigned over loopback. Either way the
 endpoint answers at `<base>/<name>/<path>`.
 
-The default request is the framework's: vLLM and SGLang `POST /v1/completions` with
-`{model, prompt, max_tokens, temperature 0, stream false}`, TGI `POST /generate` with
-`{inputs, parameters {do_sample false, max_new_tokens}}`.
+The default request is the framework's completion request (`gco.engines`: vLLM and SGLang
+`POST /v1/completions`, TGI `POST /generate`).
 
-Streamed (`invoke --stream`, `stream_request` and `send_stream`): vLLM and SGLang the same request
-with `stream: true`, TGI `POST /generate_stream`; the answer is server-sent events
-(html.spec.whatwg.org/multipage/server-sent-events.html), whose text is handed on as each event
-arrives: OpenAI's `choices[0].text` (or a chat chunk's `choices[0].delta.content`) until
-`data: [DONE]`, TGI's `token.text` (special tokens left out). The way in streams too (the front
+Streamed (`invoke --stream`, `stream_request` and `send_stream`): the framework's streamed request;
+the answer is server-sent events (html.spec.whatwg.org/multipage/server-sent-events.html), whose
+text, as the framework reads each event, is handed on as each event arrives, until OpenAI's
+`data: [DONE]` or the stream's end. The way in streams too (the front
 door's STREAM integration, the proxy without buffering), so the first token reaches the caller
 while the engine is still generating. Every wait is `GENERATION_TIMEOUT_S` by default, the front
 door's own limit.
@@ -36,7 +34,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
-from gco import aws, strict_json
+from gco import aws, engines, strict_json
 from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
@@ -78,27 +76,13 @@ class InvokeResult(BaseModel):
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of the framework's completion request for `prompt`."""
     text = prompt if prompt is not None else DEFAULT_PROMPT
-    if spec.framework == "tgi":
-        return "/generate", {
-            "inputs": text,
-            "parameters": {"do_sample": False, "max_new_tokens": DEFAULT_MAX_TOKENS},
-        }
-    body = {
-        "model": spec.model_id or "",
-        "prompt": text,
-        "max_tokens": DEFAULT_MAX_TOKENS,
-        "temperature": 0,
-        "stream": False,
-    }
-    return "/v1/completions", body
+    return engines.get(spec.framework).completion(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
 
 
 def stream_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
     """(path, JSON body) of the framework's streamed completion request for `prompt`."""
-    path, body = default_request(spec, prompt)
-    if spec.framework == "tgi":
-        return "/generate_stream", body
-    return path, {**body, "stream": True}
+    text = prompt if prompt is not None else DEFAULT_PROMPT
+    return engines.get(spec.framework).streamed(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -117,8 +101,8 @@ def sse_data(lines: Iterable[str]) -> Iterator[str]:
         yield "\n".join(data)
 
 
-def event_text(data: str) -> str | None:
-    """The text one event adds (None: the stream is done).
+def event_text(data: str, framework: str = engines.DEFAULT) -> str | None:
+    """The text one event of `framework`'s stream adds (None: the stream is done).
 
     Raises:
         InvokeFailedError: the event is not JSON, or is the engine's error event.
@@ -133,14 +117,7 @@ def event_text(data: str) -> str | None:
         raise InvokeFailedError(f"a streamed event is not a JSON object: {data[:200]!r}")
     if "error" in event:
         raise InvokeFailedError(f"the engine ended the stream with an error: {event['error']}")
-    token = event.get("token")
-    if isinstance(token, dict):  # TGI
-        return "" if token.get("special") else str(token.get("text") or "")
-    choices = event.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    delta = choice.get("delta")
-    piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-    return str(piece or "")
+    return engines.get(framework).event_text(event)
 
 
 def parse_body(text: str) -> dict[str, Any]:
@@ -306,10 +283,12 @@ def send_stream(
     *,
     signed: bool,
     on_text: Callable[[str], None],
+    framework: str = engines.DEFAULT,
     timeout: float = TIMEOUT_S,
     clock: Callable[[], float] = time.perf_counter,
 ) -> InvokeResult:
-    """POST `body` to `url` and hand each streamed event's text to `on_text` as it arrives.
+    """POST `body` to `url` and hand each streamed event's text (as `framework` reads its events) to
+    `on_text` as it arrives.
 
     The result's body is `{"text", "events"}` for a 2xx answer (the engine's answer otherwise, not
     streamed); `first_event_ms` says when the first event came.
@@ -343,7 +322,7 @@ def send_stream(
                 )
             for event in sse_data(answer.iter_lines()):
                 first = first if first is not None else (clock() - started) * 1000
-                piece = event_text(event)
+                piece = event_text(event, framework)
                 if piece is None:
                     break
                 pieces.append(piece)

@@ -31,7 +31,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gco.bench.fake_log import STYLES, EngineFlags, startup_lines
+from gco import engines
+from gco.bench.fake_log import startup_lines, styles
+from gco.engines import vllm
+from gco.engines.base import EngineFlags
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
@@ -395,25 +398,19 @@ class FakeEngine:
 
     def metrics(self) -> str:
         c = self.counters
-        rows = [
-            ("vllm:prompt_tokens", "counter", c.prompt_tokens),
-            ("vllm:generation_tokens", "counter", c.generation_tokens),
-            ("vllm:request_success", "counter", c.success),
-            ("vllm:request_failure", "counter", c.failed),
-            ("vllm:prefix_cache_queries", "counter", c.cache_queries),
-            ("vllm:prefix_cache_hits", "counter", c.cache_hits),
-        ]
+        values = (c.prompt_tokens, c.generation_tokens, c.success, c.failed, c.cache_queries, c.cache_hits)
         out = []
-        for name, kind, value in rows:
+        for name, value in zip(vllm.COUNTERS, values, strict=True):
             out += [
                 f"# HELP {name} fake counter",
-                f"# TYPE {name} {kind}",
+                f"# TYPE {name} counter",
                 f'{name}_total{{model_name="fake/model"}} {value}',
             ]
+        running = vllm.RUNNING_METRIC
         out += [
-            "# HELP vllm:num_requests_running running",
-            "# TYPE vllm:num_requests_running gauge",
-            f'vllm:num_requests_running{{model_name="fake/model"}} {c.running}',
+            f"# HELP {running} running",
+            f"# TYPE {running} gauge",
+            f'{running}{{model_name="fake/model"}} {c.running}',
         ]
         return "\n".join(out) + "\n"
 
@@ -436,7 +433,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
     add = parser.add_argument
     add("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    add("--style", choices=list(STYLES), default="vllm")
+    add("--style", choices=list(styles()), default=engines.DEFAULT)
     add("--ttft-ms", type=float, default=5.0)
     add("--itl-ms", type=float, default=1.0)
     add("--speed", type=float, default=1.0, help="Multiplies the token rate.")

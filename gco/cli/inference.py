@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from gco import aws
+from gco import aws, engines
 from gco.cli import views
 from gco.cli.common import (
     STRICT_INT,
@@ -41,10 +41,27 @@ from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
 from gco.regional_outputs import invoke_urls
 
+
+class FrameworkChoice(click.Choice[str]):
+    """`--framework`: the frameworks registered when the command runs (`gco.engines`), so that one
+    registered after this module loaded is a choice too."""
+
+    def __init__(self) -> None:
+        super().__init__(engines.names())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return engines.names()
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        """click.Choice's own `__init__` sets the choices; the registry is their source instead."""
+
+
 LIST_STATES = tuple(dict.fromkeys((*DESIRED_STATES, *OBSERVED_STATES)))
 SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--image", "image", str, "Container image (name[:tag][@sha256:digest])."),
-    ("--framework", "framework", click.Choice(["vllm", "tgi", "sglang"]), "Serving framework."),
+    ("--framework", "framework", FrameworkChoice(), "Serving framework."),
     ("--port", "port", STRICT_INT, "Container port."),
     ("--replicas", "replicas", STRICT_INT, "Replicas per Region."),
     ("--gpu-count", "gpu_count", STRICT_INT, "GPUs per replica."),

@@ -106,7 +106,13 @@ def invoke(
     url += path or default_path
     if stream:
         result = _streamed(
-            target, url, body or default_body, signed=not bases, timeout=timeout, output=output
+            target,
+            url,
+            body or default_body,
+            signed=not bases,
+            timeout=timeout,
+            output=output,
+            framework=record.spec.framework,
         )
     else:
         result = send(target, url, body or default_body, signed=not bases, timeout=timeout)
@@ -122,7 +128,14 @@ def invoke(
 
 
 def _streamed(
-    region: str, url: str, body: dict[str, object], *, signed: bool, timeout: float, output: str
+    region: str,
+    url: str,
+    body: dict[str, object],
+    *,
+    signed: bool,
+    timeout: float,
+    output: str,
+    framework: str,
 ) -> InvokeResult:
     """Stream the answer: its text to stdout as it comes (not with `--output json`), then one line on
     stderr with the Region, status, first-event and total times."""
@@ -133,6 +146,7 @@ def _streamed(
         body,
         signed=signed,
         timeout=timeout,
+        framework=framework,
         on_text=lambda piece: click.echo(piece, nl=False) if printing else None,
     )
     if printing and result.first_event_ms is not None:

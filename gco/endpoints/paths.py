@@ -68,6 +68,7 @@ NGINX_REFUSED = (
 )
 
 
-def nginx_prefix_check(prefix: str) -> str:
-    """A regex for `$request_uri` that the route `prefix` (already validated) begins, as sent."""
-    return "^" + re.escape(prefix) + r"(/|\?|$)"
+# A routed request's prefix written exactly, as sent: `/inference/` and a name of the characters a
+# name may hold, then `/`, the query or the end. Such a name decodes to itself, so the endpoint
+# nginx looks up (from the decoded, normalized `$uri`) is the one the request line names.
+NGINX_ROUTE_CHECK = "^" + re.escape(INGRESS_PREFIX) + r"[a-z0-9-]+(/|\?|$)"

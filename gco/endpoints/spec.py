@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gco import engines
 from gco.endpoints import names
 from gco.endpoints.errors import InvalidSpecError
 
@@ -82,7 +83,7 @@ def unsafe_location(value: Any) -> tuple[str | int, ...] | None:
 # and pydantic builds each wrapper (inspecting the validator) when the models are defined, at every
 # Lambda cold start. tests/unit/endpoints/test_spec.py checks that no text field is left out.
 TEXT_FIELDS = (
-    *("image", "gpu_type", "model_id", "model_revision", "model_source", "health_check_path"),
+    *("image", "framework", "gpu_type", "model_id", "model_revision", "model_source", "health_check_path"),
     *("env", "command", "args", "extra_args", "node_selector"),
     *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
     "proxy_image",
@@ -248,12 +249,24 @@ class Mooncake(_Strict):
         return self
 
 
+def _choices(values: tuple[str, ...]) -> str:
+    """`'a', 'b' or 'c'`, as pydantic words a Literal's allowed values."""
+    quoted = [repr(value) for value in values]
+    return " or ".join([", ".join(quoted[:-1]), quoted[-1]]) if len(quoted) > 1 else "".join(quoted)
+
+
+def _framework_enum(schema: dict[str, Any]) -> None:
+    """The schema's allowed frameworks: those registered when the schema is made."""
+    schema["enum"] = list(engines.names())
+
+
 class EndpointSpec(_Strict):
     """What to run for one endpoint; identical in every target Region."""
 
     image: Image
     require_digest: bool = False
-    framework: Literal["vllm", "tgi", "sglang"] = "vllm"
+    # One of the registered engine frameworks (`gco.engines`); the schema lists them as they are then.
+    framework: Annotated[str, Field(json_schema_extra=_framework_enum)] = engines.DEFAULT
     port: Port = 8000
     replicas: Replicas = 1
     gpu_count: Annotated[int, Field(ge=0, le=64)] = 1
@@ -282,6 +295,13 @@ class EndpointSpec(_Strict):
     @classmethod
     def _image(cls, value: str) -> str:
         return _image(value)
+
+    @field_validator("framework", mode="before")
+    @classmethod
+    def _framework(cls, value: Any) -> Any:
+        if value not in engines.names():
+            raise ValueError(f"Input should be {_choices(engines.names())}")
+        return value
 
     @field_validator("model_id")
     @classmethod

@@ -30,6 +30,7 @@ import urllib.request
 from datetime import UTC, datetime
 from typing import Any
 
+from gco.engines import vllm
 from gco.local.kubelet import LocalKubelet
 from gco.local.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
@@ -38,7 +39,9 @@ from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA
 log = logging.getLogger(__name__)
 MANAGER = "horizontal-pod-autoscaler"
 TOLERANCE = 0.1
-LOAD_METRIC = re.compile(r"^vllm:num_requests_running(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
+LOAD_METRIC = re.compile(
+    rf"^{re.escape(vllm.RUNNING_METRIC)}(?:\{{[^}}]*\}})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE
+)
 SCRAPE_TIMEOUT_S = 1.0
 
 

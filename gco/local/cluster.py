@@ -61,7 +61,9 @@ class LocalClusters:
         tls_dir: Path | None = None,
         restart: RestartPolicy | None = None,
     ) -> None:
-        self.reconcilers = LocalReconcilers(store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll)
+        self.reconcilers = LocalReconcilers(
+            store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True
+        )
         self.kubelets: dict[str, LocalKubelet] = {}
         self.proxies: dict[str, RegionProxy] = {}
         self.services: dict[str, ServiceNetwork] = {}

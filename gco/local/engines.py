@@ -1,24 +1,24 @@
 """The local engine table: which program runs one replica of a Deployment on this machine.
 
 A kubelet would pull the container image and run it on a GPU node; the local stack has neither,
-so it reads from the pod template what the engine was asked to serve (model id and revision, as
-the renderer passes them: vLLM's `--model`/`--revision` arguments, TGI's `MODEL_ID`/`REVISION`
-environment, SGLang's `--model-path`) and runs, per framework, the command of the engine table on
-a loopback port. The default table runs the project's fake engine for every framework; the
-`llama` table runs a real CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama_engine`)
-for every framework; any other command can be named per framework with `{port}`, `{model}` and
-`{revision}` placeholders.
+so it asks the engine frameworks (`gco.engines`) which one's launch the pod template's serving
+container carries and what model and revision it names (each framework reads back the launch it
+renders), and runs, per framework, the command of the engine table on a loopback port. The
+default table runs the project's fake engine for every framework; the `llama` table runs a real
+CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama_engine`) for every framework; any
+other command can be named per framework with `{port}`, `{model}` and `{revision}` placeholders.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-FRAMEWORKS = ("vllm", "tgi", "sglang")
+from gco import engines
+
 DEFAULT_HEALTH_PATH = "/health"
 FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
 LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama_engine")
@@ -37,13 +37,6 @@ class EngineLaunch(BaseModel):
     health_path: str
 
 
-def _arg(args: Sequence[str], flag: str) -> str:
-    for index, arg in enumerate(args[:-1]):
-        if arg == flag:
-            return str(args[index + 1])
-    return ""
-
-
 def serving_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The pod template's model server (a container probed over HTTP), or None (a proxy, a store)."""
     for container in (template.get("spec") or {}).get("containers") or []:
@@ -60,16 +53,9 @@ def launch_of(template: Mapping[str, Any]) -> EngineLaunch | None:
     env = {item.get("name"): str(item.get("value", "")) for item in container.get("env") or []}
     args = [str(arg) for arg in container.get("args") or []]
     health = str(container["readinessProbe"]["httpGet"].get("path") or DEFAULT_HEALTH_PATH)
-    if "MODEL_ID" in env:
-        return EngineLaunch(
-            framework="tgi", model=env["MODEL_ID"], revision=env.get("REVISION", ""), health_path=health
-        )
-    if "--model-path" in args:
-        return EngineLaunch(
-            framework="sglang", model=_arg(args, "--model-path"), revision="", health_path=health
-        )
+    framework, read = engines.launched(args, env)
     return EngineLaunch(
-        framework="vllm", model=_arg(args, "--model"), revision=_arg(args, "--revision"), health_path=health
+        framework=framework.name, model=read.model, revision=read.revision, health_path=health
     )
 
 
@@ -84,13 +70,13 @@ class EngineTable(BaseModel):
     def fake(cls, *extra: str) -> EngineTable:
         """The fake engine for every framework (its protocol style follows the framework)."""
         argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
-        return cls(commands={f: (*argv, "--revision", "{revision}", *extra) for f in FRAMEWORKS})
+        return cls(commands={f: (*argv, "--revision", "{revision}", *extra) for f in engines.names()})
 
     @classmethod
     def llama(cls, threads: int = LLAMA_THREADS) -> EngineTable:
         """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id."""
         argv = (*LLAMA_ENGINE, "--style", "{framework}", "--port", "{port}", "--model-name", "{model}")
-        return cls(commands={f: (*argv, "--threads", str(threads)) for f in FRAMEWORKS})
+        return cls(commands={f: (*argv, "--threads", str(threads)) for f in engines.names()})
 
     @classmethod
     def of_kind(cls, kind: str) -> EngineTable:
@@ -100,7 +86,7 @@ class EngineTable(BaseModel):
         return cls.llama() if kind == "llama" else cls.fake()
 
     def argv(self, launch: EngineLaunch, port: int) -> list[str]:
-        command = self.commands.get(launch.framework) or self.commands["vllm"]
+        command = self.commands.get(launch.framework) or self.commands[engines.DEFAULT]
         values = {
             "port": str(port),
             "model": launch.model,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gco import engines
 from gco.local.errors import EngineNotReadyError
 from gco.local.llama_build import build_problems, cpu_flags, machine
 
@@ -86,7 +87,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-name", default=MODEL_ID, help="The name /v1/models serves it under.")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument(
-        "--style", default="vllm", help="Accepted for the engine table; every style is served."
+        "--style", default=engines.DEFAULT, help="Accepted for the engine table; every style is served."
     )
     return parser.parse_args(argv)
 

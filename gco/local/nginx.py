@@ -1,26 +1,31 @@
 """The Region's shared proxy on the local stack: Debian's nginx serving the configuration the
 reconciler rendered, adapted to one machine.
 
-The reconciler renders `nginx.conf` into the ConfigMap `inference-proxy-routes` for the
-`api-tls-proxy` container. Here the same file is served by a real nginx process after a pure,
-line-for-line local adaptation (`local_conf`):
+The reconciler renders `nginx.conf` into the ConfigMap `inference-proxy-conf` for the
+`api-tls-proxy` container, and the route keeper the routes into the route shards' map files
+(`route_shards.py`), which the container reads from a projected volume. Here the same files are
+served by a real nginx process after a pure, line-for-line local adaptation (`local_conf`):
 
 - each upstream `<service>.<namespace>.svc.cluster.local:<port>` becomes the Service's loopback
   address on the local Service network (there is no cluster DNS), so the `resolver` line goes;
 - `listen 8443 ssl` becomes `listen 127.0.0.1:<port> ssl`, with a self-signed certificate made by
   the same `openssl req` the `tls-cert` init container runs (plus a subjectAltName for
   127.0.0.1, so a client can verify it against the certificate itself);
-- the pid file and temporary paths move from `/tmp` into the stack's run directory, and one worker
-  process serves (a development machine, not a node).
+- the pid file and temporary paths move from `/tmp` into the stack's run directory, the routes
+  volume to `<run dir>/routes`, the status port to a loopback port, and one worker process serves
+  (a development machine, not a node).
 
-Routing, the canary `split_clients`, the prefix rewrite, `/healthz` and 404 stay as rendered.
-`NginxProxy.sync()` rewrites the file when the rendered configuration or a Service address
-changes, checks it with `nginx -t`, and reloads (SIGHUP) the running master; a master that died is
-started again.
+Routing (the maps, the canary splits, the prefix rewrite), `/healthz`, 404 and the status port stay
+as rendered. `NginxProxy.sync()` writes the files whose rendered content or Service addresses
+changed, checks the whole with `nginx -t`, and reloads (SIGHUP) the running master, as the
+deployed pod's reloader does when the kubelet updates the volume; a master that died is started
+again. It registers itself with the stand-in as the proxy's Pod, so the reconciler asks its real
+status port (through the pod proxy) whether it serves a route before reporting `running`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -31,15 +36,26 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+import httpx
+
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.kubelet import LOOPBACK, free_port
 from gco.local.loop import SyncLoop
-from gco.local.router import rendered_table
+from gco.local.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.services import ServiceNetwork
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
-from gco.reconcile.routes import CLUSTER_DOMAIN, PROXY_PORT, TLS_DIR, UPSTREAM
+from gco.reconcile.route_shards import MAP_SUFFIXES
+from gco.reconcile.routes import (
+    CLUSTER_DOMAIN,
+    PROXY_PORT,
+    ROUTES_DIR,
+    STATUS_PORT,
+    TLS_DIR,
+    UPSTREAM,
+    RouteTable,
+)
 
 log = logging.getLogger(__name__)
 NGINX = "nginx"
@@ -57,9 +73,15 @@ def nginx_path() -> str | None:
 
 
 def local_conf(
-    rendered: str, addresses: Mapping[str, str], *, port: int, tls_dir: Path, run_dir: Path
+    rendered: str,
+    addresses: Mapping[str, str],
+    *,
+    port: int,
+    tls_dir: Path,
+    run_dir: Path,
+    status_port: int = 0,
 ) -> str:
-    """The rendered configuration adapted to loopback (see the module docstring); pure.
+    """The rendered configuration, or a route shard's map file, adapted to loopback (module docstring); pure.
 
     Parameters:
         addresses: `<service>.<namespace>.svc` -> `127.0.0.1:<port>` of every upstream it names.
@@ -71,7 +93,10 @@ def local_conf(
             continue
         line = "worker_processes 1;" if stripped.startswith("worker_processes ") else original
         line = line.replace(f"listen {PROXY_PORT} ssl;", f"listen {LOOPBACK}:{port} ssl;")
+        line = line.replace(f"listen {STATUS_PORT};", f"listen {LOOPBACK}:{status_port};")
+        # /tmp first: the run directory put in below may itself be under /tmp.
         line = line.replace(" /tmp/", f" {run_dir}/").replace(f" {TLS_DIR}/", f" {tls_dir}/")
+        line = line.replace(f" {ROUTES_DIR}/", f" {run_dir}/routes/")
         for host, address in addresses.items():
             line = re.sub(rf"\b{re.escape(host)}\.{re.escape(CLUSTER_DOMAIN)}:\d+\b", address, line)
         out.append(line)
@@ -133,53 +158,70 @@ class NginxProxy:
         self.tls_dir = tls_dir or run_dir / "tls"
         self.ca_bundle = self_signed(self.tls_dir)
         self.conf_path = run_dir / NGINX_CONF
-        self._conf = ""
+        self.status_port = free_port()
+        self.routes = ShardReader(api)
+        self._files: dict[str, str] = {}
         self._process: EngineProcess | None = None
         self._lock = threading.Lock()
         self._loop = SyncLoop(self.sync, name="local-nginx")
+        api.register_pod(proxy_pod(LOCAL_PROXY_POD, ready=True), self.status)
 
     def pid(self) -> int | None:
         return self._process.pgid if self._process is not None and not self._process.exited() else None
 
-    def desired_conf(self) -> str:
+    def desired_files(self) -> dict[str, str]:
+        """Each file nginx reads (relative to the run directory) as adapted now; none before the
+        reconciler rendered the proxy."""
         config = self.api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
         rendered = ((config or {}).get("data") or {}).get(NGINX_CONF) or ""
         if not rendered:
-            return ""
+            return {}
+        addresses = self._addresses(self.routes.table())
+        adapt = functools.partial(
+            local_conf,
+            addresses=addresses,
+            port=self.port,
+            tls_dir=self.tls_dir,
+            run_dir=self.run_dir,
+            status_port=self.status_port,
+        )
+        files = {NGINX_CONF: adapt(rendered)}
+        for shard in self.routes.shards():
+            for key, text in (shard.get("data") or {}).items():
+                if key.endswith(MAP_SUFFIXES):
+                    files[f"routes/{key}"] = adapt(text) if text else ""
+        return files
+
+    def _addresses(self, table: RouteTable) -> dict[str, str]:
         addresses: dict[str, str] = {}
-        for route in rendered_table(self.api).routes:
+        for route in table.routes:
             for upstream in (route.upstream, route.canary_upstream):
                 match = UPSTREAM.match(upstream or "")
                 if match is not None:
                     service, namespace, _ = match["host"].split(".")
                     addresses[match["host"]] = self.services.address(namespace, service)
-        return local_conf(rendered, addresses, port=self.port, tls_dir=self.tls_dir, run_dir=self.run_dir)
+        return addresses
 
     def _argv(self, *extra: str) -> list[str]:
         return [self.program, "-p", f"{self.run_dir}/", "-c", str(self.conf_path), "-e", "stderr", *extra]
 
     def sync(self) -> None:
-        """Serve the rendered configuration: write and check it when it changed, then start or reload."""
+        """Serve the rendered files: write and check them when they changed, then start or reload."""
         with self._lock:
-            conf = self.desired_conf()
-            if not conf:
+            files = self.desired_files()
+            if not files:
                 return  # the reconciler has not rendered the proxy yet
             exited = self._process is not None and self._process.exited()
-            if conf == self._conf and not exited:
+            if files == self._files and not exited:
                 return
-            candidate = self.run_dir / "nginx.conf.next"
-            candidate.write_text(conf, encoding="utf-8")
+            self._write(files)
             check = subprocess.run(
-                [self.program, "-t", "-p", f"{self.run_dir}/", "-c", str(candidate), "-e", "stderr"],
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=CHECK_TIMEOUT_S,
+                self._argv("-t"), check=False, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S
             )
             if check.returncode != 0:
+                self._files = {}  # written but refused: written again, and checked, next time
                 raise NginxError(f"nginx -t refused the configuration: {check.stderr.strip()[-400:]}")
-            os.replace(candidate, self.conf_path)
-            self._conf = conf
+            self._files = files
             if self._process is None or exited:
                 if self._process is not None:
                     log.warning("nginx exited (%s); starting it again", self._process.popen.returncode)
@@ -189,6 +231,29 @@ class NginxProxy:
                 )
             else:
                 os.kill(self._process.popen.pid, signal.SIGHUP)  # graceful reload of the master
+
+    def _write(self, files: Mapping[str, str]) -> None:
+        """Write what changed, each file atomically (nginx may read while a file is being replaced)."""
+        (self.run_dir / "routes").mkdir(exist_ok=True)
+        for name, text in files.items():
+            if self._files.get(name) == text:
+                continue
+            target = self.run_dir / name
+            partial = target.with_name(target.name + ".next")
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, target)
+        for name in set(self._files) - set(files):
+            (self.run_dir / name).unlink(missing_ok=True)
+
+    def status(self, port: int, path: str) -> tuple[int, str]:
+        """What this nginx's status port answers (relayed by the stand-in's pod proxy)."""
+        if port != STATUS_PORT or self.pid() is None:
+            return 503, "the proxy is not running\n"
+        try:
+            reply = httpx.get(f"http://{LOOPBACK}:{self.status_port}{path}", timeout=CHECK_TIMEOUT_S)
+        except httpx.HTTPError as error:
+            return 503, f"{type(error).__name__}\n"
+        return reply.status_code, reply.text
 
     def start(self, interval: float = 0.2) -> NginxProxy:
         self._loop.start(interval)

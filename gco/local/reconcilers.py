@@ -25,6 +25,7 @@ from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.proxy_probe import PodProxyProbe
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
@@ -79,6 +80,7 @@ class LocalReconcilers:
         poll: float = 0.05,
         client_timeout: float = 2.0,
         retry: RetryPolicy | None = None,
+        probe_proxy: bool = False,
     ) -> None:
         self.store = store
         self.endpoint_url = endpoint_url
@@ -102,7 +104,12 @@ class LocalReconcilers:
                 deletion_delay=deletion_delay,
             ).start()
             cluster = KubeCluster(api.url, static_token(LOCAL_TOKEN), timeout=client_timeout, retry=backoff)
-            reconciler = Reconciler(store, cluster, region, secrets=secrets, wait=wait, poll=poll)
+            # With a proxy (the local stack's), `running` waits for it to serve the route, asked
+            # through the stand-in's pod proxy as in EKS; without one, a stored route is served.
+            probe = PodProxyProbe(cluster) if probe_proxy else None
+            reconciler = Reconciler(
+                store, cluster, region, secrets=secrets, probe=probe, wait=wait, poll=poll
+            )
             reconciler.ensure_system()  # on start: the Region's namespaces and shared proxy
             local = LocalRegion(
                 region,

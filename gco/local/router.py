@@ -1,13 +1,15 @@
 """The Region's proxy in-process, where nginx is not installed: `/inference/<name>` to the route's
 Service, canary honoured.
 
-It reads, on every request, the configuration the reconciler rendered for the shared proxy (the
-ConfigMap `inference-proxy-routes`, its `routes.json`: the route table the nginx configuration is
-rendered from), decides with `routes.pick` (the rule nginx's `split_clients` applies; the draw
-from `random`), and relays the request, prefix stripped, to the chosen Service's loopback address
-on the local Service network, answering with the version that answered (`X-Gco-Version`). A path
-the rendered nginx refuses (`gco.endpoints.paths`) is refused here too, with 400.
-`gco.local.nginx` runs the real nginx instead where it is installed.
+It reads, on every request, the routes the route keeper stored for the shared proxy (the route shards'
+tables, `route_shards.py`: what the nginx maps are rendered from; a shard is parsed again only when it
+changed), decides with `routes.pick` (the lookup by name nginx's `map` makes, and the rule its
+`split_clients` applies; the draw from `random`), and relays the request, prefix stripped, to the chosen
+Service's loopback address on the local Service network, answering with the version that answered (`X-Gco-
+Version`). A path the rendered nginx refuses (`gco.endpoints.paths`) is refused here too, with 400.
+`gco.local.nginx` runs the real nginx instead where it is installed. It registers itself with the stand-in
+as the proxy's Pod, whose status port (through the pod proxy) answers what it routes, as the deployed
+proxy's does, so the reconciler's `running` waits for it the same way.
 
 Answers are relayed as they arrive (`services.relay`), as nginx does with `proxy_buffering off`.
 It does not model: TLS (plain HTTP on loopback), or nginx's timeouts and limits beyond a 16 MiB
@@ -20,10 +22,12 @@ import json
 import random
 import threading
 from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import httpx
 
 from gco.endpoints.paths import escape_reason
+from gco.endpoints.record import INGRESS_PREFIX
 from gco.local.kubelet import LOOPBACK
 from gco.local.services import (
     FORWARD_TIMEOUT_S,
@@ -35,16 +39,73 @@ from gco.local.services import (
     serve,
 )
 from gco.local.standin import StandInKubeAPI
-from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
-from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
-from gco.reconcile.routes import HEALTH_PATH, UPSTREAM, VERSION_HEADER, RouteTable, pick
+from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
+from gco.reconcile.render_proxy import proxy_labels
+from gco.reconcile.route_shards import SHARD_PREFIX, merged, route_digest, shard_labels, shard_table
+from gco.reconcile.routes import (
+    HEALTH_PATH,
+    STATUS_PORT,
+    STATUS_ROUTE_PATH,
+    UPSTREAM,
+    VERSION_HEADER,
+    RouteTable,
+    pick,
+)
+
+LOCAL_PROXY_POD = "inference-proxy-local"  # the local proxy's Pod, as the stand-in lists it
 
 
-def rendered_table(api: StandInKubeAPI) -> RouteTable:
-    """The route table as last rendered by the reconciler (empty before its first render)."""
-    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
-    data = ((config or {}).get("data") or {}).get(ROUTES_JSON)
-    return RouteTable.model_validate_json(data) if data else RouteTable(routes=())
+class ShardReader:
+    """The routes the route keeper stored in a Region's route shards (`route_shards.py`), as one table.
+
+    A shard is read again only when its resourceVersion changed, so reading the routes of a Region
+    whose routes did not change parses nothing.
+    """
+
+    def __init__(self, api: StandInKubeAPI) -> None:
+        self.api = api
+        self._lock = threading.Lock()
+        self._shards: dict[str, tuple[str, RouteTable]] = {}
+        self._table = RouteTable()
+
+    def shards(self) -> list[dict[str, Any]]:
+        """The shard ConfigMaps as stored."""
+        return self.api.list(CONFIG_MAP, SYSTEM_NAMESPACE, selector(shard_labels()))[0]
+
+    def table(self) -> RouteTable:
+        with self._lock:
+            fresh: dict[str, tuple[str, RouteTable]] = {}
+            for obj in self.shards():
+                meta = obj["metadata"]
+                version, name = str(meta.get("resourceVersion")), str(meta["name"])
+                kept = self._shards.get(name)
+                if kept is not None and kept[0] == version:
+                    fresh[name] = kept
+                    continue
+                number = name.removeprefix(SHARD_PREFIX)
+                table = shard_table(int(number), obj.get("data")) if number.isdigit() else None
+                fresh[name] = (version, table or RouteTable())
+            if fresh != self._shards:
+                self._shards = fresh
+                self._table = merged(table for _, table in fresh.values())
+            return self._table
+
+
+def status_answer(table: RouteTable, port: int, path: str) -> tuple[int, str]:
+    """What the proxy's status port answers for `GET path` with `table` loaded (`proxy_conf.py`)."""
+    name = path.removeprefix(STATUS_ROUTE_PATH)
+    route = table.by_path.get(INGRESS_PREFIX + name) if port == STATUS_PORT and path != name else None
+    return (200, route_digest(route) + "\n") if route is not None else (404, "no route\n")
+
+
+def proxy_pod(name: str, ready: bool) -> dict[str, Any]:
+    """The local proxy as the API server lists its Pod (labels, and the Ready condition)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE, "labels": proxy_labels()},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
 
 
 class LocalRouter:
@@ -67,11 +128,17 @@ class LocalRouter:
     ) -> None:
         self.api = api
         self.services = services
+        self.routes = ShardReader(api)
         self.rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._client = httpx.Client(timeout=FORWARD_TIMEOUT_S)
         self._server = serve(self.handle, "local-router", port)
         self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
+        api.register_pod(proxy_pod(LOCAL_PROXY_POD, ready=True), self.status)
+
+    def status(self, port: int, path: str) -> tuple[int, str]:
+        """The status port's answer (`proxy_conf.py`), from the routes it routes by."""
+        return status_answer(self.routes.table(), port, path)
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
         body = read_body(request)
@@ -87,7 +154,7 @@ class LocalRouter:
             return
         with self._rng_lock:
             draw = self.rng.random()
-        chosen = pick(rendered_table(self.api), path, draw)
+        chosen = pick(self.routes.table(), path, draw)
         match = UPSTREAM.match(chosen[0]) if chosen else None
         if chosen is None or match is None:
             answer(request, 404, b'{"error":"no route"}')

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from gco.reconcile.objects import ObjectRef
     from gco.reconcile.planner import Plan, StatusWrite, plan
     from gco.reconcile.port import Cluster
-    from gco.reconcile.reconciler import Outcome, Reconciler
+    from gco.reconcile.reconciler import Reconciler
+    from gco.reconcile.record_writes import Outcome
     from gco.reconcile.render import render
     from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
     from gco.reconcile.sweep import SweepReport, sweep
@@ -48,7 +49,7 @@ _HOMES = {
     "StatusWrite": "planner",
     "plan": "planner",
     "Cluster": "port",
-    "Outcome": "reconciler",
+    "Outcome": "record_writes",
     "Reconciler": "reconciler",
     "render": "render",
     "DEFAULT_SETTINGS": "settings",

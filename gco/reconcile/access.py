@@ -22,7 +22,10 @@ The grant, and why each part:
   every Secret of the namespace), for the one Secret per endpoint holding its values from Secrets
   Manager (gco.endpoint_secrets; its pods read it through `secretKeyRef`).
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
-  ConfigMap of routes, with the same verbs (the proxy is applied from nothing in a new cluster).
+  ConfigMaps (its configuration and the route shards), with the same verbs (the proxy is applied
+  from nothing in a new cluster). And `list` of Pods and `get` of `pods/proxy`: an endpoint is
+  reported running only once every ready proxy pod says, on its status port reached through the
+  API server's pod proxy, that it serves the route (`proxy_probe.py`).
 - Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
   `resourceNames`), so the reconciler can create them idempotently with server-side apply (the
   create check of an apply carries the name, so a `resourceNames` rule matches it; a `POST`
@@ -119,6 +122,15 @@ class Rule:
         return rule
 
 
+# In gco-system: the proxy's Pods listed, and each asked through the API server's pod proxy what it
+# routes (`proxy_probe.py`): `get` on the `pods/proxy` subresource, nothing else on Pods. Only the
+# proxy runs in gco-system, so the pod proxy reaches nothing else.
+PROXY_POD_RULES: tuple[Rule, ...] = (
+    Rule((POD.group,), (POD.plural,), OBSERVE_VERBS),
+    Rule((POD.group,), (f"{POD.plural}/proxy",), ("get",)),
+)
+
+
 def _rules(kinds: Sequence[Kind], verbs: tuple[str, ...]) -> tuple[Rule, ...]:
     """One rule per API group, resources in a stable order."""
     groups: dict[str, list[str]] = {}
@@ -138,6 +150,7 @@ class Grant:
     verbs: tuple[str, ...] = OBJECT_VERBS
     rbac_name: str = RECONCILER_RBAC_NAME
     secret_verbs: tuple[str, ...] = SECRET_VERBS
+    proxy_rules: tuple[Rule, ...] = PROXY_POD_RULES
 
     @property
     def namespaces(self) -> tuple[str, ...]:
@@ -157,7 +170,7 @@ class Grant:
             return ()
         rules = _rules(self.kinds_in(namespace), self.verbs)
         if namespace == SYSTEM_NAMESPACE:
-            return rules
+            return rules + self.proxy_rules
         rules += _rules(OBSERVED_KINDS, OBSERVE_VERBS)
         return rules + (_rules((SECRET,), self.secret_verbs) if self.secret_verbs else ())
 
@@ -190,6 +203,7 @@ class Grant:
             verbs=READ_VERBS,
             rbac_name=rbac_name,
             secret_verbs=(),
+            proxy_rules=(),
         )
 
     def allows(self, verb: str, group: str, resource: str, namespace: str | None, name: str | None) -> bool:

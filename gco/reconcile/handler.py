@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from gco.reconcile.errors import PoisonRecordError as PoisonRecordError  # noqa: PLC0414 (re-exported)
 from gco.reconcile.failures import FailureKind, report_failure
-from gco.reconcile.reconciler import Outcome, Reconciler
+from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.record_writes import Outcome
 from gco.reconcile.stream_event import StreamRecord
 from gco.reconcile.throughput import STREAM_SETTINGS
 

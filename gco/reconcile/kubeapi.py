@@ -49,7 +49,7 @@ from gco.reconcile.errors import (
     ClusterUnavailableError,
     KindNotServedError,
 )
-from gco.reconcile.objects import FIELD_MANAGER, KINDS, Kind, ObjectRef, kind_of, selector, set_selector
+from gco.reconcile.objects import FIELD_MANAGER, KINDS, POD, Kind, ObjectRef, kind_of, selector, set_selector
 
 log = logging.getLogger(__name__)
 TokenProvider = Callable[[bool], str]
@@ -206,6 +206,23 @@ class KubeCluster:
                 break
             params = {**params, "continue": token}
         return found
+
+    def proxy_get(self, namespace: str, pod: str, port: int, path: str) -> tuple[int, str]:
+        """`GET path` of a pod's port through the API server's pod proxy: the pod's status and body.
+
+        Authorized as `get` on `pods/proxy` (the request names the pod as `<pod>:<port>`). An answer
+        of the pod is returned whatever its status; only the API server's own refusals raise.
+
+        Raises:
+            ClusterAuthError: the API server refused the request (401, 403).
+            ClusterUnavailableError: no answer after the client's retries.
+        """
+        response = self._request(
+            "GET",
+            f"{POD.path(namespace, f'{pod}:{port}')}/proxy{path}",
+            what=f"proxy to pod {namespace}/{pod}:{port}",
+        )
+        return response.status_code, response.text
 
     def delete(self, refs: Sequence[ObjectRef]) -> None:
         """The deletes issued concurrently (they are independent); the first error is raised."""

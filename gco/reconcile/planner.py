@@ -15,7 +15,15 @@ from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.pods import trouble
 from gco.reconcile.render import render
+from gco.reconcile.routes import Route, route_of
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
+
+
+@dataclass(frozen=True)
+class RouteCheck:
+    """What the Region's proxy said of the endpoint's route: None when it serves it, else why not."""
+
+    unserved: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,8 @@ class Plan:
     desired: tuple[dict[str, Any], ...] = field(default=(), repr=False)
     # Replicas are short of ready and no Pods were given: plan again with the endpoint's Pods.
     needs_pods: bool = False
+    # The endpoint would be reported running: plan again with what the proxy says of this route.
+    needs_route: Route | None = None
 
     @property
     def acts_on_cluster(self) -> bool:
@@ -112,6 +122,7 @@ def plan(
     observed: Sequence[dict[str, Any]],
     settings: RenderSettings = DEFAULT_SETTINGS,
     pods: Sequence[dict[str, Any]] | None = None,
+    route: RouteCheck | None = None,
 ) -> Plan:
     """What the Region's reconciler should do next for endpoint `name`.
 
@@ -119,6 +130,9 @@ def plan(
         record: a strongly consistent read of the record (None: it does not exist, or was purged).
         observed: every object in the Region's cluster labelled with the endpoint's name.
         pods: the endpoint's Pods, read only when a plan asked for them (`Plan.needs_pods`).
+        route: what the proxy says of the endpoint's route, asked only when a plan asked for it
+            (`Plan.needs_route`): `running` means a request through the proxy reaches a ready
+            replica, so it is written only once the proxy serves the route as rendered.
     """
     if record is None:
         return Plan(delete=_deletions(observed), converged=not observed, reason="no record: remove leftovers")
@@ -126,7 +140,7 @@ def plan(
         return _plan_deleted(record, region, observed)
     if region not in record.target_regions:
         return _plan_removed(record, region, observed)
-    return _plan_live(record, region, observed, settings, pods)
+    return _plan_live(record, region, observed, settings, pods, route)
 
 
 def _plan_deleted(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
@@ -187,6 +201,7 @@ def _plan_live(
     observed: Sequence[dict[str, Any]],
     settings: RenderSettings,
     pods: Sequence[dict[str, Any]] | None,
+    route: RouteCheck | None = None,
 ) -> Plan:
     desired = render(record, region, settings)
     wanted = {ObjectRef.of(obj).key: obj for obj in desired}
@@ -224,28 +239,26 @@ def _plan_live(
             reason="applying desired objects",
             desired=tuple(desired),
         )
-    ready = total = 0
-    rolled = True
-    canary: tuple[int, int] | None = None
-    for key, obj in wanted.items():
-        if obj["kind"] == "Deployment":
-            count_ready, count_desired, count_rolled = _observed_replicas(current[key])
-            ready += min(count_ready, count_desired)
-            total += count_desired
-            rolled = rolled and count_rolled and count_ready >= count_desired
-            if obj["metadata"]["labels"].get(ROLE_LABEL) == "canary":
-                canary = (min(count_ready, count_desired), count_desired)
+    ready, total, rolled, canary = _readiness(wanted, current)
     previous = record.region_status.get(region)
+    same = previous is not None and previous.lifecycle_id == record.lifecycle_id
+    progressing: RegionState = (
+        "updating" if same and previous and previous.state in ("running", "updating") else "creating"
+    )
     state: RegionState
+    unserved = None
     if record.desired_state == "stopped":
         state = "stopped" if ready == 0 else "stopping"
         done = ready == 0
     elif rolled:
         state, done = "running", True
+        served = _route_served(record, region, desired, previous, ready, total, canary, route)
+        if isinstance(served, Route):
+            return Plan(converged=False, reason="observed running: asking the proxy", needs_route=served)
+        if served is not None:
+            state, done, unserved = progressing, False, served
     else:
-        same = previous is not None and previous.lifecycle_id == record.lifecycle_id
-        state = "updating" if same and previous and previous.state in ("running", "updating") else "creating"
-        done = False
+        state, done = progressing, False
     found = None
     if not done and ready < total:
         if pods is None:
@@ -260,12 +273,62 @@ def _plan_live(
         lifecycle_id=record.lifecycle_id,
         region_generation=record.region_generations.get(region),
         restarts=found.restarts if found else None,
-        reason=found.reason if found else None,
+        reason=found.reason if found else unserved,
         canary=canary,
     )
     return Plan(
         status=_status_if_changed(record, region, write),
         converged=done,
-        reason=f"observed {state} {ready}/{total}",
+        reason=unserved or f"observed {state} {ready}/{total}",
         desired=tuple(desired),
     )
+
+
+def _readiness(
+    wanted: dict[tuple[str, str, str], dict[str, Any]], current: dict[tuple[str, str, str], dict[str, Any]]
+) -> tuple[int, int, bool, tuple[int, int] | None]:
+    """(ready, desired, rolled out, the canary's (ready, desired)) over the endpoint's Deployments."""
+    ready = total = 0
+    rolled = True
+    canary: tuple[int, int] | None = None
+    for key, obj in wanted.items():
+        if obj["kind"] == "Deployment":
+            count_ready, count_desired, count_rolled = _observed_replicas(current[key])
+            ready += min(count_ready, count_desired)
+            total += count_desired
+            rolled = rolled and count_rolled and count_ready >= count_desired
+            if obj["metadata"]["labels"].get(ROLE_LABEL) == "canary":
+                canary = (min(count_ready, count_desired), count_desired)
+    return ready, total, rolled, canary
+
+
+def _route_served(
+    record: EndpointRecord,
+    region: str,
+    desired: Sequence[dict[str, Any]],
+    previous: RegionStatus | None,
+    ready: int,
+    total: int,
+    canary: tuple[int, int] | None,
+    route: RouteCheck | None,
+) -> Route | str | None:
+    """Whether `running` may be written: None (yes: served, no route, or already reported), the
+    route to ask the proxy about (no answer yet), or why the proxy does not serve it yet.
+
+    Asked only when the running status would be a change: an endpoint already reported running was
+    served then, so steady state costs no request to the proxy.
+    """
+    running = StatusWrite(
+        state="running",
+        replicas_ready=ready,
+        replicas_desired=total,
+        lifecycle_id=record.lifecycle_id,
+        region_generation=record.region_generations.get(region),
+        canary=canary,
+    )
+    wanted = next((found for obj in desired if (found := route_of(obj)) is not None), None)
+    if wanted is None or not _changed(previous, running):
+        return None
+    if route is None:
+        return wanted
+    return route.unserved

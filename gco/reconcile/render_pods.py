@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gco import engines
 from gco.endpoint_secrets import secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
+from gco.engines.base import Launch
 from gco.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
@@ -19,7 +21,7 @@ GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 
-# The Prometheus chart's `kubernetes-pods` job scrapes pods annotated so: vLLM and TGI serve their
+# The Prometheus chart's `kubernetes-pods` job scrapes pods annotated so: the engines serve their
 # queue and token metrics (queue_depth autoscaling) on /metrics of the serving port.
 SCRAPE_ANNOTATIONS = ("prometheus.io/scrape", "prometheus.io/port", "prometheus.io/path")
 
@@ -34,39 +36,11 @@ def selector_labels(name: str, role: str) -> dict[str, str]:
     return {ENDPOINT_LABEL: name, ROLE_LABEL: role}
 
 
-def framework_args(spec: EndpointSpec, model: str | None) -> list[str]:
-    """Default server arguments of the framework when the spec gives no `args`."""
-    port = str(spec.port)
-    if spec.framework == "vllm":
-        args = ["--port", port]
-        if model:
-            args = ["--model", model, *args]
-        if spec.model_revision and not spec.model_source:
-            args += ["--revision", spec.model_revision]
-        if spec.gpu_count > 1:
-            args += ["--tensor-parallel-size", str(spec.gpu_count)]
-        return args
-    if spec.framework == "sglang":
-        args = ["--host", "0.0.0.0", "--port", port]  # noqa: S104 - the pod's own interface
-        if model:
-            args = ["--model-path", model, *args]
-        if spec.gpu_count > 1:
-            args += ["--tp", str(spec.gpu_count)]
-        return args
-    return []  # TGI is configured through its environment
-
-
-def framework_env(spec: EndpointSpec, model: str | None) -> dict[str, str]:
-    env: dict[str, str] = {}
-    if spec.framework == "tgi":
-        env["PORT"] = str(spec.port)
-        if model:
-            env["MODEL_ID"] = model
-        if spec.model_revision and not spec.model_source:
-            env["REVISION"] = spec.model_revision
-        if spec.gpu_count > 1:
-            env["NUM_SHARD"] = str(spec.gpu_count)
-    return env
+def engine_launch(spec: EndpointSpec, model: str | None) -> Launch:
+    """What the serving container asks of its framework: a revision only for a Hub model (a synced
+    model directory is the revision it was synced at)."""
+    revision = spec.model_revision if not spec.model_source else None
+    return Launch(model=model, revision=revision, port=spec.port, gpus=spec.gpu_count)
 
 
 def resources(
@@ -183,8 +157,9 @@ def pod_template(
         # endpoint's Kubernetes Secret (gco.endpoint_secrets), never into this template.
         from_secrets = secret_env_list(name, spec.secret_env)
         model = settings.model_dir if spec.model_source else spec.model_id
-        env = {**framework_env(spec, model), **spec.env, **(extra_env or {})}
-        args = list(spec.args) if spec.args is not None else framework_args(spec, model)
+        framework, launch = engines.get(spec.framework), engine_launch(spec, model)
+        env = {**framework.launch_env(launch), **spec.env, **(extra_env or {})}
+        args = list(spec.args) if spec.args is not None else framework.launch_args(launch)
         args += [*spec.extra_args, *(extra_args or [])]
         if spec.command is not None:
             container["command"] = list(spec.command)

@@ -1,11 +1,18 @@
-"""The Region's shared inference proxy, rendered as pure functions of (settings, route table).
+"""The Region's shared inference proxy, rendered as pure functions of its settings (not of the routes).
 
-- `ConfigMap inference-proxy-routes`: the nginx.conf rendered from the routes, and the route table
-  as JSON (for tools and for a local router);
+- `ConfigMap inference-proxy-conf`: the nginx.conf (`proxy_conf.py`), the same for any routes;
 - `Deployment inference-proxy`: an init container writes a serving key and self-signed certificate
   into a memory volume; the container `api-tls-proxy` (nginx, unprivileged, read-only root) serves
-  TLS on 8443 and routes `/inference/<name>`. The pod template carries the configuration's digest,
-  so a changed route table rolls the pods (nginx reads its configuration at start);
+  TLS on 8443 and routes `/inference/<name>` by the route shards (`route_shards.py`), mounted as one
+  projected volume. The kubelet updates a mounted ConfigMap's files in place when the ConfigMap
+  changes ("Mounted ConfigMaps are updated automatically", kubernetes.io/docs/concepts/
+  configuration/configmap/#mounted-configmaps-are-updated-automatically), by swapping the volume's
+  `..data` link to a new directory (k8s.io/kubernetes `pkg/volume/util/atomic_writer.go`); the
+  container `route-reloader` (the same image, a shell loop) sees the link change and sends nginx's
+  master SIGHUP, a graceful reload: new workers take the new routes, old ones finish their requests
+  (https://nginx.org/en/docs/control.html). The pod shares its process namespace so the reloader can
+  signal nginx. A route change thus restarts no pod and rolls nothing: the pod template carries
+  only the nginx.conf's digest, which no route changes;
 - `Service inference-proxy` (port `https`, the one the routes' Ingresses and the load balancer's
   target group binding name);
 - `HorizontalPodAutoscaler inference-proxy-hpa` on the `ContainerResource` CPU of `api-tls-proxy`.
@@ -32,28 +39,34 @@ from gco.reconcile.objects import (
     SYSTEM_NAMESPACE,
     content_hash,
 )
+from gco.reconcile.proxy_conf import nginx_conf
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import PROXY_PORT_NAME
-from gco.reconcile.routes import (
-    CONFIG_DIR,
-    HEALTH_PATH,
-    PROXY_PORT,
-    TLS_DIR,
-    RouteTable,
-    nginx_conf,
-    routes_json,
-)
+from gco.reconcile.route_shards import SHARDS, shard_name
+from gco.reconcile.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, ROUTES_DIR, STATUS_PORT, TLS_DIR
 from gco.reconcile.settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
 PROXY_CONTAINER = "api-tls-proxy"
 PROXY_HPA = "inference-proxy-hpa"
-PROXY_CONFIG = "inference-proxy-routes"
+PROXY_CONFIG = "inference-proxy-conf"
+RELOADER_CONTAINER = "route-reloader"
+RELOAD_POLL_S = 2  # how often the reloader looks at the routes volume
 PROXY_SERVICE_PORT = 443
 CONFIG_DIGEST_ANNOTATION = "gco.dev/routes-digest"
 NGINX_CONF = "nginx.conf"
 CERT_ARGS = ("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "365")
-ROUTES_JSON = "routes.json"
+STATUS_PORT_NAME = "status"
+# The reloader (module docstring). nginx writes its pid file once it has read its configuration, so a
+# HUP sent once the file exists makes it read the routes again, whichever came first; the link is
+# remembered only once the signal was sent.
+RELOADER_SCRIPT = (
+    'last=""; while true; do '
+    f"now=$(readlink {ROUTES_DIR}/..data); "
+    'if [ -n "$now" ] && [ "$now" != "$last" ] && [ -s /tmp/nginx.pid ]; then '
+    'kill -HUP "$(cat /tmp/nginx.pid)" && last="$now"; fi; '
+    f"sleep {RELOAD_POLL_S}; done"
+)
 
 
 def proxy_labels() -> dict[str, str]:
@@ -64,15 +77,12 @@ def _meta(name: str) -> dict[str, Any]:
     return {"name": name, "namespace": SYSTEM_NAMESPACE, "labels": proxy_labels(), "annotations": {}}
 
 
-def _config_map(table: RouteTable) -> dict[str, Any]:
+def _config_map() -> dict[str, Any]:
     return {
         "apiVersion": CONFIG_MAP.api_version,
         "kind": CONFIG_MAP.kind,
         "metadata": _meta(PROXY_CONFIG),
-        "data": {
-            NGINX_CONF: nginx_conf(table),
-            ROUTES_JSON: routes_json(table),
-        },
+        "data": {NGINX_CONF: nginx_conf()},
     }
 
 
@@ -104,7 +114,10 @@ def _deployment(settings: ProxySettings, config_digest: str) -> dict[str, Any]:
         "name": PROXY_CONTAINER,
         "image": settings.image,
         "command": ["nginx", "-c", f"{CONFIG_DIR}/{NGINX_CONF}", "-g", "daemon off;"],
-        "ports": [{"name": PROXY_PORT_NAME, "containerPort": PROXY_PORT, "protocol": "TCP"}],
+        "ports": [
+            {"name": PROXY_PORT_NAME, "containerPort": PROXY_PORT, "protocol": "TCP"},
+            {"name": STATUS_PORT_NAME, "containerPort": STATUS_PORT, "protocol": "TCP"},
+        ],
         "resources": {
             "requests": {"cpu": settings.cpu_request, "memory": settings.memory_request},
             "limits": {"memory": settings.memory_request},
@@ -114,8 +127,20 @@ def _deployment(settings: ProxySettings, config_digest: str) -> dict[str, Any]:
         "securityContext": _container_security(),
         "volumeMounts": [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "routes", "mountPath": ROUTES_DIR, "readOnly": True},
             {"name": "tls", "mountPath": TLS_DIR, "readOnly": True},
-            {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - the container's own scratch volume
+            {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 - the pod's own scratch volume
+        ],
+    }
+    reloader = {
+        "name": RELOADER_CONTAINER,
+        "image": settings.image,
+        "command": ["/bin/sh", "-c", RELOADER_SCRIPT],
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+        "securityContext": _container_security(),
+        "volumeMounts": [
+            {"name": "routes", "mountPath": ROUTES_DIR, "readOnly": True},
+            {"name": "tmp", "mountPath": "/tmp", "readOnly": True},  # noqa: S108 - nginx's pid file
         ],
     }
     return {
@@ -134,10 +159,12 @@ def _deployment(settings: ProxySettings, config_digest: str) -> dict[str, Any]:
                 "spec": {
                     "securityContext": {"runAsNonRoot": True, "runAsUser": 101, "fsGroup": 101},
                     "automountServiceAccountToken": False,
+                    "shareProcessNamespace": True,  # the reloader signals nginx's master
                     "initContainers": [_tls_init(settings)],
-                    "containers": [container],
+                    "containers": [container, reloader],
                     "volumes": [
                         {"name": "config", "configMap": {"name": PROXY_CONFIG}},
+                        {"name": "routes", "projected": {"sources": _route_sources()}},
                         {"name": "tls", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}},
                     ],
@@ -153,6 +180,11 @@ def _deployment(settings: ProxySettings, config_digest: str) -> dict[str, Any]:
             },
         },
     }
+
+
+def _route_sources() -> list[dict[str, Any]]:
+    """Every route shard, optional: a pod starts before the route keeper has written them all."""
+    return [{"configMap": {"name": shard_name(shard), "optional": True}} for shard in range(SHARDS)]
 
 
 def _service() -> dict[str, Any]:
@@ -207,9 +239,9 @@ def _sealed(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def render_proxy(settings: ProxySettings, table: RouteTable) -> list[dict[str, Any]]:
+def render_proxy(settings: ProxySettings) -> list[dict[str, Any]]:
     """The proxy's objects, in apply order (configuration first), each carrying its content digest."""
-    config = _config_map(table)
+    config = _config_map()
     digest = content_hash(config["data"])
     return [_sealed(obj) for obj in (config, _deployment(settings, digest), _service(), _hpa(settings))]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gco import engines
 from gco.endpoints.spec import KEDA_METRICS, Autoscaling, AutoscalingMetric
 from gco.reconcile.objects import DEPLOYMENT, HPA, PDB, SCALED_OBJECT
 from gco.reconcile.settings import RenderSettings
@@ -25,11 +26,16 @@ QUERIES = {
         ' / (DCGM_FI_DEV_FB_USED{{namespace="{ns}",pod=~"{pods}"}}'
         ' + DCGM_FI_DEV_FB_FREE{{namespace="{ns}",pod=~"{pods}"}}))'
     ),
-    "queue_depth": (
-        'sum(vllm:num_requests_waiting{{namespace="{ns}",pod=~"{pods}"}})'
-        ' or sum(tgi_queue_size{{namespace="{ns}",pod=~"{pods}"}})'
-    ),
 }
+
+
+def queue_query() -> str:
+    """The queue_depth query: the waiting requests of whichever registered framework's queue metric the
+    pods serve (`gco.engines`), as a template of `ns` and `pods` like QUERIES'."""
+    metrics = [f.queue_metric for f in engines.frameworks() if f.queue_metric is not None]
+    return " or ".join(f'sum({metric}{{{{namespace="{{ns}}",pod=~"{{pods}}"}}}})' for metric in metrics)
+
+
 # The characters of both a pod-template-hash and a generated name's random suffix
 # (k8s.io/apimachinery `pkg/util/rand`: `alphanums`, used by `String` and `SafeEncodeString`).
 _NAME_CHARS = "[bcdfghjklmnpqrstvwxz2456789]"
@@ -88,7 +94,8 @@ def _trigger(metric: AutoscalingMetric, namespace: str, deployment: str, setting
             "metricType": "Utilization",
             "metadata": {"value": _number(metric.target)},
         }
-    query = QUERIES[metric.type].format(ns=namespace, pods=pod_name_pattern(deployment))
+    template = queue_query() if metric.type == "queue_depth" else QUERIES[metric.type]
+    query = template.format(ns=namespace, pods=pod_name_pattern(deployment))
     return {
         "type": "prometheus",
         "name": metric.type.replace("_", "-"),

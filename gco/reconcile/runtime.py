@@ -29,6 +29,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     from gco.endpoints.store import EndpointStore
     from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
+    from gco.reconcile.proxy_probe import PodProxyProbe
     from gco.secrets_manager import SecretsManagerReader
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
@@ -36,9 +37,10 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     # Secrets named without an ARN live in the home Region, as the table does (gco.endpoint_secrets).
     home = settings.home_region or aws.home_region()
     secrets = SecretsManagerReader(lambda region: aws.client("secretsmanager", region=region), home)
+    cluster = connect_eks(settings.cluster_name, settings.region)
     return Reconciler(
         store,
-        connect_eks(settings.cluster_name, settings.region),
+        cluster,
         settings.region,
         settings=RenderSettings(
             proxy=settings.proxy,
@@ -48,6 +50,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
             endpoint_secrets=settings.endpoint_secrets,
         ),
         secrets=secrets,
+        probe=PodProxyProbe(cluster),
         wait=settings.wait_seconds,
     )
 

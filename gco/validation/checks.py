@@ -170,7 +170,7 @@ def request(
     if not 200 <= answer.status < 300:
         return Outcome(False, f"POST {path}: HTTP {answer.status} {_short(answer.body)}", data)
     text = adapters.response_text(runtime, answer.body)
-    field_name = adapters.RESPONSE_FIELDS[runtime.framework]
+    field_name = adapters.response_field(runtime)
     if text is None:
         return Outcome(
             False, f"POST {path}: {field_name} is not a non-empty string: {_short(answer.body)}", data

@@ -33,7 +33,7 @@ def identity(settings: MatrixSettings) -> dict[str, Any]:
             "framework": runtime.framework,
             "request_path": adapters.request_path(runtime),
             "request_body": adapters.request_body(settings, runtime),
-            "response_field": adapters.RESPONSE_FIELDS[runtime.framework],
+            "response_field": adapters.response_field(runtime),
             "model_info_path": adapters.model_info_path(runtime),
             "launch_env": adapters.launch_env(runtime),
             "launch_args": adapters.launch_args(runtime),

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from gco import engines
+from gco.engines.tgi import Tgi
+from gco.engines.vllm import Vllm
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.validation.errors import SettingsError
 
-Framework = Literal["vllm", "tgi"]
-FRAMEWORK_ORDER: tuple[Framework, ...] = ("vllm", "tgi")
-PORTS: dict[Framework, int] = {"vllm": 8000, "tgi": 8080}
+# The matrix's engines, in this order, each on its image's own port (`gco.engines`).
+FRAMEWORK_ORDER: tuple[str, ...] = (Vllm.name, Tgi.name)
+PORTS: dict[str, int] = {name: engines.get(name).default_port for name in FRAMEWORK_ORDER}
+ORDER_TEXT = " then ".join(FRAMEWORK_ORDER)
 ENDPOINT_COUNT = 4
 INITIAL_REPLICAS = 1
 HPA_REPLICAS = 2
@@ -44,7 +48,7 @@ class Runtime(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    framework: Framework
+    framework: str  # one of FRAMEWORK_ORDER
     image: str
     model_id: str
     model_revision: str
@@ -112,7 +116,7 @@ def _string(raw: Mapping[str, Any], key: str, where: str = "") -> str:
     return value
 
 
-def _runtime(raw: Any, index: int, framework: Framework) -> Runtime:
+def _runtime(raw: Any, index: int, framework: str) -> Runtime:
     where = f"inference_runtimes[{index}]."
     if not isinstance(raw, Mapping):
         raise SettingsError(
@@ -122,7 +126,7 @@ def _runtime(raw: Any, index: int, framework: Framework) -> Runtime:
         if key not in RUNTIME_KEYS:
             raise SettingsError(f"{where}{key}", f"is not a runtime key (keys: {', '.join(RUNTIME_KEYS)})")
     if _get(raw, "framework", where) != framework:
-        raise SettingsError(f"{where}framework", "the runtimes must be exactly vllm then tgi")
+        raise SettingsError(f"{where}framework", f"the runtimes must be exactly {ORDER_TEXT}")
     image = _string(raw, "image", where)
     if not IMAGE.fullmatch(image):
         raise SettingsError(f"{where}image", "must be name@sha256:<64 lowercase hex> (pinned by digest)")
@@ -141,11 +145,12 @@ def _runtime(raw: Any, index: int, framework: Framework) -> Runtime:
 def _runtimes(raw: Mapping[str, Any]) -> tuple[Runtime, Runtime]:
     value = _get(raw, "inference_runtimes")
     if not isinstance(value, list | tuple) or len(value) != len(FRAMEWORK_ORDER):
-        raise SettingsError("inference_runtimes", "must list exactly two runtimes: vllm then tgi")
+        raise SettingsError("inference_runtimes", f"must list exactly two runtimes: {ORDER_TEXT}")
     first, second = (_runtime(item, i, FRAMEWORK_ORDER[i]) for i, item in enumerate(value))
     if first.image.rpartition("@sha256:")[2] == second.image.rpartition("@sha256:")[2]:
         raise SettingsError(
-            "inference_runtimes[1].image", "must have a digest distinct from the vllm image's"
+            "inference_runtimes[1].image",
+            f"must have a digest distinct from the {FRAMEWORK_ORDER[0]} image's",
         )
     return first, second
 

@@ -82,11 +82,18 @@ TGI_EOS = '{"index":2,"token":{"id":2,"text":"</s>","logprob":0.0,"special":true
 
 
 @pytest.mark.parametrize(
-    ("data", "text"),
-    [(COMPLETION, " Hello"), (CHAT, " there"), (USAGE, ""), (TGI, " Hi"), (TGI_EOS, ""), ("[DONE]", None)],
+    ("data", "framework", "text"),
+    [
+        (COMPLETION, "vllm", " Hello"),
+        (CHAT, "vllm", " there"),
+        (USAGE, "sglang", ""),
+        (TGI, "tgi", " Hi"),
+        (TGI_EOS, "tgi", ""),
+        ("[DONE]", "vllm", None),
+    ],
 )
-def test_each_event_s_text(data: str, text: str | None) -> None:
-    assert event_text(data) == text
+def test_each_event_s_text(data: str, framework: str, text: str | None) -> None:
+    assert event_text(data, framework) == text
 
 
 @pytest.mark.parametrize(

@@ -47,11 +47,14 @@ parts, one concern each:
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
 
-A controller's status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read
-only: a `GET` list of `pods` in a namespace is answered (authorized as `list pods`, as RBAC checks
-it) from the `pod_source` hook, the local stack's kubelet (`gco.local.kubelet`), which reports one
-Pod per replica it runs with its container's status (ready, restartCount, `CrashLoopBackOff`, the
-last termination's exit code and signal); without the hook the list is empty.
+The API server's size and name limits are enforced on every write (`limits.py`). A pod registered with
+`register_pod` (the local proxy) is listed with the Pods of its namespace and answers `GET` through its
+proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of `pods/proxy`). A controller's
+status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read only: a `GET` list of
+`pods` in a namespace is answered (authorized as `list pods`, as RBAC checks it) from the `pod_source`
+hook, the local stack's kubelet (`gco.local.kubelet`), which reports one Pod per replica it runs with its
+container's status (ready, restartCount, `CrashLoopBackOff`, the last termination's exit code and signal);
+without the hook the list is empty.
 
 It does not model: watches, `POST` creates, `PUT` updates and subresources (authorized, then
 405), admission, defaulting or schema validation, writes to pods, ReplicaSets,
@@ -74,12 +77,14 @@ from typing import Any
 
 from gco.local.standin import server
 from gco.local.standin.faults import Fault, FaultQueue
+from gco.local.standin.labels import matches
 from gco.local.standin.server import Identity
 from gco.local.standin.status import Attributes
 from gco.local.standin.store import Key, ObjectStore, ReplicaSource
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
 from gco.reconcile.objects import ENDPOINT_LABEL, Kind
 
+PodServer = Callable[[int, str], tuple[int, str]]  # (port, path) -> (status, body) of a pod
 RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
 RUNNER_USER = "arn:aws:sts::000000000000:assumed-role/gco-runner-us-east-1/i-0123456789abcdef0"
 
@@ -136,6 +141,8 @@ class StandInKubeAPI:
         self.lists: Counter[tuple[str, str]] = Counter()
         # (namespace, label selector) -> the Pods there; set by the local stack's kubelet.
         self.pod_source: Callable[[str, str], list[dict[str, Any]]] | None = None
+        # Pods registered with what answers their proxy subresource (the local proxy's).
+        self._served_pods: dict[tuple[str, str], tuple[dict[str, Any], PodServer]] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -238,8 +245,25 @@ class StandInKubeAPI:
         return self.store.list(kind, namespace, label_selector)
 
     def pods(self, namespace: str, label_selector: str) -> builtins.list[dict[str, Any]]:
-        """The Pods in `namespace` matching `label_selector`, as the kubelet reports them."""
-        return self.pod_source(namespace, label_selector) if self.pod_source is not None else []
+        """The Pods in `namespace` matching `label_selector`: the kubelet's, and the registered ones."""
+        found = self.pod_source(namespace, label_selector) if self.pod_source is not None else []
+        with self._lock:
+            registered = [pod for (ns, _), (pod, _) in self._served_pods.items() if ns == namespace]
+        return found + [
+            pod for pod in registered if matches(pod["metadata"].get("labels") or {}, label_selector)
+        ]
+
+    def register_pod(self, pod: dict[str, Any], serve: PodServer) -> None:
+        """List `pod` in its namespace, and answer its proxy subresource with `serve(port, path)`."""
+        meta = pod["metadata"]
+        with self._lock:
+            self._served_pods[(meta["namespace"], meta["name"])] = (pod, serve)
+
+    def proxy_to_pod(self, namespace: str, name: str, port: int, path: str) -> tuple[int, str] | None:
+        """What a registered pod answers to `GET path` on `port`; None: no such pod."""
+        with self._lock:
+            found = self._served_pods.get((namespace, name))
+        return None if found is None else found[1](port, path)
 
     def apply_as(
         self, manager: str, obj: Mapping[str, Any], *, force: bool = True

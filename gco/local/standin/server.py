@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlparse
 
 from gco.local.listen import LISTEN_BACKLOG
 from gco.local.standin.faults import FaultQueue
+from gco.local.standin.limits import body_refusal
 from gco.local.standin.status import Attributes, create_forbidden, forbidden, not_found, not_served
 from gco.local.standin.status import status as _status
 from gco.local.standin.store import ObjectStore
@@ -54,11 +55,23 @@ class ServedAPI(Protocol):
 
     def pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
+    def proxy_to_pod(self, namespace: str, name: str, port: int, path: str) -> tuple[int, str] | None: ...
+
 
 PATH = re.compile(
     r"^/(?P<prefix>api/v1|apis/[^/]+/[^/]+)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)"
     r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
 )
+# A pod's proxy subresource: `pods/<name>[:<port>]/proxy[/<path>]` (any depth of path).
+POD_PROXY_PATH = re.compile(
+    r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<pod>[^/:]+)(?::(?P<port>\d+))?/proxy(?P<rest>/.*)?$"
+)
+
+
+class PodText(bytes):
+    """A pod's own answer relayed by the pod proxy (plain text, not the API server's JSON)."""
+
+
 _METHOD_VERBS = {"POST": "create", "GET": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -142,6 +155,9 @@ class Handler(BaseHTTPRequestHandler):
         api = self.server_api
         url = urlparse(self.path)
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        proxied = POD_PROXY_PATH.match(url.path)
+        if proxied is not None:
+            return self._pod_proxy(method, proxied, identity)
         match = PATH.match(url.path)
         if not match:
             return 404, not_served()
@@ -158,6 +174,9 @@ class Handler(BaseHTTPRequestHandler):
         )
         if not api.authorize(attributes, identity.grant):
             return 403, forbidden(attributes)
+        too_large = body_refusal(len(raw))
+        if too_large is not None:
+            return too_large
         if (prefix, match["plural"]) == ("api/v1", POD.plural) and method == "GET" and name is None:
             pods = api.pods(namespace or "", query.get("labelSelector", ""))
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods}
@@ -213,14 +232,40 @@ class Handler(BaseHTTPRequestHandler):
             refused=create_forbidden(creating),
         )
 
+    def _pod_proxy(
+        self, method: str, match: re.Match[str], identity: Identity
+    ) -> tuple[int, dict[str, Any] | bytes]:
+        """A request through a pod's proxy subresource, authorized as `<verb>` on `pods/proxy`; a GET is
+        relayed to what the pod registered (`StandInKubeAPI.register_pod`), anything else is 405."""
+        api = self.server_api
+        attributes = Attributes(
+            user=identity.user,
+            verb=_METHOD_VERBS.get(method, method.lower()),
+            group="",
+            resource=POD.plural,
+            namespace=match["ns"],
+            name=match["pod"],
+            subresource="proxy",
+        )
+        if not api.authorize(attributes, identity.grant):
+            return 403, forbidden(attributes)
+        if method != "GET":
+            return 405, _status(405, f"the stand-in does not serve {attributes.verb} of pods/proxy")
+        answer = api.proxy_to_pod(match["ns"], match["pod"], int(match["port"] or 0), match["rest"] or "/")
+        if answer is None:
+            return 404, not_found("", POD.plural, match["pod"])
+        code, text = answer
+        return code, PodText(text.encode())
+
     def _send(
         self, code: int, body: Mapping[str, Any] | bytes, headers: Mapping[str, str] | None = None
     ) -> None:
         """Answer `body` as JSON (bytes are JSON already)."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        kind = "text/plain" if isinstance(body, PodText) else "application/json"
         try:
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gco.local.standin.labels import LabelIndex, matches
+from gco.local.standin.limits import object_refusal
 from gco.local.standin.secrets import stored_secret
 from gco.local.standin.status import not_found, status
 from gco.reconcile.objects import KINDS, NAMESPACE, SECRET, SYSTEM_KINDS, Kind
@@ -304,6 +305,9 @@ class ObjectStore:
             checked = stored_secret(config)
             if isinstance(checked, str):
                 return 422, status(422, checked)
+        refused_size = object_refusal(kind, config)
+        if refused_size is not None:
+            return refused_size
         if kind.namespaced:
             config["metadata"]["namespace"] = namespace
         else:

@@ -53,7 +53,6 @@ def test_canary_split_promote_and_rollback(store: EndpointStore, clusters: Local
     eventually(lambda: running(store, "smol", EAST, 1), "smol running")
     canary.set_canary(store, "smol", CANARY_IMAGE, WEIGHT)
     eventually(lambda: canary_ready(store, clusters), "the canary serves")
-    eventually(lambda: "smol--canary" in split(clusters, "smol", 10), "the proxy loaded the canary route")
 
     seen = split(clusters, "smol", REQUESTS)
     mean = REQUESTS * WEIGHT / 100

@@ -12,11 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
+from gco import engines
 from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.local.cluster import LocalClusters
 from gco.local.demo import explain_failure
-from gco.local.engines import FAKE_ENGINE, FRAMEWORKS, EngineTable
+from gco.local.engines import FAKE_ENGINE, EngineTable
 from gco.local.kubelet import RestartPolicy
 from gco.local.motoserver import MotoServer
 from tests.conftest import TABLE
@@ -30,7 +31,7 @@ SEGV_EXIT = "server exited 139 (SIGSEGV)"  # the container `server`; 128 + 11, a
 
 def crashing(*flags: str) -> EngineTable:
     argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
-    return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in FRAMEWORKS})
+    return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in engines.names()})
 
 
 @pytest.fixture
@@ -50,6 +51,10 @@ def stack(
     ) as clusters:
         clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.3)
         yield clusters
+
+
+def backing_off(store: EndpointStore, name: str) -> bool:
+    return "CrashLoopBackOff" in str(status_of(store, name).get("reason") or "")
 
 
 def status_of(store: EndpointStore, name: str) -> dict[str, Any]:
@@ -109,6 +114,11 @@ def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
     assert "timed out after 6 s waiting for boom ready" in err.splitlines()[-1]
     assert SEGV_EXIT in err.splitlines()[-1] and "restarts" in err.splitlines()[-1]
     eventually(lambda: (status_of(store, "boom").get("restarts") or 0) >= 2, "two restarts")
+    # The Pod shows CrashLoopBackOff while the kubelet waits to restart the engine, not in the moment
+    # between a restart and the next crash: read the status at the start of a wait, which lasts the
+    # back-off (2 s), not wherever the waits above happened to end.
+    eventually(lambda: not backing_off(store, "boom"), "a restart", 10)
+    eventually(lambda: backing_off(store, "boom"), "the back-off after it", 10)
     assert main(["inference", "status", "boom", *flags]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith(EAST))

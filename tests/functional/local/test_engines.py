@@ -13,6 +13,9 @@ import httpx
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, operations
 from gco.local.cluster import LocalClusters
+from gco.local.nginx import NginxProxy
+from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
+from gco.reconcile.render_proxy import PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
@@ -48,22 +51,19 @@ def invoke(
         return http.post(f"{clusters.invoke_urls()[region]}/{name}{path}", json=body)
 
 
-def routed(clusters: LocalClusters, region: str) -> httpx.Response | None:
-    """A completion from smol through the Region's proxy, or None while the proxy has no route for it."""
-    answer = invoke(
+def completion(clusters: LocalClusters, region: str) -> httpx.Response:
+    """A completion from smol through the Region's proxy."""
+    return invoke(
         clusters, region, "smol", "/v1/completions", {"model": MODEL, "prompt": "hi", "max_tokens": 3}
     )
-    return None if answer.status_code == 404 else answer
 
 
 def test_deploy_invoke_scale_stop_start_replace_delete(store: EndpointStore, clusters: LocalClusters) -> None:
     store.create("smol", SPEC, [EAST, WEST])
     for region in (EAST, WEST):
         eventually(functools.partial(running, store, "smol", region, 1), f"smol running in {region}")
-        # Running says the Region's replicas are ready; the proxy serves the route once it has
-        # loaded the route table the reconciler wrote (nginx's reload here, the proxy's rollout in
-        # EKS), which on a loaded machine can come after the status write.
-        answer = eventually(functools.partial(routed, clusters, region), f"smol routed in {region}")
+        # Running means a request through the Region's proxy reaches a ready replica: no retry.
+        answer = completion(clusters, region)
         assert answer.status_code == 200, answer.text
         assert answer.json()["model"] == MODEL
         assert answer.json()["choices"][0]["text"]
@@ -126,12 +126,29 @@ def test_tgi_engine_answers_its_protocol(store: EndpointStore, clusters: LocalCl
     store.create("tgi", {**SPEC, "framework": "tgi", "port": 8080}, [EAST])
     eventually(lambda: running(store, "tgi", EAST, 1), "tgi running")
     body = {"inputs": "hello", "parameters": {"do_sample": False, "max_new_tokens": 4}}
-
-    def routed_tgi() -> httpx.Response | None:  # the proxy's reload can follow `running` (see above)
-        answer = invoke(clusters, EAST, "tgi", "/generate", body)
-        return None if answer.status_code == 404 else answer
-
-    answer = eventually(routed_tgi, "tgi routed")
+    answer = invoke(clusters, EAST, "tgi", "/generate", body)
     assert answer.status_code == 200 and answer.json()["generated_text"]
     info = client(clusters).get(f"{clusters.invoke_urls()[EAST]}/tgi/info").json()
     assert (info["model_id"], info["model_sha"]) == (MODEL, REVISION)
+
+
+def test_a_route_change_reloads_nginx_in_place_and_leaves_the_proxy_deployment_alone(
+    store: EndpointStore, clusters: LocalClusters
+) -> None:
+    """The proxy picks routes up without a restart or a rollout: the same nginx master serves every
+    new route right after `running`, and the proxy's Deployment is never written for a route."""
+    proxy = clusters.proxies[EAST]
+    assert isinstance(proxy, NginxProxy)  # the set-up installs nginx, and auto picks it
+    api = clusters.reconcilers.regions[EAST].api
+    before = api.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT)
+    assert before is not None
+    masters = set()
+    for name in ("first", "second"):
+        store.create(name, SPEC, [EAST])
+        eventually(functools.partial(running, store, name, EAST, 1), f"{name} running")
+        body = {"model": MODEL, "prompt": "hi", "max_tokens": 3}
+        assert invoke(clusters, EAST, name, "/v1/completions", body).status_code == 200
+        masters.add(proxy.pid())
+    assert len(masters) == 1 and None not in masters  # one nginx master throughout: reloaded, not restarted
+    after = api.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT)
+    assert after is not None and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

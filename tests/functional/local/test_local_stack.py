@@ -10,7 +10,6 @@ import signal
 import socket
 from functools import partial
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import pytest
@@ -49,18 +48,6 @@ def reported(state_dir: Path, region: str) -> list[int]:
     """The engine and nginx groups a Region's process reported."""
     path = children_path(state_dir, region)
     return [int(pgid) for pgid in path.read_text().split()] if path.exists() else []
-
-
-def routed(gco: Gco, name: str) -> dict[str, Any] | None:
-    """`invoke -o json` of `name`'s answer, or None while the Region's proxy answers 404 (no route yet)."""
-    capture = gco.capsys
-    capture.readouterr()
-    status = main(["inference", "invoke", name, "-o", "json"])
-    out = capture.readouterr().out
-    if status != 0 and '"status": 404' in out:
-        return None
-    assert status == 0, out
-    return json.loads(out)  # type: ignore[no-any-return]
 
 
 def port_free(url: str) -> bool:
@@ -147,9 +134,7 @@ def test_a_single_region_that_is_not_the_default_finds_its_own_table(
         assert json.loads(gco("inference", "list", "-o", "json")) == []
         deploy = ["inference", "deploy", "solo", "--image", IMAGE, "--model-id", MODEL, "--region", region]
         gco(*deploy, "--wait", "--timeout", "60")
-        # `running` says the replicas are ready; nginx serves the route once it reloaded the table the
-        # reconciler wrote, which on a loaded machine can come a moment later (a 404 until then).
-        answer = eventually(lambda: routed(gco, "solo"), "solo routed")
+        answer = json.loads(gco("inference", "invoke", "solo", "-o", "json"))
         assert (answer["region"], answer["status"], answer["body"]["model"]) == (region, 200, MODEL)
         gco("inference", "delete", "solo", "--wait", "--timeout", "60")
         settings_file = tmp_path / "settings.json"

@@ -81,12 +81,19 @@ class Caller(threading.Thread):
             body = {**body, "parameters": {**body["parameters"], "max_new_tokens": TOKENS}}
         self.url = f"{clusters.invoke_urls()[EAST]}/{name}{path}"
         self.body = body
+        self.framework = EndpointSpec.model_validate(spec).framework
         self.pieces: queue.Queue[str] = queue.Queue()
         self.result: InvokeResult | None = None
 
     def run(self) -> None:
         self.result = send_stream(
-            EAST, self.url, self.body, signed=False, on_text=self.pieces.put, timeout=60
+            EAST,
+            self.url,
+            self.body,
+            signed=False,
+            on_text=self.pieces.put,
+            framework=self.framework,
+            timeout=60,
         )
 
 

@@ -22,6 +22,7 @@ from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
+from gco.reconcile.route_shards import SHARD_PREFIX, SHARDS, TABLE_JSON, shard_key, shard_name
 from gco.reconcile.settings import RenderSettings
 from gco.reconcile.sweep import sweep
 from gco.validation import checks
@@ -32,7 +33,8 @@ FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 PROXY = {
     ("Namespace", "", "gco-inference"),
     ("Namespace", "", "gco-system"),
-    ("ConfigMap", "gco-system", "inference-proxy-routes"),
+    ("ConfigMap", "gco-system", "inference-proxy-conf"),
+    *(("ConfigMap", "gco-system", shard_name(shard)) for shard in range(SHARDS)),
     ("Deployment", "gco-system", "inference-proxy"),
     ("Service", "gco-system", "inference-proxy"),
     ("HorizontalPodAutoscaler", "gco-system", "inference-proxy-hpa"),
@@ -55,9 +57,13 @@ def keys(api: StandInKubeAPI) -> set[tuple[str, str, str]]:
 
 
 def routes(api: StandInKubeAPI) -> list[dict[str, Any]]:
-    config = next(o for o in api.objects() if o["kind"] == "ConfigMap")
-    routes_json: list[dict[str, Any]] = json.loads(config["data"]["routes.json"])["routes"]
-    return routes_json
+    """Every route the shards hold."""
+    found: list[dict[str, Any]] = []
+    for obj in api.objects():
+        if obj["metadata"]["name"].startswith(SHARD_PREFIX):
+            number = int(obj["metadata"]["name"].removeprefix(SHARD_PREFIX))
+            found += json.loads(obj["data"][shard_key(number, TABLE_JSON)])["routes"]
+    return found
 
 
 def test_a_cluster_wide_list_is_refused_as_the_api_server_refuses_it(api: StandInKubeAPI) -> None:
@@ -128,7 +134,7 @@ def test_a_reconciler_without_create_cannot_start_a_region(store: EndpointStore)
     """The Roles as they were before `create`: in a new cluster the proxy's first object is refused,
     so the proxy never exists (in EKS: an empty target group, every invoke a 503)."""
     with StandInKubeAPI(grant=NO_CREATE) as api:
-        with pytest.raises(ClusterAuthError, match=r'configmaps "inference-proxy-routes" is forbidden: $'):
+        with pytest.raises(ClusterAuthError, match=r'configmaps "inference-proxy-conf" is forbidden: $'):
             build(api, store).ensure_system()
         assert {k for k in keys(api) if k[0] != "Namespace"} == set()
         assert [(a.verb, a.namespace) for a in api.forbidden] == [("create", "gco-system")]
@@ -240,10 +246,11 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
     assert set(reconciler.ensure_system().applied) == {
         "Namespace /gco-inference",
         "Namespace /gco-system",
-        "ConfigMap gco-system/inference-proxy-routes",
+        "ConfigMap gco-system/inference-proxy-conf",
         "Deployment gco-system/inference-proxy",
         "Service gco-system/inference-proxy",
         "HorizontalPodAutoscaler gco-system/inference-proxy-hpa",
+        *(shard_name(shard) for shard in range(SHARDS)),  # every shard, empty
     }
     assert keys(api) >= PROXY
     writes = api.writes()
@@ -264,20 +271,21 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
     assert routes(api) == []
 
 
-def test_a_route_refresh_reads_the_routes_and_only_what_they_are_rendered_into(
+def test_a_route_refresh_reads_the_routes_and_the_shards_and_nothing_of_the_proxy(
     api: StandInKubeAPI, store: EndpointStore
 ) -> None:
-    """A refresh whose changes are not known (no `RouteChanges`) rebuilds the table: one list of the
-    routes, then the proxy's ConfigMap and Deployment (its configuration digest); the namespaces,
-    Service and autoscaler are left to the start and the sweep. (After a batch, the batch's own
-    changes are merged without the list: `test_route_refresh.py`.)"""
+    """A refresh whose changes are not known (no `RouteChanges`) rebuilds the shards: one list of the
+    routes and one of the shards; the proxy's own objects do not depend on the routes and are left
+    to the start and the sweep. (After a batch, the batch's own changes are merged without the
+    lists: `test_route_refresh.py`.)"""
     reconciler = build(api, store)
     reconciler.ensure_system()
-    reads = api.requests["GET"]
+    reads, writes = api.requests["GET"], api.writes()
     reconciler.refresh_routes()
-    assert api.requests["GET"] - reads == 3
+    assert (api.requests["GET"] - reads, api.writes() - writes) == (2, 0)
     assert reconciler.ensure_system().applied == []
-    assert api.requests["GET"] - reads == 3 + 1 + 2 + 4  # the full check: namespaces and every proxy object
+    # the full check: namespaces and every proxy object (2 + 4), then the routes and the shards
+    assert api.requests["GET"] - reads == 2 + 2 + 4 + 2
 
 
 def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> None:

@@ -18,18 +18,36 @@ from gco.local.standin import Fault, StandInKubeAPI
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.errors import ClusterUnavailableError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef
-from gco.reconcile.reconciler import ROUTE_REFRESH_MAX_DELAY, Reconciler
-from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON
+from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef, selector
+from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.route_keeper import MERGE_ATTEMPTS, ROUTE_REFRESH_MAX_DELAY, RouteKeeper
+from gco.reconcile.route_shards import (
+    SHARD_PREFIX,
+    TABLE_JSON,
+    merged,
+    shard_key,
+    shard_labels,
+    shard_name,
+    shard_of,
+    shard_table,
+)
 from gco.reconcile.routes import route_table
-from gco.reconcile.settings import DEFAULT_SETTINGS
-from gco.reconcile.system import MERGE_ATTEMPTS, refresh_route_table
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 ROUTE_LIST = "gco.dev/role=route"  # what the route list's label selector contains
+
+
+def _same_shard(count: int) -> list[str]:
+    """Endpoint names, sorted, whose routes live in one shard (so their writers meet there)."""
+    home = shard_of("r000")
+    return [name for name in (f"r{n:03d}" for n in range(1000)) if shard_of(name) == home][:count]
+
+
+A, B, C, D, E = _same_shard(5)
+SHARD = shard_name(shard_of(A))
 
 
 class HookedCluster(KubeCluster):
@@ -86,11 +104,21 @@ def build(
 
 
 def served(api: StandInKubeAPI) -> list[dict[str, Any]]:
-    """The route table the proxy's ConfigMap holds."""
-    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    """The routes the shards hold, as one table."""
+    tables = []
+    for obj in api.list(CONFIG_MAP, SYSTEM_NAMESPACE, selector(shard_labels()))[0]:
+        number = int(obj["metadata"]["name"].removeprefix(SHARD_PREFIX))
+        table = shard_table(number, obj["data"])
+        assert table is not None
+        tables.append(table)
+    return [route.model_dump(mode="json") for route in merged(tables).routes]
+
+
+def shard_config(api: StandInKubeAPI) -> dict[str, Any]:
+    """The ConfigMap of the shard every endpoint of these tests lives in."""
+    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, SHARD)
     assert config is not None
-    table: list[dict[str, Any]] = json.loads(config["data"][ROUTES_JSON])["routes"]
-    return table
+    return config
 
 
 def rebuilt(api: StandInKubeAPI) -> list[dict[str, Any]]:
@@ -122,52 +150,51 @@ def test_batches_of_creates_updates_and_deletes_keep_the_table_a_full_rebuild_wo
 ) -> None:
     reconciler, _ = build()
     lists = route_lists(api)
-    for name in "abcd":
-        store.create(name, canary(10) if name == "b" else SPEC, [EAST])
-    reconciler.reconcile_many(list("abcd"), wait=0.0, concurrency=4)
+    for name in [A, B, C, D]:
+        store.create(name, canary(10) if name == B else SPEC, [EAST])
+    reconciler.reconcile_many(list([A, B, C, D]), wait=0.0, concurrency=4)
     assert served(api) == rebuilt(api) and len(served(api)) == 4
-    store.update_spec("b", canary(60), current(store, "b").lifecycle_id or "")  # a canary weight change
-    store.update_desired_state("c", "deleted", expected_lifecycle_id=current(store, "c").lifecycle_id)
-    d = current(store, "d")
+    store.update_spec(B, canary(60), current(store, B).lifecycle_id or "")  # a canary weight change
+    store.update_desired_state(C, "deleted", expected_lifecycle_id=current(store, C).lifecycle_id)
+    d = current(store, D)
     moved = store.update_target_regions(
-        "d",
+        D,
         [WEST],
         [EAST],
         expected_lifecycle_id=d.lifecycle_id or "",
         expected_updated_at=d.updated_at or "",
     )  # the Region is no longer a target: its objects go
     assert moved is not None
-    store.create("e", canary(30), [EAST])
-    reconciler.reconcile_many(["b", "c", "d", "e"], wait=0.0, concurrency=4)
-    assert weights(api) == {"a": 0, "b": 60, "e": 30}
+    store.create(E, canary(30), [EAST])
+    reconciler.reconcile_many([B, C, D, E], wait=0.0, concurrency=4)
+    assert weights(api) == {A: 0, B: 60, E: 30}
     assert served(api) == rebuilt(api)
-    store.update_desired_state("a", "deleted", expected_lifecycle_id=current(store, "a").lifecycle_id)
-    reconciler.reconcile_many(["a"], wait=0.0)
-    assert weights(api) == {"b": 60, "e": 30}
+    store.update_desired_state(A, "deleted", expected_lifecycle_id=current(store, A).lifecycle_id)
+    reconciler.reconcile_many([A], wait=0.0)
+    assert weights(api) == {B: 60, E: 30}
     assert served(api) == rebuilt(api)
     assert route_lists(api) == lists  # no batch listed the routes
     assert reconciler.ensure_system().applied == []  # the full rebuild finds nothing to change
 
 
-def test_a_refresh_after_a_batch_reads_one_object_per_dependent_and_lists_no_route(
+def test_a_refresh_after_a_batch_reads_and_writes_only_the_shard_it_touches_and_lists_no_route(
     api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
 ) -> None:
     reconciler, cluster = build()
-    for name in ("a", "b"):
+    for name in (A, B):
         store.create(name, SPEC, [EAST])
     lists, reads, writes = sum(api.lists.values()), api.requests["GET"], api.writes()
-    refresh_route_table(cluster, DEFAULT_SETTINGS, reconciler.grant, RouteChanges())
-    # nothing changed and nothing known: read the ConfigMap and the Deployment, write nothing
-    assert (sum(api.lists.values()), api.requests["GET"] - reads, api.writes()) == (lists, 2, writes)
-    reconciler.reconcile_many(["a", "b"], wait=0.0)
-    store.create("c", SPEC, [EAST])
-    lists, reads = sum(api.lists.values()), api.requests["GET"]
-    reconciler.refresh_routes(RouteChanges())  # the ConfigMap is as this process wrote it: not read
-    assert (sum(api.lists.values()), api.requests["GET"] - reads) == (lists, 1)  # the Deployment
-    routes = route_lists(api)
-    reconciler.reconcile_many(["c"], wait=0.0)
+    RouteKeeper(cluster).refresh(RouteChanges())  # nothing changed: nothing read or written
+    assert (sum(api.lists.values()), api.requests["GET"] - reads, api.writes()) == (lists, 0, writes)
+    reconciler.reconcile_many([A, B], wait=0.0)
+    store.create(C, SPEC, [EAST])
+    routes, reads, patches = route_lists(api), api.requests["GET"], api.requests["PATCH"]
+    reconciler.reconcile_many([C], wait=0.0)
     assert route_lists(api) == routes
-    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+    # c's endpoint objects, then its one shard (known to this process: not read), nothing else
+    shard_writes = api.requests["PATCH"] - patches - len(api.endpoint_objects()) // 3
+    assert shard_writes == 1
+    assert [route["endpoint"] for route in served(api)] == [A, B, C]
 
 
 def test_a_known_configmap_another_writer_changed_is_refused_then_read_and_merged(
@@ -177,10 +204,10 @@ def test_a_known_configmap_another_writer_changed_is_refused_then_read_and_merge
     apply is refused (409), and the first reads the ConfigMap and merges into it: no route lost."""
     first, first_cluster = build()
     second, _ = build()
-    for name in ("a", "b", "c"):
+    for name in (A, B, C):
         store.create(name, SPEC, [EAST])
-    first.reconcile_many(["a"], wait=0.0)  # the first now knows the ConfigMap's version
-    second.reconcile_many(["b"], wait=0.0)  # ... which this write makes stale
+    first.reconcile_many([A], wait=0.0)  # the first now knows the ConfigMap's version
+    second.reconcile_many([B], wait=0.0)  # ... which this write makes stale
     lists, patches = route_lists(api), api.requests["PATCH"]
     api_gets: list[str] = []
     original_get = first_cluster.get
@@ -190,11 +217,11 @@ def test_a_known_configmap_another_writer_changed_is_refused_then_read_and_merge
         return original_get(kind, namespace, name)
 
     first_cluster.get = counted_get  # type: ignore[method-assign]
-    first.reconcile_many(["c"], wait=0.0)
-    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+    first.reconcile_many([C], wait=0.0)
+    assert [route["endpoint"] for route in served(api)] == [A, B, C]
     assert served(api) == rebuilt(api)
     assert route_lists(api) == lists
-    assert api_gets.count(f"ConfigMap/{PROXY_CONFIG}") == 1  # read only after the refusal
+    assert api_gets.count(f"ConfigMap/{SHARD}") == 1  # read only after the refusal
     assert api.requests["PATCH"] - patches >= 3  # c's objects, the refused apply, the merged one
 
 
@@ -205,17 +232,15 @@ def test_a_configmap_deleted_since_this_process_wrote_it_is_rebuilt_from_the_rou
     deleted ConfigMap would bring back whatever that table missed, so the table is rebuilt instead."""
     first, first_cluster = build()
     second, _ = build()
-    for name in ("a", "b", "c"):
+    for name in (A, B, C):
         store.create(name, SPEC, [EAST])
-    first.reconcile_many(["a"], wait=0.0)
-    second.reconcile_many(["b"], wait=0.0)  # the first's known table lacks b
-    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
-    assert config is not None
-    first_cluster.delete([ObjectRef.of(config)])
+    first.reconcile_many([A], wait=0.0)
+    second.reconcile_many([B], wait=0.0)  # the first's known table lacks b
+    first_cluster.delete([ObjectRef.of(shard_config(api))])
     lists = route_lists(api)
-    first.reconcile_many(["c"], wait=0.0)
+    first.reconcile_many([C], wait=0.0)
     assert route_lists(api) == lists + 1
-    assert [route["endpoint"] for route in served(api)] == ["a", "b", "c"]
+    assert [route["endpoint"] for route in served(api)] == [A, B, C]
     assert served(api) == rebuilt(api)
 
 
@@ -226,19 +251,19 @@ def test_a_refresh_that_lost_the_race_reads_again_and_loses_no_route(
     read and its apply, so the first's stale resourceVersion is refused (409) and it merges again."""
     first, first_cluster = build()
     second, _ = build()
-    for name in ("a", "b"):
+    for name in (A, B):
         store.create(name, SPEC, [EAST])
     between: list[list[dict[str, Any]]] = []
 
     def second_refreshes() -> None:
-        second.reconcile_many(["b"], wait=0.0)
+        second.reconcile_many([B], wait=0.0)
         between.append(served(api))
 
     first_cluster.before_conditional_apply = second_refreshes
     lists = route_lists(api)
-    first.reconcile_many(["a"], wait=0.0)
-    assert [[route["endpoint"] for route in table] for table in between] == [["b"]]
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    first.reconcile_many([A], wait=0.0)
+    assert [[route["endpoint"] for route in table] for table in between] == [[B]]
+    assert [route["endpoint"] for route in served(api)] == [A, B]
     assert served(api) == rebuilt(api)
     assert route_lists(api) == lists  # settled by merging again, not by listing
 
@@ -247,17 +272,17 @@ def test_conflicts_past_the_bound_rebuild_from_the_listed_routes(
     api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
 ) -> None:
     reconciler, cluster = build()
-    store.create("a", SPEC, [EAST])
-    reconciler.reconcile_many(["a"], wait=0.0)
-    store.create("b", SPEC, [EAST])
-    reconciler.reconcile_many(["b"], wait=0.0)
+    store.create(A, SPEC, [EAST])
+    reconciler.reconcile_many([A], wait=0.0)
+    store.create(B, SPEC, [EAST])
+    reconciler.reconcile_many([B], wait=0.0)
     changes = RouteChanges()
-    changes.put("a", None)  # says a's route is gone, while its Ingress is still there
+    changes.put(A, None)  # says a's route is gone, while its Ingress is still there
     api.inject(Fault(status=409, method="PATCH", times=MERGE_ATTEMPTS))
     lists = route_lists(api)
-    report = refresh_route_table(cluster, DEFAULT_SETTINGS, reconciler.grant, changes)
+    RouteKeeper(cluster).refresh(changes)
     assert route_lists(api) == lists + 1
-    assert [route.endpoint for route in report.routes.routes] == ["a", "b"]  # what the routes say
+    assert [route["endpoint"] for route in served(api)] == [A, B]  # what the routes say
     assert served(api) == rebuilt(api)
 
 
@@ -265,20 +290,20 @@ def test_a_conflict_is_merged_again_without_a_list(
     api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
 ) -> None:
     reconciler, _ = build()
-    store.create("a", SPEC, [EAST])
+    store.create(A, SPEC, [EAST])
     lists = route_lists(api)
-    reconciler.reconcile_many(["a"], wait=0.0)  # applies the endpoint's objects: the fault waits
-    store.create("b", SPEC, [EAST])
-    reconciler.reconcile_many(["b"], wait=0.0)
+    reconciler.reconcile_many([A], wait=0.0)  # applies the endpoint's objects: the fault waits
+    store.create(B, SPEC, [EAST])
+    reconciler.reconcile_many([B], wait=0.0)
     assert route_lists(api) == lists
     patches = api.requests["PATCH"]
     api.inject(Fault(status=409, method="PATCH"))
     changes = RouteChanges()
-    changes.put("a", None)
-    refresh_route_table(reconciler.cluster, DEFAULT_SETTINGS, reconciler.grant, changes)
-    assert api.requests["PATCH"] - patches == 3  # refused once, applied, then the Deployment's digest
+    changes.put(A, None)
+    RouteKeeper(reconciler.cluster).refresh(changes)
+    assert api.requests["PATCH"] - patches == 2  # refused once, then applied: no rollout of the proxy
     assert route_lists(api) == lists
-    assert [route["endpoint"] for route in served(api)] == ["b"]
+    assert [route["endpoint"] for route in served(api)] == [B]
 
 
 @pytest.mark.parametrize("damage", ["deleted", "not-json", "not-a-table"])
@@ -289,20 +314,20 @@ def test_a_missing_or_unreadable_configmap_is_rebuilt_from_the_listed_routes(
     damage: str,
 ) -> None:
     reconciler, cluster = build()
-    store.create("a", SPEC, [EAST])
-    reconciler.reconcile_many(["a"], wait=0.0)
-    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
-    assert config is not None
+    store.create(A, SPEC, [EAST])
+    reconciler.reconcile_many([A], wait=0.0)
+    config = shard_config(api)
     if damage == "deleted":
         cluster.delete([ObjectRef.of(config)])
     else:
         text = "{" if damage == "not-json" else json.dumps({"routes": [{"path": "/inference/a"}]})
-        api.apply_as("kubectl", {**config, "data": {ROUTES_JSON: text}})
-    store.create("b", SPEC, [EAST])
+        number = shard_of(A)
+        api.apply_as("kubectl", {**config, "data": {shard_key(number, TABLE_JSON): text}})
+    store.create(B, SPEC, [EAST])
     lists = route_lists(api)
-    reconciler.reconcile_many(["b"], wait=0.0)
+    reconciler.reconcile_many([B], wait=0.0)
     assert route_lists(api) == lists + 1
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert [route["endpoint"] for route in served(api)] == [A, B]
     assert served(api) == rebuilt(api)
 
 
@@ -312,19 +337,19 @@ def test_a_batch_during_a_refresh_is_merged_by_the_running_refresh(
     """A batch of the same execution environment whose refresh finds one running leaves its
     changes to it: the running refresh merges them before it lets go, with no list."""
     reconciler, cluster = build()
-    for name in ("a", "b"):
+    for name in (A, B):
         store.create(name, SPEC, [EAST])
     returned: list[list[dict[str, Any]]] = []
 
     def batch_meanwhile() -> None:
-        reconciler.reconcile_many(["b"], wait=0.0)
+        reconciler.reconcile_many([B], wait=0.0)
         returned.append(served(api))
 
     cluster.before_conditional_apply = batch_meanwhile
     lists = route_lists(api)
-    reconciler.reconcile_many(["a"], wait=0.0)
+    reconciler.reconcile_many([A], wait=0.0)
     assert returned == [[]]  # the inner batch returned before any refresh wrote its route
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert [route["endpoint"] for route in served(api)] == [A, B]
     assert route_lists(api) == lists
 
 
@@ -332,19 +357,23 @@ def test_changes_of_a_failed_refresh_are_kept_for_the_next_batch(
     api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
 ) -> None:
     reconciler, cluster = build()
-    store.create("a", SPEC, [EAST])
-    cluster.failing_config_reads = 1
+    store.create(A, SPEC, [EAST])
+
+    def unavailable() -> None:
+        raise ClusterUnavailableError("apply ConfigMap: injected")
+
+    cluster.before_conditional_apply = unavailable  # the shard's write fails
     with pytest.raises(ClusterUnavailableError):
-        reconciler.reconcile_many(["a"], wait=0.0)  # the endpoint is applied, its refresh fails
+        reconciler.reconcile_many([A], wait=0.0)  # the endpoint is applied, its refresh fails
     assert served(api) == []
-    store.create("b", SPEC, [EAST])
-    store.create("c", SPEC, [EAST])
-    reconciler.reconcile_many(["b"], wait=0.0)
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
-    reconciler.reconcile_many(["a"], wait=0.0)  # nothing left to apply, nor to refresh
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    store.create(B, SPEC, [EAST])
+    store.create(C, SPEC, [EAST])
+    reconciler.reconcile_many([B], wait=0.0)
+    assert [route["endpoint"] for route in served(api)] == [A, B]
+    reconciler.reconcile_many([A], wait=0.0)  # nothing left to apply, nor to refresh
+    assert [route["endpoint"] for route in served(api)] == [A, B]
     lists = route_lists(api)
-    reconciler.reconcile_many(["c"], wait=0.0)
+    reconciler.reconcile_many([C], wait=0.0)
     assert served(api) == rebuilt(api) and route_lists(api) == lists
 
 
@@ -369,10 +398,10 @@ class GatedCluster(HookedCluster):
 def gated(
     api: StandInKubeAPI, store: EndpointStore, clock: Callable[[], float]
 ) -> tuple[Reconciler, GatedCluster]:
-    cluster = GatedCluster(api, held="b")
+    cluster = GatedCluster(api, held=B)
     reconciler = Reconciler(store, cluster, EAST, wait=0.0, clock=clock)
     reconciler.ensure_system()
-    for name in ("a", "b"):
+    for name in (A, B):
         store.create(name, SPEC, [EAST])
     return reconciler, cluster
 
@@ -383,14 +412,14 @@ def test_concurrent_batches_share_one_refresh_made_by_the_last_to_end(
     """A batch that ends while another of its execution environment runs leaves its route to the
     last one: one refresh writes both routes, and no change is left waiting."""
     reconciler, cluster = gated(api, store, clock=lambda: 0.0)
-    running = threading.Thread(target=reconciler.reconcile_many, args=(["b"],), kwargs={"wait": 0.0})
+    running = threading.Thread(target=reconciler.reconcile_many, args=([B],), kwargs={"wait": 0.0})
     running.start()
     assert cluster.entered.wait(30)
-    reconciler.reconcile_many(["a"], wait=0.0)
+    reconciler.reconcile_many([A], wait=0.0)
     assert served(api) == [] and cluster.refreshes == 0  # left to the batch still running
     cluster.release.set()
     running.join(timeout=30)
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"]
+    assert [route["endpoint"] for route in served(api)] == [A, B]
     assert cluster.refreshes == 1
     assert served(api) == rebuilt(api)
     cluster.close()
@@ -403,15 +432,15 @@ def test_a_change_that_waited_the_longest_delay_is_refreshed_by_its_own_batch(
     ROUTE_REFRESH_MAX_DELAY ago is refreshed by the batch that ends, another still running."""
     now = [0.0]
     reconciler, cluster = gated(api, store, clock=lambda: now[0])
-    running = threading.Thread(target=reconciler.reconcile_many, args=(["b"],), kwargs={"wait": 0.0})
+    running = threading.Thread(target=reconciler.reconcile_many, args=([B],), kwargs={"wait": 0.0})
     running.start()
     assert cluster.entered.wait(30)
-    reconciler.reconcile_many(["a"], wait=0.0)
+    reconciler.reconcile_many([A], wait=0.0)
     assert served(api) == []  # a's route waits for b's batch
     now[0] = ROUTE_REFRESH_MAX_DELAY
-    reconciler.reconcile_many(["a"], wait=0.0)  # nothing to apply; the waiting change is old enough
-    assert [route["endpoint"] for route in served(api)] == ["a"] and cluster.refreshes == 1
+    reconciler.reconcile_many([A], wait=0.0)  # nothing to apply; the waiting change is old enough
+    assert [route["endpoint"] for route in served(api)] == [A] and cluster.refreshes == 1
     cluster.release.set()
     running.join(timeout=30)
-    assert [route["endpoint"] for route in served(api)] == ["a", "b"] and cluster.refreshes == 2
+    assert [route["endpoint"] for route in served(api)] == [A, B] and cluster.refreshes == 2
     cluster.close()

@@ -4,7 +4,6 @@ without holding back the others, nothing is applied twice, and a sweep afterward
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from typing import Any
@@ -14,6 +13,7 @@ from gco.endpoints import EndpointStore
 from gco.local.motoserver import MotoServer
 from gco.local.poller import StreamPoller
 from gco.local.reconcilers import LocalReconcilers
+from gco.local.router import ShardReader
 from gco.reconcile.objects import ObjectRef
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
@@ -119,8 +119,7 @@ def test_many_endpoints_at_once_converge_with_no_duplicate_apply_and_an_idle_swe
             endpoint_keys = {repr(ObjectRef.of(obj).key) for obj in stack.api.endpoint_objects()}
             assert endpoint_keys  # every endpoint object was applied exactly once
             assert {key: applied[region][key] for key in endpoint_keys} == dict.fromkeys(endpoint_keys, 1)
-            config = next(o for o in stack.api.objects() if o["kind"] == "ConfigMap")
-            paths = sorted(route["path"] for route in json.loads(config["data"]["routes.json"])["routes"])
+            paths = sorted(route.path for route in ShardReader(stack.api).table().routes)
             assert paths == sorted(f"/inference/{name}" for name in ENDPOINTS)  # no route lost
         assert failures["left"] == 0 and east.poller.dead_letters == []
         before = {record.endpoint_name: record.updated_at for record in store.list()}

@@ -9,7 +9,8 @@ import pytest
 
 from gco.bench.analysis.enginelog import parse_log
 from gco.bench.analysis.launchfacts import LaunchCommand
-from gco.bench.fake_log import EngineFlags, render, startup_lines
+from gco.bench.fake_log import render, startup_lines
+from gco.engines.base import EngineFlags
 from tests.fixtures.logs import log_lines
 
 FIXTURE_VALUES = {

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gco.local.nginx import local_conf
-from gco.reconcile.routes import Route, RouteTable, nginx_conf
+from gco.reconcile.proxy_conf import nginx_conf
+from gco.reconcile.route_shards import shard_data, shard_of
+from gco.reconcile.routes import Route, RouteTable
 
 TABLE = RouteTable(
     routes=(
@@ -22,17 +24,29 @@ ADDRESSES = {"smol.gco-inference.svc": "127.0.0.1:4001", "smol--canary.gco-infer
 
 
 def test_local_conf_keeps_routing_and_moves_machine_specifics() -> None:
-    rendered = nginx_conf(TABLE)
-    conf = local_conf(
-        rendered, ADDRESSES, port=9443, tls_dir=Path("/run/gco/tls"), run_dir=Path("/run/gco/r")
-    )
-    assert "resolver" not in conf and "cluster.local" not in conf
-    assert "        30% 127.0.0.1:4002;" in conf and "        * 127.0.0.1:4001;" in conf
-    assert "listen 127.0.0.1:9443 ssl;" in conf
+    rendered = nginx_conf()
+    run = Path("/tmp/gco/r")
+    conf = local_conf(rendered, {}, port=9443, tls_dir=Path("/run/gco/tls"), run_dir=run, status_port=9081)
+    directives = "\n".join(line for line in conf.splitlines() if not line.lstrip().startswith("#"))
+    assert "resolver" not in directives and "/etc/gco-proxy" not in directives
+    assert "include /tmp/gco/r/routes/*.primary.map;" in conf
+    assert "listen 127.0.0.1:9443 ssl;" in conf and "listen 127.0.0.1:9081;" in conf
     assert "ssl_certificate /run/gco/tls/tls.crt;" in conf
-    assert "pid /run/gco/r/nginx.pid;" in conf and " /tmp/" not in conf
+    assert "pid /tmp/gco/r/nginx.pid;" in conf and " /tmp/client_body;" not in conf
     assert "worker_processes 1;" in conf
-    # everything else as rendered: the split on $request_id, the prefix rewrite, health and 404
+    # everything else as rendered: the splits on $request_id, the prefix rewrite, health and 404
     kept = [line for line in rendered.splitlines() if "split_clients" in line or "rewrite" in line]
     assert kept and all(line in conf for line in kept)
     assert 'location = /healthz { return 200 "ok\\n"; }' in conf and "location / { return 404; }" in conf
+
+
+def test_a_shards_map_files_point_at_the_services_loopback_addresses() -> None:
+    shard = shard_of("smol")
+    adapted = {
+        key: local_conf(text, ADDRESSES, port=9443, tls_dir=Path("/t"), run_dir=Path("/r"))
+        for key, text in shard_data(shard, TABLE).items()
+        if key.endswith(".map")
+    }
+    maps = "".join(adapted.values())
+    assert "smol 127.0.0.1:4001;" in maps and "smol 127.0.0.1:4002;" in maps and "smol 30;" in maps
+    assert "cluster.local" not in maps

@@ -7,8 +7,9 @@ from typing import Any
 
 from gco.endpoints.record import RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, LIFECYCLE_ANNOTATION, ObjectRef
-from gco.reconcile.planner import plan
+from gco.reconcile.planner import RouteCheck, plan
 from gco.reconcile.render import render
+from gco.reconcile.routes import route_of
 from tests.unit.reconcile.records import (
     DELETION,
     EAST,
@@ -55,18 +56,33 @@ def test_fresh_deploy_applies_everything() -> None:
     assert step.status is None
 
 
-def test_ready_objects_report_running_once_then_nothing() -> None:
+def test_ready_objects_report_running_once_the_proxy_serves_the_route_then_nothing() -> None:
     record = make_record()
     observed = stored(render(record, EAST))
-    step = plan("llama", record, EAST, observed)
+    asks = plan("llama", record, EAST, observed)
+    assert asks.needs_route is not None and asks.status is None and not asks.converged
+    assert asks.needs_route == route_of(next(o for o in render(record, EAST) if o["kind"] == "Ingress"))
+    step = plan("llama", record, EAST, observed, route=RouteCheck())
     assert step.apply == ()
     assert step.status is not None
     assert (step.status.state, step.status.replicas_ready, step.status.replicas_desired) == ("running", 1, 1)
     assert step.status.region_generation == GEN_EAST
     settled = make_record(region_status=running_status(record))
     again = plan("llama", settled, EAST, observed)
-    assert again.is_noop
+    assert again.is_noop and again.needs_route is None  # reported running: the proxy is not asked again
     assert again.converged
+
+
+def test_a_route_the_proxy_does_not_serve_yet_keeps_the_endpoint_creating_with_the_reason() -> None:
+    record = make_record()
+    observed = stored(render(record, EAST))
+    waiting = "waiting for the proxy to serve the route (1 of 2 proxy pods)"
+    step = plan("llama", record, EAST, observed, route=RouteCheck(waiting))
+    assert step.status is not None and step.status.state == "creating"
+    assert step.status.details() == {"restarts": None, "reason": waiting}
+    assert not step.converged and step.reason == waiting
+    was_running = make_record(region_status=running_status(record, ready=0))
+    assert plan("llama", was_running, EAST, observed, route=RouteCheck(waiting)).status.state == "updating"  # type: ignore[union-attr]
 
 
 def test_not_ready_reports_creating_then_updating() -> None:

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import render
-from gco.reconcile.render_proxy import PROXY_CONFIG, ROUTES_JSON, render_proxy
 from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
+from gco.reconcile.route_shards import shard_data, shard_table, split
 from gco.reconcile.routes import Route, RouteTable, route_of, route_table, table_from_json
 from tests.unit.reconcile.records import EAST, make_record
 
@@ -64,18 +63,10 @@ def test_a_change_not_known_exactly_or_a_path_claimed_twice_is_left_to_a_rebuild
     assert named.merged_into(table()) is None
 
 
-def config_data(routes: RouteTable) -> dict[str, str]:
-    config = next(
-        obj for obj in render_proxy(ProxySettings(), routes) if obj["metadata"]["name"] == PROXY_CONFIG
-    )
-    data: dict[str, str] = config["data"]
-    return data
-
-
-def test_the_configmaps_table_reads_back_as_the_table_it_was_rendered_from() -> None:
-    rendered = table(route("a", 25), route("b"))
-    assert table_from_json(config_data(rendered)[ROUTES_JSON]) == rendered
-    assert table_from_json(config_data(table())[ROUTES_JSON]) == table()
+def test_a_shards_table_reads_back_as_the_table_it_was_rendered_from() -> None:
+    for rendered in (table(route("a", 25), route("b")), table()):
+        for shard, part in split(rendered).items():
+            assert shard_table(shard, shard_data(shard, part)) == part
 
 
 ENTRY: dict[str, Any] = route("a").model_dump(mode="json")

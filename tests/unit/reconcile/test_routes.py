@@ -1,7 +1,8 @@
-"""The shared proxy: route table from the routes, the canary rule, nginx.conf, and its objects."""
+"""The shared proxy: route table from the routes, the canary rule, nginx.conf, its objects, the shards."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -9,16 +10,29 @@ import kubernetes_validate
 import pytest
 from pydantic import ValidationError
 
+from gco.endpoints.names import ENDPOINT_NAME_MAX
+from gco.reconcile.proxy_conf import nginx_conf
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import render
 from gco.reconcile.render_proxy import (
     PROXY_CONFIG,
     PROXY_CONTAINER,
     PROXY_HPA,
-    ROUTES_JSON,
+    RELOADER_CONTAINER,
     render_proxy,
 )
-from gco.reconcile.routes import Route, RouteTable, choose, nginx_conf, route_table, routes_json
+from gco.reconcile.route_shards import (
+    SHARDS,
+    TABLE_JSON,
+    merged,
+    shard_config_map,
+    shard_data,
+    shard_key,
+    shard_of,
+    shard_table,
+    split,
+)
+from gco.reconcile.routes import Route, RouteTable, choose, route_table
 from tests.unit.reconcile.records import EAST, make_record
 from tests.unit.reconcile.test_render import K8S_VERSION
 
@@ -65,18 +79,63 @@ def test_choose_honours_the_canary_weight_and_strips_the_prefix() -> None:
     assert choose(table(), "/other", 0.5) is None
 
 
-def test_nginx_conf_splits_by_weight_and_routes_each_prefix() -> None:
-    conf = nginx_conf(table())
-    assert "25% llama--canary.gco-inference.svc.cluster.local:8000;" in conf
-    assert "* llama.gco-inference.svc.cluster.local:8000;" in conf
-    assert "location ~ ^/inference/llama(/|$)" in conf
-    assert "rewrite ^/inference/plain/?(.*)$ /$1 break;" in conf
-    assert "listen 8443 ssl;" in conf
-    # one split per route, and one more deciding the version header of the route with a canary
-    assert conf.count("split_clients") == 3
-    assert "25% canary;" in conf and "set $gco_version $gco_version_0;" in conf
+def test_nginx_conf_looks_routes_up_by_name_whatever_their_number() -> None:
+    conf = nginx_conf()
+    assert "include /etc/gco-proxy/routes/*.primary.map;" in conf
+    assert "location ~ ^/inference/(?<gco_name>[a-z0-9-]+)(/|$)" in conf
+    assert conf.count("location ~") == 2  # one routed location, one status location: never one per route
+    # one split per weight 1-99 (a fixed number), chosen by the route's weight; the version decides
+    assert conf.count("split_clients") == 99
+    assert 'split_clients "${request_id}" $gco_split_25 { 25% canary; * primary; }' in conf
+    assert "25 $gco_split_25;" in conf and "100 canary;" in conf
+    assert "canary $gco_canary;" in conf and "proxy_pass http://$gco_backend;" in conf
+    assert "listen 8443 ssl;" in conf and "listen 8081;" in conf
     assert conf.count("{") == conf.count("}")
-    assert "no routes" in nginx_conf(RouteTable())
+
+
+def test_shard_map_files_hold_each_routes_backends_weight_and_digest() -> None:
+    routes = table()
+    shards = {shard: shard_data(shard, part) for shard, part in split(routes).items()}
+    maps = "".join(text for one in shards.values() for key, text in one.items() if key.endswith(".map"))
+    assert "llama llama.gco-inference.svc.cluster.local:8000;\n" in maps
+    assert "llama llama--canary.gco-inference.svc.cluster.local:8000;\n" in maps
+    assert "llama 25;\n" in maps and "plain 0;" not in maps  # only canaries have a weight entry
+    assert maps.count("plain ") == 2  # its upstream and its digest
+    assert merged(shard_table(s, one) or RouteTable() for s, one in shards.items()) == routes
+
+
+def test_a_route_lives_in_the_shard_its_name_hashes_to_and_a_foreign_one_is_not_trusted() -> None:
+    routes = table()
+    [llama] = [r for r in routes.routes if r.endpoint == "llama"]
+    home = shard_of("llama")
+    assert shard_of("llama") == home and 0 <= home < SHARDS
+    assert llama in split(routes)[home].routes
+    other = (home + 1) % SHARDS
+    foreign = shard_data(other, RouteTable(routes=(llama,)))
+    assert shard_table(other, {shard_key(other, TABLE_JSON): foreign[shard_key(other, TABLE_JSON)]}) is None
+
+
+def test_ten_thousand_routes_of_the_longest_names_fit_kubernetes_limits() -> None:
+    """Every shard of a Region of 10,000 endpoints with maximum-length names, each with a canary,
+    stays under the 1 MiB a ConfigMap's data may hold (and the 3 MiB of a request)."""
+    routes = []
+    for index in range(10_000):
+        name = f"e{index:05d}".ljust(ENDPOINT_NAME_MAX, "x")
+        routes.append(
+            Route(
+                endpoint=name,
+                path=f"/inference/{name}",
+                upstream=f"http://{name}.gco-inference.svc:8000",
+                canary_upstream=f"http://{name}--canary.gco-inference.svc:8000",
+                canary_weight=50,
+            )
+        )
+    sharded = split(RouteTable(routes=tuple(sorted(routes, key=lambda r: r.path))))
+    largest = max(
+        sum(len(text.encode()) for text in shard_config_map(shard, part)["data"].values())
+        for shard, part in sharded.items()
+    )
+    assert largest < 1024 * 1024 // 2  # half the limit: room for the hash's unevenness
 
 
 def test_invalid_or_terminating_routes_are_left_out() -> None:
@@ -91,7 +150,7 @@ def test_invalid_or_terminating_routes_are_left_out() -> None:
 
 
 def test_proxy_objects_are_valid_and_named_as_the_region_expects() -> None:
-    objects = render_proxy(ProxySettings(), table())
+    objects = render_proxy(ProxySettings())
     for obj in objects:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
     by_kind = {obj["kind"]: obj for obj in objects}
@@ -101,7 +160,11 @@ def test_proxy_objects_are_valid_and_named_as_the_region_expects() -> None:
         "namespace": "gco-system",
     }
     assert "replicas" not in deployment["spec"]  # the HPA owns the count
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    [container, reloader] = deployment["spec"]["template"]["spec"]["containers"]
+    assert reloader["name"] == RELOADER_CONTAINER and "kill -HUP" in reloader["command"][-1]
+    assert deployment["spec"]["template"]["spec"]["shareProcessNamespace"] is True
+    [routes] = [v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == "routes"]
+    assert len(routes["projected"]["sources"]) == SHARDS
     assert container["name"] == PROXY_CONTAINER == "api-tls-proxy"
     assert container["resources"]["requests"]["cpu"] == "250m"
     assert "@sha256:" in container["image"]
@@ -120,17 +183,15 @@ def test_proxy_objects_are_valid_and_named_as_the_region_expects() -> None:
     ]
     config = by_kind["ConfigMap"]
     assert config["metadata"]["name"] == PROXY_CONFIG
-    assert json.loads(config["data"][ROUTES_JSON])["routes"][0]["canary_weight"] == 25
+    assert config["data"]["nginx.conf"] == nginx_conf()
 
 
-def test_a_route_change_rolls_the_proxy_pods() -> None:
-    before = render_proxy(ProxySettings(), RouteTable())[1]
-    after = render_proxy(ProxySettings(), table())[1]
-    key = "gco.dev/routes-digest"
-    assert (
-        before["spec"]["template"]["metadata"]["annotations"][key]
-        != (after["spec"]["template"]["metadata"]["annotations"][key])
-    )
+def test_no_route_is_rendered_into_the_proxys_objects_so_none_rolls_it() -> None:
+    """The proxy's objects are a function of its settings alone: a route change cannot change the
+    pod template (nothing rolls); the routes reach the pods through the shards' volume."""
+    objects = render_proxy(ProxySettings())
+    assert objects == render_proxy(ProxySettings())
+    assert list(inspect.signature(render_proxy).parameters) == ["settings"]
 
 
 @pytest.mark.parametrize(
@@ -159,23 +220,3 @@ def _routes(*names: str) -> RouteTable:
             for name in sorted(names)
         )
     )
-
-
-def test_routes_json_is_the_sorted_dump_of_the_table_written_from_kept_routes() -> None:
-    for routes in (RouteTable(), table(), _routes("a", "c1", "b")):
-        assert routes_json(routes) == json.dumps(routes.model_dump(mode="json"), sort_keys=True)
-        assert RouteTable.model_validate(json.loads(routes_json(routes))) == routes
-
-
-def test_nginx_conf_of_kept_blocks_numbers_each_route_by_its_place_in_this_table() -> None:
-    """Blocks are kept per route and place: a route inserted before others moves them, and each
-    location must still send to its own split's variable."""
-    nginx_conf(_routes("b", "d"))  # blocks of b at 0 and d at 1 kept
-    conf = nginx_conf(_routes("a", "b", "c1", "d"))
-    for index, name in enumerate(["a", "b", "c1", "d"]):
-        split = conf.index(f'split_clients "${{request_id}}" $gco_upstream_{index} {{')
-        assert f"* {name}.gco-inference.svc.cluster.local:8000;" in conf[split : conf.index("\n    }", split)]
-        location = conf.index(f"location ~ ^/inference/{name}(/|$)")
-        block = conf[location : conf.index("\n        }", location)]
-        assert block.endswith(f"proxy_pass http://$gco_upstream_{index};")
-    assert conf.count("split_clients") == 5 and "30% c1--canary.gco-inference.svc.cluster.local:8000;" in conf

@@ -115,3 +115,20 @@ def strip_call(body: str) -> str:
     if text.endswith(")") and text.count("(") < text.count(")"):
         return text[:-1]
     return text
+
+
+def truthy(value: str | None) -> bool | None:
+    """A logged boolean ("True", "true", "1"); None when absent."""
+    if value is None:
+        return None
+    return value.strip().lower() in ("true", "1", "yes")
+
+
+def positive(value: str | None) -> bool:
+    """A size given as more than zero ("8", "8.0"); any other non-empty value but "None" counts as given."""
+    if value is None:
+        return False
+    try:
+        return float(value) > 0
+    except ValueError:
+        return value.strip() not in ("", "None")

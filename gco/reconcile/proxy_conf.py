@@ -1,0 +1,175 @@
+"""The shared proxy's nginx.conf, rendered as a pure function: the same file for any set of routes.
+
+Routes are not in this file. Three `map` blocks keyed by the endpoint name include the route
+shards' map files (`route_shards.py`) from the proxy's projected volume (`ROUTES_DIR`), so:
+
+- a request's endpoint is found by a hash lookup of the name its path begins with (one regex
+  `location` for every route, then `map`), not by matching one `location` per route: routing costs
+  the same at 10 routes as at 10,000 (`benchmarks/route_scale.py`);
+- a route change rewrites a shard's files, which the kubelet updates in the running pod, and a
+  reload (`render_proxy.RELOADER`) makes nginx read them: the pod's template, and so the
+  Deployment, never changes for a route, and nothing rolls;
+- the canary decision is one of a fixed 99 `split_clients` blocks (weights 1-99, each over
+  `$request_id` as before), chosen by the route's weight with a `map`; weight 0 is always the
+  primary and 100 always the canary. The version header and the upstream are read from that one
+  decision.
+
+A second server on `STATUS_PORT` (no Service, load balancer or route reaches it; the API server's
+pod proxy does) answers `GET /routes/<name>` with the digest of the route this pod's nginx serves
+for the endpoint (`route_shards.route_digest`), or 404: how the reconciler knows that a request
+through every ready proxy pod reaches the endpoint before it reports the endpoint `running`.
+
+nginx streams answers (`proxy_buffering off`) and waits `GENERATION_TIMEOUT_S` between reads and
+writes, the front door's limit on a generation.
+"""
+
+from __future__ import annotations
+
+from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
+from gco.endpoints.record import INGRESS_PREFIX
+from gco.front_door import GENERATION_TIMEOUT_S
+from gco.reconcile.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
+from gco.reconcile.routes import (
+    CANARY,
+    HEALTH_PATH,
+    PRIMARY,
+    PROXY_PORT,
+    RESOLVER,
+    ROUTES_DIR,
+    STATUS_PORT,
+    STATUS_ROUTE_PATH,
+    TLS_DIR,
+    VERSION_HEADER,
+)
+
+# nginx builds each `map` into a hash; a map of 10,000 names needs a larger table than its default
+# (`map_hash_max_size` 2048) and buckets that fit a 54-character name
+# (https://nginx.org/en/docs/http/ngx_http_map_module.html#map_hash_max_size).
+MAP_HASH_MAX_SIZE = 262144
+MAP_HASH_BUCKET_SIZE = 128
+NAME_CAPTURE = "[a-z0-9-]+"
+
+
+def _splits() -> str:
+    """One `split_clients` per canary weight 1-99, each over the request id (the same draw)."""
+    return "\n    ".join(
+        f'split_clients "${{request_id}}" $gco_split_{weight} {{ {weight}% {CANARY}; * {PRIMARY}; }}'
+        for weight in range(1, 100)
+    )
+
+
+def _version_entries() -> str:
+    entries = [f"100 {CANARY};"] + [f"{weight} $gco_split_{weight};" for weight in range(1, 100)]
+    return "\n        ".join(entries)
+
+
+def nginx_conf() -> str:
+    """The proxy's whole nginx.conf (module docstring)."""
+    return _TEMPLATE.format(
+        resolver=RESOLVER,
+        map_max=MAP_HASH_MAX_SIZE,
+        map_bucket=MAP_HASH_BUCKET_SIZE,
+        splits=_splits(),
+        routes=ROUTES_DIR,
+        primary_map=PRIMARY_MAP,
+        canary_map=CANARY_MAP,
+        weight_map=WEIGHT_MAP,
+        digest_map=DIGEST_MAP,
+        versions=_version_entries(),
+        canary=CANARY,
+        primary=PRIMARY,
+        port=PROXY_PORT,
+        tls=TLS_DIR,
+        health=HEALTH_PATH,
+        timeout=GENERATION_TIMEOUT_S,
+        refused="\n".join(
+            f'        if ($request_uri ~* "{rule}") {{ return 400; }}' for rule in NGINX_REFUSED
+        ),
+        route_check=NGINX_ROUTE_CHECK,
+        version_header=VERSION_HEADER,
+        prefix=INGRESS_PREFIX,
+        name=NAME_CAPTURE,
+        status_port=STATUS_PORT,
+        status_path=STATUS_ROUTE_PATH,
+    )
+
+
+_TEMPLATE = """\
+# Rendered by the gco reconciler; do not edit. The routes are in {routes} (the route shards).
+worker_processes auto;
+pid /tmp/nginx.pid;
+error_log /dev/stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log /dev/stdout;
+    client_body_temp_path /tmp/client_body;
+    proxy_temp_path /tmp/proxy;
+    fastcgi_temp_path /tmp/fastcgi;
+    uwsgi_temp_path /tmp/uwsgi;
+    scgi_temp_path /tmp/scgi;
+    resolver {resolver} valid=30s ipv6=off;
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_set_header Host $proxy_host;
+    proxy_buffering off;
+    proxy_read_timeout {timeout}s;
+    proxy_send_timeout {timeout}s;
+    send_timeout {timeout}s;
+    client_max_body_size 16m;
+    map_hash_max_size {map_max};
+    map_hash_bucket_size {map_bucket};
+    # The endpoint's routes, by name ($gco_name, from the routed location or the status location).
+    map $gco_name $gco_primary {{
+        default "";
+        include {routes}/*{primary_map};
+    }}
+    map $gco_name $gco_canary {{
+        default "";
+        include {routes}/*{canary_map};
+    }}
+    map $gco_name $gco_weight {{
+        default 0;
+        include {routes}/*{weight_map};
+    }}
+    map $gco_name $gco_route_digest {{
+        default "";
+        include {routes}/*{digest_map};
+    }}
+    # The canary decision: the split of the route's weight (weight 0: always the primary).
+    {splits}
+    map $gco_weight $gco_version {{
+        default {primary};
+        {versions}
+    }}
+    map $gco_version $gco_backend {{
+        {canary} $gco_canary;
+        default $gco_primary;
+    }}
+    server {{
+        listen {port} ssl;
+        ssl_certificate {tls}/tls.crt;
+        ssl_certificate_key {tls}/tls.key;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        # A path that could be routed other than it reads never reaches a location (400).
+{refused}
+        add_header {version_header} $gco_version always;
+        location = {health} {{ return 200 "ok\\n"; }}
+        location ~ ^{prefix}(?<gco_name>{name})(/|$) {{
+            if ($request_uri !~ "{route_check}") {{ return 400; }}
+            if ($gco_primary = "") {{ return 404; }}
+            rewrite ^{prefix}{name}/?(.*)$ /$1 break;
+            proxy_pass http://$gco_backend;
+        }}
+        location / {{ return 404; }}
+    }}
+    server {{
+        listen {status_port};
+        access_log off;
+        location ~ ^{status_path}(?<gco_name>{name})$ {{
+            if ($gco_route_digest = "") {{ return 404 "no route\\n"; }}
+            return 200 "$gco_route_digest\\n";
+        }}
+        location / {{ return 404; }}
+    }}
+}}
+"""

@@ -1,0 +1,276 @@
+"""The route keeper: a Region's route shards kept equal to its route Ingresses, its own reconciler.
+
+The endpoint reconciler applies and deletes each endpoint's route Ingress (`<name>--route` in
+`gco-system`) and hands what that did to the routes over as values (`RouteChanges`); the keeper
+stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps) and answers whether the
+proxy serves a route yet (`ProxyProbe`).
+
+- `rebuild` (on start and in every sweep) lists the route Ingresses and writes each shard whose
+  routes differ from them: this heals any drift (a route edited by hand, a change a failed write
+  lost), and costs reads only when nothing drifted.
+- After a batch, `end_batch` merges the batch's changes into the shards they touch: one read (none
+  when this process wrote the shard last) and one write per touched shard, whatever the Region's
+  size. Batches of one execution environment that run at once share one refresh: a batch that ends
+  while another is still running leaves its changes to the last one to end, unless the oldest change
+  waiting is `ROUTE_REFRESH_MAX_DELAY` old (`PendingRouteChanges.end_batch`).
+- A write carries the resourceVersion it merged into; another writer's change in between makes it
+  fail with 409, and the shard is read and merged again (`MERGE_ATTEMPTS`), then rebuilt from the
+  listed routes. A change not known exactly (`RouteChanges.rebuild`) rebuilds every shard.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from gco.reconcile.errors import ClusterConflictError
+from gco.reconcile.objects import (
+    INGRESS,
+    MANAGED_BY,
+    MANAGER,
+    ROLE_LABEL,
+    SYSTEM_NAMESPACE,
+    ObjectRef,
+    content_hash,
+    labels_of,
+)
+from gco.reconcile.port import Cluster
+from gco.reconcile.proxy_probe import ProxyProbe
+from gco.reconcile.render import ROUTE_ROLE, route_name
+from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
+from gco.reconcile.route_shards import SHARDS, route_digest, shard_data, shard_name, shard_of, split
+from gco.reconcile.route_store import ConfigMapRouteStore, RouteStore, StoredShard
+from gco.reconcile.routes import Route, route_of, route_table
+
+log = logging.getLogger(__name__)
+# The longest a route change waits for the last of several concurrent batches to end before a batch
+# that ends refreshes the shards anyway (`PendingRouteChanges.end_batch`).
+ROUTE_REFRESH_MAX_DELAY = 1.0
+# Reads and merges of a shard one refresh makes while concurrent writers keep changing it, before it
+# rebuilds the shard from the route objects instead.
+MERGE_ATTEMPTS = 3
+MAX_SHARD_WRITES = 8  # shard merges of one refresh in flight at once
+
+
+@dataclass
+class RouteReport:
+    """What one pass wrote (shard names), and how many routes the Region has after a rebuild."""
+
+    applied: list[str] = field(default_factory=list)
+    routes: int | None = None
+
+
+class RouteKeeper:
+    """Keeps one Region's route shards (module docstring).
+
+    Parameters:
+        cluster: the Region's cluster (route Ingresses are listed through it).
+        store: where the shards live (default: ConfigMaps through `cluster`).
+        probe: asks the proxy whether it serves a route; None: the routes are taken as served once
+            stored (a cluster with no proxy to ask, such as a unit test's).
+        clock: monotonic seconds (injected in tests).
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        store: RouteStore | None = None,
+        probe: ProxyProbe | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cluster = cluster
+        self.store = store or ConfigMapRouteStore(cluster)
+        self.probe = probe
+        self._pending = PendingRouteChanges(max_delay=ROUTE_REFRESH_MAX_DELAY, clock=clock)
+        self._lock = threading.Lock()
+        self._known: dict[int, StoredShard] = {}  # shards as this process last wrote them
+
+    # -- batches -------------------------------------------------------------------------------
+
+    def begin_batch(self) -> None:
+        self._pending.begin_batch()
+
+    def end_batch(self, changes: RouteChanges) -> None:
+        """A batch ended with these changes: refresh now if it is the last one running (module docstring)."""
+        if self._pending.end_batch(changes):
+            self._drain()
+
+    def refresh(self, changes: RouteChanges | None = None) -> None:
+        """Store route changes (None: not known, so rebuild), coalescing with concurrent refreshes.
+
+        The changes are recorded, then taken by whoever refreshes: a caller whose changes find a
+        refresh running returns, and the running caller refreshes again with them before it lets go
+        (and re-checks after letting go). A refresh that fails leaves its changes recorded, ahead of
+        any recorded since, for the next refresh.
+        """
+        self._pending.record(RouteChanges(rebuild=True) if changes is None else changes)
+        self._drain()
+
+    def rebuild(self, observed: Iterable[Mapping[str, Any]] | None = None) -> RouteReport:
+        """Write every shard whose routes differ from the route Ingresses (`observed`, or listed now).
+
+        Changes recorded meanwhile are merged after it (a change made after `observed` was listed is
+        not in it); when the routes are listed here, every change recorded before is in the list,
+        so those are dropped instead.
+        """
+        with self._lock:
+            listed = self._pending.take() if observed is None else RouteChanges()
+            try:
+                report = self._rebuild_locked(range(SHARDS), observed)
+            except Exception:
+                self._pending.restore(listed)
+                raise
+            self._refresh_pending_locked(report)
+        self._drain()
+        return report
+
+    def unserved(self, route: Route) -> str | None:
+        """None once a request through every ready proxy pod would take `route`; else why not."""
+        if self.probe is None:
+            return None
+        return self.probe.unserved(route.endpoint, route_digest(route))
+
+    # -- refreshing ----------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        while self._pending.stale:
+            if not self._lock.acquire(blocking=False):
+                return  # the holder refreshes again: it sees the mark before or after letting go
+            try:
+                self._refresh_pending_locked(RouteReport())
+            finally:
+                self._lock.release()
+
+    def _refresh_pending_locked(self, report: RouteReport) -> None:
+        while self._pending.stale:
+            changes = self._pending.take()
+            try:
+                self._apply_locked(changes, report)
+            except Exception:
+                self._pending.restore(changes)
+                raise
+        if report.applied:
+            log.info("route shards written: %s", ", ".join(report.applied))
+
+    def _apply_locked(self, changes: RouteChanges, report: RouteReport) -> None:
+        if changes.rebuild:
+            self._rebuild_locked(range(SHARDS), None, report)
+            return
+        by_shard: dict[int, RouteChanges] = {}
+        for endpoint, route in changes.routes.items():
+            by_shard.setdefault(shard_of(endpoint), RouteChanges()).put(endpoint, route)
+        merged = self._merge_all(by_shard, report)
+        failed = [shard for shard, done in zip(by_shard, merged, strict=True) if not done]
+        if failed:
+            self._rebuild_locked(failed, None, report)
+
+    def _merge_all(self, by_shard: dict[int, RouteChanges], report: RouteReport) -> list[bool]:
+        """Each touched shard merged, concurrently (shards are independent objects): a batch's
+        refresh takes one round trip, not one per shard. The first error is raised."""
+        if len(by_shard) <= 1:
+            return [self._merge_locked(shard, part, report) for shard, part in by_shard.items()]
+        workers = min(len(by_shard), MAX_SHARD_WRITES)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="route-shard") as pool:
+            return list(pool.map(lambda item: self._merge_locked(item[0], item[1], report), by_shard.items()))
+
+    def _merge_locked(self, shard: int, changes: RouteChanges, report: RouteReport) -> bool:
+        """Merge `changes` into the stored shard; False when it must be rebuilt instead."""
+        for attempt in range(MERGE_ATTEMPTS):
+            base = self._known.pop(shard, None) if attempt == 0 else None
+            base = base or self.store.read(shard)
+            merged = changes.merged_into(base.table) if base is not None and base.table is not None else None
+            if base is None or merged is None:
+                return False
+            if content_hash(shard_data(shard, merged)) == base.digest:
+                self._known[shard] = base
+                return True
+            try:
+                written = self.store.write(shard, merged, version=base.version)
+            except ClusterConflictError:
+                continue  # another writer wrote it since the read: merge into what it wrote
+            report.applied.append(shard_name(shard))
+            if written.uid != base.uid:
+                # Created, not updated: the shard was deleted since it was read, and an apply creates
+                # whatever resourceVersion it carries, so what it held is rebuilt from the routes.
+                return False
+            self._known[shard] = written
+            return True
+        return False
+
+    def _rebuild_locked(
+        self,
+        shards: Iterable[int],
+        observed: Iterable[Mapping[str, Any]] | None,
+        report: RouteReport | None = None,
+    ) -> RouteReport:
+        report = report or RouteReport()
+        labels = {MANAGED_BY: MANAGER, ROLE_LABEL: ROUTE_ROLE}
+        listed = self.cluster.list_in(INGRESS, SYSTEM_NAMESPACE, labels) if observed is None else observed
+        table = route_table(route_objects(listed))
+        report.routes = len(table.routes)
+        wanted = split(table)
+        stored = self.store.read_all()
+        for shard in shards:
+            current = stored.get(shard)
+            if current is not None and current.digest == content_hash(shard_data(shard, wanted[shard])):
+                self._known[shard] = current
+                continue
+            # Written whole, without a precondition: the listed routes are the truth it heals from.
+            self._known[shard] = self.store.write(shard, wanted[shard], version=None)
+            report.applied.append(shard_name(shard))
+        return report
+
+
+def route_objects(observed: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The route Ingresses among observed managed objects."""
+    return [obj for obj in observed if labels_of(obj).get(ROLE_LABEL) == ROUTE_ROLE]
+
+
+# -- what a pass did to the Region's routes (`RouteChanges`) ------------------------------------
+
+
+def is_route_key(kind: str, namespace: str) -> bool:
+    """An Ingress in the system namespace: a route (Ingresses elsewhere are never routes)."""
+    return kind == INGRESS.kind and namespace == SYSTEM_NAMESPACE
+
+
+def note_deleted(changes: RouteChanges, name: str, deleted: Sequence[ObjectRef]) -> None:
+    """The endpoint's route Ingress deleted: it has no route. Any other Ingress there is none gco
+    renders (made by hand): what its deletion did to the routes only a rebuild knows."""
+    for ref in deleted:
+        if is_route_key(ref.kind, ref.namespace):
+            if ref.name == route_name(name):
+                changes.put(name, None)
+            else:
+                changes.rebuild = True
+
+
+def note_applied(
+    changes: RouteChanges,
+    name: str,
+    applied: Sequence[dict[str, Any]],
+    results: Sequence[dict[str, Any] | Exception],
+) -> None:
+    """Each applied route's answer is the endpoint's route now; a failed apply's effect is unknown."""
+    for obj, result in zip(applied, results, strict=True):
+        ref = ObjectRef.of(obj)
+        if not is_route_key(ref.kind, ref.namespace):
+            continue
+        if isinstance(result, dict) and ref.name == route_name(name):
+            # The answer is the stored object; its kind as applied, should an answer leave it out.
+            stored = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **result}
+            changes.put(name, route_of(stored) if _listed_as_route(stored) else None)
+        else:
+            changes.rebuild = True
+
+
+def _listed_as_route(obj: dict[str, Any]) -> bool:
+    """Whether the route list (gco's label selector for routes) would list the object."""
+    labels = labels_of(obj)
+    return labels.get(MANAGED_BY) == MANAGER and labels.get(ROLE_LABEL) == ROUTE_ROLE
