@@ -80,7 +80,11 @@ class EngineTable(BaseModel):
 
     @classmethod
     def of_kind(cls, kind: str) -> EngineTable:
-        """The table `--engine KIND` names (one of ENGINE_KINDS)."""
+        """The table `--engine KIND` names (one of ENGINE_KINDS).
+
+        Raises:
+            ValueError: `kind` is not one of ENGINE_KINDS (the CLI offers only those).
+        """
         if kind not in ENGINE_KINDS:
             raise ValueError(f"engine kind {kind!r} is not one of {', '.join(ENGINE_KINDS)}")
         return cls.llama() if kind == "llama" else cls.fake()

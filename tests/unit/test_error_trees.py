@@ -42,7 +42,6 @@ AWAITING = {
     "gco.local.nginx.NginxError",  # to derive from gco.local.errors.LocalError
     "gco/local/nginx.py:NginxProxy.sync",
     "gco/local/standin/process.py:StandInProcess.start",  # raises RuntimeError: LocalStackError
-    "gco/local/engines.py:EngineTable.of_kind",
 }
 VALIDATORS = {"field_validator", "model_validator"}
 CLICK = {"command", "group", "option", "argument", "pass_context", "pass_obj"}
