@@ -122,7 +122,8 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]
     for stack in result.stacks:
-        apply(stack, [item for item in result.suppressions if item.path.startswith(f"/{stack.stack_name}/")])
+        root = f"/{stack.stack_name}/"  # one jsii round trip per stack, not one per suppression
+        apply(stack, [item for item in result.suppressions if item.path.startswith(root)])
     if nag:
         for pack in NAG_PACKS:
             Aspects.of(app).add(pack(verbose=True))
