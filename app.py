@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
-from aws_cdk import App
-
-from stacks.app import build_app
+from stacks.app import build_app, new_app
 from stacks.config import ConfigError, parse_config, with_overrides
 
 
 def main() -> None:
-    app = App()
+    app = new_app(os.environ)
     try:
         context = app.node.get_all_context()
         config = parse_config(with_overrides(context.get("gco"), context))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,27 @@ from stacks.runner import RunnerStack
 
 CROSS_STACK_REFERENCES = "@aws-cdk/core:defaultCrossStackReferences"
 NAG_PACKS = (AwsSolutionsChecks, ServerlessChecks, NIST80053R5Checks, HIPAASecurityChecks, PCIDSS321Checks)
+# CDK's own switch for its built-in template validation ("CloudFormation Validate": cfn-lint's rules
+# built to WebAssembly, run on every synth since aws-cdk-lib 2.2xx; App `builtinCloudFormationValidation`).
+VALIDATION_ENV = "CDK_VALIDATION"
+
+
+def builtin_validation(environ: Mapping[str, str]) -> bool:
+    """Whether `cdk synth` runs CDK's built-in template validation: only with `CDK_VALIDATION=true`.
+
+    Off by default because it costs more than half of a whole-app synth (starting its WebAssembly
+    engine and validating five templates: benchmarks/synth.py, docs/benchmarks.md) and repeats what
+    the test command checks anyway: cfn-lint itself runs over every synthesized template
+    (tests/cdk/test_cfn_lint.py), and the tests synthesize with the built-in validation on (CDK's
+    default for an App they make). CloudFormation validates each change set again at deploy.
+    """
+    return environ.get(VALIDATION_ENV, "").strip().lower() == "true"
+
+
+def new_app(environ: Mapping[str, str], **app_kwargs: Any) -> App:
+    """The App `cdk synth` runs (app.py, benchmarks/synth.py): CDK's defaults, but the built-in
+    template validation as `builtin_validation` decides."""
+    return App(builtin_cloud_formation_validation=builtin_validation(environ), **app_kwargs)
 
 
 @dataclass
@@ -100,7 +122,8 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]
     for stack in result.stacks:
-        apply(stack, [item for item in result.suppressions if item.path.startswith(f"/{stack.stack_name}/")])
+        root = f"/{stack.stack_name}/"  # one jsii round trip per stack, not one per suppression
+        apply(stack, [item for item in result.suppressions if item.path.startswith(root)])
     if nag:
         for pack in NAG_PACKS:
             Aspects.of(app).add(pack(verbose=True))

@@ -182,14 +182,7 @@ class LocalPythonBundling:
         out = Path(output_dir)
         handlers = sorted((ROOT / "lambdas").glob("*.py"))
         sources = [*(h.relative_to(ROOT) for h in handlers), *sorted(handler_modules(ROOT, handlers))]
-        interpreter = runtime_interpreter(self.runtime)
-        cached = bundle_cache() / self.cache_key(sources, bytecode=interpreter is not None)
-        if (cached / CACHE_COMPLETE).is_file():
-            _link_tree(cached, out)
-        else:
-            self._build(out, sources, interpreter)
-            _store(out, cached)
-        if interpreter is None:
+        if not self._fill(out, sources):
             version = python_version(self.runtime)
             print(
                 f"gco bundling: no bytecode shipped (no Python {version} found here; set {BUNDLE_PYTHON_ENV} "
@@ -198,6 +191,25 @@ class LocalPythonBundling:
             )
         BUNDLE_SECONDS.append(time.perf_counter() - started)
         return True
+
+    def _fill(self, out: Path, sources: list[Path]) -> bool:
+        """Link the cached bundle of `sources` into `out`, or build and cache it; whether it ships bytecode.
+
+        A cached bundle with bytecode serves whether or not this machine still has the runtime's
+        Python, so only a miss looks for the interpreter (which starts a process per candidate).
+        """
+        cached = bundle_cache() / self.cache_key(sources, bytecode=True)
+        if (cached / CACHE_COMPLETE).is_file():
+            _link_tree(cached, out)
+            return True
+        interpreter = runtime_interpreter(self.runtime)
+        cached = bundle_cache() / self.cache_key(sources, bytecode=interpreter is not None)
+        if (cached / CACHE_COMPLETE).is_file():
+            _link_tree(cached, out)
+        else:
+            self._build(out, sources, interpreter)
+            _store(out, cached)
+        return interpreter is not None
 
     def cache_key(self, sources: list[Path], *, bytecode: bool) -> str:
         """A digest of everything the bundle is made from (see the module's docstring)."""

@@ -24,6 +24,8 @@ from pydantic import (
     model_validator,
 )
 
+from gco.addons import SCALING_ADDONS
+from gco.deployment.charts import CHART_RELEASES, installed_charts, unsupported
 from gco.deployment.kubernetes import (
     DEFAULT_KUBERNETES_VERSION,
     EKS_CALENDAR,
@@ -390,6 +392,21 @@ class GcoConfig(_Model):
         for region in self.keda_regions or []:
             if region not in self.regions:
                 raise ValueError(f"keda_regions: {region!r} is not one of regions")
+        return self
+
+    @model_validator(mode="after")
+    def _charts_support_the_version(self) -> GcoConfig:
+        # Each chart a Region installs must document support for the cluster's version (the ranges
+        # and their sources: gco/deployment/charts.py). KEDA's tested window is the narrowest.
+        scaling = any(self.has_keda(region) for region in self.regions)
+        for name in unsupported(self.kubernetes_version, installed_charts(scaling)):
+            chart = CHART_RELEASES[name]
+            hint = ", or keda_regions: [] (no KEDA)" if name in SCALING_ADDONS else ""
+            raise ValueError(
+                f"kubernetes_version: {self.kubernetes_version} is outside the Kubernetes versions "
+                f"{chart.chart} {chart.version} documents ({chart.support_range}): pick a version it "
+                f"lists{hint}"
+            )
         return self
 
     def has_keda(self, region: str) -> bool:

@@ -13,8 +13,13 @@ support" page (1.35, 1.36 on EKS), with EKS's 14 + 12 month rule for the end dat
 
 The Cluster Autoscaler's minor version must equal the cluster's ("We recommend using Cluster
 Autoscaler with the Kubernetes control plane version for which it was meant", kubernetes/autoscaler
-README, "Releases"); the tags below are the newest patch releases of each line (autoscaler release
-notes `cluster-autoscaler-1.34.5`, `-1.35.0`, `-1.36.1`).
+README, "Releases"); the tags below are the newest patch releases of each line (kubernetes/autoscaler
+tags `cluster-autoscaler-1.34.5`, `-1.35.2` of 2026-07-22, `-1.36.1` of 2026-07-22).
+
+The default is the newest version that is in standard support and that every chart a default
+deployment installs documents (`gco.deployment.charts`): 1.35. EKS has 1.36, but no KEDA release
+lists it yet (KEDA 2.20: 1.33-1.35), and the default config installs KEDA in every Region. A
+deployment without KEDA (`keda_regions: []`) may run 1.36.
 """
 
 from __future__ import annotations
@@ -50,10 +55,10 @@ EKS_CALENDAR: dict[str, SupportWindow] = {
     "1.35": SupportWindow(date(2026, 1, 27), date(2027, 3, 27), date(2028, 3, 27)),
     "1.36": SupportWindow(date(2026, 6, 2), date(2027, 8, 2), date(2028, 8, 2)),
 }
-# The newest version on EKS: what a new deployment runs (cdk.json and the config model's default).
-DEFAULT_KUBERNETES_VERSION = "1.36"
+# What a new deployment runs (cdk.json and the config model's default): see the module docstring.
+DEFAULT_KUBERNETES_VERSION = "1.35"
 
-CLUSTER_AUTOSCALER_TAGS = {"1.34": "v1.34.5", "1.35": "v1.35.0", "1.36": "v1.36.1"}
+CLUSTER_AUTOSCALER_TAGS = {"1.34": "v1.34.5", "1.35": "v1.35.2", "1.36": "v1.36.1"}
 
 
 def today_utc() -> date:

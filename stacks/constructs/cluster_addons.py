@@ -23,6 +23,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from gco import addons
+from gco.deployment.charts import CHART_RELEASES, ChartRelease, installed_charts
 from gco.deployment.kubernetes import autoscaler_tag
 from gco.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
 from stacks.constructs.iam import managed_role, statement
@@ -49,34 +50,29 @@ AUTOSCALER_SCALE = ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInst
 
 @dataclass(frozen=True)
 class Chart:
-    """A Helm chart pinned by version, installed as `release` into `namespace`."""
+    """A pinned chart (`gco.deployment.charts`, with its documented Kubernetes range) installed as
+    `release` into `namespace`."""
 
-    repository: str
-    chart: str
-    version: str
+    pin: ChartRelease
     namespace: str
     release: str
 
 
 CHARTS = {
     addons.DEVICE_PLUGIN: Chart(
-        "https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.1", SYSTEM_NAMESPACE,
-        "nvidia-device-plugin",
+        CHART_RELEASES[addons.DEVICE_PLUGIN], SYSTEM_NAMESPACE, "nvidia-device-plugin"
     ),
     addons.CLUSTER_AUTOSCALER: Chart(
-        "https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.46.6", SYSTEM_NAMESPACE,
-        "cluster-autoscaler",
+        CHART_RELEASES[addons.CLUSTER_AUTOSCALER], SYSTEM_NAMESPACE, "cluster-autoscaler"
     ),
-    addons.KEDA: Chart("https://kedacore.github.io/charts", "keda", "2.17.1", "keda", "keda"),
+    addons.KEDA: Chart(CHART_RELEASES[addons.KEDA], "keda", "keda"),
     addons.PROMETHEUS: Chart(
-        "https://prometheus-community.github.io/helm-charts", "prometheus", "29.14.0",
-        addons.PROMETHEUS_NAMESPACE, addons.PROMETHEUS_RELEASE,
+        CHART_RELEASES[addons.PROMETHEUS], addons.PROMETHEUS_NAMESPACE, addons.PROMETHEUS_RELEASE
     ),
     addons.DCGM_EXPORTER: Chart(
-        "https://nvidia.github.io/dcgm-exporter/helm-charts", "dcgm-exporter", "4.8.2",
-        addons.PROMETHEUS_NAMESPACE, "dcgm-exporter",
+        CHART_RELEASES[addons.DCGM_EXPORTER], addons.PROMETHEUS_NAMESPACE, "dcgm-exporter"
     ),
-}  # fmt: skip
+}
 # The EKS add-ons (names as EKS lists them); EKS picks the default version for the cluster's Kubernetes.
 EKS_ADDONS = {"PodIdentityAgent": "eks-pod-identity-agent", "MetricsServer": addons.METRICS_SERVER}
 GPU_NODES = {"nodeSelector": {GPU_PRESENT_LABEL: "true"}, "tolerations": [GPU_TAINT.toleration()]}
@@ -234,9 +230,8 @@ class ClusterAddons(Construct):
         )
         self.pod_identity_agent = eks_addons["PodIdentityAgent"]
         association.node.add_dependency(policy, self.pod_identity_agent)
-        names = [addons.DEVICE_PLUGIN, addons.CLUSTER_AUTOSCALER]
-        if scaling:
-            names += list(addons.SCALING_ADDONS)
+        # The load balancer controller's chart is the front door's (stacks/constructs/ingress.py).
+        names = [name for name in installed_charts(scaling) if name in CHARTS]
         self.charts: dict[str, eks.HelmChart] = {}
         for name in names:
             chart = CHARTS[name]
@@ -244,9 +239,9 @@ class ClusterAddons(Construct):
                 self,
                 "".join(part.capitalize() for part in name.split("-")),
                 cluster=cluster,
-                repository=chart.repository,
-                chart=chart.chart,
-                version=chart.version,
+                repository=chart.pin.repository,
+                chart=chart.pin.chart,
+                version=chart.pin.version,
                 namespace=chart.namespace,
                 release=chart.release,
                 create_namespace=chart.namespace != SYSTEM_NAMESPACE,

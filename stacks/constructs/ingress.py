@@ -15,12 +15,12 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from gco.deployment.charts import CHART_RELEASES, LOAD_BALANCER_CONTROLLER
 from stacks.constructs.cluster_addons import CHART_TIMEOUT
 from stacks.constructs.iam import managed_role, statement
 
-CHART = "aws-load-balancer-controller"
-CHART_REPOSITORY = "https://aws.github.io/eks-charts"
-CHART_VERSION = "1.13.0"
+# Its chart and version, with the Kubernetes versions it documents: gco/deployment/charts.py.
+CHART = CHART_RELEASES[LOAD_BALANCER_CONTROLLER]
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
@@ -90,11 +90,11 @@ class LoadBalancerController(Construct):
             self,
             "Chart",
             cluster=cluster,
-            chart=CHART,
-            repository=CHART_REPOSITORY,
-            version=CHART_VERSION,
+            chart=CHART.chart,
+            repository=CHART.repository,
+            version=CHART.version,
             namespace=NAMESPACE,
-            release=CHART,
+            release=CHART.chart,
             wait=True,
             timeout=CHART_TIMEOUT,
             values={

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
+import stacks.bundling as bundling_module
 from stacks.bundling import (
     ARCHITECTURE,
     BUNDLE_PYTHON_ENV,
@@ -231,6 +232,33 @@ def test_an_unchanged_bundle_is_copied_from_the_cache(
         if p.is_file()
     }
     assert first == second and any(str(p).endswith(".pyc") for p in first)
+
+
+def test_a_cached_bundle_with_bytecode_is_used_without_looking_for_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    assert bundling.try_bundle(str(tmp_path / "first"), image=None)  # type: ignore[arg-type]
+
+    def no_search(*_: object) -> None:
+        raise AssertionError("the interpreter was looked for although a bundle with bytecode was cached")
+
+    monkeypatch.setattr(bundling_module, "runtime_interpreter", no_search)
+    assert bundling.try_bundle(str(tmp_path / "second"), image=None)  # type: ignore[arg-type]
+    assert list((tmp_path / "second").rglob("*.pyc")) and "no bytecode" not in capsys.readouterr().err
+
+
+def test_without_the_runtime_s_python_the_bundle_ships_source_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bundling_module, "runtime_interpreter", lambda _runtime: None)
+    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    for attempt in ("first", "second"):  # built, then linked from the cache: the same words each time
+        assert bundling.try_bundle(str(tmp_path / attempt), image=None)  # type: ignore[arg-type]
+        assert not list((tmp_path / attempt).rglob("*.pyc"))
+        assert "gco bundling: no bytecode shipped" in capsys.readouterr().err
 
 
 def test_the_cache_key_changes_with_every_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

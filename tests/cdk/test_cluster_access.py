@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from gco.deployment.charts import CHART_RELEASES
 from gco.front_door import GENERATION_TIMEOUT_S
 from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, RUNNER_GRANT, RUNNER_GROUP, Grant
 from gco.reconcile.objects import KINDS, SYSTEM_KINDS
@@ -149,7 +150,7 @@ def test_load_balancer_controller_chart_and_role(synthesized: Synthesized) -> No
     assert (chart["Chart"], chart["Namespace"], chart["Repository"]) == (
         "aws-load-balancer-controller", "kube-system", "https://aws.github.io/eks-charts",
     )  # fmt: skip
-    assert chart["Version"] == "1.13.0"
+    assert chart["Version"] == CHART_RELEASES["aws-load-balancer-controller"].version
     associations = resources(template, "AWS::EKS::PodIdentityAssociation").values()
     [association] = [a for a in associations if a["ServiceAccount"] == "aws-load-balancer-controller"]
     role_id = association["RoleArn"]["Fn::GetAtt"][0]

@@ -11,6 +11,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from gco.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
+from gco.deployment.charts import CHART_RELEASES, installed_charts
 from gco.reconcile.settings import DEFAULT_SETTINGS
 from stacks.config import ConfigError, parse_config
 from stacks.constructs.cluster_addons import CHARTS, chart_values
@@ -170,3 +171,24 @@ def test_gpu_node_types_and_keda_regions_are_checked() -> None:
     config = parse_config({"regions": ["us-east-1", "us-west-2"], "keda_regions": []})
     assert not config.has_keda("us-east-1")
     assert parse_config(None).has_keda("us-east-1")
+
+
+def test_every_chart_is_its_pinned_release_and_documents_the_cluster_s_version(
+    synthesized: Synthesized,
+) -> None:
+    for region in (HOME, OTHER):
+        template = synthesized.template_json(f"gco-regional-{region}")
+        [cluster] = [
+            r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::EKS::Cluster"
+        ]
+        installed = {
+            r["Properties"]["Chart"]: r["Properties"]
+            for r in template["Resources"].values()
+            if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"
+        }
+        # The default config installs KEDA in every Region, so every pinned chart is here.
+        assert set(installed) == set(installed_charts(scaling=True)) == set(CHART_RELEASES)
+        for name, props in installed.items():
+            pin = CHART_RELEASES[name]
+            assert (props["Repository"], props["Version"]) == (pin.repository, pin.version)
+            assert pin.supports(cluster["Version"]), (name, cluster["Version"])

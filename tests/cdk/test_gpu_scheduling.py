@@ -9,6 +9,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 from gco.deployment.capacity import gpu_models
+from gco.deployment.charts import CHART_RELEASES
 from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
 from gco.nodes import CAPACITY_LABEL, GPU_TAINT
 from gco.reconcile.render import render
@@ -116,7 +117,7 @@ def test_device_plugin_runs_on_gpu_nodes_in_every_region(synthesized: Synthesize
     for region in (HOME, OTHER):
         charts = helm_charts(synthesized.template_json(f"gco-regional-{region}"))
         plugin = charts["nvidia-device-plugin"]
-        assert plugin["Version"] == "0.17.1"
+        assert plugin["Version"] == CHART_RELEASES["nvidia-device-plugin"].version
         values = json.loads(plugin["Values"])
         assert values["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
         assert GPU_TAINT.toleration() in values["tolerations"]

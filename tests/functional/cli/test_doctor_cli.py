@@ -39,6 +39,18 @@ def test_a_bad_config_names_its_key(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"{path}: gco.kubernetes_version: '1.20' is not in the EKS calendar" in capsys.readouterr().err
 
 
+def test_a_version_a_chart_does_not_document_is_refused_before_any_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_cdk_json(tmp_path, {"kubernetes_version": "1.36"})  # KEDA in every Region by default
+    assert main(["doctor", "--offline", "--cdk-json", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(
+        f"error: {path}: gco: kubernetes_version: 1.36 is outside the Kubernetes versions keda "
+    )
+    assert "\n" not in err
+
+
 def test_offline_json_report_agrees_with_the_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["doctor", "--offline", "--cdk-json", str(ROOT / "cdk.json"), "--output", "json"])
     report = json.loads(capsys.readouterr().out)

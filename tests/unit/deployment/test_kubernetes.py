@@ -8,6 +8,7 @@ from datetime import date
 
 import pytest
 
+from gco.deployment.charts import installed_charts, unsupported
 from gco.deployment.config import ConfigError, GcoConfig, parse_config
 from gco.deployment.kubernetes import (
     CLUSTER_AUTOSCALER_TAGS,
@@ -39,14 +40,19 @@ def test_standard_versions_and_the_newest() -> None:
     assert newest_standard(date(2030, 1, 1)) is None
 
 
-def test_every_default_version_is_in_standard_support_today() -> None:
-    # Fails on the day the defaults fall out of EKS standard support: time to move them on.
+def test_every_default_version_is_in_standard_support_and_in_every_chart_s_range_today() -> None:
+    # Fails on the day the defaults fall out of EKS standard support, or when a chart's pin moves to a
+    # release whose documented range leaves the default out: time to move them on.
     supported = standard_versions(today_utc())
     cdk_json = json.loads((ROOT / "cdk.json").read_text())["context"]["gco"]["kubernetes_version"]
+    every_chart = installed_charts(scaling=True)
     for version in (DEFAULT_KUBERNETES_VERSION, GcoConfig().kubernetes_version, cdk_json):
         assert version in supported, f"{version} is out of EKS standard support: update the default"
         assert autoscaler_tag(version).startswith(f"v{version}.")
-    assert max(EKS_CALENDAR, key=lambda v: EKS_CALENDAR[v].eks_release) == DEFAULT_KUBERNETES_VERSION
+        assert unsupported(version, every_chart) == [], f"a chart does not document Kubernetes {version}"
+    # The default is the newest version that both holds: a newer one waits for its charts.
+    fitting = [v for v in supported if not unsupported(v, every_chart)]
+    assert fitting[-1] == DEFAULT_KUBERNETES_VERSION
 
 
 def test_each_pinned_autoscaler_matches_its_minor_version() -> None:
