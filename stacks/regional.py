@@ -1,16 +1,12 @@
-"""One Regional stack per Region: VPC, EKS with GPU and system node groups, the reconciler, its and
-the GPU runner's cluster access (`cluster_access.py`), the load balancer controller (`ingress.py`) and
-the front door (`front_door.py`)."""
+"""One Regional stack per Region: the network (`constructs/network.py`), EKS with GPU and system node
+groups (`constructs/gpu_cluster.py`), the reconciler, its and the GPU runner's cluster access
+(`constructs/cluster_access.py`), the load balancer controller (`constructs/ingress.py`) and the
+front door (`constructs/front_door.py`)."""
 
 from __future__ import annotations
 
-from typing import cast
-
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
@@ -19,171 +15,21 @@ from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
-from stacks.config import GcoConfig, NodeGroupConfig
+from stacks.config import GcoConfig
 from stacks.constructs.cluster_access import ClusterAccess
-from stacks.constructs.cluster_addons import ClusterAddons, kubectl_provider_options
+from stacks.constructs.cluster_addons import ClusterAddons
 from stacks.constructs.data import stream_identity
 from stacks.constructs.front_door import FrontDoor
-from stacks.constructs.gpu_nodes import add_node_groups, priority_expander
-from stacks.constructs.iam import managed_role, statement
+from stacks.constructs.gpu_cluster import GpuCluster
+from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
 from stacks.constructs.keys import RETENTION, stack_key
 from stacks.constructs.model_access import ModelAccess
+from stacks.constructs.network import Network
 from stacks.constructs.operators import OperatorAccess, endpoint_access
 from stacks.constructs.reconciler import Reconciler, dead_letter_queue
-from stacks.constructs.retained import retained_name
 from stacks.constructs.runner_workflow import RunnerNames
 from stacks.constructs.stream_lookup import StreamArnLookup
-
-# Interface endpoints (private DNS on) for what nodes and functions call most: image pulls (ECR's API
-# and registry; the layers themselves come from S3), role credentials (STS, Pod Identity's token
-# exchange goes through the agent), logs. S3 and DynamoDB take gateway endpoints (no hourly price).
-INTERFACE_ENDPOINTS = {
-    "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
-    "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-    "Sts": ec2.InterfaceVpcEndpointAwsService.STS,
-    "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-}
-GATEWAY_ENDPOINTS = {
-    "S3": ec2.GatewayVpcEndpointAwsService.S3,
-    "DynamoDb": ec2.GatewayVpcEndpointAwsService.DYNAMODB,
-}
-
-
-class Network(Construct):
-    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow
-    logs; one NAT gateway or one per zone; VPC endpoints for ECR, S3, STS, DynamoDB and Logs."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        name: str,
-        cidr: str,
-        key: kms.IKey,
-        retention: logs.RetentionDays,
-        nat_per_zone: bool = False,
-        endpoints: bool = True,
-    ) -> None:
-        super().__init__(scope, construct_id)
-        self.vpc = ec2.Vpc(
-            self,
-            "Vpc",
-            vpc_name=name,
-            ip_addresses=ec2.IpAddresses.cidr(cidr),
-            max_azs=2,
-            nat_gateways=2 if nat_per_zone else 1,
-            subnet_configuration=[
-                ec2.SubnetConfiguration(
-                    name="public",
-                    subnet_type=ec2.SubnetType.PUBLIC,
-                    cidr_mask=24,
-                    map_public_ip_on_launch=False,
-                ),
-                ec2.SubnetConfiguration(
-                    name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
-                ),
-            ],
-        )
-        # One NAT gateway (in the first public subnet) serves both AZs' private subnets: the other
-        # public subnet holds nothing, so it gets no route to the internet gateway.
-        if not nat_per_zone:
-            for subnet in self.vpc.public_subnets[1:]:
-                subnet.node.try_remove_child("DefaultRoute")
-        if endpoints:
-            self._endpoints(name, cidr)
-        flow_logs = logs.LogGroup(
-            self,
-            "FlowLogs",
-            log_group_name=retained_name(self, f"/{name}/vpc-flow-logs"),
-            retention=retention,
-            encryption_key=key,
-        )
-        role, policy = managed_role(
-            self,
-            "FlowLogRole",
-            role_name=f"{name}-flow-logs-{Stack.of(self).region}",
-            service="vpc-flow-logs.amazonaws.com",
-            description="VPC flow logs into their one log group",
-            statements=[
-                statement(
-                    "FlowLogGroup",
-                    ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                    [flow_logs.log_group_arn],
-                )
-            ],
-        )
-        log = self.vpc.add_flow_log(
-            "FlowLog",
-            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs, role.without_policy_updates()),
-        )
-        log.node.add_dependency(policy)
-
-    def _endpoints(self, name: str, cidr: str) -> None:
-        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
-        for endpoint_id, gateway in GATEWAY_ENDPOINTS.items():
-            self.vpc.add_gateway_endpoint(endpoint_id, service=gateway, subnets=[private])
-        # One group for the interface endpoints: HTTPS from the VPC's own network (named literally, so
-        # the rule is checkable at synth), nothing out.
-        group = ec2.SecurityGroup(
-            self,
-            "EndpointSecurityGroup",
-            security_group_name=f"{name}-vpc-endpoints",
-            vpc=self.vpc,
-            description="VPC interface endpoints: HTTPS from this VPC",
-            allow_all_outbound=False,
-        )
-        group.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from this VPC")
-        for endpoint_id, service in INTERFACE_ENDPOINTS.items():
-            self.vpc.add_interface_endpoint(
-                endpoint_id,
-                service=service,
-                subnets=private,
-                private_dns_enabled=True,
-                security_groups=[group],
-                open=False,
-            )
-
-
-class GpuCluster(Construct):
-    """EKS (endpoint private or allow-listed, all control-plane logs, envelope-encrypted secrets), node
-    groups (stacks/constructs/gpu_nodes.py) and a kubectl provider for the cluster add-ons."""
-
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        name: str,
-        version: str,
-        vpc: ec2.IVpc,
-        key: kms.IKey,
-        gpu: NodeGroupConfig,
-        system: NodeGroupConfig,
-        endpoint_access: eks.EndpointAccess,
-    ) -> None:
-        super().__init__(scope, construct_id)
-        self.cluster = eks.Cluster(
-            self,
-            "Cluster",
-            cluster_name=name,
-            version=eks.KubernetesVersion.of(version),
-            vpc=vpc,
-            vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
-            endpoint_access=endpoint_access,
-            kubectl_provider_options=kubectl_provider_options(self, vpc, version),
-            secrets_encryption_key=key,
-            cluster_logging=list(eks.ClusterLoggingTypes),
-            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
-            default_capacity=0,
-            output_config_command=False,
-        )
-        self.system, self.gpu_groups = add_node_groups(self.cluster, name=name, gpu=gpu, system=system)
-        # The same cluster as the ICluster that Addon, HelmChart and KubernetesManifest take. jsii
-        # registers Cluster as implementing ICluster, but the generated Python class does not declare
-        # the protocol's `kubectl_provider_options` property, so mypy cannot match the two itself.
-        self.cluster_interface = cast(eks.ICluster, self.cluster)
 
 
 class RegionalStack(Stack):
