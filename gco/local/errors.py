@@ -38,3 +38,7 @@ class EngineNotReadyError(LocalError):
 
 class DemoStepError(LocalError):
     """A walk-through step exited with an unexpected status."""
+
+
+class NginxError(LocalError):
+    """nginx refused the adapted configuration, or could not be started."""

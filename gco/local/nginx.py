@@ -39,6 +39,7 @@ from pathlib import Path
 import httpx
 
 from gco.bench.process import EngineProcess, clean_env
+from gco.local.errors import NginxError
 from gco.local.kubelet import LOOPBACK, free_port
 from gco.local.loop import SyncLoop
 from gco.local.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
@@ -61,10 +62,6 @@ log = logging.getLogger(__name__)
 NGINX = "nginx"
 CHECK_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 5.0
-
-
-class NginxError(RuntimeError):
-    """nginx refused the adapted configuration, or could not be started."""
 
 
 def nginx_path() -> str | None:
@@ -206,7 +203,12 @@ class NginxProxy:
         return [self.program, "-p", f"{self.run_dir}/", "-c", str(self.conf_path), "-e", "stderr", *extra]
 
     def sync(self) -> None:
-        """Serve the rendered files: write and check them when they changed, then start or reload."""
+        """Serve the rendered files: write and check them when they changed, then start or reload.
+
+        Raises:
+            NginxError: `nginx -t` refused the configuration (the files are written again, and
+                checked, on the next sync).
+        """
         with self._lock:
             files = self.desired_files()
             if not files:

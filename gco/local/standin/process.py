@@ -33,6 +33,7 @@ import httpx
 
 from gco.local.children import stop_child
 from gco.local.collector import collect_rarely
+from gco.local.errors import LocalStackError
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key
@@ -60,6 +61,11 @@ class StandInProcess:
         self._http = httpx.Client(timeout=10.0)
 
     def start(self) -> StandInProcess:
+        """Start the process and read the URLs it prints once it serves.
+
+        Raises:
+            LocalStackError: it printed nothing within `STARTUP_TIMEOUT_S` (it is stopped).
+        """
         self._process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         stdout = self._process.stdout
         assert stdout is not None
@@ -73,7 +79,9 @@ class StandInProcess:
         threading.Thread(target=read, daemon=True).start()
         if not ready.wait(STARTUP_TIMEOUT_S) or not line[0].strip():
             self.stop()
-            raise RuntimeError(f"the stand-in API server process did not start within {STARTUP_TIMEOUT_S} s")
+            raise LocalStackError(
+                f"the stand-in API server process did not start within {STARTUP_TIMEOUT_S} s"
+            )
         urls = json.loads(line[0])
         self.url, self.control = urls["url"], urls["control"]
         return self
