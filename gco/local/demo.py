@@ -48,6 +48,7 @@ from gco.local.reconcilers import LocalReconcilers
 from gco.local.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
+from gco.reconcile.route_shards import SHARD_PREFIX
 
 DEMO_SPEC = """\
 # A whole endpoint spec; command-line flags override its fields.
@@ -116,15 +117,21 @@ def cluster_summary(reconcilers: LocalReconcilers) -> list[str]:
 
 
 def shared_summary(reconcilers: LocalReconcilers) -> list[str]:
-    """One line per Region: gco's shared objects there (namespaces, the inference proxy)."""
+    """One line per Region: gco's shared objects there (namespaces, the inference proxy, and its
+    route shards counted rather than listed)."""
     lines = []
     for region, local in reconcilers.regions.items():
-        shared = [
-            f"{obj['kind']}/{obj['metadata']['name']}"
-            for obj in local.api.objects()
-            if (obj["metadata"].get("labels") or {}).get(MANAGED_BY) == MANAGER
-            and ENDPOINT_LABEL not in obj["metadata"]["labels"]
-        ]
+        shared, shards = [], 0
+        for obj in local.api.objects():
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get(MANAGED_BY) != MANAGER or ENDPOINT_LABEL in labels:
+                continue
+            if obj["metadata"]["name"].startswith(SHARD_PREFIX):
+                shards += 1
+            else:
+                shared.append(f"{obj['kind']}/{obj['metadata']['name']}")
+        if shards:
+            shared.append(f"ConfigMap/{SHARD_PREFIX}* ({shards} route shards)")
         lines.append(f"  {region} shared: {', '.join(sorted(shared))}")
     return lines
 

@@ -43,7 +43,8 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     assert "demo-chat ready: 2/2" in transcript
     assert "outside the reconciler's grant: 0" in transcript
     assert (
-        "  us-east-1 shared: ConfigMap/inference-proxy-routes, Deployment/inference-proxy, "
+        "  us-east-1 shared: ConfigMap/inference-proxy-conf, "
+        "ConfigMap/inference-proxy-routes-* (64 route shards), Deployment/inference-proxy, "
         "HorizontalPodAutoscaler/inference-proxy-hpa, Namespace/gco-inference, Namespace/gco-system, "
         "Service/inference-proxy"
     ) in transcript
