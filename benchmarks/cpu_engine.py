@@ -1,6 +1,6 @@
 """The local stack's CPU engine: start-up time and decode tokens/s of SmolLM2-135M on llama.cpp.
 
-Each run starts the engine (`python -m gco.local.llama_engine`) as the local stack does, measures
+Each run starts the engine (`python -m gco.local.llama.llama_engine`) as the local stack does, measures
 the time from launch until `/health` answers (start-up: Python, the server, the model load), then
 sends the same greedy completions one at a time and reports decode tokens/s (completion tokens
 over the request's wall time, the prompt being a few tokens). The peer measured in the same run is
@@ -84,7 +84,7 @@ def main() -> int:
         argv = [
             sys.executable,
             "-m",
-            "gco.local.llama_engine",
+            "gco.local.llama.llama_engine",
             "--port",
             str(port),
             "--threads",

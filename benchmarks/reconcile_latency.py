@@ -37,8 +37,8 @@ from benchmarks.reconcile_region import LAMBDA_POLL, endpoint_names  # noqa: E40
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore, init_table  # noqa: E402
 from gco.env import ENDPOINT_URL_ENV, HOME_REGION_ENV  # noqa: E402
-from gco.local.motoserver import MotoServer  # noqa: E402
-from gco.local.reconcilers import LocalReconcilers  # noqa: E402
+from gco.local.moto.motoserver import MotoServer  # noqa: E402
+from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
 from gco.reconcile.render import render  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402

@@ -1,6 +1,6 @@
 """One Region of the write-to-applied benchmark, as its own process (`reconcile_latency.py` starts it).
 
-As `gco local up` runs each Region in its own process (`gco.local.node`), and as AWS runs each
+As `gco local up` runs each Region in its own process (`gco.local.region.node`), and as AWS runs each
 Region's reconciler in its own Lambda functions: the Region's reconciler and its stream poller (or
 its 15 s polling sweep) run in this process, not the other Region's, the moto server's or the
 writer's, and its stand-in API server in a child process of its own (`--standin process`, the
@@ -36,8 +36,8 @@ from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
 from gco.env import ENDPOINT_URL_ENV  # noqa: E402
 from gco.kube_tokens import LOCAL_TOKEN  # noqa: E402
-from gco.local.poller import StreamPoller  # noqa: E402
-from gco.local.reconcilers import LocalReconcilers  # noqa: E402
+from gco.local.region.poller import StreamPoller  # noqa: E402
+from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
 from gco.local.standin.process import StandInProcess  # noqa: E402
 from gco.reconcile.handler import handle_stream_event  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token  # noqa: E402

@@ -8,7 +8,7 @@ canary, so every map holds every route), it prints:
 - one route change: the bytes written (one shard) and the time it takes (the route keeper's merge
   and one apply, over HTTP, against the stand-in API server holding every shard);
 - the p50 and p99 latency of a request through the local proxy (Debian's nginx serving the
-  rendered nginx.conf and the shards' map files, as `gco.local.nginx` runs it) to an upstream
+  rendered nginx.conf and the shards' map files, as `gco.local.region.nginx` runs it) to an upstream
   that answers at once (another nginx), and the same request sent to the upstream directly, so the
   added latency is the proxy's. The four proxies run at once and each round sends one request to
   each, in rotating order, so the machine's noise falls on all of them alike.
@@ -40,8 +40,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gco.endpoints.names import ENDPOINT_NAME_MAX  # noqa: E402
-from gco.local.kubelet import LOOPBACK, free_port  # noqa: E402
-from gco.local.nginx import local_conf, nginx_path, self_signed  # noqa: E402
+from gco.local.region.kubelet import LOOPBACK, free_port  # noqa: E402
+from gco.local.region.nginx import local_conf, nginx_path, self_signed  # noqa: E402
 from gco.local.standin import StandInKubeAPI  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, static_token  # noqa: E402
 from gco.reconcile.proxy_conf import nginx_conf  # noqa: E402

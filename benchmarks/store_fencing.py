@@ -19,7 +19,7 @@ from gco import aws
 from gco.endpoints import EndpointStore, init_table
 from gco.endpoints.codec import to_attribute, to_item
 from gco.endpoints.record import EndpointRecord
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 
 SPEC = {"image": "vllm/vllm-openai:v0.6.3", "model_id": "m", "replicas": 2}
 REGIONS = ["us-east-1", "us-west-2"]

@@ -1,7 +1,7 @@
 """The fixed bearer tokens of the local stack's stand-in Kubernetes API servers (loopback only).
 
 Here, with no imports, so that whoever talks to a stand-in reads them without importing the local
-stack: the reconcilers (`gco.local.reconcilers`) and the validation matrix reaching the stand-ins as
+stack: the reconcilers (`gco.local.region.reconcilers`) and the validation matrix reaching the stand-ins as
 the GPU runner does the Regional clusters (`gco.validation.connect`). A real cluster never sees
 them: EKS authenticates IAM identities.
 """

@@ -10,7 +10,7 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore, init_table
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 
 TABLE = "gco-test-endpoints"
 

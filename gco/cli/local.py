@@ -15,9 +15,9 @@ import click
 
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
 from gco.local import stack
-from gco.local.demo import DEFAULT_RUN_DIR, walkthrough
-from gco.local.engines import ENGINE_KINDS
+from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError
+from gco.local.region.engines import ENGINE_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOME/gco/local]."

@@ -4,7 +4,7 @@
 
 - the moto server (DynamoDB with streams, S3, Step Functions) on a loopback port, then creates the
   endpoint table with its stream and the evidence bucket in it;
-- per Region a `gco.local.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
+- per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
 
 and records them in `<state-dir>/stack.json` (parts with pid and URL, the environment to use).
 The state directory is per user (`$XDG_STATE_HOME/gco/local`, else `~/.local/state/gco/local`)
@@ -49,11 +49,11 @@ from gco.env import (
     TABLE_ENV,
 )
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local import statelock
 from gco.local.errors import LocalStackError
-from gco.local.kubelet import free_port
-from gco.local.nginx import nginx_path, self_signed
-from gco.local.node import TLS_DIR_NAME, children_path, report_path
+from gco.local.processes import statelock
+from gco.local.region.kubelet import free_port
+from gco.local.region.nginx import nginx_path, self_signed
+from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
 from gco.reconcile.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
@@ -176,7 +176,8 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
     parts: list[Part] = []
     moto_log = state_dir / "moto.log"
     moto = _spawn(
-        [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(port)], moto_log
+        [sys.executable, "-m", "gco.local.moto.moto_app", "--host", "127.0.0.1", "--port", str(port)],
+        moto_log,
     )
     statelock.record_started(state_dir, moto.pid)
     parts.append(Part(name="moto", pid=moto.pid, url=endpoint_url, log=str(moto_log)))
@@ -196,7 +197,7 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
             argv = [
                 sys.executable,
                 "-m",
-                "gco.local.node",
+                "gco.local.region.node",
                 "--region",
                 region,
                 "--endpoint-url",

@@ -15,7 +15,7 @@ import pytest
 from gco.bench.process import group_members
 from gco.cli import main
 from gco.evidence import validate
-from gco.local.demo import port_free, walkthrough
+from gco.local.demo.demo import port_free, walkthrough
 from tests.functional.evidence.chromium import chromium_path
 from tests.functional.evidence.test_report_page import check_page
 
@@ -100,7 +100,7 @@ def test_demo_command_exit_status(monkeypatch: object) -> None:
 
 
 def test_demo_failure_is_a_runtime_error(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from gco.local import demo
+    from gco.local.demo import demo
 
     def broken(*_: object, **__: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args=[], returncode=3, stdout="", stderr="boom\n")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from gco.local.moto_app import SerializedApp
+from gco.local.moto.moto_app import SerializedApp
 
 
 def test_requests_never_overlap() -> None:
@@ -76,8 +76,8 @@ def test_reads_run_together_and_a_write_runs_alone() -> None:
 
 
 def test_the_local_servers_listen_with_a_backlog_bursts_of_connections_fit_in() -> None:
-    """A dropped connection costs its client a second before its SYN is sent again (gco.local.listen)."""
-    from gco.local.listen import LISTEN_BACKLOG
+    """A dropped connection costs its client a second before its SYN is sent again (`processes.listen`)."""
+    from gco.local.processes.listen import LISTEN_BACKLOG
     from gco.local.standin.server import QuietServer
 
     server = QuietServer(("127.0.0.1", 0), BaseHTTPRequestHandler)

@@ -16,7 +16,7 @@ parts, one concern each:
   metadata.generation bumped on spec changes, uids, creationTimestamp, managedFields (manager and
   time only); Deployment readiness (`status.readyReplicas` reaches the replica count `ready_delay`
   seconds after the last spec change on the injectable clock, unless a `replica_source`, the local
-  stack's engine runner `gco.local.kubelet`, reports the replicas); namespaces as objects (an
+  stack's engine runner `gco.local.region.kubelet`, reports the replicas); namespaces as objects (an
   object may only be applied into an existing namespace: 404 `namespaces "x" not found`;
   `default` and `kube-system` exist from the start); a kind whose CRD is not installed (`crds`) is
   answered 404 `the server could not find the requested resource`, as for any resource the server
@@ -52,13 +52,13 @@ The API server's size and name limits are enforced on every write (`limits.py`).
 proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of `pods/proxy`). A controller's
 status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read only: a `GET` list of
 `pods` in a namespace is answered (authorized as `list pods`, as RBAC checks it) from the `pod_source`
-hook, the local stack's kubelet (`gco.local.kubelet`), which reports one Pod per replica it runs with its
-container's status (ready, restartCount, `CrashLoopBackOff`, the last termination's exit code and signal);
-without the hook the list is empty.
+hook, the local stack's kubelet (`gco.local.region.kubelet`), which reports one Pod per replica it runs
+with its container's status (ready, restartCount, `CrashLoopBackOff`, the last termination's exit code
+and signal); without the hook the list is empty.
 
 It does not model: watches, `POST` creates, `PUT` updates and subresources (authorized, then
 405), admission, defaulting or schema validation, writes to pods, ReplicaSets,
-HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.autoscaler` scales and
+HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.region.autoscaler` scales and
 writes HPA status for the local stack), resource quotas and limit ranges, garbage collection of
 dependants, namespace deletion (and the deletion of its objects), finalizers beyond the fixed
 termination delay, strategic merge keys (lists are atomic), YAML bodies (only JSON, which is valid

@@ -31,9 +31,9 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from gco.local.children import stop_child
-from gco.local.collector import collect_rarely
 from gco.local.errors import LocalStackError
+from gco.local.processes.children import stop_child
+from gco.local.processes.collector import collect_rarely
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
-from gco.local.listen import LISTEN_BACKLOG
+from gco.local.processes.listen import LISTEN_BACKLOG
 from gco.local.standin.faults import FaultQueue
 from gco.local.standin.limits import body_refusal
 from gco.local.standin.status import Attributes, create_forbidden, forbidden, not_found, not_served
@@ -92,7 +92,7 @@ def _verb(method: str, name: str | None, query: Mapping[str, str]) -> str:
 
 class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = LISTEN_BACKLOG  # socketserver's 5: see gco.local.listen
+    request_queue_size = LISTEN_BACKLOG  # socketserver's 5: see gco.local.processes.listen
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (an injected timeout, a closed pool) is not an error here."""

@@ -140,7 +140,7 @@ class ObjectStore:
 
     Deployment readiness: `status.readyReplicas` reaches the replica count `ready_delay` seconds
     (on `clock`) after the last spec change, unless a `replica_source` (the local stack's engine
-    runner, `gco.local.kubelet`, which runs real processes) reports the replicas. A deleted object
+    runner, `gco.local.region.kubelet`, which runs real processes) reports the replicas. A deleted object
     stays, terminating, for `deletion_delay` seconds. Namespaces are objects: an object may only be
     applied into an existing one.
     """

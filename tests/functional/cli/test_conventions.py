@@ -15,7 +15,7 @@ import yaml
 from gco import __version__
 from gco.cli import cli, main
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 
 

@@ -15,7 +15,7 @@ from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.endpoints.names import ENDPOINT_NAME_MAX
 from gco.endpoints.specfile import MAX_DEPTH, MAX_SPEC_FILE_BYTES
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 
 IMAGE = "vllm/vllm-openai:v0.6.3"

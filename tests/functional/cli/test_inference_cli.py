@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gco.cli import main
 from gco.cli.wait import Progress, WaitTimeoutError, wait_for
 from gco.endpoints import EndpointSpec, EndpointStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 
 IMAGE = "vllm/vllm-openai:v0.6.3"

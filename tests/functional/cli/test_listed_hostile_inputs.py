@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 
 IMAGE = "vllm/vllm-openai:v0.6.3"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli, table_items
 
 IMAGE = "vllm/vllm-openai:v0.6.3"

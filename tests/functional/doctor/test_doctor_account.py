@@ -17,7 +17,7 @@ from gco.doctor.account import EKS_ROLES, MIN_BOOTSTRAP_VERSION
 from gco.doctor.boto_reader import BotoAccountReader
 from gco.doctor.model import Check, Report
 from gco.doctor.service import run_doctor
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.cdk.synth_cache import cdk_json_config
 from tests.functional.doctor.recorded import Clients, eks_answer, quota_answer, recorded
 

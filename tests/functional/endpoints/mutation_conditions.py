@@ -27,7 +27,7 @@ from pathlib import Path
 from gco import aws
 from gco.endpoints import EndpointStore, init_table
 from gco.endpoints.expressions import Expression
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 
 REVIEW = (
     "desired.lifecycle",

@@ -14,7 +14,7 @@ from gco.endpoints.errors import InvalidSpecError, InvalidTransitionError
 from gco.endpoints.forget import forget_region
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import format_timestamp, parse_timestamp
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 
 SPEC = {"image": "vllm/vllm-openai:v0.6.3"}

@@ -14,7 +14,7 @@ from gco.endpoints.codec import to_item
 from gco.endpoints.errors import TableMismatchError
 from gco.endpoints.store import EndpointStore
 from gco.endpoints.table import check_shape
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 
 
 def test_two_creators_race_and_both_get_the_table(dynamodb: Any) -> None:

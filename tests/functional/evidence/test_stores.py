@@ -8,7 +8,7 @@ import pytest
 
 from gco import aws
 from gco.evidence import EvidenceConflictError, EvidenceStoreError, LocalEvidenceStore, S3EvidenceStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from tests.unit.evidence.test_record import record
 
 

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from gco import aws
-from gco.local.motoserver import MotoServer, free_port
+from gco.local.moto.motoserver import MotoServer, free_port
 
 REGION = "us-east-1"
 BUCKET = "gco-evidence-test"

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from gco import aws
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gpu_runner import JobError, JobMessage, RoundsJob, RunnerError, run_job
 from gpu_runner.__main__ import main
 from gpu_runner.runner import (

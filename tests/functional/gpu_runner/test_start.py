@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gpu_runner.runner import RunnerError
 from gpu_runner.start import ANSWER_ATTEMPTS, announce, await_message, start
 from tests.functional.gpu_runner.conftest import BUCKET, RUNNER, clients, make_bucket, rounds_job

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gpu_runner.job import JobMessage, MatrixJob
 from gpu_runner.runner import RunnerError, read_job, run_job
 from gpu_runner.start import start

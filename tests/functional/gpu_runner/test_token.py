@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gco import aws
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gpu_runner.model_token import load_model_token
 from gpu_runner.runner import RunnerError
 

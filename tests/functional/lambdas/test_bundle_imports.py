@@ -24,7 +24,7 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.heartbeat import SsmParameters, read_heartbeat

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.local.cluster import LocalClusters
-from gco.local.kubelet import RestartPolicy
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.kubelet import RestartPolicy
 from tests.unit.reconcile.records import EAST, WEST
 
 T = TypeVar("T")

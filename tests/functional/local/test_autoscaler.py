@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, operations
-from gco.local.autoscaler import desired_replicas
-from gco.local.cluster import LocalClusters
-from gco.local.engines import EngineTable
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.autoscaler import desired_replicas
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import EngineTable
 from gco.reconcile.objects import DEPLOYMENT, HPA
 from tests.functional.local.conftest import client, eventually
 from tests.functional.local.test_engines import SPEC, running

@@ -8,8 +8,8 @@ from collections import Counter
 from typing import Any
 
 from gco.endpoints import EndpointStore, canary
-from gco.local.cluster import LocalClusters
-from gco.local.services import UPSTREAM_HEADER
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.services import UPSTREAM_HEADER
 from tests.functional.local.conftest import client, eventually
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.reconcile.records import EAST

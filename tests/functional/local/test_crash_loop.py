@@ -15,11 +15,11 @@ import pytest
 from gco import engines
 from gco.cli import main
 from gco.endpoints import EndpointStore
-from gco.local.cluster import LocalClusters
-from gco.local.demo import explain_failure
-from gco.local.engines import FAKE_ENGINE, EngineTable
-from gco.local.kubelet import RestartPolicy
-from gco.local.motoserver import MotoServer
+from gco.local.demo.demo import explain_failure
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import FAKE_ENGINE, EngineTable
+from gco.local.region.kubelet import RestartPolicy
 from tests.conftest import TABLE
 from tests.functional.local.conftest import eventually
 from tests.unit.reconcile.records import EAST, IMAGE

@@ -12,8 +12,8 @@ import httpx
 
 from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, operations
-from gco.local.cluster import LocalClusters
-from gco.local.nginx import NginxProxy
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.nginx import NginxProxy
 from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually

@@ -15,9 +15,9 @@ import pytest
 
 from gco.endpoints import EndpointStore, canary
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.cluster import LocalClusters
-from gco.local.motoserver import MotoServer
-from gco.local.services import UPSTREAM_HEADER
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.services import UPSTREAM_HEADER
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SERVICE
 from gco.reconcile.routes import VERSION_HEADER
 from tests.functional.cli.test_inference_cli import Cli

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gco.local.llama_engine import MODEL_ID, tgi_completion
+from gco.local.llama.llama_engine import MODEL_ID, tgi_completion
 
 REGION = "us-east-1"
 
@@ -101,16 +101,16 @@ def test_health_answers_only_after_a_completion_decoded_with_the_portable_build(
     """The engine listens (so its readiness probe can pass) only after one completion decoded; the
     library it loaded reports the portable instruction sets, whatever this CPU has beyond them."""
     pytest.importorskip(
-        "llama_cpp", reason="the llama extra is not installed (python -m gco.local.llama_build)"
+        "llama_cpp", reason="the llama extra is not installed (python -m gco.local.llama.llama_build)"
     )
-    from gco.local.kubelet import free_port
-    from gco.local.llama_build import X86_FEATURES, machine, system_features
+    from gco.local.llama.llama_build import X86_FEATURES, machine, system_features
+    from gco.local.region.kubelet import free_port
 
     port = free_port()
     log = tmp_path / "engine.log"
     with log.open("wb") as out:
         engine = subprocess.Popen(
-            [sys.executable, "-m", "gco.local.llama_engine", "--port", str(port), "--threads", "1"],
+            [sys.executable, "-m", "gco.local.llama.llama_engine", "--port", str(port), "--threads", "1"],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -140,7 +140,7 @@ def test_a_library_built_for_another_cpu_is_refused_before_the_model_loads(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     llama_cpp = pytest.importorskip("llama_cpp", reason="the llama extra is not installed")
-    from gco.local import llama_engine
+    from gco.local.llama import llama_engine
 
     native = note_free(EVENTS / "system_info_native_amx.txt").encode()
     monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: native)
@@ -151,7 +151,7 @@ def test_a_library_built_for_another_cpu_is_refused_before_the_model_loads(
 
 def test_the_warm_up_must_decode_a_token() -> None:
     from gco.local.errors import EngineNotReadyError
-    from gco.local.llama_engine import warm_up
+    from gco.local.llama.llama_engine import warm_up
 
     assert warm_up(lambda prompt, tokens: {"usage": {"completion_tokens": tokens}}) == 4
     with pytest.raises(EngineNotReadyError, match="decoded no token"):
@@ -159,7 +159,7 @@ def test_the_warm_up_must_decode_a_token() -> None:
 
 
 def test_the_portable_build_on_an_avx512_cpu_reports_no_avx512() -> None:
-    from gco.local.llama_build import build_problems
+    from gco.local.llama.llama_build import build_problems
 
     portable = note_free(EVENTS / "system_info_portable_avx512_cpu.txt")
     avx512_cpu = frozenset({"pni", "ssse3", "avx", "avx2", "f16c", "fma", "bmi2", "avx512f", "avx512_bf16"})

@@ -16,8 +16,8 @@ import pytest
 
 from gco.bench.process import group_members
 from gco.cli import main
-from gco.local import statelock
-from gco.local.node import children_path
+from gco.local.processes import statelock
+from gco.local.region.node import children_path
 
 UP_TIMEOUT_S = 120
 

@@ -17,7 +17,7 @@ import pytest
 from gco.bench.process import group_members
 from gco.cli import main
 from gco.env import CLUSTER_URLS_ENV
-from gco.local.node import children_path
+from gco.local.region.node import children_path
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
 from gco.reconcile.render_proxy import PROXY_HPA

@@ -11,7 +11,7 @@ from werkzeug.serving import make_server
 
 from gco import aws
 from gco.endpoints import init_table
-from gco.local.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch, kept_method_names
+from gco.local.moto.moto_direct import DYNAMODB_TARGET, STREAMS_TARGET, DirectDispatch, kept_method_names
 from tests.functional.loopback import serving
 
 StartResponse = Any

@@ -9,7 +9,7 @@ import pytest
 
 from gco import aws
 from gco.local.errors import LocalStackError
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 
 
 def test_start_reset_and_stop_over_one_control_client() -> None:

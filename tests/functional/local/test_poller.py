@@ -13,8 +13,8 @@ from typing import Any
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
-from gco.local.poller import SHARD_REFRESH_S, StreamPoller
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.poller import SHARD_REFRESH_S, StreamPoller
 from tests.unit.reconcile.records import EAST, IMAGE
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}

@@ -20,8 +20,8 @@ from gco import aws
 from gco.bench.fake_engine import ENV_DIGEST_PATH
 from gco.endpoint_secrets import secret_name
 from gco.endpoints import EndpointStore
-from gco.local.cluster import LocalClusters
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import SECRET
 from tests.conftest import TABLE
 from tests.functional.local.conftest import FAST_RESTART, eventually

@@ -13,8 +13,8 @@ import pytest
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.cluster import LocalClusters
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters, liveness, read_heartbeat
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import eventually

@@ -4,7 +4,7 @@ will run when started; no engine starts and every Deployment keeps 0 replicas me
 from __future__ import annotations
 
 from gco.endpoints import EndpointStore, canary, operations
-from gco.local.cluster import LocalClusters
+from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import DEPLOYMENT
 from tests.functional.local.conftest import eventually
 from tests.functional.local.test_canary import CANARY_IMAGE

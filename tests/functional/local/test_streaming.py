@@ -29,9 +29,9 @@ from gco.invoke import (
     send_stream,
     stream_request,
 )
-from gco.local.cluster import LocalClusters
-from gco.local.engines import EngineTable
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import EngineTable
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import DEADLINE_S, eventually
 from tests.functional.local.test_engines import SPEC, invoke, running

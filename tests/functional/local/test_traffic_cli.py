@@ -9,8 +9,8 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.cluster import LocalClusters
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import eventually
 from tests.functional.local.test_canary import CANARY_IMAGE

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.reconcilers import LocalReconcilers
 from tests.unit.reconcile.records import EAST, WEST
 
 

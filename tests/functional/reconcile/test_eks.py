@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from gco import aws
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gco.reconcile.eks import TOKEN_PREFIX, TokenCache, connect_eks, describe_cluster, eks_token
 from gco.reconcile.errors import ClusterConfigError
 

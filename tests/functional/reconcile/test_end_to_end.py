@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gco.endpoints import EndpointRecord, EndpointStore
-from gco.local.poller import StreamPoller
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.region.poller import StreamPoller
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.reconcile.objects import GENERATION_ANNOTATION, LIFECYCLE_ANNOTATION
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, IMAGE, WEST

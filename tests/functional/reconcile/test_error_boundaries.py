@@ -25,8 +25,8 @@ from botocore.exceptions import NoCredentialsError
 
 from gco import aws
 from gco.endpoints import EndpointStore, StoreUnavailableError
-from gco.local.poller import lambda_event
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.region.poller import lambda_event
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.reconcile.eks import eks_token
 from gco.reconcile.errors import ClusterAuthError, ClusterUnavailableError
 from gco.reconcile.failures import failure_kind

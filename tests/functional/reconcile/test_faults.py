@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gco.endpoints import EndpointStore
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import Fault
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.render import render

@@ -10,8 +10,8 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.reconcile.errors import HeartbeatError
 from gco.reconcile.heartbeat import Heartbeat, HeartbeatWriter, SsmParameters, parameter_name, read_heartbeat
 from gco.reconcile.reconciler import Reconciler

@@ -13,8 +13,8 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore, InvalidSpecError
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.reconcile.errors import ClusterConfigError
 from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters, read_heartbeat

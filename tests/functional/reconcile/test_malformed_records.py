@@ -14,9 +14,9 @@ import pytest
 from gco.cli import main
 from gco.endpoints import EndpointStore, MalformedRecordError
 from gco.endpoints.codec import to_item
-from gco.local.motoserver import MotoServer
-from gco.local.poller import lambda_event
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.poller import lambda_event
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.reconcile.handler import handle_stream_event
 from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE, WEST

@@ -11,8 +11,8 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.codec import to_item
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import Fault, StandInKubeAPI
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.reconciler import Reconciler

@@ -16,7 +16,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.names import ENDPOINT_NAME_MAX
-from gco.local.router import proxy_pod
+from gco.local.region.router import proxy_pod
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token

@@ -10,10 +10,10 @@ from typing import Any
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.local.motoserver import MotoServer
-from gco.local.poller import StreamPoller
-from gco.local.reconcilers import LocalReconcilers
-from gco.local.router import ShardReader
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.poller import StreamPoller
+from gco.local.region.reconcilers import LocalReconcilers
+from gco.local.region.router import ShardReader
 from gco.reconcile.objects import ObjectRef
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 

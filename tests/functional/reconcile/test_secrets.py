@@ -16,8 +16,8 @@ from gco import aws
 from gco.endpoint_secrets import SOURCES_ANNOTATION, SecretReadError, secret_name
 from gco.endpoints import EndpointStore
 from gco.kube_tokens import LOCAL_TOKEN
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token

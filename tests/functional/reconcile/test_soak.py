@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, InvalidTransitionError
-from gco.local.reconcilers import LocalReconcilers
+from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import Fault
 from gco.reconcile.objects import LIFECYCLE_ANNOTATION, ObjectRef
 from gco.reconcile.render import render

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gco import aws
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from stacks.constructs import stream_arn_handler
 from stacks.constructs.stream_lookup import HANDLER, INLINE_LIMIT
 from tests.functional.loopback import serving

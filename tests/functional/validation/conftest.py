@@ -16,9 +16,9 @@ import pytest
 from gco.endpoints import EndpointStore
 from gco.env import CLUSTER_URLS_ENV, TABLE_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.cluster import LocalClusters, ProxyKind
-from gco.local.engines import EngineTable
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters, ProxyKind
+from gco.local.region.engines import EngineTable
 from gco.reconcile.objects import ENDPOINT_LABEL, LIFECYCLE_ANNOTATION
 from gco.validation import OWNER_LABEL
 from gco.validation.connect import ProxyHttp, UrlClusters

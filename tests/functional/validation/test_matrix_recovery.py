@@ -24,7 +24,7 @@ from gco import aws
 from gco.cli import main
 from gco.endpoints import EndpointStore
 from gco.evidence.store import LocalEvidenceStore
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gco.local.standin.faults import Fault
 from gco.validation import OWNER_LABEL
 from gco.validation.checkpoint import CHECKPOINT, REVISIONS, revision_path

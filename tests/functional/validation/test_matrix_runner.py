@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.evidence import validate
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gpu_runner import JobMessage, MatrixJob, run_job
 from gpu_runner.runner import subprocess_executor
 from tests.functional.gpu_runner.test_runner import RecordingSfn

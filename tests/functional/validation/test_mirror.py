@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gco import aws
-from gco.local.motoserver import MotoServer
+from gco.local.moto.motoserver import MotoServer
 from gco.validation.errors import CheckpointError
 from gco.validation.mirror import MirrorError, S3RunMirror, default_uri, fetch_run, parse_uri
 

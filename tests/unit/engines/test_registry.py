@@ -23,7 +23,7 @@ from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec, spec_json_schema
 from gco.engines.base import EngineFlags, Framework, Launch
 from gco.invoke import default_request, event_text, stream_request
-from gco.local.engines import EngineTable, launch_of
+from gco.local.region.engines import EngineTable, launch_of
 from gco.reconcile.render import render
 from tests.unit.engines.toy import Toy
 from tests.unit.reconcile.records import EAST, make_record

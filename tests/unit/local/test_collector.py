@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from gco.local.collector import COLLECTOR_THRESHOLDS, collect_rarely
+from gco.local.processes.collector import COLLECTOR_THRESHOLDS, collect_rarely
 
 
 def test_the_moto_server_collects_rarely_from_the_moment_it_serves() -> None:

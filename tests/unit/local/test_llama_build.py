@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gco.local import llama_build
 from gco.local.errors import LlamaBuildError
-from gco.local.llama_build import (
+from gco.local.llama import llama_build
+from gco.local.llama.llama_build import (
     COMMON_FLAGS,
     SSE_BASELINE_FLAGS,
     build_problems,

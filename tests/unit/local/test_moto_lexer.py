@@ -13,7 +13,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from gco.endpoints import conditions
 from gco.endpoints.expressions import Expression
-from gco.local.moto_lexer import keep_lexing, keep_parse_templates, kept_lexer
+from gco.local.moto.moto_lexer import keep_lexing, keep_parse_templates, kept_lexer
 
 
 def _observation_condition() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gco.local.nginx import local_conf
+from gco.local.region.nginx import local_conf
 from gco.reconcile.proxy_conf import nginx_conf
 from gco.reconcile.route_shards import shard_data, shard_of
 from gco.reconcile.routes import Route, RouteTable

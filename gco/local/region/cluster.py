@@ -3,7 +3,7 @@ the engines behind it (`LocalKubelet`), its autoscaler (`LocalAutoscaler`), the 
 and the Region's proxy (nginx, `NginxProxy`, or the in-process `LocalRouter`).
 
 What `gco local up` runs in its background process and what the functional tests drive; the
-reconcilers come from `gco.local.reconcilers`, the stand-in API server from `gco.local.standin`;
+reconcilers come from `gco.local.region.reconcilers`, the stand-in API server from `gco.local.standin`;
 everything that stands in for the cluster lives in `gco/local/`, outside the package shipped to
 Lambda.
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from gco.endpoints.store import EndpointStore
-from gco.local.autoscaler import LocalAutoscaler
-from gco.local.engines import EngineTable
-from gco.local.kubelet import LocalKubelet, RestartPolicy
-from gco.local.nginx import NginxProxy, nginx_path
-from gco.local.reconcilers import LocalReconcilers
-from gco.local.router import LocalRouter
-from gco.local.services import ServiceNetwork
+from gco.local.region.autoscaler import LocalAutoscaler
+from gco.local.region.engines import EngineTable
+from gco.local.region.kubelet import LocalKubelet, RestartPolicy
+from gco.local.region.nginx import NginxProxy, nginx_path
+from gco.local.region.reconcilers import LocalReconcilers
+from gco.local.region.router import LocalRouter
+from gco.local.region.services import ServiceNetwork
 
 ProxyKind = Literal["auto", "nginx", "python"]
 

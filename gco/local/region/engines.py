@@ -5,7 +5,7 @@ so it asks the engine frameworks (`gco.engines`) which one's launch the pod temp
 container carries and what model and revision it names (each framework reads back the launch it
 renders), and runs, per framework, the command of the engine table on a loopback port. The
 default table runs the project's fake engine for every framework; the `llama` table runs a real
-CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama_engine`) for every framework; any
+CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama.llama_engine`) for every framework; any
 other command can be named per framework with `{port}`, `{model}` and `{revision}` placeholders.
 """
 
@@ -21,7 +21,7 @@ from gco import engines
 
 DEFAULT_HEALTH_PATH = "/health"
 FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
-LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama_engine")
+LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama.llama_engine")
 ENGINE_KINDS = ("fake", "llama")  # `gco local up|demo --engine`
 LLAMA_THREADS = 1  # per replica: the local stack runs several on a small machine
 

@@ -40,10 +40,10 @@ import httpx
 
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.errors import NginxError
-from gco.local.kubelet import LOOPBACK, free_port
-from gco.local.loop import SyncLoop
-from gco.local.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
-from gco.local.services import ServiceNetwork
+from gco.local.region.kubelet import LOOPBACK, free_port
+from gco.local.region.loop import SyncLoop
+from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
+from gco.local.region.services import ServiceNetwork
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG

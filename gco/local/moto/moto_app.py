@@ -93,12 +93,12 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     )
     from werkzeug.serving import BaseWSGIServer, run_simple
 
-    from gco.local import moto_direct, moto_json, moto_lexer
-    from gco.local.collector import collect_rarely
-    from gco.local.listen import LISTEN_BACKLOG
-    from gco.local.moto_direct import DirectDispatch
+    from gco.local.moto import moto_direct, moto_json, moto_lexer
+    from gco.local.moto.moto_direct import DirectDispatch
+    from gco.local.processes.collector import collect_rarely
+    from gco.local.processes.listen import LISTEN_BACKLOG
 
-    BaseWSGIServer.request_queue_size = LISTEN_BACKLOG  # werkzeug's 128: see gco.local.listen
+    BaseWSGIServer.request_queue_size = LISTEN_BACKLOG  # werkzeug's 128: see gco.local.processes.listen
 
     moto_json.install()
     moto_lexer.install()

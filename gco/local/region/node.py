@@ -1,4 +1,4 @@
-"""One Region of `gco local up`, as its own background process: `python -m gco.local.node`.
+"""One Region of `gco local up`, as its own background process: `python -m gco.local.region.node`.
 
 Runs `LocalClusters` for the Region (stand-in API server, reconciler with its stream poller and
 sweep, engines, autoscaler, Service network and proxy) until SIGTERM, then stops every engine
@@ -24,11 +24,11 @@ from pathlib import Path
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.local.cluster import LocalClusters
-from gco.local.engines import ENGINE_KINDS, EngineTable
-from gco.local.nginx import NginxProxy
+from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import ENGINE_KINDS, EngineTable
+from gco.local.region.nginx import NginxProxy
 
-log = logging.getLogger("gco.local.node")
+log = logging.getLogger("gco.local.region.node")
 REPORT_INTERVAL_S = 0.2
 TLS_DIR_NAME = "tls"  # one certificate for every Region's proxy, made by `up` before they start
 
@@ -57,7 +57,7 @@ def children(clusters: LocalClusters) -> list[int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gco.local.node", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m gco.local.region.node", description=__doc__)
     parser.add_argument("--region", required=True)
     parser.add_argument("--endpoint-url", required=True)
     parser.add_argument("--table", required=True)

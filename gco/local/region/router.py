@@ -7,9 +7,9 @@ changed), decides with `routes.pick` (the lookup by name nginx's `map` makes, an
 `split_clients` applies; the draw from `random`), and relays the request, prefix stripped, to the chosen
 Service's loopback address on the local Service network, answering with the version that answered (`X-Gco-
 Version`). A path the rendered nginx refuses (`gco.endpoints.paths`) is refused here too, with 400.
-`gco.local.nginx` runs the real nginx instead where it is installed. It registers itself with the stand-in
-as the proxy's Pod, whose status port (through the pod proxy) answers what it routes, as the deployed
-proxy's does, so the reconciler's `running` waits for it the same way.
+`gco.local.region.nginx` runs the real nginx instead where it is installed. It registers itself with
+the stand-in as the proxy's Pod, whose status port (through the pod proxy) answers what it routes, as
+the deployed proxy's does, so the reconciler's `running` waits for it the same way.
 
 Answers are relayed as they arrive (`services.relay`), as nginx does with `proxy_buffering off`.
 It does not model: TLS (plain HTTP on loopback), or nginx's timeouts and limits beyond a 16 MiB
@@ -28,8 +28,8 @@ import httpx
 
 from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import INGRESS_PREFIX
-from gco.local.kubelet import LOOPBACK
-from gco.local.services import (
+from gco.local.region.kubelet import LOOPBACK
+from gco.local.region.services import (
     FORWARD_TIMEOUT_S,
     UPSTREAM_HEADER,
     ServiceNetwork,

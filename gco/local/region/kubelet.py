@@ -5,7 +5,7 @@ and ReplicaSet controllers, the scheduler and the kubelets (pods started and sto
 probes) and the Service endpoints. Each `sync()`:
 
 - lists the endpoint Deployments stored in the stand-in (`gco.dev/endpoint` labelled) and reads
-  from each pod template what it serves (`gco.local.engines.launch_of`);
+  from each pod template what it serves (`gco.local.region.engines.launch_of`);
 - starts one engine process (own process group, loopback port, log file) per missing replica,
   stops the newest surplus replicas on scale-down, and stops every process of a Deployment that is
   gone or terminating (SIGTERM to the group, SIGKILL after `stop_timeout`);
@@ -60,8 +60,8 @@ from pathlib import Path
 from typing import Any
 
 from gco.bench.process import EngineProcess, clean_env
-from gco.local.engines import EngineLaunch, EngineTable, launch_of
-from gco.local.loop import SyncLoop
+from gco.local.region.engines import EngineLaunch, EngineTable, launch_of
+from gco.local.region.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
 from gco.local.standin.labels import matches
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SECRET

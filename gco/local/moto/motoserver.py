@@ -16,8 +16,8 @@ from types import TracebackType
 
 import httpx
 
-from gco.local.children import stop_child
 from gco.local.errors import LocalStackError
+from gco.local.processes.children import stop_child
 
 
 def free_port() -> int:
@@ -47,7 +47,15 @@ class MotoServer:
         """
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "gco.local.moto_app", "--host", "127.0.0.1", "--port", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "gco.local.moto.moto_app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

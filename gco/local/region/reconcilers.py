@@ -19,7 +19,7 @@ from typing import Any
 from gco import aws
 from gco.endpoints.store import EndpointStore
 from gco.kube_tokens import LOCAL_TOKEN, RUNNER_TOKEN
-from gco.local.poller import StreamPoller
+from gco.local.region.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
