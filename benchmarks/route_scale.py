@@ -44,12 +44,12 @@ from gco.local.region.kubelet import LOOPBACK, free_port  # noqa: E402
 from gco.local.region.nginx import local_conf, nginx_path, self_signed  # noqa: E402
 from gco.local.standin import StandInKubeAPI  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, static_token  # noqa: E402
-from gco.reconcile.proxy_conf import nginx_conf  # noqa: E402
-from gco.reconcile.route_changes import RouteChanges  # noqa: E402
-from gco.reconcile.route_keeper import RouteKeeper  # noqa: E402
-from gco.reconcile.route_shards import shard_config_map, shard_data, shard_of, split  # noqa: E402
-from gco.reconcile.route_store import ConfigMapRouteStore  # noqa: E402
-from gco.reconcile.routes import Route, RouteTable  # noqa: E402
+from gco.reconcile.proxy.proxy_conf import nginx_conf  # noqa: E402
+from gco.reconcile.proxy.route_changes import RouteChanges  # noqa: E402
+from gco.reconcile.proxy.route_keeper import RouteKeeper  # noqa: E402
+from gco.reconcile.proxy.route_shards import shard_config_map, shard_data, shard_of, split  # noqa: E402
+from gco.reconcile.proxy.route_store import ConfigMapRouteStore  # noqa: E402
+from gco.reconcile.proxy.routes import Route, RouteTable  # noqa: E402
 
 SIZES = (10, 1_000, 5_000, 10_000)
 BLOCKS = 3

@@ -40,7 +40,7 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
 from gco.front_door import GENERATION_TIMEOUT_S
-from gco.reconcile.routes import VERSION_HEADER
+from gco.reconcile.proxy.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
 INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate

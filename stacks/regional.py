@@ -13,7 +13,7 @@ from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
-from gco.reconcile.render_proxy import target_group_binding
+from gco.reconcile.proxy.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.cluster_access import ClusterAccess

@@ -38,7 +38,7 @@ from gco.invoke import (
     stream_request,
     tls_verification,
 )
-from gco.reconcile.routes import CANARY, PRIMARY
+from gco.reconcile.proxy.routes import CANARY, PRIMARY
 from gco.regional_outputs import invoke_urls
 
 

@@ -54,7 +54,7 @@ from gco.local.processes import statelock
 from gco.local.region.kubelet import free_port
 from gco.local.region.nginx import nginx_path, self_signed
 from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
-from gco.reconcile.routes import HEALTH_PATH
+from gco.reconcile.proxy.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
 EVIDENCE_BUCKET = "gco-local-evidence"

@@ -14,8 +14,8 @@ from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.pods import trouble
+from gco.reconcile.proxy.routes import Route, route_of
 from gco.reconcile.render import render
-from gco.reconcile.routes import Route, route_of
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 
 

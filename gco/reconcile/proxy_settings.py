@@ -10,6 +10,10 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+# The IngressClass the routes name: the Region's shared proxy implements it (the Regional stack
+# creates the IngressClass object; docs/deploy.md says why the load balancer controller does not).
+PROXY_INGRESS_CLASS = "gco-inference-proxy"
+PROXY_CONTROLLER = "gco.dev/inference-proxy"
 # The reconciler's environment variable holding these settings as JSON (set by the Regional stack).
 PROXY_SETTINGS_ENV = "GCO_PROXY_SETTINGS"
 DIGEST = re.compile(r"^[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}$")

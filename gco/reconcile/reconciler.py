@@ -39,11 +39,11 @@ from gco.reconcile.objects import (
 from gco.reconcile.ownership import claim
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.port import Cluster
-from gco.reconcile.proxy_probe import ProxyProbe
+from gco.reconcile.proxy.proxy_probe import ProxyProbe
+from gco.reconcile.proxy.route_changes import RouteChanges
+from gco.reconcile.proxy.route_keeper import RouteKeeper, is_route_key, note_applied, note_deleted
 from gco.reconcile.record_writes import Outcome, RecordWriter, Tally
 from gco.reconcile.refusals import refusal
-from gco.reconcile.route_changes import RouteChanges
-from gco.reconcile.route_keeper import RouteKeeper, is_route_key, note_applied, note_deleted
 from gco.reconcile.secret_sync import EndpointSecret
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import SystemReport, ensure_system

@@ -14,7 +14,7 @@ from typing import Literal
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.planner import StatusWrite
-from gco.reconcile.route_changes import RouteChanges
+from gco.reconcile.proxy.route_changes import RouteChanges
 
 log = logging.getLogger(__name__)
 OutcomeKind = Literal["done", "requeue", "terminal"]

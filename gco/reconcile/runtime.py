@@ -29,7 +29,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     from gco.endpoints.store import EndpointStore
     from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
-    from gco.reconcile.proxy_probe import PodProxyProbe
+    from gco.reconcile.proxy.proxy_probe import PodProxyProbe
     from gco.secrets_manager import SecretsManagerReader
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)

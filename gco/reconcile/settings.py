@@ -7,12 +7,7 @@ from dataclasses import dataclass, field
 from gco.addons import PROMETHEUS_ADDRESS
 from gco.model_sources import S3Prefix
 from gco.nodes import GPU_TAINT, NEURON_TAINT
-from gco.reconcile.proxy_settings import DEFAULT_PROXY, ProxySettings
-
-# The IngressClass the routes name: the Region's shared proxy implements it (the Regional stack
-# creates the IngressClass object; docs/deploy.md says why the load balancer controller does not).
-PROXY_INGRESS_CLASS = "gco-inference-proxy"
-PROXY_CONTROLLER = "gco.dev/inference-proxy"
+from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_INGRESS_CLASS, ProxySettings
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,7 @@ from gco.reconcile.objects import (
     kind_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.render_proxy import render_proxy
+from gco.reconcile.proxy.render_proxy import render_proxy
 from gco.reconcile.settings import RenderSettings
 
 

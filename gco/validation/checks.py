@@ -23,7 +23,7 @@ from gco.reconcile.objects import (
     lifecycle_of,
     short,
 )
-from gco.reconcile.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
+from gco.reconcile.proxy.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
 from gco.validation import adapters
 from gco.validation.identity import ACCELERATOR, HPA_METRIC, PROXY_METRIC_TYPE
 from gco.validation.ports import ClusterReader, EndpointHttp

@@ -14,7 +14,7 @@ from typing import Any
 
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.expiry import OWNER_LABEL
-from gco.reconcile.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
+from gco.reconcile.proxy.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
 from gco.validation import adapters
 from gco.validation.settings import KEYS, MatrixSettings, settings_document
 

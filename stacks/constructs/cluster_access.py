@@ -25,7 +25,7 @@ from gco.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
 from gco.reconcile.objects import MANAGED_BY, MANAGER
-from gco.reconcile.render_proxy import ingress_class
+from gco.reconcile.proxy.render_proxy import ingress_class
 from gco.reconcile.system import namespace_objects
 
 

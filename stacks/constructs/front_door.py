@@ -20,7 +20,7 @@
 - The ALB sends HTTPS to the proxy's pods (IP targets, registered by the load balancer controller
   from the `TargetGroupBinding`), where `api-tls-proxy` terminates TLS and routes by path.
 - Timeouts, one limit (`gco.front_door.GENERATION_TIMEOUT_S`, 15 minutes): the integration's timeout;
-  the ALB's idle timeout; the proxy's read and send timeouts (`gco.reconcile.routes`). No hop behind
+  the ALB's idle timeout; the proxy's read and send timeouts (`gco.reconcile.proxy.routes`). No hop behind
   the front door ends a generation it still allows; engines set no limit of their own (a request's
   `max_tokens` bounds it).
 - Stack output `InvokeUrl`: the Region's base URL for `/inference/<name>`.
@@ -39,7 +39,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from gco.front_door import GENERATION_TIMEOUT_S, INVOKE_URL_OUTPUT
-from gco.reconcile.routes import HEALTH_PATH, PROXY_PORT
+from gco.reconcile.proxy.routes import HEALTH_PATH, PROXY_PORT
 from stacks.constructs.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"

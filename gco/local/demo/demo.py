@@ -48,7 +48,7 @@ from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
-from gco.reconcile.route_shards import SHARD_PREFIX
+from gco.reconcile.proxy.route_shards import SHARD_PREFIX
 
 DEMO_SPEC = """\
 # A whole endpoint spec; command-line flags override its fields.

@@ -46,9 +46,9 @@ from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.region.services import ServiceNetwork
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
-from gco.reconcile.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
-from gco.reconcile.route_shards import MAP_SUFFIXES
-from gco.reconcile.routes import (
+from gco.reconcile.proxy.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
+from gco.reconcile.proxy.route_shards import MAP_SUFFIXES
+from gco.reconcile.proxy.routes import (
     CLUSTER_DOMAIN,
     PROXY_PORT,
     ROUTES_DIR,

@@ -25,7 +25,7 @@ from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.proxy_probe import PodProxyProbe
+from gco.reconcile.proxy.proxy_probe import PodProxyProbe
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS

@@ -40,9 +40,9 @@ from gco.local.region.services import (
 )
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
-from gco.reconcile.render_proxy import proxy_labels
-from gco.reconcile.route_shards import SHARD_PREFIX, merged, route_digest, shard_labels, shard_table
-from gco.reconcile.routes import (
+from gco.reconcile.proxy.render_proxy import proxy_labels
+from gco.reconcile.proxy.route_shards import SHARD_PREFIX, merged, route_digest, shard_labels, shard_table
+from gco.reconcile.proxy.routes import (
     HEALTH_PATH,
     STATUS_PORT,
     STATUS_ROUTE_PATH,

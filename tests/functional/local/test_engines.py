@@ -15,7 +15,7 @@ from gco.endpoints import EndpointStore, operations
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.nginx import NginxProxy
 from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
-from gco.reconcile.render_proxy import PROXY_DEPLOYMENT
+from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 

@@ -19,7 +19,7 @@ from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.services import UPSTREAM_HEADER
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SERVICE
-from gco.reconcile.routes import VERSION_HEADER
+from gco.reconcile.proxy.routes import VERSION_HEADER
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import client, eventually
 from tests.functional.local.test_canary import CANARY_IMAGE

@@ -20,7 +20,7 @@ from gco.env import CLUSTER_URLS_ENV
 from gco.local.region.node import children_path
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
-from gco.reconcile.render_proxy import PROXY_HPA
+from gco.reconcile.proxy.render_proxy import PROXY_HPA
 from gco.validation.connect import environment_clusters
 from tests.functional.local.conftest import eventually
 from tests.unit.validation.sample import settings

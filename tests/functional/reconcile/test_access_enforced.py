@@ -20,9 +20,9 @@ from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
+from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
+from gco.reconcile.proxy.route_shards import SHARD_PREFIX, SHARDS, TABLE_JSON, shard_key, shard_name
 from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
-from gco.reconcile.route_shards import SHARD_PREFIX, SHARDS, TABLE_JSON, shard_key, shard_name
 from gco.reconcile.settings import RenderSettings
 from gco.reconcile.sweep import sweep
 from gco.validation import checks

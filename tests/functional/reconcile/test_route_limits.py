@@ -21,12 +21,12 @@ from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import CONFIG_MAP, DEPLOYMENT, SYSTEM_NAMESPACE
-from gco.reconcile.proxy_probe import PodProxyProbe
+from gco.reconcile.proxy.proxy_probe import PodProxyProbe
+from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT
+from gco.reconcile.proxy.route_shards import route_digest, shard_config_map, split
+from gco.reconcile.proxy.route_store import ConfigMapRouteStore
+from gco.reconcile.proxy.routes import STATUS_PORT, Route, RouteTable
 from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.render_proxy import PROXY_DEPLOYMENT
-from gco.reconcile.route_shards import route_digest, shard_config_map, split
-from gco.reconcile.route_store import ConfigMapRouteStore
-from gco.reconcile.routes import STATUS_PORT, Route, RouteTable
 from tests.unit.reconcile.records import EAST, IMAGE
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)

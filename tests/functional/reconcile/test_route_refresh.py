@@ -19,10 +19,9 @@ from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.errors import ClusterUnavailableError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef, selector
-from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.route_changes import RouteChanges
-from gco.reconcile.route_keeper import MERGE_ATTEMPTS, ROUTE_REFRESH_MAX_DELAY, RouteKeeper
-from gco.reconcile.route_shards import (
+from gco.reconcile.proxy.route_changes import RouteChanges
+from gco.reconcile.proxy.route_keeper import MERGE_ATTEMPTS, ROUTE_REFRESH_MAX_DELAY, RouteKeeper
+from gco.reconcile.proxy.route_shards import (
     SHARD_PREFIX,
     TABLE_JSON,
     merged,
@@ -32,7 +31,8 @@ from gco.reconcile.route_shards import (
     shard_of,
     shard_table,
 )
-from gco.reconcile.routes import route_table
+from gco.reconcile.proxy.routes import route_table
+from gco.reconcile.reconciler import Reconciler
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "m"}

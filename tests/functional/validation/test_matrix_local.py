@@ -19,7 +19,7 @@ from gco.endpoints.record import EndpointRecord
 from gco.evidence import LocalEvidenceStore
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
-from gco.reconcile.render_proxy import PROXY_HPA
+from gco.reconcile.proxy.render_proxy import PROXY_HPA
 from gco.validation import OWNER_LABEL
 from gco.validation.service import start
 from tests.functional.validation.conftest import (

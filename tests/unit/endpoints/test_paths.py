@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK, escape_reason, stays_in
-from gco.reconcile.proxy_conf import nginx_conf
+from gco.reconcile.proxy.proxy_conf import nginx_conf
 
 ESCAPES = [
     "/../../healthz",

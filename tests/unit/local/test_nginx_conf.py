@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gco.local.region.nginx import local_conf
-from gco.reconcile.proxy_conf import nginx_conf
-from gco.reconcile.route_shards import shard_data, shard_of
-from gco.reconcile.routes import Route, RouteTable
+from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.route_shards import shard_data, shard_of
+from gco.reconcile.proxy.routes import Route, RouteTable
 
 TABLE = RouteTable(
     routes=(

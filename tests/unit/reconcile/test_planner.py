@@ -8,8 +8,8 @@ from typing import Any
 from gco.endpoints.record import RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, LIFECYCLE_ANNOTATION, ObjectRef
 from gco.reconcile.planner import RouteCheck, plan
+from gco.reconcile.proxy.routes import route_of
 from gco.reconcile.render import render
-from gco.reconcile.routes import route_of
 from tests.unit.reconcile.records import (
     DELETION,
     EAST,

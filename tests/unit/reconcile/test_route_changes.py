@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from gco.reconcile.proxy.route_changes import PendingRouteChanges, RouteChanges
+from gco.reconcile.proxy.route_shards import shard_data, shard_table, split
+from gco.reconcile.proxy.routes import Route, RouteTable, route_of, route_table, table_from_json
 from gco.reconcile.render import render
-from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
-from gco.reconcile.route_shards import shard_data, shard_table, split
-from gco.reconcile.routes import Route, RouteTable, route_of, route_table, table_from_json
 from tests.unit.reconcile.records import EAST, make_record
 
 

@@ -11,17 +11,15 @@ import pytest
 from pydantic import ValidationError
 
 from gco.endpoints.names import ENDPOINT_NAME_MAX
-from gco.reconcile.proxy_conf import nginx_conf
-from gco.reconcile.proxy_settings import ProxySettings
-from gco.reconcile.render import render
-from gco.reconcile.render_proxy import (
+from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.render_proxy import (
     PROXY_CONFIG,
     PROXY_CONTAINER,
     PROXY_HPA,
     RELOADER_CONTAINER,
     render_proxy,
 )
-from gco.reconcile.route_shards import (
+from gco.reconcile.proxy.route_shards import (
     SHARDS,
     TABLE_JSON,
     merged,
@@ -32,7 +30,9 @@ from gco.reconcile.route_shards import (
     shard_table,
     split,
 )
-from gco.reconcile.routes import Route, RouteTable, choose, route_table
+from gco.reconcile.proxy.routes import Route, RouteTable, choose, route_table
+from gco.reconcile.proxy_settings import ProxySettings
+from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
 from tests.unit.reconcile.test_render import K8S_VERSION
 

@@ -39,12 +39,11 @@ from gco.reconcile.objects import (
     SYSTEM_NAMESPACE,
     content_hash,
 )
-from gco.reconcile.proxy_conf import nginx_conf
-from gco.reconcile.proxy_settings import ProxySettings
+from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.route_shards import SHARDS, shard_name
+from gco.reconcile.proxy.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, ROUTES_DIR, STATUS_PORT, TLS_DIR
+from gco.reconcile.proxy_settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS, ProxySettings
 from gco.reconcile.render import PROXY_PORT_NAME
-from gco.reconcile.route_shards import SHARDS, shard_name
-from gco.reconcile.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, ROUTES_DIR, STATUS_PORT, TLS_DIR
-from gco.reconcile.settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
 PROXY_CONTAINER = "api-tls-proxy"

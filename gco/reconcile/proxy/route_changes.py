@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gco.reconcile.routes import Route, RouteTable
+from gco.reconcile.proxy.routes import Route, RouteTable
 
 
 @dataclass

@@ -37,7 +37,7 @@ from gco.reconcile.objects import (
     SYSTEM_NAMESPACE,
     content_hash,
 )
-from gco.reconcile.routes import ROUTE_CACHE_SIZE, Route, RouteTable, backend, table_from_json
+from gco.reconcile.proxy.routes import ROUTE_CACHE_SIZE, Route, RouteTable, backend, table_from_json
 
 SHARDS = 64
 SHARD_PREFIX = "inference-proxy-routes-"

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE, Kind
-from gco.reconcile.render_proxy import proxy_labels
-from gco.reconcile.routes import STATUS_PORT, STATUS_ROUTE_PATH
+from gco.reconcile.proxy.render_proxy import proxy_labels
+from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH
 
 
 class ProxyProbe(Protocol):

@@ -40,12 +40,12 @@ from gco.reconcile.objects import (
     labels_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.proxy_probe import ProxyProbe
+from gco.reconcile.proxy.proxy_probe import ProxyProbe
+from gco.reconcile.proxy.route_changes import PendingRouteChanges, RouteChanges
+from gco.reconcile.proxy.route_shards import SHARDS, route_digest, shard_data, shard_name, shard_of, split
+from gco.reconcile.proxy.route_store import ConfigMapRouteStore, RouteStore, StoredShard
+from gco.reconcile.proxy.routes import Route, route_of, route_table
 from gco.reconcile.render import ROUTE_ROLE, route_name
-from gco.reconcile.route_changes import PendingRouteChanges, RouteChanges
-from gco.reconcile.route_shards import SHARDS, route_digest, shard_data, shard_name, shard_of, split
-from gco.reconcile.route_store import ConfigMapRouteStore, RouteStore, StoredShard
-from gco.reconcile.routes import Route, route_of, route_table
 
 log = logging.getLogger(__name__)
 # The longest a route change waits for the last of several concurrent batches to end before a batch

@@ -19,8 +19,14 @@ from gco.reconcile.objects import (
     annotations_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.route_shards import SHARD_PREFIX, shard_config_map, shard_labels, shard_name, shard_table
-from gco.reconcile.routes import RouteTable
+from gco.reconcile.proxy.route_shards import (
+    SHARD_PREFIX,
+    shard_config_map,
+    shard_labels,
+    shard_name,
+    shard_table,
+)
+from gco.reconcile.proxy.routes import RouteTable
 
 
 @dataclass(frozen=True)

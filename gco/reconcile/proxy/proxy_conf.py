@@ -28,8 +28,8 @@ from __future__ import annotations
 from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
 from gco.endpoints.record import INGRESS_PREFIX
 from gco.front_door import GENERATION_TIMEOUT_S
-from gco.reconcile.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
-from gco.reconcile.routes import (
+from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
+from gco.reconcile.proxy.routes import (
     CANARY,
     HEALTH_PATH,
     PRIMARY,
