@@ -117,13 +117,15 @@ class Reconciler:
 
     def ensure_system(self, observed: Sequence[dict[str, Any]] | None = None) -> SystemReport:
         """Apply the Region's namespaces and shared proxy where they differ (`system.py`), then have the
-        route keeper rebuild the route shards from every route Ingress (`observed`, or listed now).
+        route keeper rebuild the route shards from every route Ingress.
 
         The full check, on start and in the sweep: it heals any drift of the shards from the routes.
+        `observed` (the sweep's snapshot) is not used for the routes: the keeper lists them after it
+        read the shards, so that a shard written meanwhile is never overwritten with an older list.
         """
         report = ensure_system(self.cluster, self.settings, self.grant)
         self.system_ready = True
-        report.applied += self.routes.rebuild(observed).applied
+        report.applied += self.routes.rebuild().applied
         if report.applied:
             log.info("system objects applied: region=%s %s", self.region, ", ".join(report.applied))
         return report

@@ -61,6 +61,7 @@ from gco.reconcile.proxy.routes import (
 log = logging.getLogger(__name__)
 NGINX = "nginx"
 CHECK_TIMEOUT_S = 30.0
+PROC = Path("/proc")
 STOP_TIMEOUT_S = 5.0
 
 
@@ -98,6 +99,33 @@ def local_conf(
             line = re.sub(rf"\b{re.escape(host)}\.{re.escape(CLUSTER_DOMAIN)}:\d+\b", address, line)
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def reload_settled(master: int, proc: Path = PROC) -> bool:
+    """Whether nginx's master `master` has exactly one worker taking new connections.
+
+    On SIGHUP the master reads the configuration, starts new workers, and only then tells the old
+    ones to stop accepting (their title becomes `nginx: worker process is shutting down`,
+    https://nginx.org/en/docs/control.html). Until then an old worker, with the old routes, may take
+    a new connection: a status answer from a new worker would say a route is served while the next
+    request can still get the old configuration's 404. One accepting worker (`worker_processes 1`
+    here) means the reload, if any, is over. Where there is no /proc to read (not Linux), True.
+    """
+    if not proc.is_dir():
+        return True
+    accepting = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == master and title.startswith("nginx: worker process") and "shutting down" not in title:
+            accepting += 1
+    return accepting == 1
 
 
 def self_signed(tls_dir: Path) -> Path:
@@ -248,9 +276,12 @@ class NginxProxy:
             (self.run_dir / name).unlink(missing_ok=True)
 
     def status(self, port: int, path: str) -> tuple[int, str]:
-        """What this nginx's status port answers (relayed by the stand-in's pod proxy)."""
-        if port != STATUS_PORT or self.pid() is None:
+        """What this nginx's status port answers (relayed by the stand-in's pod proxy); 503 while a
+        reload is under way (`reload_settled`)."""
+        if port != STATUS_PORT or self._process is None or self._process.exited():
             return 503, "the proxy is not running\n"
+        if not reload_settled(self._process.popen.pid):
+            return 503, "the proxy is reloading\n"
         try:
             reply = httpx.get(f"http://{LOOPBACK}:{self.status_port}{path}", timeout=CHECK_TIMEOUT_S)
         except httpx.HTTPError as error:

@@ -112,19 +112,18 @@ class RouteKeeper:
         self._pending.record(RouteChanges(rebuild=True) if changes is None else changes)
         self._drain()
 
-    def rebuild(self, observed: Iterable[Mapping[str, Any]] | None = None) -> RouteReport:
-        """Write every shard whose routes differ from the route Ingresses (`observed`, or listed now).
+    def rebuild(self) -> RouteReport:
+        """Write every shard whose routes differ from the route Ingresses, listed now.
 
-        Changes recorded meanwhile are merged after it (a change made after `observed` was listed is
-        not in it); when the routes are listed here, every change recorded before is in the list,
-        so those are dropped instead.
+        Every change recorded before is in the list, so those are dropped rather than merged again
+        (they are put back if the rebuild fails).
         """
         with self._lock:
-            listed = self._pending.take() if observed is None else RouteChanges()
+            taken = self._pending.take()
             try:
-                report = self._rebuild_locked(range(SHARDS), observed)
+                report = self._rebuild_locked(range(SHARDS))
             except Exception:
-                self._pending.restore(listed)
+                self._pending.restore(taken)
                 raise
             self._refresh_pending_locked(report)
         self._drain()
@@ -160,7 +159,7 @@ class RouteKeeper:
 
     def _apply_locked(self, changes: RouteChanges, report: RouteReport) -> None:
         if changes.rebuild:
-            self._rebuild_locked(range(SHARDS), None, report)
+            self._rebuild_locked(range(SHARDS), report)
             return
         by_shard: dict[int, RouteChanges] = {}
         for endpoint, route in changes.routes.items():
@@ -168,7 +167,7 @@ class RouteKeeper:
         merged = self._merge_all(by_shard, report)
         failed = [shard for shard, done in zip(by_shard, merged, strict=True) if not done]
         if failed:
-            self._rebuild_locked(failed, None, report)
+            self._rebuild_locked(failed, report)
 
     def _merge_all(self, by_shard: dict[int, RouteChanges], report: RouteReport) -> list[bool]:
         """Each touched shard merged, concurrently (shards are independent objects): a batch's
@@ -203,28 +202,45 @@ class RouteKeeper:
             return True
         return False
 
-    def _rebuild_locked(
-        self,
-        shards: Iterable[int],
-        observed: Iterable[Mapping[str, Any]] | None,
-        report: RouteReport | None = None,
-    ) -> RouteReport:
+    def _rebuild_locked(self, shards: Iterable[int], report: RouteReport | None = None) -> RouteReport:
+        """Write each of `shards` whose routes differ from the listed route Ingresses.
+
+        The shards are read before the routes are listed, and each is written over the version
+        read: a route keeper applies a route's Ingress before it writes the route's shard, so a
+        shard written after the read fails the write (409) instead of being overwritten with a list
+        that may predate its route, and one written before the read has its route in the list. A
+        shard that lost that race is read and rebuilt again.
+
+        Raises:
+            ClusterConflictError: shards kept changing under `MERGE_ATTEMPTS` rebuilds (the changes
+                stay recorded for the next refresh; the sweep rebuilds again).
+        """
         report = report or RouteReport()
         labels = {MANAGED_BY: MANAGER, ROLE_LABEL: ROUTE_ROLE}
-        listed = self.cluster.list_in(INGRESS, SYSTEM_NAMESPACE, labels) if observed is None else observed
-        table = route_table(route_objects(listed))
-        report.routes = len(table.routes)
-        wanted = split(table)
-        stored = self.store.read_all()
-        for shard in shards:
-            current = stored.get(shard)
-            if current is not None and current.digest == content_hash(shard_data(shard, wanted[shard])):
-                self._known[shard] = current
-                continue
-            # Written whole, without a precondition: the listed routes are the truth it heals from.
-            self._known[shard] = self.store.write(shard, wanted[shard], version=None)
-            report.applied.append(shard_name(shard))
-        return report
+        pending = list(shards)
+        for _ in range(MERGE_ATTEMPTS):
+            stored = self.store.read_all()
+            table = route_table(route_objects(self.cluster.list_in(INGRESS, SYSTEM_NAMESPACE, labels)))
+            report.routes = len(table.routes)
+            wanted = split(table)
+            conflicted = []
+            for shard in pending:
+                current = stored.get(shard)
+                if current is not None and current.digest == content_hash(shard_data(shard, wanted[shard])):
+                    self._known[shard] = current
+                    continue
+                self._known.pop(shard, None)
+                version = current.version if current is not None else None
+                try:
+                    self._known[shard] = self.store.write(shard, wanted[shard], version=version)
+                except ClusterConflictError:
+                    conflicted.append(shard)
+                    continue
+                report.applied.append(shard_name(shard))
+            if not conflicted:
+                return report
+            pending = conflicted
+        raise ClusterConflictError(f"route shards {pending} kept changing while they were rebuilt", 409)
 
 
 def route_objects(observed: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

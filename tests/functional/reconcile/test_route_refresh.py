@@ -444,3 +444,39 @@ def test_a_change_that_waited_the_longest_delay_is_refreshed_by_its_own_batch(
     running.join(timeout=30)
     assert [route["endpoint"] for route in served(api)] == [A, B] and cluster.refreshes == 2
     cluster.close()
+
+
+def test_a_rebuild_never_overwrites_a_shard_written_after_it_read_the_shards(
+    api: StandInKubeAPI, store: EndpointStore, build: Callable[[], tuple[Reconciler, HookedCluster]]
+) -> None:
+    """The sweep's rebuild reads the shards, then lists the routes. Another environment that applies
+    a route and writes its shard right after that list makes the rebuild's write fail (409): the
+    rebuild reads and lists again, so the new route is kept, never removed by a list that predates
+    it. (Listing first and writing unconditionally, as before, lost B here.)"""
+    sweeper, sweeper_cluster = build()
+    other, _ = build()
+    store.create(A, SPEC, [EAST])
+    store.create(B, SPEC, [EAST])
+    sweeper.reconcile_many([A], wait=0.0)
+    stale = RouteChanges()
+    stale.put(A, None)  # the shard, as a stale writer would leave it: A's route missing
+    keeper = RouteKeeper(sweeper_cluster)
+    keeper.refresh(stale)  # A's route gone from the shard, its Ingress still there: drift
+    assert served(api) == []
+
+    listed_routes = sweeper_cluster.list_in
+
+    def list_then_other_writes_b(
+        kind: Kind, namespace: str, labels: Mapping[str, str]
+    ) -> list[dict[str, Any]]:
+        found = listed_routes(kind, namespace, labels)
+        if kind == INGRESS and not other_wrote:
+            other_wrote.append(True)
+            other.reconcile_many([B], wait=0.0)  # applies B's Ingress, then writes the shard
+        return found
+
+    other_wrote: list[bool] = []
+    sweeper_cluster.list_in = list_then_other_writes_b  # type: ignore[method-assign]
+    sweeper.ensure_system()  # heals A; B's route lands right after the rebuild listed the routes
+    assert [route["endpoint"] for route in served(api)] == [A, B]
+    assert served(api) == rebuilt(api)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gco.local.region.nginx import local_conf
+from gco.local.region.nginx import local_conf, reload_settled
 from gco.reconcile.proxy.proxy_conf import nginx_conf
 from gco.reconcile.proxy.route_shards import shard_data, shard_of
 from gco.reconcile.proxy.routes import Route, RouteTable
@@ -50,3 +50,23 @@ def test_a_shards_map_files_point_at_the_services_loopback_addresses() -> None:
     maps = "".join(adapted.values())
     assert "smol 127.0.0.1:4001;" in maps and "smol 127.0.0.1:4002;" in maps and "smol 30;" in maps
     assert "cluster.local" not in maps
+
+
+def _process(proc: Path, pid: int, parent: int, title: str) -> None:
+    entry = proc / str(pid)
+    entry.mkdir()
+    (entry / "stat").write_text(f"{pid} (nginx) S {parent} {pid} {pid} 0 -1")
+    (entry / "cmdline").write_bytes(title.encode() + b"\0")
+
+
+def test_a_reload_is_settled_only_with_one_worker_taking_connections(tmp_path: Path) -> None:
+    """Mid-reload the old worker (old routes) and the new one both accept; then the old one shuts down."""
+    _process(tmp_path, 10, 1, "nginx: master process nginx -c conf")
+    _process(tmp_path, 11, 10, "nginx: worker process")
+    _process(tmp_path, 99, 1, "nginx: worker process")  # another master's worker
+    assert reload_settled(10, tmp_path)
+    _process(tmp_path, 12, 10, "nginx: worker process")  # the reload's new worker
+    assert not reload_settled(10, tmp_path)
+    (tmp_path / "11" / "cmdline").write_bytes(b"nginx: worker process is shutting down\0")
+    assert reload_settled(10, tmp_path)
+    assert reload_settled(10, tmp_path / "absent")  # no /proc: nothing to tell
