@@ -5,8 +5,8 @@ The endpoint reconciler applies and deletes each endpoint's route Ingress (`<nam
 stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps) and answers whether the
 proxy serves a route yet (`ProxyProbe`).
 
-- `rebuild` (on start and in every sweep) lists the route Ingresses and writes each shard whose
-  routes differ from them: this heals any drift (a route edited by hand, a change a failed write
+- `rebuild` (on start and in every sweep) reads the shards, lists the route Ingresses, and writes
+  each shard whose routes differ from them over the version it read (`_rebuild_locked`): this heals any drift (a route edited by hand, a change a failed write
   lost), and costs reads only when nothing drifted.
 - After a batch, `end_batch` merges the batch's changes into the shards they touch: one read (none
   when this process wrote the shard last) and one write per touched shard, whatever the Region's
