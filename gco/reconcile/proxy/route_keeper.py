@@ -6,8 +6,9 @@ stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps) and an
 proxy serves a route yet (`ProxyProbe`).
 
 - `rebuild` (on start and in every sweep) reads the shards, lists the route Ingresses, and writes
-  each shard whose routes differ from them over the version it read (`_rebuild_locked`): this heals any drift (a route edited by hand, a change a failed write
-  lost), and costs reads only when nothing drifted.
+  each shard whose routes differ from them over the version it read (`_rebuild_locked`): this
+  heals any drift (a route edited by hand, a change a failed write lost), and costs reads only
+  when nothing drifted.
 - After a batch, `end_batch` merges the batch's changes into the shards they touch: one read (none
   when this process wrote the shard last) and one write per touched shard, whatever the Region's
   size. Batches of one execution environment that run at once share one refresh: a batch that ends
