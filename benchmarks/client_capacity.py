@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gco.local.processes.listen import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 TOKENS = 128
@@ -39,12 +40,6 @@ RATE_TOLERANCE = 0.05
 TTFT_TOLERANCE_S = 0.005
 SECONDS_PER_RATE = 4.0
 MIN_REQUESTS = 40
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def pinned(core: int | None, argv: list[str]) -> list[str]:

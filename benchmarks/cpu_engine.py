@@ -13,7 +13,6 @@ the fake engine's start-up is the baseline a test pays. Prints one line per cand
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,13 +20,9 @@ import time
 
 import httpx
 
+from gco.local.processes.listen import free_port
+
 PROMPTS = ("The capital of France is", "Write one sentence about the sea:", "List three colours:")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start(argv: list[str], port: int, timeout: float = 120.0) -> tuple[subprocess.Popen[bytes], float]:

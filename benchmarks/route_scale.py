@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gco.endpoints.names import ENDPOINT_NAME_MAX  # noqa: E402
-from gco.local.region.kubelet import LOOPBACK, free_port  # noqa: E402
+from gco.local.processes.listen import LOOPBACK, free_port  # noqa: E402
 from gco.local.region.nginx import local_conf, nginx_path, self_signed  # noqa: E402
 from gco.local.standin import StandInKubeAPI  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, static_token  # noqa: E402

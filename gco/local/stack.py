@@ -51,7 +51,7 @@ from gco.env import (
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.errors import LocalStackError
 from gco.local.processes import statelock
-from gco.local.region.kubelet import free_port
+from gco.local.processes.listen import free_port
 from gco.local.region.nginx import nginx_path, self_signed
 from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
 from gco.reconcile.proxy.routes import HEALTH_PATH

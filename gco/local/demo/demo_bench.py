@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gco.local.llama.llama_engine import MODEL_ID
+from gco.local.processes.listen import free_port
 from gco.local.region.engines import FAKE_ENGINE, LLAMA_ENGINE
-from gco.local.region.kubelet import free_port
 
 # Text to continue, not questions: the rounds send raw completions (no chat template), and
 # SmolLM2-135M-Instruct answers a bare question such as "What is the capital of France?" with an

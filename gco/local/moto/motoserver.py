@@ -7,7 +7,6 @@ AWS account is at hand; it is reached over HTTP exactly as AWS would be (see `mo
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,7 @@ import httpx
 
 from gco.local.errors import LocalStackError
 from gco.local.processes.children import stop_child
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from gco.local.processes.listen import free_port
 
 
 class MotoServer:

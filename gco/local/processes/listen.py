@@ -1,4 +1,7 @@
-"""The listen backlog of the local stack's HTTP servers (the moto server, the stand-in API servers).
+"""Where the local stack's servers listen: loopback only, on a free port, with a deep backlog.
+
+`LOOPBACK` is the only address any local server binds; `free_port` finds a port for one. The listen
+backlog of the local stack's HTTP servers (the moto server, the stand-in API servers):
 
 Python's servers listen with a backlog of 5 (`socketserver`) or 128 (werkzeug's). The local stack's
 servers take bursts of new connections: moto's clients open one per request (werkzeug's server
@@ -13,4 +16,14 @@ kernel caps a backlog at `net.core.somaxconn` (4096 on current Linux).
 
 from __future__ import annotations
 
+import socket
+
 LISTEN_BACKLOG = 1024
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A loopback port free at the time of asking (its server binds it a moment later)."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])

@@ -49,7 +49,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import threading
 import time
 import urllib.error
@@ -60,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from gco.bench.process import EngineProcess, clean_env
+from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.engines import EngineLaunch, EngineTable, launch_of
 from gco.local.region.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
@@ -67,14 +67,6 @@ from gco.local.standin.labels import matches
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SECRET
 
 log = logging.getLogger(__name__)
-LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    """A loopback port free at the time of asking (the engine binds it a moment later)."""
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 def _digest(template: Mapping[str, Any]) -> str:

@@ -40,7 +40,7 @@ import httpx
 
 from gco.bench.process import EngineProcess, clean_env
 from gco.local.errors import NginxError
-from gco.local.region.kubelet import LOOPBACK, free_port
+from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.loop import SyncLoop
 from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.region.services import ServiceNetwork

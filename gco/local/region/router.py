@@ -28,7 +28,7 @@ import httpx
 
 from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import INGRESS_PREFIX
-from gco.local.region.kubelet import LOOPBACK
+from gco.local.processes.listen import LOOPBACK
 from gco.local.region.services import (
     FORWARD_TIMEOUT_S,
     UPSTREAM_HEADER,
@@ -41,7 +41,7 @@ from gco.local.region.services import (
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
 from gco.reconcile.proxy.render_proxy import proxy_labels
-from gco.reconcile.proxy.route_shards import SHARD_PREFIX, merged, route_digest, shard_labels, shard_table
+from gco.reconcile.proxy.route_shards import merged, route_digest, shard_labels, shard_number, shard_table
 from gco.reconcile.proxy.routes import (
     HEALTH_PATH,
     STATUS_PORT,
@@ -82,8 +82,8 @@ class ShardReader:
                 if kept is not None and kept[0] == version:
                     fresh[name] = kept
                     continue
-                number = name.removeprefix(SHARD_PREFIX)
-                table = shard_table(int(number), obj.get("data")) if number.isdigit() else None
+                number = shard_number(name)
+                table = shard_table(number, obj.get("data")) if number is not None else None
                 fresh[name] = (version, table or RouteTable())
             if fresh != self._shards:
                 self._shards = fresh

@@ -26,7 +26,8 @@ from typing import Any
 import httpx
 
 from gco.front_door import GENERATION_TIMEOUT_S
-from gco.local.region.kubelet import LOOPBACK, LocalKubelet
+from gco.local.processes.listen import LOOPBACK
+from gco.local.region.kubelet import LocalKubelet
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import SERVICE
 

@@ -56,6 +56,13 @@ def shard_name(shard: int) -> str:
     return f"{SHARD_PREFIX}{shard:02d}"
 
 
+def shard_number(name: str) -> int | None:
+    """The shard a ConfigMap's name says it holds (`shard_name`'s inverse), or None for any other name."""
+    suffix = name.removeprefix(SHARD_PREFIX)
+    number = int(suffix) if name.startswith(SHARD_PREFIX) and suffix.isdigit() else None
+    return number if number is not None and number < SHARDS else None
+
+
 def shard_key(shard: int, suffix: str) -> str:
     """A shard's file name (a ConfigMap key): unique across the shards, which share one volume."""
     return f"{shard:02d}{suffix}"

@@ -20,10 +20,10 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.route_shards import (
-    SHARD_PREFIX,
     shard_config_map,
     shard_labels,
     shard_name,
+    shard_number,
     shard_table,
 )
 from gco.reconcile.proxy.routes import RouteTable
@@ -73,10 +73,9 @@ class ConfigMapRouteStore:
     def read_all(self) -> dict[int, StoredShard]:
         found: dict[int, StoredShard] = {}
         for obj in self.cluster.list_in(CONFIG_MAP, SYSTEM_NAMESPACE, shard_labels()):
-            name = ObjectRef.of(obj).name
-            suffix = name.removeprefix(SHARD_PREFIX)
-            if name.startswith(SHARD_PREFIX) and suffix.isdigit():
-                found[int(suffix)] = _stored(int(suffix), obj)
+            shard = shard_number(ObjectRef.of(obj).name)
+            if shard is not None:
+                found[shard] = _stored(shard, obj)
         return found
 
     def write(self, shard: int, table: RouteTable, *, version: str | None) -> StoredShard:

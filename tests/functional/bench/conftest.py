@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,12 +15,7 @@ import pytest
 from gco.bench.fake_engine import Behaviour, FakeEngine
 from gco.cli import main
 from gco.evidence import validate
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from gco.local.processes.listen import free_port
 
 
 def behaviour(**update: Any) -> Behaviour:

@@ -13,7 +13,8 @@ import pytest
 
 from gco.bench.rounds.lock import GpuLock
 from gco.cli import main
-from tests.functional.bench.conftest import fake_argv, free_port
+from gco.local.processes.listen import free_port
+from tests.functional.bench.conftest import fake_argv
 
 
 @pytest.fixture(scope="module")

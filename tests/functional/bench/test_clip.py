@@ -20,7 +20,8 @@ import pytest
 from gco.bench.clients.transport import Client
 from gco.cli import main
 from gco.evidence import validate
-from tests.functional.bench.conftest import engine_server, fake_argv, free_port
+from gco.local.processes.listen import free_port
+from tests.functional.bench.conftest import engine_server, fake_argv
 
 CLIP_MS = {"320x180": 30.0, "640x360": 60.0}
 SPEEDS = {"fast": 2.0, "mid": 1.5, "slow": 1.0}

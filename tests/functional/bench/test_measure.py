@@ -11,7 +11,8 @@ from gco.bench.rounds.engine_http import scrape_text, served_models
 from gco.bench.rounds.manifest import Manifest
 from gco.bench.rounds.measure import evidence_id, read_result, run_measurement, serve_argv
 from gco.evidence.record import EvidenceRecord, now_iso
-from tests.functional.bench.conftest import engine_server, free_port
+from gco.local.processes.listen import free_port
+from tests.functional.bench.conftest import engine_server
 
 MANIFEST = Manifest.model_validate(
     {

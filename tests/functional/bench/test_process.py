@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from gco.bench.process import EngineProcess, alive, clean_env, descendants
-from tests.functional.bench.conftest import fake_argv, free_port
+from gco.local.processes.listen import free_port
+from tests.functional.bench.conftest import fake_argv
 
 
 def _env() -> dict[str, str]:

@@ -19,7 +19,8 @@ from gco.bench.clients.serve import (
 )
 from gco.bench.clients.transport import Client, HttpError
 from gco.bench.errors import BenchInputError
-from tests.functional.bench.conftest import engine_server, free_port
+from gco.local.processes.listen import free_port
+from tests.functional.bench.conftest import engine_server
 
 PROMPTS = [
     Prompt(

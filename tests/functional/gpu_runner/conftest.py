@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from gco import aws
-from gco.local.moto.motoserver import MotoServer, free_port
+from gco.local.moto.motoserver import MotoServer
+from gco.local.processes.listen import free_port
 
 REGION = "us-east-1"
 BUCKET = "gco-evidence-test"

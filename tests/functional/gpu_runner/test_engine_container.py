@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from gco.bench.process import EngineProcess, clean_env
+from gco.local.processes.listen import free_port
 from gpu_runner import docker
 from gpu_runner.engine_container import main as wrapper_main
-from tests.functional.bench.conftest import free_port
 
 VLLM = "vllm/vllm-openai:v0.9.2@sha256:" + "a" * 64
 TGI = "ghcr.io/huggingface/text-generation-inference@sha256:" + "b" * 64

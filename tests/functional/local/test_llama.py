@@ -104,7 +104,7 @@ def test_health_answers_only_after_a_completion_decoded_with_the_portable_build(
         "llama_cpp", reason="the llama extra is not installed (python -m gco.local.llama.llama_build)"
     )
     from gco.local.llama.llama_build import X86_FEATURES, machine, system_features
-    from gco.local.region.kubelet import free_port
+    from gco.local.processes.listen import free_port
 
     port = free_port()
     log = tmp_path / "engine.log"

@@ -21,7 +21,7 @@ from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
 from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
-from gco.reconcile.proxy.route_shards import SHARD_PREFIX, SHARDS, TABLE_JSON, shard_key, shard_name
+from gco.reconcile.proxy.route_shards import SHARDS, TABLE_JSON, shard_key, shard_name, shard_number
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.settings import RenderSettings
 from gco.reconcile.sweep import sweep
@@ -60,8 +60,8 @@ def routes(api: StandInKubeAPI) -> list[dict[str, Any]]:
     """Every route the shards hold."""
     found: list[dict[str, Any]] = []
     for obj in api.objects():
-        if obj["metadata"]["name"].startswith(SHARD_PREFIX):
-            number = int(obj["metadata"]["name"].removeprefix(SHARD_PREFIX))
+        number = shard_number(obj["metadata"]["name"])
+        if number is not None:
             found += json.loads(obj["data"][shard_key(number, TABLE_JSON)])["routes"]
     return found
 

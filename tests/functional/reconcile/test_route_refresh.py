@@ -22,12 +22,12 @@ from gco.reconcile.objects import CONFIG_MAP, INGRESS, Kind, ObjectRef, selector
 from gco.reconcile.proxy.route_changes import RouteChanges
 from gco.reconcile.proxy.route_keeper import MERGE_ATTEMPTS, ROUTE_REFRESH_MAX_DELAY, RouteKeeper
 from gco.reconcile.proxy.route_shards import (
-    SHARD_PREFIX,
     TABLE_JSON,
     merged,
     shard_key,
     shard_labels,
     shard_name,
+    shard_number,
     shard_of,
     shard_table,
 )
@@ -107,7 +107,8 @@ def served(api: StandInKubeAPI) -> list[dict[str, Any]]:
     """The routes the shards hold, as one table."""
     tables = []
     for obj in api.list(CONFIG_MAP, SYSTEM_NAMESPACE, selector(shard_labels()))[0]:
-        number = int(obj["metadata"]["name"].removeprefix(SHARD_PREFIX))
+        number = shard_number(obj["metadata"]["name"])
+        assert number is not None
         table = shard_table(number, obj["data"])
         assert table is not None
         tables.append(table)

@@ -26,6 +26,8 @@ from gco.reconcile.proxy.route_shards import (
     shard_config_map,
     shard_data,
     shard_key,
+    shard_name,
+    shard_number,
     shard_of,
     shard_table,
     split,
@@ -220,3 +222,10 @@ def _routes(*names: str) -> RouteTable:
             for name in sorted(names)
         )
     )
+
+
+def test_a_shards_number_is_read_back_from_its_name_and_nothing_else_is_a_shard() -> None:
+    assert [shard_number(shard_name(shard)) for shard in (0, 7, SHARDS - 1)] == [0, 7, SHARDS - 1]
+    assert shard_number("inference-proxy-conf") is None
+    assert shard_number(f"inference-proxy-routes-{SHARDS}") is None  # past the last shard
+    assert shard_number("inference-proxy-routes-x1") is None
