@@ -74,8 +74,10 @@ def _name_problem(kind: Kind, name: str) -> str | None:
 def _labels_problem(meta: Mapping[str, Any]) -> str | None:
     for key, value in (meta.get("labels") or {}).items():
         prefix, _, local = str(key).rpartition("/")
-        if len(local) > MAX_LABEL or len(prefix) > MAX_NAME:
+        if len(local) > MAX_LABEL:
             return f"metadata.labels: Invalid value: {key!r}: name part must be no more than 63 characters"
+        if len(prefix) > MAX_NAME:
+            return f"metadata.labels: Invalid value: {key!r}: prefix part must be no more than 253 characters"
         if len(str(value)) > MAX_LABEL:
             return _too_long(f"metadata.labels[{key}]", MAX_LABEL, "characters")
     return None
