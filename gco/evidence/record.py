@@ -1,6 +1,10 @@
 """The evidence record: one JSON document per run, its JSON Schema and content-digest id.
 
 Validated against the schema on every write; the id is the sha256 of the canonical record without its id.
+
+Schema version 2 adds two rules, and records of version 1 stay readable under the rules they were
+written under: each metric name appears once per subject (a consumer keyed by name gets one
+statistic), and a record of kind `matrix` names its validated builds (`gco.evidence.builds`).
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gco.evidence.builds import BUILDS_KEY, MATRIX_KIND, ValidatedBuilds
 from gco.evidence.errors import InvalidEvidenceError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The first version with unique metric names per subject and a matrix record's validated builds.
+RULES_VERSION = 2
 RATIO_OF_MEDIANS = "ratio_of_medians"  # the statistic of a ratio to the best engine, as reports draw it
 
 
@@ -71,6 +78,25 @@ class EvidenceRecord(BaseModel):
     limitations: list[LimitationEntry] = Field(default_factory=list)
     data: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _version_rules(self) -> EvidenceRecord:
+        if self.schema_version < RULES_VERSION:
+            return self  # written before the rules: readable as it was written
+        seen: set[tuple[str, str]] = set()
+        for metric in self.metrics:
+            key = (metric.subject, metric.name)
+            if key in seen:
+                raise ValueError(
+                    f"metrics: {metric.name} appears twice for subject {metric.subject!r} "
+                    "(one name per statistic)"
+                )
+            seen.add(key)
+        if self.kind == MATRIX_KIND:
+            if BUILDS_KEY not in self.data:
+                raise ValueError(f"data.{BUILDS_KEY}: a matrix record names the builds it ran")
+            ValidatedBuilds.model_validate(self.data[BUILDS_KEY])
+        return self
+
     def digest(self) -> str:
         """sha256 of the canonical JSON of every field but the id."""
         body = self.model_dump(mode="json", exclude={"id"})
@@ -93,6 +119,20 @@ def evidence_schema() -> dict[str, Any]:
     schema = EvidenceRecord.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["properties"]["id"]["pattern"] = "^[0-9a-f]{64}$"
+    builds = ValidatedBuilds.model_json_schema(ref_template="#/$defs/{model}")
+    schema.setdefault("$defs", {}).update(builds.pop("$defs", {}))
+    schema["$defs"][ValidatedBuilds.__name__] = builds
+    schema["properties"]["data"]["properties"] = {BUILDS_KEY: {"$ref": f"#/$defs/{ValidatedBuilds.__name__}"}}
+    # A matrix record of the rules' version must name its builds; an older one need not.
+    schema["allOf"] = [
+        {
+            "if": {
+                "properties": {"kind": {"const": MATRIX_KIND}, "schema_version": {"minimum": RULES_VERSION}},
+                "required": ["kind", "schema_version"],
+            },
+            "then": {"properties": {"data": {"required": [BUILDS_KEY]}}},
+        }
+    ]
     return schema
 
 
@@ -109,7 +149,11 @@ def validate(document: dict[str, Any]) -> EvidenceRecord:
     try:
         record = EvidenceRecord.model_validate(document)
     except ValidationError as error:
-        raise InvalidEvidenceError(f"evidence record invalid: {error.errors()[0]['msg']}") from None
+        first = error.errors()[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in first["loc"])
+        at = f" at {where}" if where else ""
+        raise InvalidEvidenceError(f"evidence record invalid{at}: {message}") from None
     if record.id != record.digest():
         raise InvalidEvidenceError("evidence record id is not the digest of its content")
     return record

@@ -28,6 +28,10 @@ DEFINITIONS = {
     "clips_per_min": "60 x successful clips over the seconds spent on every clip of the shape",
 }
 MEDIAN_OF_PAIRED_RATIOS = "median_of_paired_ratios"
+# The metric names of the two ratios to the best engine, after the metric's own name: one name per
+# statistic, so a consumer keyed by name gets the contract's ratio of medians under `_ratio_to_best`.
+RATIO_TO_BEST = "_ratio_to_best"
+PAIRED_RATIO_TO_BEST = "_paired_ratio_to_best"
 STATISTICS = {
     "median_over_rounds": "median over rounds of each round's value (per-request medians within a round)",
     RATIO_OF_MEDIANS: "this engine's median over the best engine's median, over the rounds both have; "

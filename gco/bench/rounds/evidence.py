@@ -17,6 +17,8 @@ from gco.bench.clients.records import (
     DEFINITIONS,
     HIGHER_IS_BETTER,
     MEDIAN_OF_PAIRED_RATIOS,
+    PAIRED_RATIO_TO_BEST,
+    RATIO_TO_BEST,
     STATISTICS,
     UNITS,
     ClipResult,
@@ -66,6 +68,9 @@ def artifacts(paths: Sequence[tuple[Path, str]], root: Path) -> list[Artifact]:
     return out
 
 
+AT_N_STAR = "all at N*"
+
+
 def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[Artifact]) -> EvidenceRecord:
     """The evidence of one `bench serve` call: per-bucket medians over requests (observed) or N* (derived)."""
     metrics = [
@@ -82,7 +87,8 @@ def serve_record(result: ServeResult, *, settings: dict[str, Any], files: list[A
         if m in UNITS
     ]
     metrics += [
-        Metric(name=m, value=v, unit=UNITS.get(m, ""), statistic="at_n_star", n=1, subject="all")
+        # Their own subject: the level N*, not every request (bucket `all` has a ttft_ms of its own).
+        Metric(name=m, value=v, unit=UNITS.get(m, ""), statistic="at_n_star", n=1, subject=AT_N_STAR)
         for m, v in result.at_n_star.items()
     ]
     limitations = []
@@ -169,13 +175,13 @@ def clip_record(result: ClipResult, *, settings: dict[str, Any], files: list[Art
 
 
 def _ratio_metrics(m: MetricSummary, subject: str) -> list[Metric]:
-    """`<metric>_ratio_to_best` as the ratio of medians (n = paired rounds), and the median paired ratio."""
+    """`<metric>_ratio_to_best`, the ratio of medians (n = paired rounds), and, under a name of its own,
+    `<metric>_paired_ratio_to_best`, the median of the paired ratios (one name per statistic)."""
     if m.ratio_to_best is None or m.ratio_n is None:
         return []
-    name = f"{m.metric}_ratio_to_best"
     out = [
         Metric(
-            name=name,
+            name=f"{m.metric}{RATIO_TO_BEST}",
             value=m.ratio_to_best,
             unit="ratio",
             statistic=RATIO_OF_MEDIANS,
@@ -187,7 +193,7 @@ def _ratio_metrics(m: MetricSummary, subject: str) -> list[Metric]:
     if m.paired_ratio_median is not None:
         out.append(
             Metric(
-                name=name,
+                name=f"{m.metric}{PAIRED_RATIO_TO_BEST}",
                 value=m.paired_ratio_median,
                 unit="ratio",
                 statistic=MEDIAN_OF_PAIRED_RATIOS,
@@ -297,8 +303,16 @@ def metric_definitions(summary: Summary) -> dict[str, Any]:
             for name in names
         },
         "ratio_to_best": {
-            "name": "<metric>_ratio_to_best",
+            "name": f"<metric>{RATIO_TO_BEST}",
             "definition": "the engine's value relative to the best ranked engine's (1 for the best)",
+            "statistic": RATIO_OF_MEDIANS,
+            "unit": "ratio",
+            "claim_class": "derived",
+        },
+        "paired_ratio_to_best": {
+            "name": f"<metric>{PAIRED_RATIO_TO_BEST}",
+            "definition": "the median over the paired rounds of the engine's value over the best engine's",
+            "statistic": MEDIAN_OF_PAIRED_RATIOS,
             "unit": "ratio",
             "claim_class": "derived",
         },

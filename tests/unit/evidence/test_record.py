@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -139,3 +140,52 @@ def test_many_per_round_panels_share_one_screen_high_figure() -> None:
     height = re.search(r'<svg[^>]* height="([0-9.]+)pt"', svg)
     assert height and float(height.group(1)) <= MAX_HEIGHT_IN * 72  # points: 72 per inch
     assert svg.count('<g id="per-round-axes_') == 12  # every panel drawn
+
+
+def _with_metrics(*metrics: Metric, **update: Any) -> dict[str, Any]:
+    """A record's JSON with `metrics` (sealed by hand, as another writer of the schema would)."""
+    document = json.loads(record().to_json())
+    document.update({"metrics": [m.model_dump(mode="json") for m in metrics], **update})
+    body = {key: value for key, value in document.items() if key != "id"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    document["id"] = hashlib.sha256(canonical).hexdigest()
+    return document
+
+
+def test_a_metric_name_appears_once_per_subject() -> None:
+    twice = [
+        Metric(name="x_ratio_to_best", value=v, unit="ratio", statistic=s, n=4, subject="b/all / a")
+        for v, s in ((0.5, RATIO_OF_MEDIANS), (0.52, "median_of_paired_ratios"))
+    ]
+    with pytest.raises(InvalidEvidenceError, match="x_ratio_to_best appears twice for subject 'b/all / a'"):
+        validate(_with_metrics(*twice))
+    # The same name for other subjects, or under its own name, is fine.
+    other = twice[1].model_copy(update={"subject": "c/all / a"})
+    assert validate(_with_metrics(twice[0], other)).metrics[1].subject == "c/all / a"
+    renamed = twice[1].model_copy(update={"name": "x_paired_ratio_to_best"})
+    assert len(validate(_with_metrics(twice[0], renamed)).metrics) == 2
+
+
+def test_a_record_of_schema_version_1_stays_readable() -> None:
+    """Written before the rules: a duplicate name, a matrix record without its builds."""
+    twice = [Metric(name="x", value=v, unit="s", statistic="single", n=1, subject="s") for v in (1.0, 2.0)]
+    assert validate(_with_metrics(*twice, schema_version=1)).schema_version == 1
+    old_matrix = _with_metrics(kind="matrix", schema_version=1)
+    assert validate(old_matrix).kind == "matrix"
+    with pytest.raises(InvalidEvidenceError, match="validated_builds"):
+        validate(_with_metrics(kind="matrix"))
+
+
+def test_a_matrix_record_names_its_builds_by_digest() -> None:
+    builds = {
+        "region": "us-east-1",
+        "images": [{"framework": "vllm", "image": "r/v@sha256:" + "a" * 64, "digest": "sha256:" + "a" * 64}],
+    }
+    document = _with_metrics(kind="matrix", data={"validated_builds": builds})
+    assert validate(document).data["validated_builds"] == builds
+    builds["images"][0]["digest"] = "latest"
+    document = _with_metrics(kind="matrix", data={"validated_builds": builds})
+    with pytest.raises(InvalidEvidenceError, match="validated_builds/images/0/digest"):
+        validate(document)
+    schema = evidence_schema()
+    assert schema["properties"]["data"]["properties"]["validated_builds"]["$ref"].endswith("ValidatedBuilds")
