@@ -16,15 +16,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gco.endpoints.admissions import CANARY, PRIMARY, Admissions
 from gco.endpoints.errors import InvalidTransitionError, LostRaceError, NoCanaryError
-from gco.endpoints.operations import ATTEMPTS, fresh
+from gco.endpoints.operations import ATTEMPTS, AdmissionHook, fresh
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import parse_spec
 from gco.endpoints.store import EndpointStore
 
 
 def _rewrite(
-    store: EndpointStore, name: str, operation: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+    store: EndpointStore,
+    name: str,
+    operation: str,
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+    admit: AdmissionHook | None = None,
 ) -> EndpointRecord:
     for _ in range(ATTEMPTS):
         record = fresh(store, name)
@@ -39,6 +44,7 @@ def _rewrite(
             expected_lifecycle_id=record.lifecycle_id or "",
             expected_updated_at=record.updated_at,
             stopped=record.desired_state == "stopped",  # a stopped endpoint's canary waits for start
+            admissions=admit(record, spec, record.target_regions) if admit else None,
         )
         if written is not None:
             return written
@@ -46,9 +52,16 @@ def _rewrite(
 
 
 def set_canary(
-    store: EndpointStore, name: str, image: str, weight: int, replicas: int | None = None
+    store: EndpointStore,
+    name: str,
+    image: str,
+    weight: int,
+    replicas: int | None = None,
+    *,
+    admit: AdmissionHook | None = None,
 ) -> EndpointRecord:
-    """Give `name` a canary of `image` taking `weight`% of requests (replicas: kept, else 1).
+    """Give `name` a canary of `image` taking `weight`% of requests (replicas: kept, else 1); `admit`
+    gives the admissions written with it (`gco.admission`).
 
     Raises:
         InvalidSpecError: a bad image, weight (0-100) or replica count, or a mooncake endpoint.
@@ -59,7 +72,7 @@ def set_canary(
         canary = {"image": image, "weight": weight, "replicas": replicas or previous.get("replicas", 1)}
         return {**spec, "canary": canary}
 
-    return _rewrite(store, name, "canary", change)
+    return _rewrite(store, name, "canary", change, admit)
 
 
 def promote(store: EndpointStore, name: str) -> EndpointRecord:
@@ -75,7 +88,7 @@ def promote(store: EndpointStore, name: str) -> EndpointRecord:
             raise NoCanaryError(name, "promote")
         return {**spec, "image": canary["image"]}
 
-    return _rewrite(store, name, "promote", change)
+    return _rewrite(store, name, "promote", change, _carried(promoted=True))
 
 
 def rollback(store: EndpointStore, name: str) -> EndpointRecord:
@@ -90,4 +103,23 @@ def rollback(store: EndpointStore, name: str) -> EndpointRecord:
             raise NoCanaryError(name, "roll back")
         return spec
 
-    return _rewrite(store, name, "rollback", change)
+    return _rewrite(store, name, "rollback", change, _carried(promoted=False))
+
+
+def _carried(*, promoted: bool) -> AdmissionHook:
+    """Promote: each Region's canary admission becomes its primary's (the image it admitted is now the
+    primary's); rollback: the canary's goes. A record with no admissions is left so."""
+
+    def hook(record: EndpointRecord | None, spec: object, targets: list[str]) -> Admissions | None:
+        if record is None or not record.admissions:
+            return None
+        carried: Admissions = {}
+        for region, roles in record.admissions.items():
+            # The primary's entry after the write: the canary's (promote) or its own (rollback).
+            role = CANARY if promoted else PRIMARY
+            kept = {PRIMARY: roles[role]} if role in roles else {}
+            if kept:
+                carried[region] = kept
+        return carried
+
+    return hook

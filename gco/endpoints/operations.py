@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gco.endpoints import names
+from gco.endpoints.admissions import Admissions
 from gco.endpoints.errors import (
     EndpointNotFoundError,
     InvalidSpecError,
@@ -18,10 +19,14 @@ from gco.endpoints.errors import (
 )
 from gco.endpoints.fenced import require_token
 from gco.endpoints.record import LIVE_STATES, EndpointRecord
-from gco.endpoints.spec import parse_spec
+from gco.endpoints.spec import EndpointSpec, parse_spec
 from gco.endpoints.store import EndpointStore
 
 ATTEMPTS = 5
+# What a write asks before it is sent: given the record it is planned from (None for a create), the
+# spec and the targets it writes, the admissions to write with it (None: the field as it is). It may
+# raise (an unvalidated image under `enforce`): nothing is written then. `gco.admission` makes them.
+AdmissionHook = Callable[[EndpointRecord | None, EndpointSpec, list[str]], Admissions | None]
 
 
 def fresh(store: EndpointStore, name: str) -> EndpointRecord:
@@ -106,9 +111,11 @@ def update_spec(
     changes: Mapping[str, Any],
     *,
     replace: Mapping[str, Any] | None = None,
+    admit: AdmissionHook | None = None,
 ) -> EndpointRecord:
     """Apply `changes` over `replace` (a whole new spec) or over the current spec; a live endpoint
-    becomes deploying, a stopped one stays stopped (`EndpointStore.update_spec`)."""
+    becomes deploying, a stopped one stays stopped (`EndpointStore.update_spec`). `admit` is asked,
+    on each fresh read, for the admissions written in the same fenced update."""
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
         base = (
@@ -123,6 +130,7 @@ def update_spec(
             expected_lifecycle_id=record.lifecycle_id or "",
             expected_updated_at=record.updated_at,
             stopped=record.desired_state == "stopped",
+            admissions=admit(record, spec, record.target_regions) if admit else None,
         )
 
     return _retry(store, name, "update", write)
@@ -135,8 +143,9 @@ def change_regions(
     add: Iterable[str] = (),
     remove: Iterable[str] = (),
     replace: Iterable[str] | None = None,
+    admit: AdmissionHook | None = None,
 ) -> EndpointRecord:
-    """New target Regions: `replace` them, or `add` and `remove` some."""
+    """New target Regions: `replace` them, or `add` and `remove` some; `admit` as for `update_spec`."""
     names.endpoint_name(name)
     allow = store.allow_new_regions
     additions = names.region_list(add, "--add", allow_empty=True, allow_new=allow)
@@ -154,6 +163,7 @@ def change_regions(
             targets,
             expected_lifecycle_id=record.lifecycle_id or "",
             expected_updated_at=record.updated_at or "",
+            admissions=admit(record, record.spec, targets) if admit else None,
         )
 
     return _retry(store, name, "change the Regions of", write)

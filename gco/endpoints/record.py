@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gco.endpoints.admissions import ImageAdmission
 from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
 from gco.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
@@ -67,6 +68,8 @@ class EndpointRecord(BaseModel):
     deletion_generation: str | None = None
     deletion_regions: list[str] | None = None
     deleted_at: str | None = None  # the first move to deleted
+    # Region -> role (primary, canary) -> what admitted its image (gco/endpoints/admissions.py).
+    admissions: dict[str, dict[str, ImageAdmission]] = Field(default_factory=dict)
 
     @property
     def is_legacy(self) -> bool:
@@ -91,6 +94,8 @@ class EndpointRecord(BaseModel):
     def to_json(self) -> dict[str, Any]:
         """The record as JSON-ready data, the shape `gco inference status --output json` prints."""
         data = self.model_dump(mode="json", exclude_none=True)
+        if not self.admissions:
+            data.pop("admissions")  # never admitted under a policy: the record's shape as before
         data["spec"] = self.spec.model_dump(mode="json", exclude_none=True)
         return data
 

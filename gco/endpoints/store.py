@@ -19,6 +19,7 @@ from typing import Any
 
 from gco import aws
 from gco.endpoints import conditions, names
+from gco.endpoints.admissions import Admissions, admissions_data
 from gco.endpoints.codec import from_item
 from gco.endpoints.dynamo import ConditionLost
 from gco.endpoints.errors import (
@@ -161,8 +162,10 @@ class EndpointStore(ObservationWrites):
         namespace: str = DEFAULT_NAMESPACE,
         labels: Mapping[str, str] | None = None,
         created_by: str | None = None,
+        admissions: Admissions | None = None,
     ) -> EndpointRecord:
-        """A new lifecycle: deploying, a token per Region, cleanup = targets.
+        """A new lifecycle: deploying, a token per Region, cleanup = targets; `admissions` (what
+        admitted each image in each Region, `gco.admission`) are written with it when given.
 
         Raises:
             InvalidSpecError: a bad name, spec, Region, namespace, label or an item too large;
@@ -196,6 +199,8 @@ class EndpointStore(ObservationWrites):
             "labels": label_map,
             "created_by": creator,
         }
+        if admissions:
+            fields["admissions"] = admissions_data(admissions)
         check_item_size(fields)
         expression = Expression()
         conditions.create(expression)
@@ -320,6 +325,7 @@ class EndpointStore(ObservationWrites):
         expected_updated_at: str | None = None,
         *,
         stopped: bool | None = None,
+        admissions: Admissions | None = None,
     ) -> EndpointRecord | None:
         """Replace the spec; a running or deploying endpoint becomes deploying, a stopped one stays
         stopped (the spec is what it will run when started: a change never restarts GPU spend).
@@ -327,6 +333,7 @@ class EndpointStore(ObservationWrites):
         Parameters:
             stopped: whether the caller read the record stopped (None: read it now). The write
                 lands only while that still holds (`conditions.spec_change`); None when it lost.
+            admissions: the whole `admissions` map to write in the same update (None: untouched).
         """
         parsed = checked_spec(spec)
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
@@ -339,6 +346,8 @@ class EndpointStore(ObservationWrites):
             conditions.live(expression, lifecycle, expected_updated_at)
             conditions.spec_change(expression, stopped)
             expression.set(parsed.model_dump(mode="json", exclude_none=True), "spec")
+            if admissions is not None:
+                expression.set(admissions_data(admissions), "admissions")
             if not stopped:
                 expression.set("deploying", "desired_state")
             return expression
@@ -353,8 +362,10 @@ class EndpointStore(ObservationWrites):
         *,
         expected_lifecycle_id: str,
         expected_updated_at: str,
+        admissions: Admissions | None = None,
     ) -> EndpointRecord | None:
-        """New target Regions; cleanup only grows; a (re-)joining Region gets a freshly minted token.
+        """New target Regions; cleanup only grows; a (re-)joining Region gets a freshly minted token;
+        `admissions`, when given, replaces the map in the same update.
 
         Raises:
             InvalidTransitionError: the record is deleted.
@@ -378,6 +389,8 @@ class EndpointStore(ObservationWrites):
             expression.set(plan.target_regions, "target_regions")
             expression.set(plan.cleanup_regions, "cleanup_regions")
             expression.set(plan.region_generations, "region_generations")
+            if admissions is not None:
+                expression.set(admissions_data(admissions), "admissions")
             return expression
 
         return self._fenced(name, build, expected_updated_at, "change the Regions of")

@@ -32,6 +32,7 @@ from gco.endpoints.errors import EndpointExistsError
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.errors import GcoError
+from gco.evidence.index import EvidenceIndex
 from gco.evidence.record import now_iso
 from gco.evidence.store import EvidenceStore
 from gco.reconcile.expiry import DEADLINE_LABEL, OWNER_LABEL
@@ -98,6 +99,7 @@ class Matrix:
     http: EndpointHttp
     run_dir: Path
     evidence_stores: list[EvidenceStore] = field(default_factory=list)
+    evidence_indexes: list[EvidenceIndex] = field(default_factory=list)
     mirror: RunMirror | None = None
     clock: Callable[[], float] = time.monotonic
     wall: Callable[[], float] = time.time  # the deadline's clock: epoch seconds, the same on every machine
@@ -122,7 +124,9 @@ class Matrix:
         self._step("inventory", None, self._inventory)
         failed = [s for s in self.state.steps if s.verdict == "fail" and not self._superseded(s)]
         verdict: Verdict = "fail" if failed else "pass"
-        result = write_evidence(self.state, verdict, self.run_dir, self.evidence_stores)
+        result = write_evidence(
+            self.state, verdict, self.run_dir, self.evidence_stores, self.evidence_indexes
+        )
         evidence = Path(result.evidence_path)
         for path in (evidence, evidence.with_suffix(".md"), evidence.with_suffix(".html")):
             self._mirror(path.relative_to(self.run_dir).as_posix(), path.read_bytes())

@@ -19,6 +19,7 @@ from typing import Any
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.specfile import load_spec_file
 from gco.endpoints.store import EndpointStore
+from gco.evidence.index import EvidenceIndex, S3EvidenceIndex
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
 from gco.validation.checkpoint import Checkpoint, read_checkpoint
 from gco.validation.checks import Outcome
@@ -60,6 +61,7 @@ def _matrix(
     run_uri: str | None = None,
 ) -> Matrix:
     stores: list[EvidenceStore] = [S3EvidenceStore(evidence_bucket)] if evidence_bucket else []
+    indexes: list[EvidenceIndex] = [S3EvidenceIndex(evidence_bucket)] if evidence_bucket else []
     return Matrix(
         settings=settings,
         store=store,
@@ -67,6 +69,7 @@ def _matrix(
         http=http or ProxyHttp(timeout=settings.command_timeout_seconds),
         run_dir=run_dir,
         evidence_stores=stores,
+        evidence_indexes=indexes,
         mirror=S3RunMirror(run_uri) if run_uri else None,
         sleep=sleep,
     )

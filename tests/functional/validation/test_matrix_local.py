@@ -17,6 +17,7 @@ from gco.endpoints import EndpointStore
 from gco.endpoints.errors import StoreUnavailableError
 from gco.endpoints.record import EndpointRecord
 from gco.evidence import LocalEvidenceStore
+from gco.evidence.index import LocalEvidenceIndex
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
 from gco.reconcile.proxy.render_proxy import PROXY_HPA
@@ -69,6 +70,12 @@ def test_a_full_pass_over_nginx_leaves_nothing(
     assert (record.kind, record.claim_class, record.data["verdict"]) == ("matrix", "observed", "pass")
     assert record.identity["inference_runtimes"][0]["image"] == SETTINGS["inference_runtimes"][0]["image"]
     assert record.missing == [] and len(record.metrics) == len(done)
+    builds = record.data["validated_builds"]  # each engine's build by digest, and the Region
+    assert builds["region"] == SETTINGS["selected_region"]
+    digests = [runtime["image"].rpartition("@")[2] for runtime in SETTINGS["inference_runtimes"]]
+    assert [image["digest"] for image in builds["images"]] == digests
+    index = LocalEvidenceIndex(tmp_path / "run" / "evidence")
+    assert [index.find(builds["region"], digest) for digest in digests] == [result.evidence_id] * 2
     assert_nothing_left(stack, store, "a1")
 
 
@@ -98,6 +105,9 @@ def test_a_wrong_answer_fails_its_step_and_everything_is_destroyed(
     assert detail in failed["detail"]
     assert result.failed_step == f"{step} {endpoint}"
     evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
+    builds = evidence.data["validated_builds"]  # named by a failing run too, and indexed by none
+    index = LocalEvidenceIndex(tmp_path / "run" / "evidence")
+    assert index.find(builds["region"], builds["images"][0]["digest"]) is None
     assert (
         evidence.data["verdict"] == "fail"
         and "proxy" in evidence.missing
