@@ -45,3 +45,8 @@ EVIDENCE_BUCKET_ENV = "GCO_EVIDENCE_BUCKET"
 JOB_KEY_ENV = "GCO_JOB_KEY"
 HEARTBEAT_SECONDS_ENV = "GCO_HEARTBEAT_SECONDS"
 JOB_WAIT_SECONDS_ENV = "GCO_JOB_WAIT_SECONDS"
+# The validation policy (off, warn, enforce) `gco local env` exports for the local stack; it can only
+# make the deployment's policy (its SSM parameter, `gco.admission.policy`) stricter, never weaker.
+VALIDATION_POLICY_ENV = "GCO_VALIDATION_POLICY"
+# The local stack's registry stand-in: a JSON file of tag -> digest (`gco.admission.images`).
+LOCAL_REGISTRY_ENV = "GCO_LOCAL_REGISTRY"

@@ -151,7 +151,7 @@ class RegistryResolver:
             answer = self.http.head(url, headers=headers)
         if answer.status_code != httpx.codes.OK:
             raise ImageResolveError(f"HEAD {url} answered {answer.status_code}")
-        digest = answer.headers.get(DIGEST_HEADER)
+        digest: str | None = answer.headers.get(DIGEST_HEADER)
         if digest is None:  # optional in the OCI spec: the digest of the manifest's bytes instead
             body = self.http.get(url, headers=headers)
             if body.status_code != httpx.codes.OK:
@@ -172,7 +172,7 @@ class RegistryResolver:
             raise ImageResolveError(f"the token service {realm} answered {reply.status_code}")
         try:
             body = reply.json()
-            token = body.get("token") or body.get("access_token")
+            token: object = body.get("token") or body.get("access_token")
         except (ValueError, AttributeError):
             token = None
         if not isinstance(token, str) or not token:

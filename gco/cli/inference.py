@@ -14,6 +14,7 @@ import click
 
 from gco import aws, engines
 from gco.cli import views
+from gco.cli.admission import admitter, allow_unvalidated_option, warn
 from gco.cli.common import (
     STRICT_INT,
     CheckedPath,
@@ -30,8 +31,9 @@ from gco.cli.common import (
 )
 from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
 from gco.cli.wait import wait_for
-from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
+from gco.endpoints import EndpointRecord, default_table_name, init_table, names, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
+from gco.endpoints.limits import checked_spec
 from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
@@ -112,6 +114,8 @@ def show(record: EndpointRecord, output: str) -> None:
         click.echo(canary)
     click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
     click.echo(f"updated_at:    {record.updated_at}")
+    for line in views.admission_lines(record):
+        click.echo(line)
     emit_table(views.REGION_HEADERS, views.region_rows(record))
 
 
@@ -129,6 +133,7 @@ def inference() -> None:
 @click.option("--wait/--no-wait", default=False, help="Wait until every Region runs it.")
 @timeout_option
 @allow_new_regions_option
+@allow_unvalidated_option
 @spec_options
 @connection_options
 def deploy(
@@ -140,6 +145,7 @@ def deploy(
     wait: bool,
     timeout: float,
     allow_new_regions: bool | None,
+    allow_unvalidated: str | None,
     spec_file: Path | None,
     endpoint_url: str | None,
     table_name: str | None,
@@ -162,14 +168,19 @@ def deploy(
     if not regions:
         raise InvalidSpecError("--region", "name at least one Region")
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
+    parsed = checked_spec(spec)  # bad input before the policy is read: exit 2, nothing asked
+    targets = names.region_list(regions, allow_new=store.allow_new_regions)
+    hook = admitter("deploy", endpoint_url, allow_unvalidated)
     record = store.create(
         name,
-        spec,
-        list(regions),
+        parsed,
+        targets,
         namespace=namespace,
         labels=parse_pairs(label_pairs, "--label"),
         created_by=created_by or getpass.getuser(),
+        admissions=hook(None, parsed, targets),
     )
+    warn(hook)
     if wait:
         served = region_served(name, endpoint_url)
         reconcilers = reconciler_watch(store.table_name, endpoint_url)
@@ -295,10 +306,12 @@ def start(name: str, endpoint_url: str | None, table_name: str | None, output: s
 
 @inference.command()
 @name_argument
+@allow_unvalidated_option
 @spec_options
 @connection_options
 def update(
     name: str,
+    allow_unvalidated: str | None,
     spec_file: Path | None,
     endpoint_url: str | None,
     table_name: str | None,
@@ -317,7 +330,10 @@ def update(
     if replace is None and not changes:
         raise InvalidSpecError("--spec", "give --spec FILE or at least one field flag")
     _check_model_source({**(replace or {}), **changes})
-    show(operations.update_spec(open_store(endpoint_url, table_name), name, changes, replace=replace), output)
+    store = open_store(endpoint_url, table_name)
+    hook = admitter("update", endpoint_url, allow_unvalidated)
+    show(operations.update_spec(store, name, changes, replace=replace, admit=hook), output)
+    warn(hook)
 
 
 @inference.command()
@@ -326,6 +342,7 @@ def update(
 @click.option("--remove", "remove", multiple=True, help="Region to remove (repeatable).")
 @click.option("--set", "replace", multiple=True, help="The whole target list (repeatable).")
 @allow_new_regions_option
+@allow_unvalidated_option
 @connection_options
 def regions(
     name: str,
@@ -333,6 +350,7 @@ def regions(
     remove: tuple[str, ...],
     replace: tuple[str, ...],
     allow_new_regions: bool | None,
+    allow_unvalidated: str | None,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
@@ -345,7 +363,11 @@ def regions(
     """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
-        record = operations.change_regions(store, name, add=add, remove=remove, replace=replace or None)
+        hook = admitter("regions", endpoint_url, allow_unvalidated)
+        record = operations.change_regions(
+            store, name, add=add, remove=remove, replace=replace or None, admit=hook
+        )
+        warn(hook)
     else:
         record = operations.fresh(store, name)
     show(record, output)

@@ -11,6 +11,7 @@ import json
 import click
 
 from gco import aws
+from gco.cli.admission import admitter, allow_unvalidated_option, warn
 from gco.cli.common import (
     STRICT_INT,
     connection_options,
@@ -177,12 +178,14 @@ def answered_by(record: EndpointRecord, version: str | None) -> str:
 @click.option(
     "--replicas", default=None, type=STRICT_INT, help="Canary replicas per Region [default: kept, else 1]."
 )
+@allow_unvalidated_option
 @connection_options
 def canary(
     name: str,
     image: str,
     weight: int,
     replicas: int | None,
+    allow_unvalidated: str | None,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
@@ -193,9 +196,10 @@ def canary(
     Example:
       gco inference canary chat --image vllm/vllm-openai:v0.6.4 --weight 10
     """
-    show(
-        canary_actions.set_canary(open_store(endpoint_url, table_name), name, image, weight, replicas), output
-    )
+    store = open_store(endpoint_url, table_name)
+    hook = admitter("canary", endpoint_url, allow_unvalidated)
+    show(canary_actions.set_canary(store, name, image, weight, replicas, admit=hook), output)
+    warn(hook)
 
 
 @click.command()

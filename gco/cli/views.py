@@ -96,3 +96,20 @@ def list_rows(records: Sequence[EndpointRecord]) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+def admission_lines(record: EndpointRecord) -> list[str]:
+    """`status`'s `admitted:` lines: per target Region and role, what let its image in (the evidence
+    id, or the reason with who and when); none for a record never admitted under a policy."""
+    lines = []
+    for region in record.target_regions:
+        for role, entry in sorted(record.admissions.get(region, {}).items()):
+            digest = entry.digest[:19] if entry.digest else "digest unknown"
+            if entry.evidence_id:
+                why = f"validated by evidence {entry.evidence_id}"
+            elif entry.reason:
+                why = f"unvalidated, allowed by {entry.by} at {entry.at}: {entry.reason!r}"
+            else:
+                why = f"unvalidated, warned ({entry.by} at {entry.at})"
+            lines.append(f"admitted:      {region} {role} {entry.image} ({digest}): {why}")
+    return lines
