@@ -144,7 +144,7 @@ def test_many_per_round_panels_share_one_screen_high_figure() -> None:
 
 def _with_metrics(*metrics: Metric, **update: Any) -> dict[str, Any]:
     """A record's JSON with `metrics` (sealed by hand, as another writer of the schema would)."""
-    document = json.loads(record().to_json())
+    document: dict[str, Any] = json.loads(record().to_json())
     document.update({"metrics": [m.model_dump(mode="json") for m in metrics], **update})
     body = {key: value for key, value in document.items() if key != "id"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
@@ -177,7 +177,7 @@ def test_a_record_of_schema_version_1_stays_readable() -> None:
 
 
 def test_a_matrix_record_names_its_builds_by_digest() -> None:
-    builds = {
+    builds: dict[str, Any] = {
         "region": "us-east-1",
         "images": [{"framework": "vllm", "image": "r/v@sha256:" + "a" * 64, "digest": "sha256:" + "a" * 64}],
     }
