@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from gco.admission.policy import parameter_name
 from stacks.config import GcoConfig
 from stacks.constructs.data import EndpointTable, EvidenceBucket
 from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
@@ -69,6 +71,17 @@ class GlobalStack(Stack):
             name=config.name("evidence"),
             key=self.table_key,
             retention_days=config.evidence_retention_days,
+        )
+        # The deployment's validation policy and where its evidence is, for the CLI to read by name
+        # (`gco.admission.policy`: one ssm:GetParameter in the home Region).
+        self.validation_policy = ssm.StringParameter(
+            self,
+            "ValidationPolicy",
+            parameter_name=parameter_name(config.prefix),
+            description=f"{config.prefix}: validation policy (off, warn, enforce) and evidence bucket",
+            string_value=self.to_json_string(
+                {"policy": config.validation_policy, "evidence_bucket": self.evidence.bucket.bucket_name}
+            ),
         )
         names = RunnerNames.of(config)
         retention = RETENTION[config.log_retention_days]

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
+from gco.endpoints.admissions import POLICIES, Policy
 from gco.local import stack
 from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError
@@ -78,16 +79,28 @@ def demo(engine: str, run_dir: Path) -> None:
     help="Where the endpoint table and its stream live [default: the first of --regions].",
 )
 @engine_option
+@click.option(
+    "--validation-policy",
+    type=click.Choice(POLICIES),
+    default="off",
+    show_default=True,
+    help="What deploy, update, canary and regions --add do with an image without passing matrix "
+    "evidence in a Region: nothing, warn, or refuse (as cdk.json's validation_policy in AWS).",
+)
 @state_dir_option
-def up(regions: str, home_region: str | None, engine: str, state_dir: Path | None) -> None:
+def up(
+    regions: str, home_region: str | None, engine: str, validation_policy: Policy, state_dir: Path | None
+) -> None:
     """Start the stack in the background; then `eval "$(gco local env)"`.
 
     \b
     Example:
-      gco local up --regions us-east-1,us-west-2
+      gco local up --regions us-east-1,us-west-2 --validation-policy enforce
     """
     chosen = [region.strip() for region in regions.split(",")]
-    state = stack.up(chosen, state_dir, engine=engine, home_region=home_region)
+    state = stack.up(
+        chosen, state_dir, engine=engine, home_region=home_region, validation_policy=validation_policy
+    )
     for part in state.parts:
         click.echo(f"started {part.name} (pid {part.pid}) {part.url}")
     click.echo(f'use it: eval "$(gco local env{_dir_flag(state_dir)})"')

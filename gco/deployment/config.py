@@ -34,6 +34,7 @@ from gco.deployment.kubernetes import (
     today_utc,
 )
 from gco.endpoint_secrets import parse_allowed
+from gco.endpoints.admissions import Policy
 from gco.env import DEFAULT_TABLE
 from gco.errors import GcoInputError
 from gco.model_sources import parse_prefixes
@@ -290,6 +291,10 @@ class GcoConfig(_Model):
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
     # ARN; names in the home Region): the Regional reconcilers may read these only (gco.endpoint_secrets).
     endpoint_secrets: list[str] = Field(default_factory=list)
+    # What `gco inference deploy|update|canary|regions` do with an image that has no passing matrix
+    # evidence in a target Region: nothing (off), warn on stderr (warn), refuse (enforce). The global
+    # stack writes it to the SSM parameter the CLI reads (gco.admission.policy).
+    validation_policy: Policy = "off"
 
     @field_validator("home_region")
     @classmethod

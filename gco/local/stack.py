@@ -2,8 +2,9 @@
 
 `up` starts, each in its own session so that a terminal's signals do not reach them:
 
-- the moto server (DynamoDB with streams, S3, Step Functions) on a loopback port, then creates the
-  endpoint table with its stream and the evidence bucket in it;
+- the moto server (DynamoDB with streams, S3, SSM, Step Functions) on a loopback port, then creates
+  the endpoint table with its stream, the evidence bucket and the validation policy's parameter
+  (`--validation-policy`, as the global stack writes it in AWS: `gco.admission.policy`) in it;
 - per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
 
 and records them in `<state-dir>/stack.json` (parts with pid and URL, the environment to use).
@@ -36,8 +37,10 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco import aws
+from gco.admission.policy import PolicySetting, SsmPolicySource
 from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
+from gco.endpoints.admissions import Policy
 from gco.endpoints.names import region_list
 from gco.env import (
     CLUSTER_URLS_ENV,
@@ -46,7 +49,9 @@ from gco.env import (
     ENDPOINT_URL_ENV,
     EVIDENCE_BUCKET_ENV,
     HOME_REGION_ENV,
+    LOCAL_REGISTRY_ENV,
     TABLE_ENV,
+    VALIDATION_POLICY_ENV,
 )
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.errors import LocalStackError
@@ -57,6 +62,8 @@ from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
 from gco.reconcile.proxy.routes import HEALTH_PATH
 
 STATE_FILE = "stack.json"
+# The registry stand-in's tags (`gco.admission.images.LocalImageResolver`), in the state directory.
+REGISTRY_FILE = "registry.json"
 EVIDENCE_BUCKET = "gco-local-evidence"
 DEFAULT_REGIONS = ("us-east-1", "us-west-2")
 START_TIMEOUT_S = 60.0
@@ -90,6 +97,8 @@ class StackState(BaseModel):
     invoke_urls: dict[str, str]
     cluster_urls: dict[str, str] = Field(default_factory=dict)  # each Region's stand-in API server
     ca_bundle: str | None = None
+    validation_policy: Policy = "off"
+    registry: str | None = None  # the registry stand-in's file
 
 
 def default_state_dir() -> Path:
@@ -139,11 +148,14 @@ def up(
     *,
     engine: str = "fake",
     home_region: str | None = None,
+    validation_policy: Policy = "off",
 ) -> StackState:
     """Start the stack in the background and record it, holding the state directory's lock.
 
     The table (and its stream) lives in `home_region`, by default the first of `regions`: the
     Region `gco local env` exports as the home Region, where every client of the stack looks for it.
+    `validation_policy` is written where the CLI reads it (the SSM parameter, in the home Region)
+    and exported by `gco local env`.
 
     Raises:
         GcoInputError: the state directory cannot be created or written (`--state-dir`).
@@ -155,10 +167,10 @@ def up(
     chosen = region_list(regions, "--regions")
     home = region_list([home_region], "--home-region")[0] if home_region else chosen[0]
     with statelock.holding(state_dir):
-        return _start(chosen, home, state_dir, engine)
+        return _start(chosen, home, state_dir, engine, validation_policy)
 
 
-def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackState:
+def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: Policy) -> StackState:
     """`up` once it holds the lock: refuse a running stack, clear a stale one, start every part."""
     current = read_state(state_dir)
     if current is not None:
@@ -188,6 +200,9 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
         # moto keeps each Region's tables apart, as AWS does: the table is made where clients look.
         init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_TABLE)
         _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
+        SsmPolicySource(aws.client("ssm", region=home, endpoint_url=endpoint_url)).write(
+            PolicySetting(policy=policy, evidence_bucket=EVIDENCE_BUCKET)
+        )
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
         nodes = {}
@@ -232,6 +247,8 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
         invoke_urls={region: report["invoke_url"] for region, report in reports.items()},
         cluster_urls={region: report["api_url"] for region, report in reports.items()},
         ca_bundle=next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None),
+        validation_policy=policy,
+        registry=str(state_dir / REGISTRY_FILE),
     )
     (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
     return state
@@ -266,6 +283,9 @@ def environment(state: StackState) -> dict[str, str]:
         env[CLUSTER_URLS_ENV] = json.dumps(state.cluster_urls, sort_keys=True)
     if state.ca_bundle:
         env[INVOKE_CA_BUNDLE_ENV] = state.ca_bundle
+    env[VALIDATION_POLICY_ENV] = state.validation_policy
+    if state.registry:
+        env[LOCAL_REGISTRY_ENV] = state.registry
     return env
 
 

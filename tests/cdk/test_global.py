@@ -193,3 +193,18 @@ def test_evidence_bucket_refuses_overwrites_and_other_encryption(global_template
     assert statements["OnlyKmsEncryption"]["Condition"]["StringNotEquals"] == {
         "s3:x-amz-server-side-encryption": "aws:kms"
     }
+
+
+def test_the_validation_policy_parameter_names_the_policy_and_the_evidence_bucket(
+    synthesized: Synthesized,
+) -> None:
+    """cdk.json's `validation_policy`, where the CLI reads it (`gco.admission.policy`)."""
+    (parameter,) = [
+        r
+        for r in synthesized.template_json("gco-global")["Resources"].values()
+        if r["Type"] == "AWS::SSM::Parameter"
+    ]
+    properties = parameter["Properties"]
+    assert (properties["Name"], properties["Type"]) == ("/gco/validation-policy", "String")
+    text = json.dumps(properties["Value"])
+    assert '\\"policy\\":\\"warn\\"' in text.replace(" ", "") and "EvidenceBucket" in text

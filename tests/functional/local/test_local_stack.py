@@ -16,14 +16,14 @@ import pytest
 
 from gco.bench.process import group_members
 from gco.cli import main
-from gco.env import CLUSTER_URLS_ENV
+from gco.env import CLUSTER_URLS_ENV, LOCAL_REGISTRY_ENV, VALIDATION_POLICY_ENV
 from gco.local.region.node import children_path
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
 from gco.reconcile.proxy.render_proxy import PROXY_HPA
 from gco.validation.connect import environment_clusters
 from tests.functional.local.conftest import eventually
-from tests.unit.validation.sample import settings
+from tests.unit.validation.sample import VLLM_IMAGE, settings
 
 IMAGE = "vllm/vllm-openai:v0.6.3"
 MODEL = "HuggingFaceTB/SmolLM2-135M"
@@ -144,5 +144,43 @@ def test_a_single_region_that_is_not_the_default_finds_its_own_table(
         checkpoint = json.loads((run_dir / "matrix" / "checkpoint.json").read_text())
         assert checkpoint["verdict"] == "pass", checkpoint
         assert json.loads(gco("inference", "list", "-o", "json")) == []
+    finally:
+        gco("local", "down", *flag)
+
+
+@pytest.mark.slow
+def test_a_build_the_matrix_validated_is_admitted_under_enforce(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`up --validation-policy enforce`: a deploy of a build no matrix ran is refused, naming the
+    command; once `gco matrix run` passed in the Region (its evidence and index in the stack's
+    bucket), the same deploy is admitted and the record names that evidence."""
+    gco = Gco(capsys)
+    region = REGIONS[0]
+    state_dir = tmp_path / "state"
+    flag = ("--state-dir", str(state_dir))
+    gco("local", "up", "--regions", region, "--validation-policy", "enforce", *flag)
+    try:
+        exported = dict(
+            line.removeprefix("export ").split("=", 1) for line in gco("local", "env", *flag).splitlines()
+        )
+        assert exported[VALIDATION_POLICY_ENV] == "enforce" and LOCAL_REGISTRY_ENV in exported
+        for name, value in exported.items():
+            monkeypatch.setenv(name, shlex.split(value)[0])
+        deploy = ["inference", "deploy", "checked", "--image", VLLM_IMAGE, "--model-id", MODEL]
+        refused = gco(*deploy, "--region", region, code=1)
+        assert f"no passing matrix evidence in {region}" in refused and "gco matrix run" in refused
+        assert json.loads(gco("inference", "list", "-o", "json")) == []
+        settings_file = tmp_path / "settings.json"
+        settings_file.write_text(json.dumps(settings(selected_region=region)), encoding="utf-8")
+        run_dir = tmp_path / "run"
+        gco("matrix", "run", str(settings_file), "--consent", "--run-dir", str(run_dir))
+        checkpoint = json.loads((run_dir / "matrix" / "checkpoint.json").read_text())
+        assert checkpoint["verdict"] == "pass", checkpoint
+        gco(*deploy, "--region", region)
+        record = json.loads(gco("inference", "status", "checked", "-o", "json"))
+        entry = record["admissions"][region]["primary"]
+        assert (entry["outcome"], entry["evidence_id"]) == ("validated", checkpoint["evidence_id"])
+        gco("inference", "delete", "checked", "--wait", "--timeout", "60")
     finally:
         gco("local", "down", *flag)
