@@ -18,8 +18,9 @@ from gco.admission.admit import Admission, Admitter, Command, admit, check_reaso
 from gco.admission.errors import AdmissionError, ImageResolveError, PolicyError, UnvalidatedImageError
 from gco.admission.images import ImageResolver, LocalImageResolver, RegistryResolver, ResolvedImage
 from gco.admission.policy import PolicySetting, read_policy
+from gco.endpoints.admissions import Policy
 from gco.env import LOCAL_REGISTRY_ENV
-from gco.evidence.index import S3EvidenceIndex
+from gco.evidence.index import EvidenceIndex, S3EvidenceIndex
 
 
 def resolver_from(environ: Mapping[str, str]) -> ImageResolver:
@@ -37,27 +38,32 @@ def from_environment(
     environ: Mapping[str, str] | None = None,
 ) -> Admitter:
     """The admission hook of `command` for this deployment: its policy (SSM parameter and
-    `GCO_VALIDATION_POLICY`), its evidence bucket's index, the registry resolver.
+    `GCO_VALIDATION_POLICY`, read at the hook's first call), its evidence bucket's index, the
+    registry resolver.
 
     Raises:
         InvalidSpecError: a bad `--allow-unvalidated` reason (exit 2).
-        PolicyError: the policy cannot be read.
     """
     env = os.environ if environ is None else environ
     checked = check_reason(reason)
-    setting = read_policy(endpoint_url, env)
-    index = (
-        S3EvidenceIndex(setting.evidence_bucket, region=aws.home_region(), endpoint_url=endpoint_url)
-        if setting.evidence_bucket and setting.policy != "off"
-        else None
-    )
+
+    def source() -> tuple[Policy, EvidenceIndex | None]:
+        setting = read_policy(endpoint_url, env)
+        index = (
+            S3EvidenceIndex(setting.evidence_bucket, region=aws.home_region(), endpoint_url=endpoint_url)
+            if setting.evidence_bucket and setting.policy != "off"
+            else None
+        )
+        return setting.policy, index
+
     return Admitter(
         command=command,
-        policy=setting.policy,
+        policy="off",
         resolver=resolver_from(env),
-        index=index,
+        index=None,
         reason=checked,
         by=by,
+        source=source,
     )
 
 

@@ -165,6 +165,9 @@ class Admitter:
     now: Callable[[], str] = now_iso
     warnings: list[str] = field(default_factory=list)
     resolved: dict[str, ResolvedImage] = field(default_factory=dict)
+    # Where the policy and the index come from, read at the first call (after the command's own read
+    # of the record, so a missing endpoint or an unreachable table is named before the policy is read).
+    source: Callable[[], tuple[Policy, EvidenceIndex | None]] | None = None
 
     def __call__(
         self, record: EndpointRecord | None, spec: EndpointSpec, targets: list[str]
@@ -173,7 +176,11 @@ class Admitter:
 
         Raises:
             UnvalidatedImageError, ImageResolveError, EvidenceStoreError: as `admit`.
+            PolicyError: the policy, read at the first call, cannot be read.
         """
+        if self.source is not None:
+            self.policy, self.index = self.source()
+            self.source = None
         kept: Admissions = dict(record.admissions) if record is not None else {}
         if self.policy == "off":
             return {} if kept else None  # nothing checked: no entry may outlive the image it named

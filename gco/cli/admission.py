@@ -36,7 +36,6 @@ def admitter(command: Command, endpoint_url: str | None, reason: str | None) -> 
 
     Raises:
         InvalidSpecError: a bad reason (exit 2).
-        PolicyError: the policy cannot be read (exit 1).
     """
     return from_environment(command, endpoint_url=endpoint_url, reason=reason, by=getpass.getuser())
 
