@@ -76,6 +76,36 @@ def invoke(*extra: str) -> tuple[str, ...]:
         ("--weight", ("inference", "canary", "chat", "--image", IMAGE, "--weight", "007")),
         ("--replicas", ("inference", "scale", "chat", "--replicas", " 2")),
         ("--endpoint-url", ("inference", "list", "--endpoint-url", "http://[::1")),
+        (
+            "--allow-unvalidated",
+            ("inference", "update", "chat", "--replicas", "2", "--allow-unvalidated", ""),
+        ),
+        (
+            "--allow-unvalidated",
+            (
+                "inference",
+                "regions",
+                "chat",
+                "--add",
+                "us-west-2",
+                "--allow-unvalidated",
+                "ok\r\nX-Injected: 1",
+            ),
+        ),
+        (
+            "--allow-unvalidated",
+            (
+                "inference",
+                "canary",
+                "chat",
+                "--image",
+                IMAGE,
+                "--weight",
+                "5",
+                "--allow-unvalidated",
+                "x" * 257,
+            ),
+        ),
     ],
 )
 def test_listed_inputs_are_refused_in_one_line(run: Run, field: str, args: tuple[str, ...]) -> None:
@@ -167,6 +197,8 @@ COMMANDS: list[tuple[str, ...]] = [
     ("inference", "invoke", "{}", "--region", "{}", "--prompt", "{}"),
     ("inference", "update", "chat", "--image", "{}", "--port", "{}", "--env", "{}"),
     ("inference", "regions", "chat", "--add", "{}"),
+    ("inference", "regions", "chat", "--add", "us-west-2", "--allow-unvalidated", "{}"),
+    ("inference", "deploy", "y", "--image", IMAGE, "--region", "us-east-1", "--allow-unvalidated", "{}"),
     ("inference", "delete", "{}", "--expected-lifecycle-id", "{}"),
     ("inference", "delete", "chat", "--expected-owner-label", "{}", "--timeout", "{}"),
     ("inference", "forget-region", "{}", "--region", "{}", "--silent-for", "{}", "--yes"),
