@@ -18,7 +18,7 @@ from gco.evidence import EvidenceRecord, S3EvidenceStore
 from gco.evidence.index import S3EvidenceIndex
 from gco.local.moto.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli, table_items
-from tests.functional.evidence.test_index import VLLM, matrix_record
+from tests.unit.evidence.matrix_sample import VLLM, matrix_record
 
 BUCKET = "gco-evidence"
 IMAGE = "vllm/vllm-openai:v1"

@@ -9,30 +9,12 @@ from typing import Any
 import pytest
 
 from gco import aws
-from gco.evidence import EvidenceRecord, EvidenceStoreError, LocalEvidenceStore, S3EvidenceStore
-from gco.evidence.builds import BUILDS_KEY
+from gco.evidence import EvidenceStoreError, LocalEvidenceStore, S3EvidenceStore
 from gco.evidence.index import EvidenceIndex, IndexEntry, LocalEvidenceIndex, S3EvidenceIndex, index_key
 from gco.local.moto.motoserver import MotoServer
+from tests.unit.evidence.matrix_sample import TGI, VLLM, matrix_record
 
-VLLM = "sha256:" + "a" * 64
-TGI = "sha256:" + "b" * 64
 BUCKET = "gco-evidence"
-
-
-def matrix_record(verdict: str = "pass", region: str = "us-east-1", summary: str = "run") -> EvidenceRecord:
-    """A matrix record as `gco.validation.report` writes one (the parts the index reads)."""
-    images = [
-        {"framework": "vllm", "image": f"r/vllm@{VLLM}", "digest": VLLM},
-        {"framework": "tgi", "image": f"r/tgi@{TGI}", "digest": TGI},
-    ]
-    return EvidenceRecord(
-        kind="matrix",
-        claim_class="observed",
-        summary=summary,
-        created_at="2026-12-01T00:00:00Z",
-        identity={"selected_region": region},
-        data={"verdict": verdict, BUILDS_KEY: {"region": region, "images": images}},
-    ).sealed()
 
 
 def both(tmp_path: Path, moto: MotoServer) -> list[tuple[Any, EvidenceIndex]]:

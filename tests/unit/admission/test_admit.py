@@ -17,7 +17,7 @@ from gco.endpoints.spec import parse_spec
 from gco.env import EVIDENCE_BUCKET_ENV, VALIDATION_POLICY_ENV
 from gco.evidence import LocalEvidenceStore
 from gco.evidence.index import LocalEvidenceIndex
-from tests.functional.evidence.test_index import VLLM, matrix_record
+from tests.unit.evidence.matrix_sample import VLLM, matrix_record
 
 IMAGE = "vllm/vllm-openai:v1"
 EAST, WEST = "us-east-1", "us-west-2"
