@@ -202,9 +202,18 @@ class S3EvidenceIndex:
         try:
             body = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            code = error.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
                 return None
-            raise EvidenceStoreError(f"cannot read s3://{self.bucket}/{key}: {error}") from error
+            # GetObject of a missing key answers 403, not 404, to a caller without s3:ListBucket
+            # ("If you don't have the s3:ListBucket permission, Amazon S3 returns an HTTP status code
+            # 403", the GetObject API reference): never taken for "no evidence", named instead.
+            hint = (
+                " (a missing key reads as AccessDenied without s3:ListBucket)"
+                if code == "AccessDenied"
+                else ""
+            )
+            raise EvidenceStoreError(f"cannot read s3://{self.bucket}/{key}: {error}{hint}") from error
         except BotoCoreError as error:
             raise EvidenceStoreError(f"cannot read s3://{self.bucket}/{key}: {error}") from error
         return _parse(body, f"s3://{self.bucket}/{key}")
