@@ -69,7 +69,10 @@ def refusal(image: str, digest: str | None, region: str, others: list[str], inde
     build = f"{image} ({digest})" if digest else image
     where = f"{region}" + (f" (and {', '.join(others)})" if others else "")
     found = "no passing matrix evidence" if index else "no evidence bucket to look in, so no evidence"
-    pinned = f"{image.partition('@')[0].rsplit(':', 1)[0]}@{digest}" if digest else image
+    name = image.partition("@")[0]
+    head, colon, tag = name.rpartition(":")
+    repository = head if colon and "/" not in tag else name  # a registry's port is not a tag
+    pinned = f"{repository}@{digest}" if digest else image
     return (
         f"{build} has {found} in {where} (validation policy enforce): validate it with "
         f"`{VALIDATE_COMMAND}` (selected_region: {region}, the runtime's image: {pinned}), "

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gco.admission import admit
-from gco.admission.admit import Admitter, check_reason
+from gco.admission.admit import Admitter, check_reason, refusal
 from gco.admission.errors import ImageResolveError, PolicyError, UnvalidatedImageError
 from gco.admission.images import LocalImageResolver, ResolvedImage
 from gco.admission.policy import PolicySetting, effective, parse_setting, stricter
@@ -118,3 +118,10 @@ def test_the_policy_is_the_stricter_and_names_its_bad_values() -> None:
         check_reason(" ")
     with pytest.raises(InvalidSpecError, match="--allow-unvalidated"):
         check_reason("x" * 257)
+
+
+def test_the_refusal_pins_the_repository_not_a_registry_port() -> None:
+    line = refusal("localhost:5000/engines/vllm", "sha256:" + "d" * 64, EAST, [], index=True)
+    assert "the runtime's image: localhost:5000/engines/vllm@sha256:dddd" in line
+    line = refusal("localhost:5000/engines/vllm:v3", "sha256:" + "d" * 64, EAST, [], index=True)
+    assert "the runtime's image: localhost:5000/engines/vllm@sha256:dddd" in line
