@@ -13,7 +13,7 @@ from gco.endpoint_secrets import secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.engines.base import Launch
 from gco.model_sources import MODEL_SERVICE_ACCOUNT
-from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
+from gco.nodes import ACCELERATOR_TAINTS, capacity_labels, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
 
@@ -99,9 +99,10 @@ def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list
 
 
 def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
-    """Capacity type (a label EKS sets on managed nodes) and, for a GPU pod naming its GPU model, the
-    GPU node groups' model label (gco.nodes); the spec's own selector last."""
-    selected = {CAPACITY_LABEL: CAPACITY_VALUES[spec.capacity_type]}
+    """Capacity type (gco's own label on every node group, which a group at zero nodes carries too)
+    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.nodes); the spec's
+    own selector last."""
+    selected = capacity_labels(spec.capacity_type)
     if gpus > 0 and spec.gpu_type is not None:
         selected.update(gpu_type_selector(spec.gpu_type))
     selected.update(spec.node_selector)

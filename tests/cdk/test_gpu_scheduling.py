@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match
 from gco.deployment.capacity import gpu_models
 from gco.deployment.charts import CHART_RELEASES
 from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
-from gco.nodes import CAPACITY_LABEL, GPU_TAINT
+from gco.nodes import CAPACITY_LABEL, GPU_TAINT, TEMPLATE_LABEL_TAG, TEMPLATE_TAINT_TAG
 from gco.reconcile.render import render
 from stacks.config import parse_config
 from stacks.constructs.gpu_nodes import group_id
@@ -30,9 +30,9 @@ def node_groups(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def schedulable(pod: dict[str, Any], group: dict[str, Any]) -> bool:
-    """Whether the scheduler may place `pod` on a node of `group`: every selected label is on the
-    group's nodes (EKS adds the capacity-type label), and every taint is tolerated."""
-    labels = {**group.get("Labels", {}), CAPACITY_LABEL: group.get("CapacityType", "ON_DEMAND")}
+    """Whether the scheduler may place `pod` on a node of `group`: every selected label is one the
+    group itself gives its nodes (none synthesized by EKS or the autoscaler), and every taint is tolerated."""
+    labels = group.get("Labels", {})
     if any(labels.get(key) != value for key, value in pod.get("nodeSelector", {}).items()):
         return False
     for taint in group.get("Taints", []):
@@ -186,3 +186,21 @@ def test_cluster_autoscaler_discovers_and_may_scale_only_this_cluster(synthesize
             },
         },
     )
+
+
+def test_every_group_labels_its_capacity_and_publishes_the_autoscaler_template(
+    synthesized: Synthesized,
+) -> None:
+    """A group at zero nodes tells the Cluster Autoscaler what its nodes would carry: its own labels
+    (gco's capacity label among them, matching its capacity type) and the node-template tags."""
+    groups = node_groups(synthesized.template_json(f"gco-regional-{OTHER}"))
+    for group in groups:
+        kind = {"ON_DEMAND": "on-demand", "SPOT": "spot"}[group.get("CapacityType", "ON_DEMAND")]
+        assert group["Labels"][CAPACITY_LABEL] == kind
+        tags = group["Tags"]
+        assert {TEMPLATE_LABEL_TAG + k: v for k, v in group["Labels"].items()}.items() <= tags.items()
+        for taint in group.get("Taints", []):
+            effect = EKS_EFFECTS[taint["Effect"]]
+            assert tags[TEMPLATE_TAINT_TAG + taint["Key"]] == f"{taint['Value']}:{effect}"
+    spot = pod_of({"gpu_count": 1, "capacity_type": "spot"})
+    assert not any(schedulable(spot, g) for g in groups if g.get("CapacityType") != "SPOT")
