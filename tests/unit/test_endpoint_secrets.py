@@ -63,6 +63,20 @@ def test_a_bad_secret_reference_is_refused_naming_its_field(
     assert raised.value.field == field
 
 
+def test_a_partial_secret_arn_is_refused_naming_the_field_in_a_spec_and_in_the_config() -> None:
+    """Without its six-character suffix an ARN matches no IAM resource: refused, as such, where given."""
+    partial = ARN.removesuffix("-AbCdEf")
+    with pytest.raises(InvalidSpecError) as raised:
+        parse_spec(spec_with({"HF_TOKEN": {"secret_id": partial}}))
+    assert raised.value.field == "spec.secret_env.HF_TOKEN.secret_id"
+    assert "partial secret ARN" in raised.value.message
+    with pytest.raises(ValueError, match="partial secret ARN"):
+        parse_allowed([partial])
+    with pytest.raises(ConfigError, match=r"gco.endpoint_secrets.*partial secret ARN"):
+        parse_config({"endpoint_secrets": ["team/hf", partial]})
+    assert parse_spec(spec_with({"HF_TOKEN": {"secret_id": ARN}})).secret_env["HF_TOKEN"].secret_id == ARN
+
+
 def test_a_secret_outside_the_allowed_list_is_refused_naming_the_list() -> None:
     secret_env = {"HF_TOKEN": SecretEnvRef(secret_id="other/secret")}
     with pytest.raises(InvalidSpecError) as raised:
