@@ -127,6 +127,7 @@ class RegionalStack(Stack):
             log_retention=retention,
             alarm_emails=tuple(config.alarms.emails),
             alarm_topic_arns=tuple(config.alarms.topic_arns),
+            secret_kms_keys=tuple(config.endpoint_secret_kms_keys),
         )
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"

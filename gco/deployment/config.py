@@ -290,6 +290,9 @@ class GcoConfig(_Model):
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
     # ARN; names in the home Region): the Regional reconcilers may read these only (gco.endpoint_secrets).
     endpoint_secrets: list[str] = Field(default_factory=list)
+    # The customer managed KMS keys (ARNs) those secrets are encrypted under: the reconcilers may
+    # decrypt with them through Secrets Manager only (stacks/constructs/reconciler.py).
+    endpoint_secret_kms_keys: list[str] = Field(default_factory=list)
 
     @field_validator("home_region")
     @classmethod
@@ -320,7 +323,7 @@ class GcoConfig(_Model):
         parse_allowed(value)  # a ValueError naming the malformed entry
         return value
 
-    @field_validator("model_kms_keys")
+    @field_validator("model_kms_keys", "endpoint_secret_kms_keys")
     @classmethod
     def _model_keys(cls, value: list[str]) -> list[str]:
         for item in value:
