@@ -63,6 +63,7 @@ class _Context:
     record: EndpointRecord
     region: str
     settings: RenderSettings
+    secret_digest: str | None = None
 
     @property
     def name(self) -> str:
@@ -155,7 +156,7 @@ def _scaled_role(
 def _gpu_template(ctx: _Context, role: str, image: str, **extra: Any) -> dict[str, Any]:
     return pod_template(
         ctx.name, ctx.spec, ctx.settings, role=role, labels=ctx.labels(role), image=image,
-        gpus=ctx.spec.gpu_count, **extra,
+        gpus=ctx.spec.gpu_count, secret_digest=ctx.secret_digest, **extra,
     )  # fmt: skip
 
 
@@ -255,15 +256,22 @@ def _sealed(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(
-    record: EndpointRecord, region: str, settings: RenderSettings = DEFAULT_SETTINGS
+    record: EndpointRecord,
+    region: str,
+    settings: RenderSettings = DEFAULT_SETTINGS,
+    *,
+    secret_digest: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every object the endpoint should have in `region`, each carrying its content digest.
 
-    Returns an empty list for a deleted record, a legacy record, or a Region that is not a target.
+    `secret_digest` (the digest of the versions of the endpoint's secrets read now, never a value:
+    `gco.endpoint_secrets.sources_digest`) goes on the serving pods' template, so a rotated secret
+    rolls them. Returns an empty list for a deleted record, a legacy record, or a Region that is not
+    a target.
     """
     if record.is_deleted or record.is_legacy or region not in record.target_regions:
         return []
-    ctx = _Context(record, region, settings)
+    ctx = _Context(record, region, settings, secret_digest)
     objects = _mooncake(ctx) if ctx.spec.mooncake is not None else _standard(ctx)
     objects.append(_route(ctx))
     return [_sealed(obj) for obj in objects]

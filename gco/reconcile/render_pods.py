@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from gco import engines
-from gco.endpoint_secrets import secret_env_list
+from gco.endpoint_secrets import SOURCES_ANNOTATION, secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.engines.base import Launch
 from gco.model_sources import MODEL_SERVICE_ACCOUNT
@@ -143,8 +143,13 @@ def pod_template(
     efa: bool = False,
     port: int | None = None,
     command: list[str] | None = None,
+    secret_digest: str | None = None,
 ) -> dict[str, Any]:
-    """The pod template of one role; `serving` pods run the model, others (proxy, store) do not."""
+    """The pod template of one role; `serving` pods run the model, others (proxy, store) do not.
+
+    A serving pod of a spec with `secret_env` carries `secret_digest` (the version ids of its secrets,
+    digested) as an annotation: a rotation changes the template, and the Deployment rolls its pods.
+    """
     container: dict[str, Any] = {
         "name": "server" if serving else role,
         "image": image,
@@ -207,4 +212,6 @@ def pod_template(
     metadata: dict[str, Any] = {"labels": {**labels, **selector_labels(name, role)}}
     if serving:
         metadata["annotations"] = scrape_annotations(port or spec.port)
+        if spec.secret_env and secret_digest is not None:
+            metadata["annotations"][SOURCES_ANNOTATION] = secret_digest
     return {"metadata": metadata, "spec": pod_spec}
