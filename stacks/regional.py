@@ -116,6 +116,10 @@ class RegionalStack(Stack):
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),
                 endpoint_secrets=tuple(config.endpoint_secrets),
+                # The front door's ALB lives in the private subnets (stacks/constructs/front_door.py).
+                load_balancer_cidrs=tuple(
+                    subnet.ipv4_cidr_block for subnet in self.network.vpc.private_subnets
+                ),
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,

@@ -70,7 +70,8 @@ HPA = Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscaler
 SCALED_OBJECT = Kind("keda.sh/v1alpha1", "ScaledObject", "scaledobjects", provided_by="KEDA")
 PDB = Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 INGRESS = Kind("networking.k8s.io/v1", "Ingress", "ingresses")
-KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS)
+NETWORK_POLICY = Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
+KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS, NETWORK_POLICY)
 # Kinds of the Region's shared objects (not an endpoint's): its namespaces and the proxy's routes.
 NAMESPACE = Kind("v1", "Namespace", "namespaces", namespaced=False)
 CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")

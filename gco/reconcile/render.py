@@ -9,6 +9,8 @@ What is rendered (all names deterministic, derived from the endpoint name):
 - `Service <name>` (the proxy's, with mooncake disaggregated) and one per extra role.
 - `HorizontalPodAutoscaler` or KEDA `ScaledObject` named like the Deployment it scales.
 - `PodDisruptionBudget` per serving Deployment.
+- `NetworkPolicy <name>`: its pods accept traffic only from the proxy and the metrics scraper
+  (`render_network.py`).
 - The route: an `Ingress route-<name>` of the proxy's class in `gco-system` sending
   `/inference/<name>` to the shared `inference-proxy` Service there (an Ingress may only name a
   Service of its own namespace, so it lives beside the proxy). Its annotations tell the proxy the
@@ -46,6 +48,7 @@ from gco.reconcile.objects import (
     content_hash,
     short,
 )
+from gco.reconcile.render_network import endpoint_policy
 from gco.reconcile.render_pods import mooncake_role, pod_template, selector_labels
 from gco.reconcile.render_scaling import autoscaler, disruption_budget
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
@@ -56,6 +59,7 @@ UPSTREAM_ANNOTATION = "gco.dev/upstream"
 CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
 CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
 ROUTE_ROLE = "route"  # the role label of a route Ingress (what the route refresh lists)
+NETWORK_ROLE = "network"  # the role label of the endpoint's NetworkPolicy (render_network.py)
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,10 @@ def render(
         return []
     ctx = _Context(record, region, settings, secret_digest)
     objects = _mooncake(ctx) if ctx.spec.mooncake is not None else _standard(ctx)
+    internal = ctx.spec.mooncake is not None
+    objects.append(
+        endpoint_policy(ctx.meta(ctx.name, NETWORK_ROLE), ctx.name, record.namespace, internal=internal)
+    )
     objects.append(_route(ctx))
     return [_sealed(obj) for obj in objects]
 
