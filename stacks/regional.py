@@ -120,6 +120,7 @@ class RegionalStack(Stack):
                 load_balancer_cidrs=tuple(
                     subnet.ipv4_cidr_block for subnet in self.network.vpc.private_subnets
                 ),
+                gpu_disk_gib=config.gpu_nodes.disk_size_gib,
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,

@@ -299,6 +299,9 @@ class EndpointSpec(_Strict):
     model_id: NonEmpty | None = None
     model_revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")] | None = None
     model_source: HttpPath | None = None
+    # The model's size on disk: the serving pod asks that much node storage (plus headroom), and a
+    # Region whose GPU nodes cannot hold it refuses the endpoint (gco.node_storage).
+    model_size_gib: Annotated[int, Field(ge=1, le=100_000)] | None = None
     health_check_path: HttpPath = "/health"
     env: dict[Key, Text] = Field(default_factory=dict, max_length=MAX_ITEMS)
     secret_env: dict[Key, SecretEnvRef] = Field(default_factory=dict, max_length=64)

@@ -27,6 +27,9 @@ LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
 GENERATION_ANNOTATION = GENERATION_LABEL
 HASH_ANNOTATION = "gco.dev/applied-hash"
 COMPONENT_LABEL = "gco.dev/component"
+# The label the API server sets on every namespace, its value the namespace's name (kubernetes.io/docs/
+# reference/labels-annotations-taints/#kubernetes-io-metadata-name): how a NetworkPolicy names one.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 PROXY_SERVICE = "inference-proxy"
 FIELD_MANAGER = "gco-reconciler"
 

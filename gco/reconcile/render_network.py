@@ -42,6 +42,7 @@ from gco.reconcile.objects import (
     HASH_ANNOTATION,
     MANAGED_BY,
     MANAGER,
+    NAMESPACE_NAME_LABEL,
     NETWORK_POLICY,
     PROXY_SERVICE,
     SYSTEM_NAMESPACE,
@@ -49,9 +50,6 @@ from gco.reconcile.objects import (
 )
 
 DEFAULT_DENY = "gco-default-deny"
-# The label the API server sets on every namespace, its value the namespace's name
-# (kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-metadata-name).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 SERVING_PORT_NAME = "http"  # the container port every pod template names (render_pods.py)
 # The shared proxy's pod labels (gco.reconcile.proxy.render_proxy.proxy_labels, which imports the
 # endpoint renderer and so cannot be imported by it; a unit test holds the two equal).

@@ -33,9 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# The label the API server sets on every namespace (kubernetes.io/docs/reference/labels-annotations-
-# taints/#kubernetes-io-metadata-name); the rendered policies select namespaces by it.
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+from gco.reconcile.objects import NAMESPACE_NAME_LABEL
 
 
 @dataclass(frozen=True)
