@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from gco.nodes import INSTANCE_SIZES, gpu_type, instance_size
 
 HEADROOM_PERCENT = 10  # beyond the weights: tokenizer files, the sync's temporary files, logs
-GB_PER_GIB = 2**30 / 10**9
+GIB_PER_GB = 10**9 / 2**30  # the table is in GB (10^9 bytes), Kubernetes quantities in GiB
 # (size, GB) rows per family; the g5, g6 and g6e sizes share their smaller sizes' disks.
 _G_SMALL = (("xlarge", 250), ("2xlarge", 450), ("4xlarge", 600), ("8xlarge", 900))
 _ROWS: dict[str, tuple[tuple[str, int], ...]] = {
@@ -58,7 +58,7 @@ INSTANCE_STORE_GB: dict[str, int] = {
 
 def instance_store_gib(instance_type: str) -> int:
     """The instance type's NVMe instance store in GiB, rounded down; 0 where it has none (p3)."""
-    return math.floor(INSTANCE_STORE_GB.get(instance_type, 0) * GB_PER_GIB)
+    return math.floor(INSTANCE_STORE_GB.get(instance_type, 0) * GIB_PER_GB)
 
 
 def node_storage_gib(instance_type: str, root_gib: int | None) -> int | None:

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
 
 from gco.deployment.capacity import capacity_kinds, gpu_models
 from gco.nodes import GPU_TAINT, autoscaler_tags, capacity_labels, gpu_labels, system_labels
 from stacks.config import NodeGroupConfig
+from stacks.constructs.node_storage import instance_store_template, uses_instance_store
 
 CAPACITY = {"on-demand": eks.CapacityType.ON_DEMAND, "spot": eks.CapacityType.SPOT}
 
@@ -79,6 +81,21 @@ def _sizes(group: NodeGroupConfig, instance_types: list[str], kind: str) -> dict
     }
 
 
+def _gpu_storage(
+    scope: Construct, construct_id: str, group: NodeGroupConfig, instance_types: list[str], kind: str
+) -> dict[str, object]:
+    """The group's sizes, with the instance store launch template where every type has instance store
+    (`stacks/constructs/node_storage.py`; the root volume then moves into the template)."""
+    sizes = _sizes(group, instance_types, kind)
+    if uses_instance_store(instance_types):
+        template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
+        del sizes["disk_size"]
+        sizes["launch_template_spec"] = eks.LaunchTemplateSpec(
+            id=template.ref, version=template.attr_latest_version_number
+        )
+    return sizes
+
+
 def add_node_groups(
     cluster: eks.Cluster, *, name: str, gpu: NodeGroupConfig, system: NodeGroupConfig
 ) -> tuple[eks.Nodegroup, dict[str, eks.Nodegroup]]:
@@ -93,9 +110,14 @@ def add_node_groups(
         **_sizes(system, system.instance_types, system.capacity_type),  # type: ignore[arg-type]
     )
     models = gpu_models(gpu.instance_types)
+    ids = {
+        group_name: group_id(model)
+        + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", ""))
+        for (model, kind), group_name in gpu_group_names(name, gpu).items()
+    }
     gpu_groups = {
         group_name: cluster.add_nodegroup_capacity(
-            group_id(model) + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", "")),
+            ids[group_name],
             nodegroup_name=group_name,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
             labels={**gpu_labels(model), **capacity_labels(kind)},
@@ -103,7 +125,7 @@ def add_node_groups(
             taints=[
                 eks.TaintSpec(effect=EFFECTS[GPU_TAINT.effect], key=GPU_TAINT.key, value=GPU_TAINT.value)
             ],
-            **_sizes(gpu, models[model], kind),  # type: ignore[arg-type]
+            **_gpu_storage(cluster, f"{ids[group_name]}Storage", gpu, models[model], kind),  # type: ignore[arg-type]
         )
         for (model, kind), group_name in gpu_group_names(name, gpu).items()
     }
