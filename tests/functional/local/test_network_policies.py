@@ -1,5 +1,6 @@
 """NetworkPolicies enforced on the local stack: the reconciler applies them, and the Service network
-relays to an endpoint's engines only what they admit (the proxy), refusing any other pod."""
+relays to an endpoint's engines only what they admit (the proxy), refusing any other pod; a pod
+that no endpoint policy selects is shut by the namespace's default deny."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import httpx
 
 from gco.endpoints import EndpointStore
 from gco.local.region.cluster import LocalClusters
-from gco.local.standin.network_policy import Peer
-from gco.reconcile.objects import NETWORK_POLICY, ObjectRef
+from gco.local.standin.network_policy import Peer, Port
+from gco.reconcile.objects import NETWORK_POLICY
 from gco.reconcile.proxy.render_proxy import proxy_labels
 from gco.reconcile.render_network import DEFAULT_DENY
 from tests.functional.local.conftest import eventually
@@ -46,8 +47,14 @@ def test_only_the_proxy_reaches_an_endpoints_engines_and_the_default_deny_holds_
         refused = direct(manual, intruder)
         assert refused.status_code == 504 and "NetworkPolicy" in refused.json()["error"]
 
-    # With the endpoint's own policy gone, the namespace's default deny refuses even the proxy.
-    manual.reconcilers.regions[EAST].reconciler.cluster.delete(
-        [ObjectRef(NETWORK_POLICY.kind, NAMESPACE, "smol", NETWORK_POLICY.api_version)]
+    # The namespace's default deny alone (the endpoint's policy aside) admits not even the proxy: what
+    # the Service network asks the stand-in, with the policies as stored.
+    deny = api.get(NETWORK_POLICY, NAMESPACE, DEFAULT_DENY)
+    assert deny is not None and deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    pod = Peer(NAMESPACE, {"gco.dev/endpoint": "smol", "gco.dev/role": "server"})
+    assert api.admits(pod, Port(name="http"), Peer("gco-system", proxy_labels()))
+    assert not api.admits(
+        Peer(NAMESPACE, {"gco.dev/endpoint": "unpolicied"}),
+        Port(name="http"),
+        Peer("gco-system", proxy_labels()),
     )
-    assert direct(manual, Peer("gco-system", proxy_labels())).status_code == 504
