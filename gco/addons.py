@@ -39,6 +39,15 @@ PROMETHEUS_NAMESPACE = SYSTEM_NAMESPACE
 PROMETHEUS_RELEASE = "prometheus"
 # The chart names the server's Service `<release>-server` and serves it on port 80.
 PROMETHEUS_ADDRESS = f"http://{PROMETHEUS_RELEASE}-server.{PROMETHEUS_NAMESPACE}.svc:80"
+# The labels of the Prometheus server's pods, which scrape the endpoints' /metrics (prometheus-community
+# helm-charts `charts/prometheus/templates/_helpers.tpl`: `prometheus.server.matchLabels` is the common
+# `app.kubernetes.io/name` (the chart's name) and `app.kubernetes.io/instance` (the release), and
+# `app.kubernetes.io/component: server`).
+PROMETHEUS_SERVER_LABELS = {
+    "app.kubernetes.io/name": "prometheus",
+    "app.kubernetes.io/instance": PROMETHEUS_RELEASE,
+    "app.kubernetes.io/component": "server",
+}
 
 
 def addons_value(names: Iterable[str]) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gco.endpoints.errors import InvalidSpecError
-from gco.endpoints.spec import SECRET_ARN, SECRET_ID, SecretEnvRef
+from gco.endpoints.spec import SECRET_ARN, SecretEnvRef, check_secret_id
 from gco.errors import GcoError
 
 ENDPOINT_SECRETS_ENV = "GCO_ENDPOINT_SECRETS"  # the allowed list, comma-separated (the reconciler's env)
@@ -81,14 +81,9 @@ def parse_allowed(entries: Iterable[str]) -> tuple[str, ...]:
     """Each entry checked (a secret name or ARN), first-seen order, no duplicates.
 
     Raises:
-        ValueError: an entry is neither (names it).
+        ValueError: an entry is neither, or a partial ARN (names it).
     """
-    out: list[str] = []
-    for entry in entries:
-        if not SECRET_ID.fullmatch(entry):
-            raise ValueError(f"{entry!r} is not a Secrets Manager secret name or ARN")
-        out.append(entry)
-    return tuple(dict.fromkeys(out))
+    return tuple(dict.fromkeys(check_secret_id(entry) for entry in entries))
 
 
 def refusal(secret_env: Mapping[str, SecretEnvRef], allowed: Iterable[str] | None) -> tuple[str, str] | None:

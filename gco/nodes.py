@@ -6,7 +6,17 @@ so a pod asking for a GPU type selects a label that some node group carries, and
 
 GPU node groups are split by GPU model: every node of a group has the same `gco.io/gpu-type` value
 (lowercase NVIDIA model names, as EKS Auto Mode and Karpenter spell them: `l40s`, `a10g`, `h100`).
-`eks.amazonaws.com/capacityType` (ON_DEMAND | SPOT) is set by EKS itself on managed nodes.
+Every node group also carries gco's own capacity label, `gco.io/capacity-type` (`on-demand` | `spot`,
+the spec's `capacity_type` values), and pods select it rather than `eks.amazonaws.com/capacityType`:
+EKS sets that one on running managed nodes, but a group scaled to zero has no node, so the Cluster
+Autoscaler would have to synthesize it from the group's capacity type to see that a pending pod fits.
+A label gco puts on the group itself is among the labels the autoscaler reads for a group at zero
+(EKS `DescribeNodegroup`, kubernetes/autoscaler `cluster-autoscaler/cloudprovider/aws/aws_manager.go`
+`buildNodeFromTemplate`), and it is also published as the autoscaler's node-template tags
+(`autoscaler_tags`): `k8s.io/cluster-autoscaler/node-template/label/<key>: <value>` and
+`k8s.io/cluster-autoscaler/node-template/taint/<key>: <value>:<effect>`, the format of the Cluster
+Autoscaler's AWS README ("Auto-Discovery Setup": scaling up from 0 nodes reads labels and taints from
+these tags; github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/cloudprovider/aws/README.md).
 
 The same instance types size the GPU pods: a container asking for `n` GPUs requests `n / gpus` of
 the smallest matching instance type's vCPUs and memory, times `POD_SHARE_PERCENT` (`gpu_pod_requests`),
@@ -24,8 +34,11 @@ from typing import Literal
 POOL_LABEL = "gco.io/pool"
 GPU_TYPE_LABEL = "gco.io/gpu-type"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
-CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
-CAPACITY_VALUES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+CAPACITY_LABEL = "gco.io/capacity-type"  # values: the spec's capacity kinds, `on-demand` | `spot`
+CAPACITY_KINDS = ("on-demand", "spot")
+# The Cluster Autoscaler's node-template tag prefixes (module docstring).
+TEMPLATE_LABEL_TAG = "k8s.io/cluster-autoscaler/node-template/label/"
+TEMPLATE_TAINT_TAG = "k8s.io/cluster-autoscaler/node-template/taint/"
 
 # NVIDIA GPU model by EC2 instance family (x86_64 families only: the GPU node groups run the
 # AL2023 x86_64 NVIDIA AMI). https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
@@ -155,13 +168,31 @@ def gpu_pod_requests(instance_types: Iterable[str], gpus: int, model: str | None
 
 
 def system_labels() -> dict[str, str]:
-    """Labels of the system node group (controllers, add-ons, the shared proxy)."""
+    """Labels of the system node group (controllers, add-ons, the shared proxy) that add-ons select."""
     return {POOL_LABEL: "system"}
 
 
 def gpu_labels(model: str) -> dict[str, str]:
     """Labels of a GPU node group whose nodes all carry the GPU model `model`."""
     return {POOL_LABEL: "gpu", GPU_TYPE_LABEL: model, GPU_PRESENT_LABEL: "true"}
+
+
+def capacity_labels(kind: str) -> dict[str, str]:
+    """gco's capacity label of a node group of capacity `kind` (`on-demand` | `spot`).
+
+    Raises:
+        ValueError: `kind` is neither.
+    """
+    if kind not in CAPACITY_KINDS:
+        raise ValueError(f"capacity kind {kind!r} is not one of {', '.join(CAPACITY_KINDS)}")
+    return {CAPACITY_LABEL: kind}
+
+
+def autoscaler_tags(labels: dict[str, str], taints: Iterable[Taint] = ()) -> dict[str, str]:
+    """The Cluster Autoscaler's node-template tags of a node group with `labels` and `taints`."""
+    tags = {TEMPLATE_LABEL_TAG + key: value for key, value in labels.items()}
+    tags.update({TEMPLATE_TAINT_TAG + taint.key: f"{taint.value}:{taint.effect}" for taint in taints})
+    return tags
 
 
 def gpu_type_selector(requested: str) -> dict[str, str]:

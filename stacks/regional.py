@@ -116,6 +116,11 @@ class RegionalStack(Stack):
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),
                 endpoint_secrets=tuple(config.endpoint_secrets),
+                # The front door's ALB lives in the private subnets (stacks/constructs/front_door.py).
+                load_balancer_cidrs=tuple(
+                    subnet.ipv4_cidr_block for subnet in self.network.vpc.private_subnets
+                ),
+                gpu_disk_gib=config.gpu_nodes.disk_size_gib,
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,
@@ -127,6 +132,7 @@ class RegionalStack(Stack):
             log_retention=retention,
             alarm_emails=tuple(config.alarms.emails),
             alarm_topic_arns=tuple(config.alarms.topic_arns),
+            secret_kms_keys=tuple(config.endpoint_secret_kms_keys),
         )
         self.eks.cluster.connections.allow_from(
             security_group, ec2.Port.tcp(443), "reconciler to the Kubernetes API"

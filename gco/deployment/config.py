@@ -295,6 +295,9 @@ class GcoConfig(_Model):
     # evidence in a target Region: nothing (off), warn on stderr (warn), refuse (enforce). The global
     # stack writes it to the SSM parameter the CLI reads (gco.admission.policy).
     validation_policy: Policy = "off"
+    # The customer managed KMS keys (ARNs) those secrets are encrypted under: the reconcilers may
+    # decrypt with them through Secrets Manager only (stacks/constructs/reconciler.py).
+    endpoint_secret_kms_keys: list[str] = Field(default_factory=list)
 
     @field_validator("home_region")
     @classmethod
@@ -325,7 +328,7 @@ class GcoConfig(_Model):
         parse_allowed(value)  # a ValueError naming the malformed entry
         return value
 
-    @field_validator("model_kms_keys")
+    @field_validator("model_kms_keys", "endpoint_secret_kms_keys")
     @classmethod
     def _model_keys(cls, value: list[str]) -> list[str]:
         for item in value:

@@ -30,8 +30,17 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 # A Secrets Manager secret by name or by ARN (docs.aws.amazon.com/secretsmanager/latest/apireference/
 # API_GetSecretValue.html: SecretId, a name of up to 512 of these characters, or the secret's ARN).
 SECRET_NAME = r"[A-Za-z0-9/_+=.@-]{1,512}"  # noqa: S105 - a pattern, not a password
-SECRET_ARN = r"arn:aws[a-z-]*:secretsmanager:[a-z]{2}(?:-gov)?-[a-z]+-\d:\d{12}:secret:" + SECRET_NAME
+# Only a complete ARN: Secrets Manager appends a hyphen and six random characters to the name in every
+# secret's ARN. The API accepts a partial ARN (without them) where it matches one secret, but an IAM
+# policy naming that partial ARN as its resource matches no secret's ARN, so reads are denied
+# (API_GetSecretValue.html, SecretId: "If you specify an ARN, we generally recommend that you specify
+# a complete ARN"; userguide/reference_iam-permissions.html#iam-resources: the ARN's random suffix).
+# A name ending in a hyphen and six characters makes a partial ARN look complete: the docs recommend
+# against such names (userguide/troubleshoot.html#ARN_secretnamehyphen), and this check cannot tell.
+SECRET_ARN_PREFIX = r"arn:aws[a-z-]*:secretsmanager:[a-z]{2}(?:-gov)?-[a-z]+-\d:\d{12}:secret:"  # noqa: S105 - a pattern
+SECRET_ARN = SECRET_ARN_PREFIX + SECRET_NAME + r"-[A-Za-z0-9]{6}"
 SECRET_ID = re.compile(f"(?:{SECRET_ARN})|{SECRET_NAME}")
+PARTIAL_SECRET_ARN = re.compile(SECRET_ARN_PREFIX + SECRET_NAME)
 S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
 HTTP_PATH = re.compile(r"/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*")
 
@@ -158,9 +167,23 @@ class SecretEnvRef(_Strict):
     @field_validator("secret_id")
     @classmethod
     def _secret_id(cls, value: str) -> str:
-        if not SECRET_ID.fullmatch(value):
-            raise ValueError(f"{value!r} is not a Secrets Manager secret name or ARN")
+        return check_secret_id(value)
+
+
+def check_secret_id(value: str) -> str:
+    """`value` where it is a secret name or a complete secret ARN.
+
+    Raises:
+        ValueError: a partial ARN (no six-character suffix: named as such), or neither.
+    """
+    if SECRET_ID.fullmatch(value):
         return value
+    if PARTIAL_SECRET_ARN.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is a partial secret ARN (without the '-' and six random characters Secrets Manager "
+            "appends): give the complete ARN, or the secret's name"
+        )
+    raise ValueError(f"{value!r} is not a Secrets Manager secret name or ARN")
 
 
 MetricType = Literal["cpu", "memory", "gpu", "gpu_memory", "queue_depth"]
@@ -276,6 +299,9 @@ class EndpointSpec(_Strict):
     model_id: NonEmpty | None = None
     model_revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")] | None = None
     model_source: HttpPath | None = None
+    # The model's size on disk: the serving pod asks that much node storage (plus headroom), and a
+    # Region whose GPU nodes cannot hold it refuses the endpoint (gco.node_storage).
+    model_size_gib: Annotated[int, Field(ge=1, le=100_000)] | None = None
     health_check_path: HttpPath = "/health"
     env: dict[Key, Text] = Field(default_factory=dict, max_length=MAX_ITEMS)
     secret_env: dict[Key, SecretEnvRef] = Field(default_factory=dict, max_length=64)

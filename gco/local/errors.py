@@ -6,7 +6,8 @@
     ├── LlamaBuildError            the build or install of llama-cpp-python failed (names its log)
     ├── EngineNotReadyError        the CPU engine's warm-up decoded no token: it must not report ready
     ├── DemoStepError              a walk-through step did not end as it should
-    └── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
+    ├── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
+    └── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -42,3 +43,7 @@ class DemoStepError(LocalError):
 
 class NginxError(LocalError):
     """nginx refused the adapted configuration, or could not be started."""
+
+
+class PolicyDeniedError(LocalError):
+    """The NetworkPolicies of a Service's namespace admit the source to none of its ready engines."""

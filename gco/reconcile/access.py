@@ -9,7 +9,8 @@ request with `Grant.allows`, so a request the deployed API server would refuse i
 The grant, and why each part:
 
 - In each endpoint namespace (`gco-inference`): Deployments, Services, HPAs, KEDA ScaledObjects,
-  PodDisruptionBudgets; verbs get, list, create, patch, delete. A server-side apply is a `PATCH`,
+  PodDisruptionBudgets, NetworkPolicies (each endpoint's, and the namespace's default deny:
+  `render_network.py`); verbs get, list, create, patch, delete. A server-side apply is a `PATCH`,
   authorized as `patch`; when the object does not exist yet the API server authorizes the same
   request a second time as `create` (with the object's name) before it stores it
   (k8s.io/apiserver `pkg/endpoints/handlers/patch.go`: an apply patch's create validation is wrapped
@@ -21,10 +22,10 @@ The grant, and why each part:
   And Secrets by name: `get`, `create`, `patch`, `delete` (no `list` or `watch`, which would read
   every Secret of the namespace), for the one Secret per endpoint holding its values from Secrets
   Manager (gco.endpoint_secrets; its pods read it through `secretKeyRef`).
-- In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA and
-  ConfigMaps (its configuration and the route shards), with the same verbs (the proxy is applied
-  from nothing in a new cluster). And `list` of Pods and `get` of `pods/proxy`: an endpoint is
-  reported running only once every ready proxy pod says, on its status port reached through the
+- In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA,
+  ConfigMaps (its configuration and the route shards) and NetworkPolicy, with the same verbs (the
+  proxy is applied from nothing in a new cluster). And `list` of Pods and `get` of `pods/proxy`:
+  an endpoint is reported running only once every ready proxy pod says, on its status port reached through the
   API server's pod proxy, that it serves the route (`proxy_probe.py`).
 - Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
   `resourceNames`), so the reconciler can create them idempotently with server-side apply (the
@@ -60,6 +61,7 @@ from gco.reconcile.objects import (
     MANAGED_BY,
     MANAGER,
     NAMESPACE,
+    NETWORK_POLICY,
     PDB,
     POD,
     SCALED_OBJECT,
@@ -85,8 +87,8 @@ OBSERVED_KINDS: tuple[Kind, ...] = (POD,)
 NAMESPACE_VERBS: tuple[str, ...] = ("get", "create", "patch")
 # Secrets by name only (module docstring): never list or watch.
 SECRET_VERBS: tuple[str, ...] = ("get", "create", "patch", "delete")
-ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB)
-SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS)
+ENDPOINT_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, NETWORK_POLICY)
+SYSTEM_NAMESPACE_KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, CONFIG_MAP, INGRESS, NETWORK_POLICY)
 RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 _LABELS = {MANAGED_BY: MANAGER}
 

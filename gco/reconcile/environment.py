@@ -17,6 +17,10 @@ GCO_ENDPOINT_SECRETS              the Secrets Manager secrets endpoints may name
                                   known, nothing refused here; empty: none may be named)
 GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-separated (unset: none
                                   known, and GPU pods request no CPU or memory of their own)
+GCO_GPU_DISK_GIB                  the GPU nodes' root volume in GiB (model storage where an instance type
+                                  has no instance store: gco.node_storage; unset: not known)
+GCO_LOAD_BALANCER_CIDRS           the CIDRs of the load balancer's subnets, comma-separated: the only
+                                  peers of the proxy's NetworkPolicy (unset: no policy isolates the proxy)
 
 `stacks/regional.py` builds a `ReconcilerEnvironment` and sets `to_env()` on both functions;
 `gco.reconcile.runtime` parses it back with `from_env`, so a name or a format cannot drift between
@@ -26,6 +30,7 @@ the writer and the reader.
 # No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
 # evaluate every string annotation when the models are defined, at each Lambda cold start.
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Self
 
@@ -49,6 +54,9 @@ from gco.model_sources import MODEL_SOURCES_ENV, parse_prefixes
 from gco.nodes import instance_size
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
+LOAD_BALANCER_CIDRS_ENV = "GCO_LOAD_BALANCER_CIDRS"
+GPU_DISK_GIB_ENV = "GCO_GPU_DISK_GIB"
+
 # Each field's variable (the error of a bad value names the variable, not the field).
 VARIABLES = {
     "cluster_name": CLUSTER_NAME_ENV,
@@ -62,6 +70,8 @@ VARIABLES = {
     "gpu_instance_types": GPU_INSTANCE_TYPES_ENV,
     "model_sources": MODEL_SOURCES_ENV,
     "endpoint_secrets": ENDPOINT_SECRETS_ENV,
+    "load_balancer_cidrs": LOAD_BALANCER_CIDRS_ENV,
+    "gpu_disk_gib": GPU_DISK_GIB_ENV,
 }
 
 
@@ -80,6 +90,8 @@ class ReconcilerEnvironment(BaseModel):
         gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
         model_sources: the S3 prefixes endpoint pods may read models from, or None where not known.
         endpoint_secrets: the secrets endpoints may name in `secret_env`, or None where not known.
+        load_balancer_cidrs: the load balancer's subnets (IPv4 CIDRs), or None where not known.
+        gpu_disk_gib: the GPU nodes' root volume (GiB), or None where not known.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -95,6 +107,15 @@ class ReconcilerEnvironment(BaseModel):
     gpu_instance_types: tuple[str, ...] = ()
     model_sources: tuple[str, ...] | None = None
     endpoint_secrets: tuple[str, ...] | None = None
+    load_balancer_cidrs: tuple[str, ...] | None = None
+    gpu_disk_gib: int | None = Field(None, ge=1)
+
+    @field_validator("load_balancer_cidrs")
+    @classmethod
+    def _cidrs(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for item in value or ():
+            ipaddress.IPv4Network(item)  # a ValueError naming the malformed CIDR
+        return value
 
     @field_validator("endpoint_secrets")
     @classmethod
@@ -135,6 +156,10 @@ class ReconcilerEnvironment(BaseModel):
             env[MODEL_SOURCES_ENV] = ",".join(self.model_sources)
         if self.endpoint_secrets is not None:
             env[ENDPOINT_SECRETS_ENV] = ",".join(self.endpoint_secrets)
+        if self.load_balancer_cidrs is not None:
+            env[LOAD_BALANCER_CIDRS_ENV] = ",".join(self.load_balancer_cidrs)
+        if self.gpu_disk_gib is not None:
+            env[GPU_DISK_GIB_ENV] = str(self.gpu_disk_gib)
         return env
 
     @classmethod
@@ -158,6 +183,8 @@ class ReconcilerEnvironment(BaseModel):
             # Set but empty means none configured (every model_source refused), unlike unset.
             "model_sources": _sources(env.get(MODEL_SOURCES_ENV)),
             "endpoint_secrets": _sources(env.get(ENDPOINT_SECRETS_ENV)),
+            "load_balancer_cidrs": _sources(present.get(LOAD_BALANCER_CIDRS_ENV)),
+            "gpu_disk_gib": present.get(GPU_DISK_GIB_ENV),
         }
         for required in ("cluster_name", "region"):
             if fields[required] is None:

@@ -27,6 +27,9 @@ LIFECYCLE_ANNOTATION = "gco.dev/lifecycle-id"
 GENERATION_ANNOTATION = GENERATION_LABEL
 HASH_ANNOTATION = "gco.dev/applied-hash"
 COMPONENT_LABEL = "gco.dev/component"
+# The label the API server sets on every namespace, its value the namespace's name (kubernetes.io/docs/
+# reference/labels-annotations-taints/#kubernetes-io-metadata-name): how a NetworkPolicy names one.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 PROXY_SERVICE = "inference-proxy"
 FIELD_MANAGER = "gco-reconciler"
 
@@ -70,7 +73,8 @@ HPA = Kind("autoscaling/v2", "HorizontalPodAutoscaler", "horizontalpodautoscaler
 SCALED_OBJECT = Kind("keda.sh/v1alpha1", "ScaledObject", "scaledobjects", provided_by="KEDA")
 PDB = Kind("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets")
 INGRESS = Kind("networking.k8s.io/v1", "Ingress", "ingresses")
-KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS)
+NETWORK_POLICY = Kind("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
+KINDS: tuple[Kind, ...] = (DEPLOYMENT, SERVICE, HPA, SCALED_OBJECT, PDB, INGRESS, NETWORK_POLICY)
 # Kinds of the Region's shared objects (not an endpoint's): its namespaces and the proxy's routes.
 NAMESPACE = Kind("v1", "Namespace", "namespaces", namespaced=False)
 CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps")

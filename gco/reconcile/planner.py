@@ -123,6 +123,8 @@ def plan(
     settings: RenderSettings = DEFAULT_SETTINGS,
     pods: Sequence[dict[str, Any]] | None = None,
     route: RouteCheck | None = None,
+    *,
+    secret_digest: str | None = None,
 ) -> Plan:
     """What the Region's reconciler should do next for endpoint `name`.
 
@@ -133,6 +135,7 @@ def plan(
         route: what the proxy says of the endpoint's route, asked only when a plan asked for it
             (`Plan.needs_route`): `running` means a request through the proxy reaches a ready
             replica, so it is written only once the proxy serves the route as rendered.
+        secret_digest: the digest of the endpoint's secrets as read now (`render`), or None.
     """
     if record is None:
         return Plan(delete=_deletions(observed), converged=not observed, reason="no record: remove leftovers")
@@ -140,7 +143,7 @@ def plan(
         return _plan_deleted(record, region, observed)
     if region not in record.target_regions:
         return _plan_removed(record, region, observed)
-    return _plan_live(record, region, observed, settings, pods, route)
+    return _plan_live(record, region, observed, settings, pods, route, secret_digest)
 
 
 def _plan_deleted(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
@@ -202,8 +205,9 @@ def _plan_live(
     settings: RenderSettings,
     pods: Sequence[dict[str, Any]] | None,
     route: RouteCheck | None = None,
+    secret_digest: str | None = None,
 ) -> Plan:
-    desired = render(record, region, settings)
+    desired = render(record, region, settings, secret_digest=secret_digest)
     wanted = {ObjectRef.of(obj).key: obj for obj in desired}
     current: dict[tuple[str, str, str], dict[str, Any]] = {}
     delete: list[ObjectRef] = []

@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from gco import endpoint_secrets
+from gco.endpoint_secrets import SecretValue
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
@@ -219,6 +220,7 @@ class Reconciler:
     ) -> Outcome:
         deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
+        secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
         carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
         for _ in range(self.max_passes):
             if carried is None and listed is not None:
@@ -233,15 +235,23 @@ class Reconciler:
             if refused is not None:
                 self.records.record_error(name, record, refused, tally)
                 return tally.outcome("terminal", refused)
-            step = plan(name, record, self.region, observed, self.settings)
+            # The secrets' versions before the plan: their digest is on the pod template, so a
+            # rotation rolls the pods (secret_sync.py).
+            read = self.secrets.read(record, secret_reads)
+            digest = read.digest if read is not None else None
+            step = plan(name, record, self.region, observed, self.settings, secret_digest=digest)
             if step.needs_pods and record is not None:
-                step = plan(name, record, self.region, observed, self.settings, self._pods(record))
+                pods = self._pods(record)
+                step = plan(name, record, self.region, observed, self.settings, pods, secret_digest=digest)
             if step.needs_route is not None:
-                step = plan(name, record, self.region, observed, self.settings, route=self._ask(step, tally))
+                route = self._ask(step, tally)
+                step = plan(
+                    name, record, self.region, observed, self.settings, route=route, secret_digest=digest
+                )
             last = step.reason
             if step.acts_on_cluster:
                 rejected = self.secrets.sync(
-                    name, record, applies=bool(step.apply), deletes=step.delete, observed=observed
+                    name, record, read=read, applies=bool(step.apply), deletes=step.delete, observed=observed
                 )
                 if rejected is not None:
                     self.records.record_error(name, record, rejected, tally)
@@ -284,8 +294,11 @@ class Reconciler:
     def reconcile_snapshot(self, record: EndpointRecord, observed: Sequence[dict[str, Any]]) -> Outcome:
         """The sweep's fast path: no I/O when a consistent snapshot shows nothing to do.
 
-        Anything to do is done by `reconcile`, which reads both sides afresh first.
+        Anything to do is done by `reconcile`, which reads both sides afresh first. An endpoint with a
+        Secret here always goes through it: only a read of its secrets tells whether one was rotated.
         """
+        if self.secrets.wanted(record):
+            return self.reconcile(record.endpoint_name, wait=0.0)
         step = plan(record.endpoint_name, record, self.region, observed, self.settings)
         if step.is_noop and step.converged:
             return Outcome("done", detail=step.reason)

@@ -10,6 +10,7 @@ from gco import endpoint_secrets
 from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
 from gco.model_sources import refusal as source_refusal
+from gco.node_storage import refusal as storage_refusal
 from gco.reconcile.access import Grant
 from gco.reconcile.objects import HPA, SCALED_OBJECT, SYSTEM_NAMESPACE
 from gco.reconcile.render_scaling import uses_keda
@@ -25,6 +26,7 @@ def refusal(record: EndpointRecord | None, region: str, grant: Grant, settings: 
         or _addons(record, region, settings)
         or _source(record, settings)
         or _secrets(record, settings)
+        or _storage(record, settings)
     )
 
 
@@ -59,3 +61,17 @@ def _secrets(record: EndpointRecord, settings: RenderSettings) -> str | None:
     """Why the record's `secret_env` names a secret outside those its Region may read, or None."""
     found = endpoint_secrets.refusal(record.spec.secret_env, settings.endpoint_secrets)
     return None if found is None else f"{found[0]}: {found[1]}"
+
+
+def _storage(record: EndpointRecord, settings: RenderSettings) -> str | None:
+    """Why the record's model cannot fit the storage of any GPU node here (gco.node_storage), or None."""
+    spec = record.spec
+    if spec.accelerator != "nvidia" or spec.gpu_count == 0:
+        return None
+    return storage_refusal(
+        spec.model_size_gib,
+        gpus=spec.gpu_count,
+        model=spec.gpu_type,
+        instance_types=settings.gpu_instance_types,
+        root_gib=settings.gpu_root_gib,
+    )

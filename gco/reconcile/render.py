@@ -9,6 +9,8 @@ What is rendered (all names deterministic, derived from the endpoint name):
 - `Service <name>` (the proxy's, with mooncake disaggregated) and one per extra role.
 - `HorizontalPodAutoscaler` or KEDA `ScaledObject` named like the Deployment it scales.
 - `PodDisruptionBudget` per serving Deployment.
+- `NetworkPolicy <name>`: its pods accept traffic only from the proxy and the metrics scraper
+  (`render_network.py`).
 - The route: an `Ingress route-<name>` of the proxy's class in `gco-system` sending
   `/inference/<name>` to the shared `inference-proxy` Service there (an Ingress may only name a
   Service of its own namespace, so it lives beside the proxy). Its annotations tell the proxy the
@@ -46,6 +48,7 @@ from gco.reconcile.objects import (
     content_hash,
     short,
 )
+from gco.reconcile.render_network import endpoint_policy
 from gco.reconcile.render_pods import mooncake_role, pod_template, selector_labels
 from gco.reconcile.render_scaling import autoscaler, disruption_budget
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
@@ -56,6 +59,7 @@ UPSTREAM_ANNOTATION = "gco.dev/upstream"
 CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
 CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
 ROUTE_ROLE = "route"  # the role label of a route Ingress (what the route refresh lists)
+NETWORK_ROLE = "network"  # the role label of the endpoint's NetworkPolicy (render_network.py)
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class _Context:
     record: EndpointRecord
     region: str
     settings: RenderSettings
+    secret_digest: str | None = None
 
     @property
     def name(self) -> str:
@@ -155,7 +160,7 @@ def _scaled_role(
 def _gpu_template(ctx: _Context, role: str, image: str, **extra: Any) -> dict[str, Any]:
     return pod_template(
         ctx.name, ctx.spec, ctx.settings, role=role, labels=ctx.labels(role), image=image,
-        gpus=ctx.spec.gpu_count, **extra,
+        gpus=ctx.spec.gpu_count, secret_digest=ctx.secret_digest, **extra,
     )  # fmt: skip
 
 
@@ -255,16 +260,27 @@ def _sealed(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(
-    record: EndpointRecord, region: str, settings: RenderSettings = DEFAULT_SETTINGS
+    record: EndpointRecord,
+    region: str,
+    settings: RenderSettings = DEFAULT_SETTINGS,
+    *,
+    secret_digest: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every object the endpoint should have in `region`, each carrying its content digest.
 
-    Returns an empty list for a deleted record, a legacy record, or a Region that is not a target.
+    `secret_digest` (the digest of the versions of the endpoint's secrets read now, never a value:
+    `gco.endpoint_secrets.sources_digest`) goes on the serving pods' template, so a rotated secret
+    rolls them. Returns an empty list for a deleted record, a legacy record, or a Region that is not
+    a target.
     """
     if record.is_deleted or record.is_legacy or region not in record.target_regions:
         return []
-    ctx = _Context(record, region, settings)
+    ctx = _Context(record, region, settings, secret_digest)
     objects = _mooncake(ctx) if ctx.spec.mooncake is not None else _standard(ctx)
+    internal = ctx.spec.mooncake is not None
+    objects.append(
+        endpoint_policy(ctx.meta(ctx.name, NETWORK_ROLE), ctx.name, record.namespace, internal=internal)
+    )
     objects.append(_route(ctx))
     return [_sealed(obj) for obj in objects]
 

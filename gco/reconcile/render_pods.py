@@ -9,16 +9,18 @@ import json
 from typing import Any
 
 from gco import engines
-from gco.endpoint_secrets import secret_env_list
+from gco.endpoint_secrets import SOURCES_ANNOTATION, secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.engines.base import Launch
 from gco.model_sources import MODEL_SERVICE_ACCOUNT
-from gco.nodes import ACCELERATOR_TAINTS, CAPACITY_LABEL, CAPACITY_VALUES, gpu_pod_requests, gpu_type_selector
+from gco.node_storage import model_volume_gib
+from gco.nodes import ACCELERATOR_TAINTS, capacity_labels, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
 
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+EPHEMERAL_STORAGE = "ephemeral-storage"
 
 
 # The Prometheus chart's `kubernetes-pods` job scrapes pods annotated so: the engines serve their
@@ -99,9 +101,10 @@ def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list
 
 
 def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
-    """Capacity type (a label EKS sets on managed nodes) and, for a GPU pod naming its GPU model, the
-    GPU node groups' model label (gco.nodes); the spec's own selector last."""
-    selected = {CAPACITY_LABEL: CAPACITY_VALUES[spec.capacity_type]}
+    """Capacity type (gco's own label on every node group, which a group at zero nodes carries too)
+    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.nodes); the spec's
+    own selector last."""
+    selected = capacity_labels(spec.capacity_type)
     if gpus > 0 and spec.gpu_type is not None:
         selected.update(gpu_type_selector(spec.gpu_type))
     selected.update(spec.node_selector)
@@ -127,6 +130,34 @@ def mooncake_role(mooncake: Mooncake, role: str) -> tuple[list[str], dict[str, s
     return ["--kv-transfer-config", json.dumps(transfer, sort_keys=True)], env
 
 
+def _model_storage(
+    spec: EndpointSpec,
+    settings: RenderSettings,
+    container: dict[str, Any],
+    mounts: list[dict[str, Any]],
+    volumes: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The model's room on the node (gco.node_storage) and, for a `model_source`, the directory it is
+    synced into (an `emptyDir`, limited to that room) with the init container that syncs it; returns
+    the init containers. The room is ephemeral storage the serving container requests: the synced
+    directory or, for a Hub model, the download cache in its writable layer."""
+    room = f"{model_volume_gib(spec.model_size_gib)}Gi" if spec.model_size_gib is not None else None
+    if room is not None:
+        container["resources"].setdefault("requests", {})[EPHEMERAL_STORAGE] = room
+    if not spec.model_source:
+        return []
+    mounts.append({"name": "model", "mountPath": settings.model_dir})
+    volumes.append({"name": "model", "emptyDir": {"sizeLimit": room} if room is not None else {}})
+    return [
+        {
+            "name": "model-sync",
+            "image": settings.model_sync_image,
+            "args": ["s3", "sync", "--no-progress", spec.model_source, settings.model_dir],
+            "volumeMounts": [{"name": "model", "mountPath": settings.model_dir}],
+        }
+    ]
+
+
 def pod_template(
     name: str,
     spec: EndpointSpec,
@@ -142,8 +173,13 @@ def pod_template(
     efa: bool = False,
     port: int | None = None,
     command: list[str] | None = None,
+    secret_digest: str | None = None,
 ) -> dict[str, Any]:
-    """The pod template of one role; `serving` pods run the model, others (proxy, store) do not."""
+    """The pod template of one role; `serving` pods run the model, others (proxy, store) do not.
+
+    A serving pod of a spec with `secret_env` carries `secret_digest` (the version ids of its secrets,
+    digested) as an annotation: a rotation changes the template, and the Deployment rolls its pods.
+    """
     container: dict[str, Any] = {
         "name": "server" if serving else role,
         "image": image,
@@ -169,17 +205,7 @@ def pod_template(
         container["resources"] = resources(spec, gpus, efa=efa, instance_types=settings.gpu_instance_types)
         mounts = [{"name": "shm", "mountPath": "/dev/shm"}]  # noqa: S108 - the pod's shared memory
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory"}})
-        if spec.model_source:
-            mounts.append({"name": "model", "mountPath": settings.model_dir})
-            volumes.append({"name": "model", "emptyDir": {}})
-            init_containers.append(
-                {
-                    "name": "model-sync",
-                    "image": settings.model_sync_image,
-                    "args": ["s3", "sync", "--no-progress", spec.model_source, settings.model_dir],
-                    "volumeMounts": [{"name": "model", "mountPath": settings.model_dir}],
-                }
-            )
+        init_containers = _model_storage(spec, settings, container, mounts, volumes)
         container["volumeMounts"] = mounts
     else:
         env = dict(extra_env or {})
@@ -206,4 +232,6 @@ def pod_template(
     metadata: dict[str, Any] = {"labels": {**labels, **selector_labels(name, role)}}
     if serving:
         metadata["annotations"] = scrape_annotations(port or spec.port)
+        if spec.secret_env and secret_digest is not None:
+            metadata["annotations"][SOURCES_ANNOTATION] = secret_digest
     return {"metadata": metadata, "spec": pod_spec}

@@ -48,6 +48,8 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
             gpu_instance_types=settings.gpu_instance_types,
             model_sources=None if settings.model_sources is None else parse_prefixes(settings.model_sources),
             endpoint_secrets=settings.endpoint_secrets,
+            load_balancer_cidrs=settings.load_balancer_cidrs,
+            gpu_root_gib=settings.gpu_disk_gib,
         ),
         secrets=secrets,
         probe=PodProxyProbe(cluster),

@@ -33,6 +33,11 @@ class RenderSettings:
             up front and a missing CRD is still reported when the API server answers 404).
         endpoint_secrets: the Secrets Manager secrets endpoints may name in `secret_env` (names,
             `prefix/*`, ARNs: gco.endpoint_secrets), or None where not known (nothing refused here).
+        gpu_root_gib: the GPU nodes' root volume (GiB), the model storage of an instance type
+            without instance store (gco.node_storage); None where not known.
+        load_balancer_cidrs: the CIDRs of the subnets of the load balancer in front of the proxy,
+            the only peers the proxy's NetworkPolicy admits (`render_network.py`); None where not
+            known (the local stack): then no policy isolates the proxy.
     """
 
     ingress_class: str = PROXY_INGRESS_CLASS
@@ -47,6 +52,8 @@ class RenderSettings:
     gpu_instance_types: tuple[str, ...] = ()
     model_sources: tuple[S3Prefix, ...] | None = None
     endpoint_secrets: tuple[str, ...] | None = None
+    load_balancer_cidrs: tuple[str, ...] | None = None
+    gpu_root_gib: int | None = None
 
 
 DEFAULT_SETTINGS = RenderSettings()

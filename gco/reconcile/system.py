@@ -29,7 +29,9 @@ from gco.reconcile.objects import (
     kind_of,
 )
 from gco.reconcile.port import Cluster
-from gco.reconcile.proxy.render_proxy import render_proxy
+from gco.reconcile.proxy.render_proxy import STATUS_PORT_NAME, proxy_labels, render_proxy
+from gco.reconcile.render import PROXY_PORT_NAME
+from gco.reconcile.render_network import default_deny, proxy_policy
 from gco.reconcile.settings import RenderSettings
 
 
@@ -54,10 +56,26 @@ def namespace_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
     return objects
 
 
+def network_objects(settings: RenderSettings, grant: Grant) -> list[dict[str, Any]]:
+    """The default deny of each endpoint namespace and, where the load balancer's subnets are known,
+    the proxy's policy (render_network.py)."""
+    objects = [default_deny(namespace) for namespace in grant.endpoint_namespaces]
+    if settings.load_balancer_cidrs is not None:
+        ports = (PROXY_PORT_NAME, STATUS_PORT_NAME)
+        objects.append(proxy_policy(proxy_labels(), ports, settings.load_balancer_cidrs))
+    return objects
+
+
 def ensure_system(cluster: Cluster, settings: RenderSettings, grant: Grant) -> SystemReport:
-    """Apply gco's namespaces and the proxy's objects where they differ from what is rendered."""
+    """Apply gco's namespaces, the proxy's objects and the network policies where they differ from
+    what is rendered."""
     report = SystemReport()
-    for obj in [*namespace_objects(grant.namespaces), *render_proxy(settings.proxy)]:
+    objects = [
+        *namespace_objects(grant.namespaces),
+        *render_proxy(settings.proxy),
+        *network_objects(settings, grant),
+    ]
+    for obj in objects:
         _apply_if_changed(cluster, obj, report)
     return report
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import yaml
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, CfnResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -75,6 +75,13 @@ CHARTS = {
 }
 # The EKS add-ons (names as EKS lists them); EKS picks the default version for the cluster's Kubernetes.
 EKS_ADDONS = {"PodIdentityAgent": "eks-pod-identity-agent", "MetricsServer": addons.METRICS_SERVER}
+# The VPC CNI as a managed add-on with its network policy agent on, which enforces the NetworkPolicies
+# the reconciler renders (gco/reconcile/render_network.py): "set enableNetworkPolicy to true" in the
+# add-on's configuration values (docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html;
+# the network policy controller runs in the EKS control plane). EKS installs the CNI self-managed on
+# a new cluster, so the managed add-on takes over its fields (`ResolveConflicts: OVERWRITE`).
+VPC_CNI = "vpc-cni"
+VPC_CNI_CONFIGURATION = {"enableNetworkPolicy": "true"}
 GPU_NODES = {"nodeSelector": {GPU_PRESENT_LABEL: "true"}, "tolerations": [GPU_TAINT.toleration()]}
 SYSTEM_NODES = {"nodeSelector": system_labels()}
 
@@ -187,6 +194,12 @@ class ClusterAddons(Construct):
             construct: eks.Addon(self, construct, addon_name=name, cluster=cluster)
             for construct, name in EKS_ADDONS.items()
         }
+        self.vpc_cni = eks.Addon(
+            self, "VpcCni", addon_name=VPC_CNI, cluster=cluster, configuration_values=VPC_CNI_CONFIGURATION
+        )
+        cast(CfnResource, self.vpc_cni.node.default_child).add_property_override(
+            "ResolveConflicts", "OVERWRITE"
+        )
         self.role, policy = managed_role(
             self,
             "AutoscalerRole",

@@ -7,6 +7,13 @@ taint. Each GPU group starts at the configured sizes (0 by default) and the Clus
 nodes it reads the group's labels and taints from EKS (DescribeNodegroup) and the GPU count from
 the instance type, which is why every instance type of a group carries the same GPU model.
 
+Every group also carries gco's capacity label (`gco.nodes.capacity_labels`: `gco.io/capacity-type`,
+which the pods select) and publishes its labels and taint as the Cluster Autoscaler's node-template
+tags on the node group (`gco.nodes.autoscaler_tags`). EKS does not copy a managed node group's tags to
+its Auto Scaling group (github.com/aws/containers-roadmap/issues/608), so the autoscaler reads the
+labels of a group at zero through `DescribeNodegroup` (the group's own labels, which hold the capacity
+label); the tags state the same template on the node group for whoever copies them to the group.
+
 Several instance types of one model (g6e.xlarge, g6e.2xlarge) make one group that EC2 can fill from
 whichever type has capacity. With `capacity_type: both` each model gets a Spot and an On-Demand
 group (`...-gpu-l40s-spot`, `...-gpu-l40s-on-demand`); the Cluster Autoscaler's priority expander
@@ -18,10 +25,12 @@ from __future__ import annotations
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
 
 from gco.deployment.capacity import capacity_kinds, gpu_models
-from gco.nodes import GPU_TAINT, gpu_labels, system_labels
+from gco.nodes import GPU_TAINT, autoscaler_tags, capacity_labels, gpu_labels, system_labels
 from stacks.config import NodeGroupConfig
+from stacks.constructs.node_storage import instance_store_template, uses_instance_store
 
 CAPACITY = {"on-demand": eks.CapacityType.ON_DEMAND, "spot": eks.CapacityType.SPOT}
 
@@ -72,28 +81,51 @@ def _sizes(group: NodeGroupConfig, instance_types: list[str], kind: str) -> dict
     }
 
 
+def _gpu_storage(
+    scope: Construct, construct_id: str, group: NodeGroupConfig, instance_types: list[str], kind: str
+) -> dict[str, object]:
+    """The group's sizes, with the instance store launch template where every type has instance store
+    (`stacks/constructs/node_storage.py`; the root volume then moves into the template)."""
+    sizes = _sizes(group, instance_types, kind)
+    if uses_instance_store(instance_types):
+        template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
+        del sizes["disk_size"]
+        sizes["launch_template_spec"] = eks.LaunchTemplateSpec(
+            id=template.ref, version=template.attr_latest_version_number
+        )
+    return sizes
+
+
 def add_node_groups(
     cluster: eks.Cluster, *, name: str, gpu: NodeGroupConfig, system: NodeGroupConfig
 ) -> tuple[eks.Nodegroup, dict[str, eks.Nodegroup]]:
     """The system group and the GPU groups by node group name (`gpu_group_names`), labelled and tainted."""
+    labels = {**system_labels(), **capacity_labels(system.capacity_type)}
     system_group = cluster.add_nodegroup_capacity(
         "SystemNodes",
         nodegroup_name=f"{name}-system",
         ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
-        labels=system_labels(),
+        labels=labels,
+        tags=autoscaler_tags(labels),
         **_sizes(system, system.instance_types, system.capacity_type),  # type: ignore[arg-type]
     )
     models = gpu_models(gpu.instance_types)
+    ids = {
+        group_name: group_id(model)
+        + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", ""))
+        for (model, kind), group_name in gpu_group_names(name, gpu).items()
+    }
     gpu_groups = {
         group_name: cluster.add_nodegroup_capacity(
-            group_id(model) + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", "")),
+            ids[group_name],
             nodegroup_name=group_name,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
-            labels=gpu_labels(model),
+            labels={**gpu_labels(model), **capacity_labels(kind)},
+            tags=autoscaler_tags({**gpu_labels(model), **capacity_labels(kind)}, [GPU_TAINT]),
             taints=[
                 eks.TaintSpec(effect=EFFECTS[GPU_TAINT.effect], key=GPU_TAINT.key, value=GPU_TAINT.value)
             ],
-            **_sizes(gpu, models[model], kind),  # type: ignore[arg-type]
+            **_gpu_storage(cluster, f"{ids[group_name]}Storage", gpu, models[model], kind),  # type: ignore[arg-type]
         )
         for (model, kind), group_name in gpu_group_names(name, gpu).items()
     }

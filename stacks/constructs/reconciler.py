@@ -52,16 +52,34 @@ XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"]
 
 
 def _secret_statements(
-    stack: Stack, environment: ReconcilerEnvironment, home_region: str
+    stack: Stack, environment: ReconcilerEnvironment, home_region: str, kms_keys: tuple[str, ...] = ()
 ) -> list[iam.PolicyStatement]:
     """Read exactly the secrets endpoints may name (`cdk.json` gco.endpoint_secrets), where it names any:
-    the reconciler writes their values into each endpoint's Kubernetes Secret (gco.endpoint_secrets)."""
+    the reconciler writes their values into each endpoint's Kubernetes Secret (gco.endpoint_secrets).
+
+    A secret encrypted under a customer managed key is decrypted by Secrets Manager on the caller's
+    behalf, so the caller needs `kms:Decrypt` on that key (docs.aws.amazon.com/secretsmanager/latest/
+    userguide/security-encryption.html, "Permissions for the KMS key"); granted on the configured keys
+    (`cdk.json` gco.endpoint_secret_kms_keys) only when Secrets Manager in the key's Region asks for it
+    (`kms:ViaService`: secretsmanager.<region>.amazonaws.com, docs.aws.amazon.com/kms/latest/
+    developerguide/conditions-kms.html#conditions-kms-via-service)."""
     if not environment.endpoint_secrets:
         return []
     arns = iam_resources(
         environment.endpoint_secrets, partition=stack.partition, region=home_region, account=stack.account
     )
-    return [statement("EndpointSecrets", ["secretsmanager:GetSecretValue"], arns)]
+    statements = [statement("EndpointSecrets", ["secretsmanager:GetSecretValue"], arns)]
+    if kms_keys:
+        key_regions = sorted({key.split(":")[3] for key in kms_keys})
+        statements.append(
+            statement(
+                "EndpointSecretKeysViaSecretsManager",
+                ["kms:Decrypt"],
+                list(kms_keys),
+                StringEquals={"kms:ViaService": [f"secretsmanager.{r}.amazonaws.com" for r in key_regions]},
+            )
+        )
+    return statements
 
 
 def dead_letter_queue(scope: Construct, construct_id: str, *, name: str, key: kms.IKey) -> sqs.Queue:
@@ -115,6 +133,7 @@ class Reconciler(Construct):
         log_retention: logs.RetentionDays,
         alarm_emails: tuple[str, ...] = (),
         alarm_topic_arns: tuple[str, ...] = (),
+        secret_kms_keys: tuple[str, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -182,7 +201,7 @@ class Reconciler(Construct):
                 ),
                 statement("PrivateSubnets", ENI_ACTIONS, ["*"]),
                 statement("Tracing", XRAY_ACTIONS, ["*"]),
-                *_secret_statements(stack, environment, home_region),
+                *_secret_statements(stack, environment, home_region, secret_kms_keys),
             ],
         )
         self.functions: dict[str, lambda_.Function] = {}

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from gco.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
 from gco.deployment.charts import CHART_RELEASES, installed_charts
+from gco.reconcile.environment import LOAD_BALANCER_CIDRS_ENV
 from gco.reconcile.settings import DEFAULT_SETTINGS
 from stacks.config import ConfigError, parse_config
 from stacks.constructs.cluster_addons import CHARTS, chart_values
@@ -68,6 +69,40 @@ def test_metrics_server_and_pod_identity_agent_are_eks_addons(synthesized: Synth
     template = synthesized.template(f"gco-regional-{OTHER}")
     for name in ("metrics-server", "eks-pod-identity-agent"):
         template.has_resource_properties("AWS::EKS::Addon", {"AddonName": name})
+
+
+def test_the_vpc_cni_enforces_network_policies_and_the_reconciler_knows_the_load_balancer_subnets(
+    synthesized: Synthesized,
+) -> None:
+    """The managed VPC CNI add-on runs its network policy agent (taking over the self-managed CNI's
+    fields), and the proxy's NetworkPolicy admits the subnets the front door's ALB lives in."""
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    (cni,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == "vpc-cni"
+    ]
+    assert json.loads(cni["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
+    assert cni["ResolveConflicts"] == "OVERWRITE"
+    cidrs = reconciler_env(template)[LOAD_BALANCER_CIDRS_ENV].split(",")
+    subnets = {
+        r["Properties"]["CidrBlock"]: r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EC2::Subnet"
+    }
+    assert len(cidrs) == 2 and all(cidr in subnets for cidr in cidrs)
+    (alb,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::ElasticLoadBalancingV2::LoadBalancer"
+    ]
+    alb_subnets = {ref["Ref"] for ref in alb["Subnets"]}
+    by_id = {
+        r["Properties"]["CidrBlock"]: key
+        for key, r in template["Resources"].items()
+        if r["Type"] == "AWS::EC2::Subnet"
+    }
+    assert {by_id[cidr] for cidr in cidrs} == alb_subnets
 
 
 def test_keda_prometheus_dcgm_in_every_region_by_default(synthesized: Synthesized) -> None:

@@ -13,13 +13,17 @@ import pytest
 from aws_cdk import App
 
 from stacks.app import build_app, nag_findings
-from stacks.config import parse_config
+from stacks.config import ConfigError, parse_config
 from tests.cdk.conftest import HOME, OTHER, cdk_json_config, iam_statements
 from tests.cdk.test_cfn_lint import lint
 
 SECRET = "gco/hf-token"
 ENDPOINT_SECRET_ARN = f"arn:aws:secretsmanager:{OTHER}:123456789012:secret:team/api-key-AbCdEf"
 ENDPOINT_SECRETS = ["team/hf", ENDPOINT_SECRET_ARN]
+SECRET_KEYS = [
+    f"arn:aws:kms:{HOME}:123456789012:key/0123abcd-0123-4567-89ab-0123456789ab",
+    f"arn:aws:kms:{OTHER}:123456789012:key/1123abcd-0123-4567-89ab-0123456789ab",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +32,7 @@ def configured() -> tuple[Any, Any]:
     raw["runner"] = {**raw.get("runner", {}), "model_token_secret": SECRET, "model_token_key": "token"}
     raw["model_sources"] = ["s3://my-models/llama/", "s3://shared-weights/"]
     raw["endpoint_secrets"] = ENDPOINT_SECRETS
+    raw["endpoint_secret_kms_keys"] = SECRET_KEYS
     app = App(outdir=tempfile.mkdtemp(prefix="gco-cdk-test-"))
     gco = build_app(parse_config(raw), app=app)
     return gco, app.synth()
@@ -103,6 +108,33 @@ def test_the_reconciler_may_read_only_the_configured_endpoint_secrets_and_knows_
         if "Environment" in f["Properties"]
     }
     assert ",".join(ENDPOINT_SECRETS) in allowed
+
+
+def test_the_reconciler_may_decrypt_with_the_configured_secret_keys_only_through_secrets_manager(
+    configured: tuple[Any, Any],
+) -> None:
+    """A secret under a customer managed key is readable: `kms:Decrypt` on exactly the configured keys,
+    only when Secrets Manager of the key's Region calls KMS on the reconciler's behalf."""
+    regional = template(configured[1], f"gco-regional-{OTHER}")
+    decrypts = [
+        statement
+        for _, statement in iam_statements(regional)
+        if any(arn in json.dumps(statement.get("Resource")) for arn in SECRET_KEYS)
+    ]
+    assert len(decrypts) == 1
+    grant = decrypts[0]
+    assert grant["Sid"] == "EndpointSecretKeysViaSecretsManager" and grant["Effect"] == "Allow"
+    assert grant["Action"] == "kms:Decrypt" and grant["Resource"] == SECRET_KEYS
+    assert grant["Condition"] == {
+        "StringEquals": {
+            "kms:ViaService": [f"secretsmanager.{r}.amazonaws.com" for r in sorted((HOME, OTHER))]
+        }
+    }
+
+
+def test_a_secret_key_that_is_not_a_key_arn_is_refused_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"gco.endpoint_secret_kms_keys.*not a KMS key ARN"):
+        parse_config({**cdk_json_config(), "endpoint_secret_kms_keys": ["alias/mine"]})
 
 
 def test_the_configured_regional_template_passes_cfn_lint(

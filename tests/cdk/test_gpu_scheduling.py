@@ -11,11 +11,12 @@ from aws_cdk.assertions import Match
 from gco.deployment.capacity import gpu_models
 from gco.deployment.charts import CHART_RELEASES
 from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
-from gco.nodes import CAPACITY_LABEL, GPU_TAINT
+from gco.nodes import CAPACITY_LABEL, GPU_TAINT, TEMPLATE_LABEL_TAG, TEMPLATE_TAINT_TAG
 from gco.reconcile.render import render
 from stacks.config import parse_config
 from stacks.constructs.gpu_nodes import group_id
-from tests.cdk.conftest import HOME, OTHER, Synthesized
+from stacks.constructs.node_storage import uses_instance_store
+from tests.cdk.conftest import HOME, OTHER, Synthesized, cdk_json_config
 from tests.unit.reconcile.records import EAST, make_record
 
 EKS_EFFECTS = {
@@ -30,9 +31,9 @@ def node_groups(template: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def schedulable(pod: dict[str, Any], group: dict[str, Any]) -> bool:
-    """Whether the scheduler may place `pod` on a node of `group`: every selected label is on the
-    group's nodes (EKS adds the capacity-type label), and every taint is tolerated."""
-    labels = {**group.get("Labels", {}), CAPACITY_LABEL: group.get("CapacityType", "ON_DEMAND")}
+    """Whether the scheduler may place `pod` on a node of `group`: every selected label is one the
+    group itself gives its nodes (none synthesized by EKS or the autoscaler), and every taint is tolerated."""
+    labels = group.get("Labels", {})
     if any(labels.get(key) != value for key, value in pod.get("nodeSelector", {}).items()):
         return False
     for taint in group.get("Taints", []):
@@ -186,3 +187,52 @@ def test_cluster_autoscaler_discovers_and_may_scale_only_this_cluster(synthesize
             },
         },
     )
+
+
+def test_every_group_labels_its_capacity_and_publishes_the_autoscaler_template(
+    synthesized: Synthesized,
+) -> None:
+    """A group at zero nodes tells the Cluster Autoscaler what its nodes would carry: its own labels
+    (gco's capacity label among them, matching its capacity type) and the node-template tags."""
+    groups = node_groups(synthesized.template_json(f"gco-regional-{OTHER}"))
+    for group in groups:
+        kind = {"ON_DEMAND": "on-demand", "SPOT": "spot"}[group.get("CapacityType", "ON_DEMAND")]
+        assert group["Labels"][CAPACITY_LABEL] == kind
+        tags = group["Tags"]
+        assert {TEMPLATE_LABEL_TAG + k: v for k, v in group["Labels"].items()}.items() <= tags.items()
+        for taint in group.get("Taints", []):
+            effect = EKS_EFFECTS[taint["Effect"]]
+            assert tags[TEMPLATE_TAINT_TAG + taint["Key"]] == f"{taint['Value']}:{effect}"
+    spot = pod_of({"gpu_count": 1, "capacity_type": "spot"})
+    assert not any(schedulable(spot, g) for g in groups if g.get("CapacityType") != "SPOT")
+
+
+def test_gpu_groups_with_instance_store_keep_the_pods_storage_on_it(synthesized: Synthesized) -> None:
+    """A GPU group whose types all have NVMe instance store boots with nodeadm's RAID0 of it (the
+    kubelet's ephemeral storage), its root volume and IMDSv2 in the launch template."""
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    resources = template["Resources"]
+    gpu_groups = [g for g in node_groups(template) if g["AmiType"] == "AL2023_x86_64_NVIDIA"]
+    assert gpu_groups and all(uses_instance_store(g["InstanceTypes"]) for g in gpu_groups)
+    for group in gpu_groups:
+        assert "DiskSize" not in group
+        template_id = group["LaunchTemplate"]["Id"]["Ref"]
+        data = resources[template_id]["Properties"]["LaunchTemplateData"]
+        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+        (root,) = data["BlockDeviceMappings"]
+        config = parse_config(cdk_json_config())
+        assert root["Ebs"] == {
+            "VolumeSize": config.gpu_nodes.disk_size_gib,
+            "VolumeType": "gp3",
+            "Encrypted": True,
+            "DeleteOnTermination": True,
+        }
+        user_data = data["UserData"]["Fn::Base64"]
+        assert "Content-Type: application/node.eks.aws" in user_data and "strategy: RAID0" in user_data
+    (system,) = [g for g in node_groups(template) if g["AmiType"] != "AL2023_x86_64_NVIDIA"]
+    assert "LaunchTemplate" not in system and system["DiskSize"] > 0
+
+
+def test_a_group_with_a_type_without_instance_store_keeps_its_root_volume() -> None:
+    assert not uses_instance_store(["p3.8xlarge"]) and not uses_instance_store(["g6e.xlarge", "p3.2xlarge"])
+    assert uses_instance_store(["g6e.xlarge", "g6e.2xlarge"])

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from gco.endpoint_secrets import (
+    SOURCES_ANNOTATION,
     SecretReadError,
     SecretValue,
     check_secret_env,
@@ -61,6 +62,20 @@ def test_a_bad_secret_reference_is_refused_naming_its_field(
     with pytest.raises(InvalidSpecError) as raised:
         parse_spec(spec_with(secret_env, **extra))
     assert raised.value.field == field
+
+
+def test_a_partial_secret_arn_is_refused_naming_the_field_in_a_spec_and_in_the_config() -> None:
+    """Without its six-character suffix an ARN matches no IAM resource: refused, as such, where given."""
+    partial = ARN.removesuffix("-AbCdEf")
+    with pytest.raises(InvalidSpecError) as raised:
+        parse_spec(spec_with({"HF_TOKEN": {"secret_id": partial}}))
+    assert raised.value.field == "spec.secret_env.HF_TOKEN.secret_id"
+    assert "partial secret ARN" in raised.value.message
+    with pytest.raises(ValueError, match="partial secret ARN"):
+        parse_allowed([partial])
+    with pytest.raises(ConfigError, match=r"gco.endpoint_secrets.*partial secret ARN"):
+        parse_config({"endpoint_secrets": ["team/hf", partial]})
+    assert parse_spec(spec_with({"HF_TOKEN": {"secret_id": ARN}})).secret_env["HF_TOKEN"].secret_id == ARN
 
 
 def test_a_secret_outside_the_allowed_list_is_refused_naming_the_list() -> None:
@@ -146,3 +161,19 @@ def test_the_reconciler_may_write_secrets_by_name_only_and_the_runner_not_at_all
     assert {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]} in (
         inference["rules"]
     )
+
+
+def test_the_serving_pods_carry_the_digest_of_the_secret_versions_and_a_new_version_changes_them() -> None:
+    record = make_record({"secret_env": {"HF_TOKEN": {"secret_id": "team/hf"}}})
+    env = record.spec.secret_env
+
+    def template(digest: str | None) -> dict[str, object]:
+        deployment = next(o for o in render(record, EAST, secret_digest=digest) if o["kind"] == "Deployment")
+        return dict(deployment["spec"]["template"]["metadata"]["annotations"])
+
+    first, second = sources_digest(env, {"team/hf": "v1"}), sources_digest(env, {"team/hf": "v2"})
+    assert template(first)[SOURCES_ANNOTATION] == first != second == template(second)[SOURCES_ANNOTATION]
+    assert SOURCES_ANNOTATION not in template(None)
+    plain = make_record({})
+    deployment = next(o for o in render(plain, EAST, secret_digest=first) if o["kind"] == "Deployment")
+    assert SOURCES_ANNOTATION not in deployment["spec"]["template"]["metadata"]["annotations"]

@@ -38,3 +38,15 @@ def test_addons_env_round_trip_and_what_is_missing() -> None:
     assert addons.addons_from_env({}) is None
     assert addons.missing_addons(["gpu"], None) == []
     assert addons.addons_from_env({addons.ADDONS_ENV: ""}) == frozenset()
+
+
+def test_capacity_label_and_the_autoscaler_node_template_tags() -> None:
+    assert nodes.capacity_labels("spot") == {"gco.io/capacity-type": "spot"}
+    with pytest.raises(ValueError, match=r"capacity kind 'both' is not one of on-demand, spot"):
+        nodes.capacity_labels("both")
+    labels = {**nodes.gpu_labels("l4"), **nodes.capacity_labels("on-demand")}
+    tags = nodes.autoscaler_tags(labels, [nodes.GPU_TAINT])
+    assert tags["k8s.io/cluster-autoscaler/node-template/label/gco.io/capacity-type"] == "on-demand"
+    assert tags["k8s.io/cluster-autoscaler/node-template/label/gco.io/gpu-type"] == "l4"
+    assert tags["k8s.io/cluster-autoscaler/node-template/taint/nvidia.com/gpu"] == "true:NoSchedule"
+    assert len(tags) == 5

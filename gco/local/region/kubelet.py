@@ -223,9 +223,14 @@ class LocalKubelet:
 
     def backends(self, namespace: str, selector: Mapping[str, str]) -> list[str]:
         """Base URLs of the ready engines a Service with `selector` in `namespace` sends traffic to."""
+        return [url for url, _ in self.targets(namespace, selector)]
+
+    def targets(self, namespace: str, selector: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
+        """(base URL, pod labels) of the ready engines a Service with `selector` in `namespace` sends
+        traffic to."""
         with self._lock:
             return [
-                replica.url
+                (replica.url, dict(workload.labels))
                 for (ns, _), workload in sorted(self._workloads.items())
                 if ns == namespace
                 and selector

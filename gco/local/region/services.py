@@ -9,6 +9,14 @@ names the Service in the `x-gco-upstream` answer header (so a caller can count a
 Answers are relayed as they arrive (`relay`: chunk by chunk, as nginx with `proxy_buffering off`),
 so server-sent events reach the caller while the engine is still generating.
 
+Before it relays a request to an engine, it asks the stand-in whether the NetworkPolicies stored
+there admit the connection (`StandInKubeAPI.admits`, Kubernetes' rules as
+`gco.local.standin.network_policy` models them): from the Region's proxy (a pod of `gco-system` with
+the proxy's labels, the source of every address `address` hands out by default) or from the source
+another address was made for (`address(..., source=Peer(...))`, how a test plays another pod), to the
+Service's `targetPort` of the engine's pod. A connection no policy admits is answered 504 at once,
+naming the policy check (in a cluster its packets are dropped and the proxy times out).
+
 It does not model: session affinity, `targetPort` by number (engines listen where the kubelet put
 them), or Services that no route names.
 """
@@ -26,16 +34,20 @@ from typing import Any
 import httpx
 
 from gco.front_door import GENERATION_TIMEOUT_S
+from gco.local.errors import PolicyDeniedError
 from gco.local.processes.listen import LOOPBACK
 from gco.local.region.kubelet import LocalKubelet
 from gco.local.standin import StandInKubeAPI
-from gco.reconcile.objects import SERVICE
+from gco.local.standin.network_policy import Peer, Port
+from gco.reconcile.objects import SERVICE, SYSTEM_NAMESPACE
+from gco.reconcile.proxy.render_proxy import proxy_labels
 
 log = logging.getLogger(__name__)
 MAX_BODY = 16 << 20
 # The longest wait for the next bytes of an answer: the front door's limit on a whole generation.
 FORWARD_TIMEOUT_S = float(GENERATION_TIMEOUT_S)
 UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
+PROXY_SOURCE = Peer(SYSTEM_NAMESPACE, proxy_labels())  # the Region's proxy, as a pod of gco-system
 
 
 def answer(
@@ -127,33 +139,51 @@ class ServiceNetwork:
         self.rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._lock = threading.Lock()
-        self._servers: dict[tuple[str, str], ThreadingHTTPServer] = {}
+        self._servers: dict[tuple[str, str, object], ThreadingHTTPServer] = {}
         self._client = httpx.Client(timeout=FORWARD_TIMEOUT_S)
 
-    def address(self, namespace: str, service: str) -> str:
-        """`127.0.0.1:<port>` of the Service (its listener starts on first use)."""
+    def address(self, namespace: str, service: str, source: Peer = PROXY_SOURCE) -> str:
+        """`127.0.0.1:<port>` of the Service as `source` reaches it (its listener starts on first use)."""
+        key = (namespace, service, source.key)
         with self._lock:
-            server = self._servers.get((namespace, service))
+            server = self._servers.get(key)
             if server is None:
-                server = serve(lambda request: self._forward(namespace, service, request), f"svc-{service}")
-                self._servers[(namespace, service)] = server
+                server = serve(
+                    lambda request: self._forward(namespace, service, request, source), f"svc-{service}"
+                )
+                self._servers[key] = server
             return f"{LOOPBACK}:{server.server_address[1]}"
 
-    def backend(self, namespace: str, service: str) -> str | None:
-        """One ready engine's base URL behind the Service, or None."""
-        obj = self.api.get(SERVICE, namespace, service)
-        selector = ((obj or {}).get("spec") or {}).get("selector") or {}
-        backends = self.kubelet.backends(namespace, selector)
-        if not backends:
-            return None
-        with self._rng_lock:
-            return self.rng.choice(backends)
+    def backend(self, namespace: str, service: str, source: Peer = PROXY_SOURCE) -> str | None:
+        """One ready engine's base URL behind the Service, or None.
 
-    def _forward(self, namespace: str, service: str, request: BaseHTTPRequestHandler) -> None:
+        Raises:
+            PolicyDeniedError: there are ready engines, but no NetworkPolicy admits `source` to them.
+        """
+        obj = self.api.get(SERVICE, namespace, service)
+        spec = (obj or {}).get("spec") or {}
+        targets = self.kubelet.targets(namespace, spec.get("selector") or {})
+        if not targets:
+            return None
+        target_port = ((spec.get("ports") or [{}])[0]).get("targetPort")
+        port = Port(name=target_port) if isinstance(target_port, str) else Port(number=target_port)
+        admitted = [url for url, labels in targets if self.api.admits(Peer(namespace, labels), port, source)]
+        if not admitted:
+            raise PolicyDeniedError(
+                f"no NetworkPolicy of {namespace} admits {source.namespace} pods to {service}"
+            )
+        with self._rng_lock:
+            return self.rng.choice(admitted)
+
+    def _forward(self, namespace: str, service: str, request: BaseHTTPRequestHandler, source: Peer) -> None:
         body = read_body(request)
         if body is None:
             return
-        target = self.backend(namespace, service)
+        try:
+            target = self.backend(namespace, service, source)
+        except PolicyDeniedError as error:
+            answer(request, 504, json.dumps({"error": str(error)}).encode())
+            return
         if target is None:
             answer(request, 503, json.dumps({"error": f"no ready backend for {service}"}).encode())
             return

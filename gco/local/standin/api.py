@@ -46,6 +46,9 @@ parts, one concern each:
   allows them by name in endpoint namespaces only, never a list or a watch;
 - `faults.py`, injected faults (any status such as 429/500/409, and timeouts that drop the request
   before or after it takes effect), answered before authorization as API Priority and Fairness does.
+- `network_policy.py`, the NetworkPolicies stored here enforced on connections to pods (`admits`,
+  asked by the local Service network before it relays a request to an endpoint's pod), with the
+  Kubernetes semantics and the limits that module names.
 
 The API server's size and name limits are enforced on every write (`limits.py`). A pod registered with
 `register_pod` (the local proxy) is listed with the Pods of its namespace and answers `GET` through its
@@ -78,11 +81,12 @@ from typing import Any
 from gco.local.standin import server
 from gco.local.standin.faults import Fault, FaultQueue
 from gco.local.standin.labels import matches
+from gco.local.standin.network_policy import Peer, Port, admits
 from gco.local.standin.server import Identity
 from gco.local.standin.status import Attributes
 from gco.local.standin.store import Key, ObjectStore, ReplicaSource
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
-from gco.reconcile.objects import ENDPOINT_LABEL, Kind
+from gco.reconcile.objects import ENDPOINT_LABEL, NAMESPACE, NETWORK_POLICY, Kind
 
 PodServer = Callable[[int, str], tuple[int, str]]  # (port, path) -> (status, body) of a pod
 RECONCILER_USER = "arn:aws:sts::000000000000:assumed-role/gco-reconciler/gco-reconciler"
@@ -243,6 +247,16 @@ class StandInKubeAPI:
         self, kind: Kind, namespace: str | None, label_selector: str
     ) -> tuple[list[dict[str, Any]], str]:
         return self.store.list(kind, namespace, label_selector)
+
+    def admits(self, target: Peer, port: Port, source: Peer) -> bool:
+        """Whether the stored NetworkPolicies admit a connection from `source` to `port` of the pod
+        `target` (`network_policy.py`: the Kubernetes rules it models)."""
+        policies, _ = self.store.list(NETWORK_POLICY, target.namespace, "")
+        labels: dict[str, dict[str, str]] = {}
+        for name in self.store.namespaces():
+            stored = self.store.get(NAMESPACE, "", name)
+            labels[name] = dict(((stored or {}).get("metadata") or {}).get("labels") or {})
+        return admits(policies, labels, target, port, source)
 
     def pods(self, namespace: str, label_selector: str) -> builtins.list[dict[str, Any]]:
         """The Pods in `namespace` matching `label_selector`: the kubelet's, and the registered ones."""

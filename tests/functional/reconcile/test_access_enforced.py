@@ -38,6 +38,7 @@ PROXY = {
     ("Deployment", "gco-system", "inference-proxy"),
     ("Service", "gco-system", "inference-proxy"),
     ("HorizontalPodAutoscaler", "gco-system", "inference-proxy-hpa"),
+    ("NetworkPolicy", "gco-inference", "gco-default-deny"),
 }
 
 
@@ -250,6 +251,7 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
         "Deployment gco-system/inference-proxy",
         "Service gco-system/inference-proxy",
         "HorizontalPodAutoscaler gco-system/inference-proxy-hpa",
+        "NetworkPolicy gco-inference/gco-default-deny",
         *(shard_name(shard) for shard in range(SHARDS)),  # every shard, empty
     }
     assert keys(api) >= PROXY
@@ -284,8 +286,9 @@ def test_a_route_refresh_reads_the_routes_and_the_shards_and_nothing_of_the_prox
     reconciler.refresh_routes()
     assert (api.requests["GET"] - reads, api.writes() - writes) == (2, 0)
     assert reconciler.ensure_system().applied == []
-    # the full check: namespaces and every proxy object (2 + 4), then the routes and the shards
-    assert api.requests["GET"] - reads == 2 + 2 + 4 + 2
+    # the full check: namespaces, every proxy object (2 + 4) and the endpoint namespace's default
+    # deny, then the routes and the shards
+    assert api.requests["GET"] - reads == 2 + 2 + 4 + 1 + 2
 
 
 def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> None:

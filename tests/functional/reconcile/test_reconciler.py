@@ -65,7 +65,7 @@ def test_not_ready_requeues_then_reports_running(
     store.create("llama", SPEC, [EAST])
     outcome = reconciler.reconcile("llama")
     assert outcome.kind == "requeue"
-    assert outcome.applied == 4
+    assert outcome.applied == 5  # Deployment, Service, budget, NetworkPolicy, route
     assert state(store) == ("creating", 0, 1)
     assert reconciler.reconcile("llama").kind == "requeue"  # nothing changed: no write
     clock.now += 3.0

@@ -21,7 +21,7 @@ from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.objects import SECRET
+from gco.reconcile.objects import DEPLOYMENT, SECRET
 from gco.secrets_manager import SecretsManagerReader
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -78,28 +78,54 @@ def test_a_secret_outside_the_allowed_list_is_refused_and_nothing_is_written(
     assert region.api.get(SECRET, NAMESPACE, secret_name("llama")) is None
 
 
-def test_a_rotated_secret_reaches_the_secret_when_the_endpoint_is_next_applied(
+def pod_annotations(region: Any, name: str) -> dict[str, str]:
+    deployment = region.api.get(DEPLOYMENT, NAMESPACE, name)
+    assert deployment is not None
+    annotations: dict[str, str] = deployment["spec"]["template"]["metadata"]["annotations"]
+    return annotations
+
+
+def test_a_rotated_secret_rolls_the_pods_at_the_next_sweep_and_no_value_is_annotated(
     one_region: LocalReconcilers, store: EndpointStore, secrets: Any
 ) -> None:
+    """The pod template carries the digest of the secret's version: a rotation (nothing else changed)
+    rewrites the Secret and then changes the template, so the Deployment rolls its pods."""
     region = one_region.regions[EAST]
-    record = store.create("llama", SPEC, [EAST])
+    store.create("llama", SPEC, [EAST])
     one_region.pump()
     first = region.api.get(SECRET, NAMESPACE, secret_name("llama"))
     assert first is not None and base64.b64decode(first["data"]["HF_TOKEN"]) == b"first-value"
+    digest = first["metadata"]["annotations"][SOURCES_ANNOTATION]
+    assert pod_annotations(region, "llama")[SOURCES_ANNOTATION] == digest
     writes = region.api.writes
-    region.reconciler.reconcile("llama")  # nothing changed: the Secret is not written again
+    one_region.sweep()  # nothing changed: neither the Secret nor the Deployment is written again
     assert region.api.writes == writes
 
     secrets.put_secret_value(SecretId="team/hf", SecretString="second-value")
-    assert record.lifecycle_id is not None
-    store.scale("llama", 2, record.lifecycle_id)
-    one_region.pump()
+    one_region.sweep()
     second = region.api.get(SECRET, NAMESPACE, secret_name("llama"))
     assert second is not None and base64.b64decode(second["data"]["HF_TOKEN"]) == b"second-value"
-    assert (
-        second["metadata"]["annotations"][SOURCES_ANNOTATION]
-        != first["metadata"]["annotations"][SOURCES_ANNOTATION]
-    )
+    rolled = pod_annotations(region, "llama")[SOURCES_ANNOTATION]
+    assert rolled == second["metadata"]["annotations"][SOURCES_ANNOTATION] != digest
+    deployment = json.dumps(region.api.get(DEPLOYMENT, NAMESPACE, "llama"))
+    assert "second-value" not in deployment and "first-value" not in deployment
+
+
+def test_a_secret_that_becomes_unreadable_is_a_terminal_status_and_the_pods_are_left_alone(
+    one_region: LocalReconcilers, store: EndpointStore, secrets: Any
+) -> None:
+    region = one_region.regions[EAST]
+    store.create("llama", SPEC, [EAST])
+    one_region.pump()
+    before = region.api.get(DEPLOYMENT, NAMESPACE, "llama")
+    secrets.delete_secret(SecretId="team/hf", ForceDeleteWithoutRecovery=True)
+    one_region.sweep()
+    record = store.get("llama", consistent_read=True)
+    assert record is not None and record.region_status[EAST].state == "error"
+    assert (record.region_status[EAST].error or "").startswith("secret_env.HF_TOKEN: secret team/hf:")
+    after = region.api.get(DEPLOYMENT, NAMESPACE, "llama")
+    assert before is not None and after is not None
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
 @pytest.fixture

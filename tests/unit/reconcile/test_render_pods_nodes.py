@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gco.nodes import CAPACITY_LABEL, GPU_TAINT, GPU_TYPE_LABEL, gpu_labels
+from gco.nodes import CAPACITY_LABEL, GPU_TAINT, GPU_TYPE_LABEL, capacity_labels, gpu_labels
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
 
@@ -26,7 +26,8 @@ def test_gpu_type_selects_the_node_group_model_label_in_any_case() -> None:
 def test_gpu_pods_tolerate_the_gpu_taint_and_select_capacity() -> None:
     spec = pod_template({"gpu_count": 1, "capacity_type": "spot"})["spec"]
     assert GPU_TAINT.toleration() in spec["tolerations"]
-    assert spec["nodeSelector"] == {CAPACITY_LABEL: "SPOT"}
+    assert spec["nodeSelector"] == {CAPACITY_LABEL: "spot"} == capacity_labels("spot")
+    assert pod_template({"gpu_count": 1})["spec"]["nodeSelector"] == {CAPACITY_LABEL: "on-demand"}
     assert GPU_TYPE_LABEL not in pod_template({"gpu_count": 0, "gpu_type": "l4"})["spec"]["nodeSelector"]
 
 
