@@ -26,3 +26,17 @@ DEFAULT_PREFIX = "gco"
 def regional_stack_name(region: str, prefix: str | None = None) -> str:
     """`<prefix>-regional-<region>`, as `app.py` names the Regional stacks (prefix from GCO_PREFIX)."""
     return f"{prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX}-regional-{region}"
+
+
+# API Gateway writes a REST API stage's access logs with the CloudWatch Logs role set in the account's
+# settings, one per account and Region ("CloudWatch Logs role ARN must be set in account settings to
+# enable logging" otherwise; API Gateway developer guide, "Set up CloudWatch logging for REST APIs").
+# A Regional stack with `api_gateway_account: create` creates this role and sets it; `gco doctor`
+# tells the role apart from one set by anything else by this name.
+LOGGING_ROLE_STEM = "api-gateway-logs"
+
+
+def logging_role_name(prefix: str, region: str) -> str:
+    """`<prefix>-api-gateway-logs-<region>`: the start of the role's name (the stack appends the
+    8 characters of its creation, `stacks/constructs/retained.py`)."""
+    return f"{prefix}-{LOGGING_ROLE_STEM}-{region}"

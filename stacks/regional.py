@@ -16,6 +16,7 @@ from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.proxy.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
+from stacks.constructs.api_account import ApiGatewayAccount
 from stacks.constructs.cluster_access import ClusterAccess
 from stacks.constructs.cluster_addons import ClusterAddons
 from stacks.constructs.data import stream_identity
@@ -151,6 +152,12 @@ class RegionalStack(Stack):
             key=self.key,
             log_retention=retention,
         )
+        # The stage's access logs need the account's CloudWatch Logs role in this Region: set here
+        # unless the config says the account has one (stacks/constructs/api_account.py).
+        self.api_account: ApiGatewayAccount | None = None
+        if config.api_gateway_account == "create":
+            self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", prefix=config.prefix)
+            self.front_door.api.deployment_stage.node.add_dependency(self.api_account.account)
         self.ingress = LoadBalancerController(
             self,
             "LoadBalancerController",

@@ -290,6 +290,10 @@ class GcoConfig(_Model):
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
     # ARN; names in the home Region): the Regional reconcilers may read these only (gco.endpoint_secrets).
     endpoint_secrets: list[str] = Field(default_factory=list)
+    # Who sets API Gateway's CloudWatch Logs role, a setting of the account in each Region that the
+    # front door's access logs need: `create` (each Regional stack creates the role and sets it),
+    # `existing` (the account already has one; `gco doctor` checks it). gco.front_door says why.
+    api_gateway_account: Literal["create", "existing"] = "create"
 
     @field_validator("home_region")
     @classmethod

@@ -41,6 +41,7 @@ def options_app() -> Any:
         },
         "network": {"vpc_cidrs": {OTHER: "10.80.0.0/16"}, "nat_per_zone": True, "vpc_endpoints": False},
         "alarms": {"emails": ["oncall@example.com"], "topic_arns": [TOPIC, ELSEWHERE_TOPIC]},
+        "api_gateway_account": "existing",
         "runner": {
             **cdk_json_config()["runner"],
             "fallback_instance_types": ["g6.2xlarge"],

@@ -33,11 +33,11 @@ def pyproject_requirements() -> list[Requirement]:
 def locked() -> dict[str, tuple[str, int, list[str]]]:
     """name -> (version, number of hashes, what it is there for) of every entry of the lock."""
     entries: dict[str, tuple[str, int, list[str]]] = {}
-    current = ""
+    current: str = ""
     for line in LOCK.read_text(encoding="utf-8").splitlines():
         found = ENTRY.match(line)
         if found:
-            current = canonicalize_name(found["name"])
+            current = str(canonicalize_name(found["name"]))
             entries[current] = (found["version"], 0, [])
         elif current and line.strip().startswith("--hash=sha256:"):
             version, hashes, via = entries[current]
@@ -62,8 +62,8 @@ def test_every_pyproject_requirement_is_pinned_within_its_range_with_hashes() ->
             f"{LOCK.name} pins {name}=={version}, outside pyproject's {requirement}: run make lock"
         )
         assert DIRECT & set(via), f"{name}: {via}"
-    for name, (version, hashes, _) in entries.items():
-        assert hashes >= 1, f"{name}=={version} has no hash"
+    for locked_name, (version, hashes, _) in entries.items():
+        assert hashes >= 1, f"{locked_name}=={version} has no hash"
 
 
 def test_nothing_is_pinned_as_a_requirement_pyproject_dropped() -> None:
