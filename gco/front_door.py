@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 
 INVOKE_URL_OUTPUT = "InvokeUrl"
+# Each Region's front door (its REST API, load balancer and VPC link) is named `<prefix>-inference-<region>`.
+FRONT_DOOR_PART = "inference"
 # API Gateway's longest streamed response (docs.aws.amazon.com/apigateway/latest/developerguide/
 # response-transfer-mode.html: "The maximum duration for response streaming is 15 minutes").
 GENERATION_TIMEOUT_S = 900

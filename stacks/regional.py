@@ -9,6 +9,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from gco.front_door import FRONT_DOOR_PART
 from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
@@ -19,8 +20,9 @@ from stacks.config import GcoConfig
 from stacks.constructs.api_account import ApiGatewayAccount
 from stacks.constructs.cluster_access import ClusterAccess
 from stacks.constructs.cluster_addons import ClusterAddons
+from stacks.constructs.dashboards import RegionalDashboard
 from stacks.constructs.data import stream_identity
-from stacks.constructs.front_door import FrontDoor
+from stacks.constructs.front_door import STAGE, FrontDoor
 from stacks.constructs.gpu_cluster import GpuCluster
 from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
@@ -146,7 +148,7 @@ class RegionalStack(Stack):
         self.front_door = FrontDoor(
             self,
             "FrontDoor",
-            name=config.name("inference", region),
+            name=config.name(FRONT_DOOR_PART, region),
             vpc=self.network.vpc,
             pod_security_group=self.eks.cluster.cluster_security_group,
             key=self.key,
@@ -184,6 +186,16 @@ class RegionalStack(Stack):
             key="ModelSources",
             value=",".join(config.model_sources) or NO_SOURCES,
             description=f"S3 prefixes endpoint pods may read models from (set {MODEL_SOURCES_ENV} to this)",
+        )
+        self.dashboard = RegionalDashboard(
+            self,
+            "Dashboard",
+            name=config.name(region),
+            api_name=config.name(FRONT_DOOR_PART, region),
+            stage=STAGE,
+            access_log_group=self.front_door.access_logs.log_group_name,
+            sweep_minutes=config.sweep_minutes,
+            alarm_targets=self.reconciler.alarm_targets,
         )
         binding = self.eks.cluster.add_manifest(
             "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)
