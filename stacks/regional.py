@@ -57,6 +57,7 @@ class RegionalStack(Stack):
             retention=retention,
             nat_per_zone=config.network.nat_per_zone,
             endpoints=config.network.vpc_endpoints,
+            zones=config.network.availability_zones.get(region),
         )
         cluster_name = config.name(region)
         self.eks = GpuCluster(

@@ -7,14 +7,15 @@ writes each subnet's zone as `Fn::Select [i, Fn::GetAZs ""]`, evaluated by Cloud
 Availability Zones that have a default subnet unless none of the Availability Zones has a default
 subnet; in that case, all Availability Zones are returned" (CloudFormation template reference,
 `Fn::GetAZs`). `getazs` models that, from DescribeAvailabilityZones and the default subnets
-(DescribeSubnets `default-for-az`); the VPC takes the first `VPC_ZONES` (stacks/constructs/network.py
+(DescribeSubnets `default-for-az`); the VPC takes the first `ZONES_PER_VPC` (stacks/constructs/network.py
 `max_azs`). With `gco.account` set, CDK looks the zones up at synth instead (its AZ context provider:
 the available zones, sorted), which the same first two of the available zones approximate only when
 every zone has a default subnet or none has.
 
-Why the network does not pick the zones itself: at synth the app is offline (no account to ask), and
-CloudFormation offers no function that filters zones by instance type. The doctor therefore names, in
-its fix, the zones where every GPU type is offered.
+Why the network does not pick the zones by itself: at synth the app is offline (no account to ask),
+and CloudFormation offers no function that filters zones by instance type. So the choice is the
+config's: `network.availability_zones` names a Region's two zones (the VPC is then built in exactly
+those), and the doctor's fix names the zones that offer every GPU type, ready to paste.
 
 Which instance types a zone offers: `DescribeInstanceTypeOfferings` with location type
 `availability-zone` (EC2 API reference). A type offered in none of the VPC's zones fails (its node
@@ -24,12 +25,12 @@ only there, and a zone's outage leaves none).
 
 from __future__ import annotations
 
-from gco.deployment.config import GcoConfig
+import json
+
+from gco.deployment.config import ZONES_PER_VPC, GcoConfig
 from gco.doctor.model import Check, fail, ok, warn
 from gco.doctor.port import AccountReader
 from gco.front_door import logging_role_name
-
-VPC_ZONES = 2
 
 
 def getazs(zones: list[str], default_subnet_zones: set[str]) -> list[str]:
@@ -39,9 +40,12 @@ def getazs(zones: list[str], default_subnet_zones: set[str]) -> list[str]:
     return sorted(with_default or zones)
 
 
-def vpc_zones(reader: AccountReader, region: str) -> list[str]:
-    """The zones the Regional stack's VPC will be created in."""
-    return getazs(reader.availability_zones(region), reader.default_subnet_zones(region))[:VPC_ZONES]
+def vpc_zones(reader: AccountReader, region: str, named: list[str] | None = None) -> list[str]:
+    """The zones the Regional stack's VPC will be created in: those `network.availability_zones`
+    names, else the first of what Fn::GetAZs will answer."""
+    if named:
+        return list(named)
+    return getazs(reader.availability_zones(region), reader.default_subnet_zones(region))[:ZONES_PER_VPC]
 
 
 def gpu_zones_check(reader: AccountReader, config: GcoConfig, region: str) -> Check:
@@ -50,7 +54,7 @@ def gpu_zones_check(reader: AccountReader, config: GcoConfig, region: str) -> Ch
     types = list(dict.fromkeys(config.gpu_nodes.instance_types))
     if region == config.home_region:
         types += [t for t in config.runner.instance_types if t not in types]
-    zones = vpc_zones(reader, region)
+    zones = vpc_zones(reader, region, config.network.availability_zones.get(region))
     offered = reader.instance_type_zones(region, types)
     nowhere = [t for t in types if not offered.get(t, set()) & set(zones)]
     partly = [t for t in types if t not in nowhere and not set(zones) <= offered.get(t, set())]
@@ -58,10 +62,12 @@ def gpu_zones_check(reader: AccountReader, config: GcoConfig, region: str) -> Ch
         f"{t} in {', '.join(sorted(offered.get(t, set()) & set(zones))) or 'none'}" for t in types
     )
     everywhere = sorted(set.intersection(*(offered.get(t, set()) for t in types))) if types else []
+    pick = f'"network": {{"availability_zones": {{"{region}": {json.dumps(everywhere[:ZONES_PER_VPC])}}}}}'
     fix = (
-        f"use instance types offered in {', '.join(zones)} (gpu_nodes.instance_types, runner); "
-        f"zones of {region} offering every one: {', '.join(everywhere) or 'none'} "
-        f"(aws ec2 describe-instance-type-offerings --location-type availability-zone --region {region})"
+        f"zones of {region} offering every type: {', '.join(everywhere) or 'none'}; "
+        + (f"name two in cdk.json ({pick}), " if len(everywhere) >= ZONES_PER_VPC else "")
+        + "or use instance types offered in the VPC's zones (gpu_nodes.instance_types, runner); "
+        f"aws ec2 describe-instance-type-offerings --location-type availability-zone --region {region}"
     )
     if nowhere:
         return fail("gpu-zones", region, f"{', '.join(nowhere)} offered in none; {detail}", fix)

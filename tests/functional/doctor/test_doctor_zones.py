@@ -55,7 +55,21 @@ def test_types_offered_in_neither_zone_fail_naming_the_zones_that_offer_them(mot
     check = gpu_zones_check(moto_reader(moto), config(), REGION)
     assert check.status == "fail"
     assert check.detail.startswith("g6e.xlarge, g6e.2xlarge offered in none; the VPC's zones us-east-1e")
-    assert "offering every one: us-east-1a, us-east-1b, us-east-1c, us-east-1d" in check.fix
+    assert "offering every type: us-east-1a, us-east-1b, us-east-1c, us-east-1d" in check.fix
+
+
+def test_zones_the_config_names_are_the_vpc_s(moto: MotoServer) -> None:
+    drop_default_subnets(moto, MOTO_ZONES[:4])  # Fn::GetAZs would answer e, f; the config overrides it
+    named = config(network={"availability_zones": {REGION: ["us-east-1c", "us-east-1d"]}})
+    check = gpu_zones_check(moto_reader(moto), named, REGION)
+    assert check.status == "ok", check
+    assert check.detail.startswith("the VPC's zones us-east-1c, us-east-1d:")
+
+
+def test_the_fix_names_two_zones_ready_for_cdk_json(moto: MotoServer) -> None:
+    drop_default_subnets(moto, MOTO_ZONES[:4])
+    check = gpu_zones_check(moto_reader(moto), config(), REGION)
+    assert '"network": {"availability_zones": {"us-east-1": ["us-east-1a", "us-east-1b"]}}' in check.fix
 
 
 def test_a_type_offered_in_one_zone_warns(moto: MotoServer) -> None:
