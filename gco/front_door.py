@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 
 INVOKE_URL_OUTPUT = "InvokeUrl"
+# Each Region's front door (its REST API, load balancer and VPC link) is named `<prefix>-inference-<region>`.
+FRONT_DOOR_PART = "inference"
 # API Gateway's longest streamed response (docs.aws.amazon.com/apigateway/latest/developerguide/
 # response-transfer-mode.html: "The maximum duration for response streaming is 15 minutes").
 GENERATION_TIMEOUT_S = 900
@@ -26,3 +28,17 @@ DEFAULT_PREFIX = "gco"
 def regional_stack_name(region: str, prefix: str | None = None) -> str:
     """`<prefix>-regional-<region>`, as `app.py` names the Regional stacks (prefix from GCO_PREFIX)."""
     return f"{prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX}-regional-{region}"
+
+
+# API Gateway writes a REST API stage's access logs with the CloudWatch Logs role set in the account's
+# settings, one per account and Region ("CloudWatch Logs role ARN must be set in account settings to
+# enable logging" otherwise; API Gateway developer guide, "Set up CloudWatch logging for REST APIs").
+# A Regional stack with `api_gateway_account: create` creates this role and sets it; `gco doctor`
+# tells the role apart from one set by anything else by this name.
+LOGGING_ROLE_STEM = "api-gateway-logs"
+
+
+def logging_role_name(prefix: str, region: str) -> str:
+    """`<prefix>-api-gateway-logs-<region>`: the start of the role's name (the stack appends the
+    8 characters of its creation, `stacks/constructs/retained.py`)."""
+    return f"{prefix}-{LOGGING_ROLE_STEM}-{region}"

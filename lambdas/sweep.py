@@ -15,14 +15,21 @@ import functools
 import time
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger, Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.errors import SweepFailedError
 from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
+from gco.reconcile.replica_metrics import (
+    ENDPOINT_DIMENSION,
+    NOT_READY_METRIC,
+    REPLICAS_DESIRED_METRIC,
+    REPLICAS_READY_METRIC,
+    not_ready,
+)
 from gco.reconcile.runtime import LazyReconciler, heartbeat_from_env
-from gco.reconcile.sweep import sweep
+from gco.reconcile.sweep import SweepReport, sweep
 from gco.tracing import LazyTracer
 
 logger = Logger(service=SWEEP_SERVICE)
@@ -40,9 +47,28 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     metrics.add_metric(name="SweepEndpoints", unit=MetricUnit.Count, value=report.endpoints)
     metrics.add_metric(name="SweepFailures", unit=MetricUnit.Count, value=len(report.failed))
     metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=len(report.unreadable))
+    publish_replicas(report)
     expired = destroy_expired(reconciler().store, region=reconciler().region, now=time.time())
     metrics.add_metric(name="ExpiredMatrixEndpoints", unit=MetricUnit.Count, value=len(expired.destroyed))
     logger.info("sweep finished", extra={**report.as_dict(), "expired_matrix": vars(expired)})
     if report.error is not None:
         raise SweepFailedError(f"the sweep could not list the Region: {report.error}")
     return report.as_dict()
+
+
+def publish_replicas(report: SweepReport) -> None:
+    """Each endpoint's ready and desired replicas (one EMF record per metric, dimensions `service` and
+    `endpoint`), and the number of endpoints short of ready (gco.reconcile.replica_metrics)."""
+    if report.error is not None:
+        return  # nothing was listed: no count is known
+    metrics.add_metric(name=NOT_READY_METRIC, unit=MetricUnit.Count, value=len(not_ready(report.replicas)))
+    for name, (ready, desired) in sorted(report.replicas.items()):
+        for metric, value in ((REPLICAS_READY_METRIC, ready), (REPLICAS_DESIRED_METRIC, desired)):
+            with single_metric(
+                name=metric,
+                unit=MetricUnit.Count,
+                value=value,
+                namespace=METRICS_NAMESPACE,
+                default_dimensions={"service": SWEEP_SERVICE, ENDPOINT_DIMENSION: name},
+            ):
+                pass

@@ -17,6 +17,7 @@ from cdk_nag import (
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
+from stacks.nag.observability_suppressions import api_account_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
     apply,
@@ -119,6 +120,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
             for item in model_access_suppressions(stack, config.model_sources)
         ],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
+        *[item for stack in regional.values() for item in api_account_suppressions(stack)],
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]
     for stack in result.stacks:

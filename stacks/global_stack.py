@@ -16,8 +16,11 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gco.admission.policy import parameter_name
+from gco.front_door import FRONT_DOOR_PART
 from stacks.config import GcoConfig
+from stacks.constructs.dashboards import GlobalDashboard
 from stacks.constructs.data import EndpointTable, EvidenceBucket
+from stacks.constructs.front_door import STAGE
 from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
 from stacks.constructs.runner_cleanup import RunnerCleanup
 from stacks.constructs.runner_workflow import RunnerNames, RunnerWorkflow
@@ -113,4 +116,11 @@ class GlobalStack(Stack):
             workflow_arn=self.runner_workflow.state_machine.state_machine_arn,
             key=self.key,
             log_retention=retention,
+        )
+        self.dashboard = GlobalDashboard(
+            self,
+            "Dashboard",
+            name=config.name("regions"),
+            api_names={region: config.name(FRONT_DOOR_PART, region) for region in config.regions},
+            stage=STAGE,
         )

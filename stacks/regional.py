@@ -9,6 +9,7 @@ from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from gco.front_door import FRONT_DOOR_PART
 from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
 from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
@@ -16,10 +17,12 @@ from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.proxy.render_proxy import target_group_binding
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
+from stacks.constructs.api_account import ApiGatewayAccount
 from stacks.constructs.cluster_access import ClusterAccess
 from stacks.constructs.cluster_addons import ClusterAddons
+from stacks.constructs.dashboards import RegionalDashboard
 from stacks.constructs.data import stream_identity
-from stacks.constructs.front_door import FrontDoor
+from stacks.constructs.front_door import STAGE, FrontDoor
 from stacks.constructs.gpu_cluster import GpuCluster
 from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
@@ -54,6 +57,7 @@ class RegionalStack(Stack):
             retention=retention,
             nat_per_zone=config.network.nat_per_zone,
             endpoints=config.network.vpc_endpoints,
+            zones=config.network.availability_zones.get(region),
         )
         cluster_name = config.name(region)
         self.eks = GpuCluster(
@@ -151,12 +155,18 @@ class RegionalStack(Stack):
         self.front_door = FrontDoor(
             self,
             "FrontDoor",
-            name=config.name("inference", region),
+            name=config.name(FRONT_DOOR_PART, region),
             vpc=self.network.vpc,
             pod_security_group=self.eks.cluster.cluster_security_group,
             key=self.key,
             log_retention=retention,
         )
+        # The stage's access logs need the account's CloudWatch Logs role in this Region: set here
+        # unless the config says the account has one (stacks/constructs/api_account.py).
+        self.api_account: ApiGatewayAccount | None = None
+        if config.api_gateway_account == "create":
+            self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", prefix=config.prefix)
+            self.front_door.api.deployment_stage.node.add_dependency(self.api_account.account)
         self.ingress = LoadBalancerController(
             self,
             "LoadBalancerController",
@@ -183,6 +193,16 @@ class RegionalStack(Stack):
             key="ModelSources",
             value=",".join(config.model_sources) or NO_SOURCES,
             description=f"S3 prefixes endpoint pods may read models from (set {MODEL_SOURCES_ENV} to this)",
+        )
+        self.dashboard = RegionalDashboard(
+            self,
+            "Dashboard",
+            name=config.name(region),
+            api_name=config.name(FRONT_DOOR_PART, region),
+            stage=STAGE,
+            access_log_group=self.front_door.access_logs.log_group_name,
+            sweep_minutes=config.sweep_minutes,
+            alarm_targets=self.reconciler.alarm_targets,
         )
         binding = self.eks.cluster.add_manifest(
             "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)

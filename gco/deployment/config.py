@@ -48,6 +48,8 @@ INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 # launch permissions are bounded by it.
 DEPLOYMENT_TAG = "gco:deployment"
 BUCKET_NAME_MAX = 63
+# Each Region's VPC spans two Availability Zones (stacks/constructs/network.py).
+ZONES_PER_VPC = 2
 
 
 class ConfigError(GcoInputError):
@@ -209,6 +211,21 @@ class NetworkConfig(_Model):
     base_cidr: str = "10.64.0.0/12"
     nat_per_zone: bool = False
     vpc_endpoints: bool = True
+    # The two Availability Zones of a Region's VPC, by name (`us-east-1c`), where the default (what
+    # CloudFormation's Fn::GetAZs answers at deploy) lacks a GPU type; `gco doctor` names the zones that
+    # offer every one (gco/doctor/zones.py).
+    availability_zones: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("availability_zones")
+    @classmethod
+    def _zones(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for region, zones in value.items():
+            if len(zones) != ZONES_PER_VPC or len(set(zones)) != ZONES_PER_VPC:
+                raise ValueError(f"{region}: name {ZONES_PER_VPC} different zones, not {zones}")
+            for zone in zones:
+                if not re.fullmatch(rf"{re.escape(region)}[a-z]", zone):
+                    raise ValueError(f"{region}: {zone!r} is not an Availability Zone of {region}")
+        return value
 
     @field_validator("vpc_cidrs")
     @classmethod
@@ -298,6 +315,10 @@ class GcoConfig(_Model):
     # The customer managed KMS keys (ARNs) those secrets are encrypted under: the reconcilers may
     # decrypt with them through Secrets Manager only (stacks/constructs/reconciler.py).
     endpoint_secret_kms_keys: list[str] = Field(default_factory=list)
+    # Who sets API Gateway's CloudWatch Logs role, a setting of the account in each Region that the
+    # front door's access logs need: `create` (each Regional stack creates the role and sets it),
+    # `existing` (the account already has one; `gco doctor` checks it). gco.front_door says why.
+    api_gateway_account: Literal["create", "existing"] = "create"
 
     @field_validator("home_region")
     @classmethod
@@ -363,9 +384,13 @@ class GcoConfig(_Model):
 
     @model_validator(mode="after")
     def _networks(self) -> GcoConfig:
-        for region in self.network.vpc_cidrs:
-            if region not in self.regions:
-                raise ValueError(f"network.vpc_cidrs: {region!r} is not one of regions")
+        for key, named in (
+            ("vpc_cidrs", self.network.vpc_cidrs),
+            ("availability_zones", self.network.availability_zones),
+        ):
+            for region in named:
+                if region not in self.regions:
+                    raise ValueError(f"network.{key}: {region!r} is not one of regions")
         room = 2 ** (16 - ipaddress.IPv4Network(self.network.base_cidr).prefixlen)
         if len(self.regions) > room:
             raise ValueError(

@@ -21,6 +21,7 @@ from gco.deployment.config import GcoConfig
 from gco.doctor.errors import AccountReadError
 from gco.doctor.model import ACCOUNT, Check, fail, ok, warn
 from gco.doctor.port import AccountReader
+from gco.doctor.zones import api_logging_check, gpu_zones_check
 
 # The templates' `CheckBootstrapVersion` rule refuses bootstrap versions below this (CDK's
 # DefaultStackSynthesizer; tests/cdk compares it with the synthesized rule).
@@ -34,6 +35,12 @@ EKS_ROLES = {
     "AWSServiceRoleForAutoScaling": "autoscaling.amazonaws.com",
 }
 SPOT_ROLE = ("AWSServiceRoleForEC2Spot", "spot.amazonaws.com")
+# The front door's: Elastic Load Balancing's role, which the internal ALB needs, and API Gateway's,
+# which it uses for the VPC link's network interfaces; both created on first use, as the above.
+FRONT_DOOR_ROLES = {
+    "AWSServiceRoleForElasticLoadBalancing": "elasticloadbalancing.amazonaws.com",
+    "AWSServiceRoleForAPIGateway": "ops.apigateway.amazonaws.com",
+}
 
 
 def read_failed(name: str, scope: str, error: AccountReadError) -> Check:
@@ -117,7 +124,7 @@ def eks_version_check(reader: AccountReader, config: GcoConfig, region: str) -> 
 
 
 def role_checks(reader: AccountReader, config: GcoConfig) -> list[Check]:
-    roles = dict(EKS_ROLES)
+    roles = {**EKS_ROLES, **FRONT_DOOR_ROLES}
     if "spot" in (config.gpu_nodes.capacity_type, config.system_nodes.capacity_type) or (
         config.gpu_nodes.capacity_type == "both"
     ):
@@ -146,6 +153,8 @@ def region_checks(reader: AccountReader, config: GcoConfig, region: str, account
         guarded("cdk-bootstrap", region, lambda: bootstrap_check(reader, region, account)),
         guarded("lambda-concurrency", region, lambda: lambda_check(reader, config, region)),
         guarded("eks-version", region, lambda: eks_version_check(reader, config, region)),
+        guarded("gpu-zones", region, lambda: gpu_zones_check(reader, config, region)),
+        guarded("api-gateway-logging-role", region, lambda: api_logging_check(reader, config, region)),
     ]
     try:
         checks += vcpu_checks(reader, config, region)

@@ -120,6 +120,42 @@ class BotoAccountReader:
                 return str(item.get("versionStatus") or item.get("status"))
         return None
 
+    def availability_zones(self, region: str) -> list[str]:
+        with converted("ec2:DescribeAvailabilityZones"):
+            answer = self._clients("ec2", region).describe_availability_zones(
+                Filters=[
+                    {"Name": "zone-type", "Values": ["availability-zone"]},
+                    {"Name": "state", "Values": ["available"]},
+                ]
+            )
+        return [str(zone["ZoneName"]) for zone in answer["AvailabilityZones"]]
+
+    def default_subnet_zones(self, region: str) -> set[str]:
+        found: set[str] = set()
+        with converted("ec2:DescribeSubnets"):
+            pages = self._clients("ec2", region).get_paginator("describe_subnets")
+            for page in pages.paginate(Filters=[{"Name": "default-for-az", "Values": ["true"]}]):
+                found |= {str(subnet["AvailabilityZone"]) for subnet in page["Subnets"]}
+        return found
+
+    def instance_type_zones(self, region: str, instance_types: list[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        with converted("ec2:DescribeInstanceTypeOfferings"):
+            pages = self._clients("ec2", region).get_paginator("describe_instance_type_offerings")
+            for page in pages.paginate(
+                LocationType="availability-zone",
+                Filters=[{"Name": "instance-type", "Values": sorted(set(instance_types))}],
+            ):
+                for offer in page["InstanceTypeOfferings"]:
+                    found.setdefault(str(offer["InstanceType"]), set()).add(str(offer["Location"]))
+        return found
+
+    def api_gateway_logging_role(self, region: str) -> str | None:
+        # IAM authorizes GetAccount as apigateway:GET on the account resource of the Region.
+        with converted(f"apigateway:GET on arn:aws:apigateway:{region}::/account"):
+            answer = self._clients("apigateway", region).get_account()
+        return str(answer.get("cloudwatchRoleArn") or "") or None
+
     def role_exists(self, role_name: str) -> bool:
         try:
             with converted("iam:GetRole"):

@@ -37,6 +37,22 @@ class AccountReader(Protocol):
         """EKS's support status of a Kubernetes version (`STANDARD_SUPPORT`, ...), None if unlisted."""
         ...
 
+    def availability_zones(self, region: str) -> list[str]:
+        """The names of the Region's available Availability Zones (not Local or Wavelength Zones)."""
+        ...
+
+    def default_subnet_zones(self, region: str) -> set[str]:
+        """The zones that hold a default subnet (what CloudFormation's Fn::GetAZs looks at)."""
+        ...
+
+    def instance_type_zones(self, region: str, instance_types: list[str]) -> dict[str, set[str]]:
+        """For each instance type, the zones of the Region that offer it (absent: offered nowhere)."""
+        ...
+
+    def api_gateway_logging_role(self, region: str) -> str | None:
+        """The CloudWatch Logs role ARN API Gateway's account settings name in `region`, None if unset."""
+        ...
+
     def role_exists(self, role_name: str) -> bool:
         """Whether the IAM role exists (IAM is global)."""
         ...

@@ -55,6 +55,8 @@ from gco.engines.logsyntax import json_object, pairs, positive, python_dict, str
 # Its Prometheus metrics (docs.vllm.ai "Production Metrics"); the counters are exported as `<name>_total`.
 WAITING_METRIC = "vllm:num_requests_waiting"
 RUNNING_METRIC = "vllm:num_requests_running"
+# Time to first token, a histogram in seconds (docs.vllm.ai "Production Metrics"); the dashboards name it.
+TTFT_METRIC = "vllm:time_to_first_token_seconds"
 COUNTERS = (
     *("vllm:prompt_tokens", "vllm:generation_tokens", "vllm:request_success", "vllm:request_failure"),
     *("vllm:prefix_cache_queries", "vllm:prefix_cache_hits"),

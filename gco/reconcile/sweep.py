@@ -23,6 +23,7 @@ from gco.reconcile.failures import report_failure
 from gco.reconcile.heartbeat import HeartbeatWriter
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER, labels_of
 from gco.reconcile.reconciler import Reconciler
+from gco.reconcile.replica_metrics import not_ready, replica_counts
 
 log = logging.getLogger(__name__)
 ENTRY = "sweep"
@@ -46,6 +47,8 @@ class SweepReport:
     system_error: str | None = None
     heartbeat: bool | None = None
     seconds: float = 0.0
+    # (ready, desired) replicas of each endpoint with a record, from the snapshot (replica_metrics.py)
+    replicas: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class SweepReport:
             "system_error": self.system_error,
             "heartbeat": self.heartbeat,
             "seconds": round(self.seconds, 3),
+            "not_ready": not_ready(self.replicas),
         }
 
 
@@ -99,6 +103,7 @@ def sweep(reconciler: Reconciler, *, heartbeat: HeartbeatWriter | None = None) -
     records = listing.records
     report.endpoints = len(records)
     work = [(record.endpoint_name, record) for record in records]
+    report.replicas = {name: replica_counts(observed.get(name, [])) for name, _ in work}
     known = {name for name, _ in work} | set(report.unreadable)
     orphans = sorted(name for name in observed if name not in known)
     report.orphans = len(orphans)

@@ -8,6 +8,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from gco.deployment.config import ZONES_PER_VPC
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.retained import retained_name
 
@@ -41,14 +42,17 @@ class Network(Construct):
         retention: logs.RetentionDays,
         nat_per_zone: bool = False,
         endpoints: bool = True,
+        zones: list[str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # Named zones where the config names them; else two, which CDK takes from Fn::GetAZs at deploy.
+        where: dict[str, object] = {"availability_zones": zones} if zones else {"max_azs": ZONES_PER_VPC}
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
             vpc_name=name,
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            max_azs=2,
+            **where,  # type: ignore[arg-type]
             nat_gateways=2 if nat_per_zone else 1,
             subnet_configuration=[
                 ec2.SubnetConfiguration(

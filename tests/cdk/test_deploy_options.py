@@ -19,6 +19,7 @@ from tests.cdk.synth_cache import cdk_json_config
 
 TOPIC = f"arn:aws:sns:{OTHER}:111122223333:oncall"
 ELSEWHERE_TOPIC = "arn:aws:sns:eu-west-1:111122223333:elsewhere"
+ZONES = [f"{OTHER}b", f"{OTHER}c"]
 PREBUILT = "111122223333.dkr.ecr.us-east-1.amazonaws.com/team/gco-runner@sha256:" + "b" * 64
 
 
@@ -39,8 +40,14 @@ def options_app() -> Any:
             "capacity_type": "both",
             "capacity_priority": "spot",
         },
-        "network": {"vpc_cidrs": {OTHER: "10.80.0.0/16"}, "nat_per_zone": True, "vpc_endpoints": False},
+        "network": {
+            "vpc_cidrs": {OTHER: "10.80.0.0/16"},
+            "nat_per_zone": True,
+            "vpc_endpoints": False,
+            "availability_zones": {OTHER: ZONES},
+        },
         "alarms": {"emails": ["oncall@example.com"], "topic_arns": [TOPIC, ELSEWHERE_TOPIC]},
+        "api_gateway_account": "existing",
         "runner": {
             **cdk_json_config()["runner"],
             "fallback_instance_types": ["g6.2xlarge"],
@@ -114,6 +121,9 @@ def test_network_cidr_nat_per_zone_and_no_endpoints() -> None:
     template.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.80.0.0/16"})
     template.resource_count_is("AWS::EC2::NatGateway", 2)
     template.resource_count_is("AWS::EC2::VPCEndpoint", 0)
+    # The zones the config names, written as names (not Fn::GetAZs), one public and one private each.
+    subnets = template.find_resources("AWS::EC2::Subnet")
+    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets.values()) == sorted(ZONES * 2)
     # The home Region keeps its default network: the base's first /16.
     Template.from_stack(options_app().regional[HOME]).has_resource_properties(
         "AWS::EC2::VPC", {"CidrBlock": "10.64.0.0/16"}

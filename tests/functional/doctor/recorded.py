@@ -1,5 +1,6 @@
 """Clients for the doctor's account checks: a moto server's where moto models the calls (SSM, IAM,
-EC2's instance types, STS, which answers for moto's account 123456789012), and botocore `Stubber`s
+EC2's instance types, zones, default subnets and instance type offerings, API Gateway's account
+settings, STS, which answers for moto's account 123456789012), and botocore `Stubber`s
 answering with responses recorded from the AWS documentation's examples where it does not (moto's
 Service Quotas knows only VPC quotas; it has no Lambda GetAccountSettings and no EKS
 DescribeClusterVersions). Each recorded answer is a file in tests/events/doctor/ naming its source;
@@ -22,7 +23,7 @@ from botocore.stub import Stubber
 from gco.doctor.boto_reader import ClientFactory
 
 EVENTS = Path(__file__).resolve().parents[2] / "events" / "doctor"
-MOTO_SERVICES = ("ssm", "iam", "ec2", "sts")
+MOTO_SERVICES = ("ssm", "iam", "ec2", "sts", "apigateway")
 
 
 def recorded(name: str) -> dict[str, Any]:

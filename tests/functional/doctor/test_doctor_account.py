@@ -13,7 +13,7 @@ import pytest
 
 from gco.deployment.capacity import reserved_functions
 from gco.deployment.config import GcoConfig, parse_config
-from gco.doctor.account import EKS_ROLES, MIN_BOOTSTRAP_VERSION
+from gco.doctor.account import EKS_ROLES, FRONT_DOOR_ROLES, MIN_BOOTSTRAP_VERSION
 from gco.doctor.boto_reader import BotoAccountReader
 from gco.doctor.model import Check, Report
 from gco.doctor.service import run_doctor
@@ -48,7 +48,7 @@ def seed_account(moto: MotoServer, *, bootstrap: int | None = 21, roles: bool = 
         # Created by name and path as IAM holds them (moto's CreateServiceLinkedRole names the EKS
         # node group role differently from IAM, which calls it AWSServiceRoleForAmazonEKSNodegroup).
         trust = '{"Version": "2012-10-17", "Statement": []}'
-        for role, service in EKS_ROLES.items():
+        for role, service in {**EKS_ROLES, **FRONT_DOOR_ROLES}.items():
             path = f"/aws-service-role/{service}/"
             iam.create_role(RoleName=role, Path=path, AssumeRolePolicyDocument=trust)
 

@@ -16,6 +16,11 @@ def test_default_networks_are_distinct_per_region() -> None:
     assert config.network.nat_per_zone is False and config.network.vpc_endpoints is True
 
 
+def test_named_zones_are_kept_per_region() -> None:
+    config = parse_config({"network": {"availability_zones": {"us-east-1": ["us-east-1c", "us-east-1e"]}}})
+    assert config.network.availability_zones == {"us-east-1": ["us-east-1c", "us-east-1e"]}
+
+
 def test_an_explicit_network_replaces_the_default_of_its_region() -> None:
     config = parse_config({"regions": THREE, "network": {"vpc_cidrs": {"eu-west-1": "172.20.0.0/16"}}})
     assert config.vpc_cidr("eu-west-1") == "172.20.0.0/16"
@@ -38,6 +43,18 @@ def test_an_explicit_network_replaces_the_default_of_its_region() -> None:
             "gco.network.vpc_cidrs: '10.0.0.0/8' must be",
         ),
         ({"network": {"base_cidr": "nonsense"}}, "gco.network.base_cidr: 'nonsense' is not an IPv4 network"),
+        (
+            {"network": {"availability_zones": {"us-east-1": ["us-east-1a"]}}},
+            "gco.network.availability_zones: us-east-1: name 2 different zones",
+        ),
+        (
+            {"network": {"availability_zones": {"us-east-1": ["us-east-1a", "us-west-2b"]}}},
+            "gco.network.availability_zones: us-east-1: 'us-west-2b' is not an Availability Zone",
+        ),
+        (
+            {"network": {"availability_zones": {"eu-west-1": ["eu-west-1a", "eu-west-1b"]}}},
+            "gco: network.availability_zones: 'eu-west-1' is not one of regions",
+        ),
         ({"alarms": {"emails": ["not-mail"]}}, "gco.alarms.emails: 'not-mail' is not an email address"),
         ({"alarms": {"topic_arns": ["arn:aws:sqs:us-east-1:1:q"]}}, "gco.alarms.topic_arns: 'arn:aws:sqs"),
         (

@@ -1,0 +1,102 @@
+"""The CloudWatch dashboards (bodies from `gco.deployment.dashboards`) and the alarms an operator is
+paged by besides the reconciler's own: the front door's 5xx answers, and endpoints that stay short of
+ready replicas.
+
+- `RegionalDashboard` (each Regional stack): dashboard `<prefix>-<region>`, and two alarms to the
+  Region's alarm topic: `<name>-FrontDoor5xx` (API Gateway's `5XXError` of the stage, summed over
+  5 minutes, above `FIVE_XX_THRESHOLD`) and `<name>-EndpointsNotReady` (the sweep's count above 0 in
+  each of `NOT_READY_PERIODS` sweeps in a row, so a rollout that becomes ready within that time does
+  not page). Missing data is not breaching: no traffic is not an error, and a sweep that did not run
+  is the reconciler's own `SweepErrors` alarm.
+- `GlobalDashboard` (the global stack, home Region): dashboard `<prefix>-regions`, every Region's
+  widgets side by side (a dashboard's metric widgets name their Region, so one dashboard reads all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from gco.deployment.dashboards import API_NAMESPACE, global_dashboard, regional_dashboard
+from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE
+from gco.reconcile.replica_metrics import NOT_READY_METRIC
+
+FIVE_XX_THRESHOLD = 5
+NOT_READY_PERIODS = 3
+
+
+class RegionalDashboard(Construct):
+    """The Region's dashboard and its front-door and readiness alarms."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        api_name: str,
+        stage: str,
+        access_log_group: str,
+        sweep_minutes: int,
+        alarm_targets: Sequence[sns.ITopic],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        body = regional_dashboard(
+            region=stack.region, api_name=api_name, stage=stage, access_log_group=access_log_group
+        )
+        self.dashboard = cloudwatch.CfnDashboard(
+            self, "Dashboard", dashboard_name=name, dashboard_body=stack.to_json_string(body)
+        )
+        five = Duration.minutes(5)
+        five_xx = cloudwatch.Metric(
+            namespace=API_NAMESPACE,
+            metric_name="5XXError",
+            dimensions_map={"ApiName": api_name, "Stage": stage},
+            statistic="Sum",
+            period=five,
+        )
+        not_ready = cloudwatch.Metric(
+            namespace=METRICS_NAMESPACE,
+            metric_name=NOT_READY_METRIC,
+            dimensions_map={"service": SWEEP_SERVICE},
+            statistic="Maximum",
+            period=Duration.minutes(max(5, sweep_minutes)),
+        )
+        self.alarms = []
+        for alarm_id, metric, threshold, periods in (
+            ("FrontDoor5xx", five_xx, FIVE_XX_THRESHOLD, 1),
+            ("EndpointsNotReady", not_ready, 0, NOT_READY_PERIODS),
+        ):
+            alarm = cloudwatch.Alarm(
+                self,
+                alarm_id,
+                alarm_name=f"{name}-{alarm_id}",
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=periods,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            for topic in alarm_targets:
+                alarm.add_alarm_action(actions.SnsAction(topic))
+                alarm.add_ok_action(actions.SnsAction(topic))
+            self.alarms.append(alarm)
+
+
+class GlobalDashboard(Construct):
+    """One dashboard across every Region of the deployment."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, name: str, api_names: dict[str, str], stage: str
+    ) -> None:
+        super().__init__(scope, construct_id)
+        body = global_dashboard(api_names=api_names, stage=stage)
+        self.dashboard = cloudwatch.CfnDashboard(
+            self, "Dashboard", dashboard_name=name, dashboard_body=Stack.of(self).to_json_string(body)
+        )
