@@ -193,6 +193,9 @@ class LocalKubelet:
         self.stop_timeout = stop_timeout
         self.probe_timeout = probe_timeout
         self._workloads: dict[tuple[str, str], _Workload] = {}
+        # Deployments whose readiness probes are made to fail (`gco local fail-region --unready`): their
+        # engines keep running and answering, but are out of their Service, as after a failed probe.
+        self.failing_probes: set[str] = set()
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._serial = itertools.count(1)
@@ -396,8 +399,16 @@ class LocalKubelet:
 
     def _probe(self) -> None:
         with self._lock:
-            replicas = [r for w in self._workloads.values() for r in w.running]
-        results = {id(r): (not r.process.exited()) and self._answers(r) for r in replicas}
+            replicas = [r for (_, name), w in self._workloads.items() for r in w.running]
+            failing = {
+                id(r)
+                for (_, name), w in self._workloads.items()
+                for r in w.running
+                if name in self.failing_probes
+            }
+        results = {
+            id(r): id(r) not in failing and (not r.process.exited()) and self._answers(r) for r in replicas
+        }
         with self._lock:
             for replica in replicas:
                 replica.ready = results[id(replica)]
