@@ -14,14 +14,14 @@ from datetime import UTC, datetime
 import click
 
 from gco import aws
-from gco.cli.common import TABLE_NAME, check_connection, emit, emit_table, output_option
+from gco.cli.common import TABLE_NAME, F, check_connection, emit, emit_table, output_option
 from gco.env import ENDPOINT_URL_ENV
 from gco.errors import GcoInputError
 from gco.global_access import keys
 from gco.global_access.key_store import DEFAULT_KEYS_TABLE, KEYS_TABLE_ENV, DynamoKeyStore, create_keys_table
 
 
-def _options(command: click.Command) -> click.Command:
+def _options(command: F) -> F:
     command = output_option(command)
     command = click.option(
         "--keys-table",

@@ -16,12 +16,14 @@ import ssl
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 
 from gco import aws
 from gco.endpoints import EndpointStore
+from gco.global_access import keys
 from gco.global_access.key_store import DynamoKeyStore
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import CHECK_TIMEOUT_S, HealthChecker
@@ -32,6 +34,21 @@ REPORT_NAME = "front.json"
 
 def report_path(state_dir: Path) -> Path:
     return state_dir / REPORT_NAME
+
+
+def make_key(endpoint_url: str, home_region: str, keys_table: str, name: str = "local-env") -> str:
+    """A new key for every endpoint, stored (hashed) in the stack's keys table; returns the key.
+
+    Raises:
+        KeyStoreError: the keys table cannot be written.
+    """
+    plaintext, record = keys.new_key(
+        name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env"
+    )
+    DynamoKeyStore(aws.client("dynamodb", region=home_region, endpoint_url=endpoint_url), keys_table).put(
+        record
+    )
+    return plaintext
 
 
 def http_probe(verify: ssl.SSLContext | bool) -> Callable[[str], bool]:
