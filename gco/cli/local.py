@@ -129,7 +129,7 @@ def env(state_dir: Path | None, with_key: bool) -> None:
 def _region_of(state: stack.StackState, region: str) -> str:
     if region not in state.regions:
         raise GcoInputError(
-            "REGION", f"{region[:40]!r} is not a Region of the stack ({', '.join(state.regions)})"
+            "region", f"{region[:40]!r} is not a Region of the stack ({', '.join(state.regions)})"
         )
     return region
 
@@ -140,7 +140,7 @@ def _region_of(state: stack.StackState, region: str) -> str:
     "--unready",
     "unready",
     multiple=True,
-    help="Make this endpoint's replicas unready in REGION (repeat for more) instead of stopping its proxy.",
+    help="Make this endpoint's replicas unready there (repeat for more) instead of stopping its proxy.",
 )
 @state_dir_option
 def fail_region(region: str, unready: tuple[str, ...], state_dir: Path | None) -> None:

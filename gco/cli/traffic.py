@@ -26,6 +26,7 @@ from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.invoke import (
     GLOBAL,
+    GLOBAL_URL_ENV,
     TIMEOUT_S,
     InvokeFailedError,
     InvokeResult,
@@ -51,8 +52,8 @@ from gco.regional_outputs import invoke_urls
     "--region",
     "regions",
     multiple=True,
-    help="Region to invoke [default: the global address where GCO_GLOBAL_URL is set, which says which "
-    "Region answered; else the first target Region running it].",
+    help=f"Region to invoke [default: the global address where {GLOBAL_URL_ENV} is set, which says "
+    "which Region answered; else the first target Region running it].",
 )
 @click.option("--prompt", default=None, help="Prompt of the framework's completion request.")
 @click.option(
