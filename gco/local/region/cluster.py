@@ -106,9 +106,7 @@ class LocalClusters:
 
     def fail_readiness(self, region: str, endpoints: Iterable[str], failing: bool = True) -> None:
         """Make the readiness probes of `endpoints`' replicas in `region` fail (or pass again)."""
-        names = set(endpoints)
-        kubelet = self.kubelets[region]
-        kubelet.failing_probes = kubelet.failing_probes | names if failing else kubelet.failing_probes - names
+        self.kubelets[region].fail_probes(set(endpoints), failing)
 
     def start(
         self,
