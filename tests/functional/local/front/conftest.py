@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from gco.local.front.front import GlobalFront
 from gco.local.front.health import HealthChecker
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
+from gco.local.region.engines import EngineTable
 from gco.reconcile.proxy.routes import HEALTH_PATH
 from tests.functional.local.conftest import FAST_RESTART, eventually
 from tests.functional.local.test_engines import SPEC, running
@@ -67,8 +69,11 @@ def probe(verify: ssl.SSLContext | bool) -> Any:
     return check
 
 
-@pytest.fixture
-def world(store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path) -> Iterator[Global]:
+@contextlib.contextmanager
+def running_world(
+    store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path, table: EngineTable | None = None
+) -> Iterator[Global]:
+    """Two Regions (their engines from `table`, the fake engine by default) behind a global address."""
     create_keys_table(dynamodb, KEYS_TABLE)
     key_store = DynamoKeyStore(dynamodb, KEYS_TABLE)
     plaintext, record = keys.new_key("tests", ["*"], now=datetime.now(UTC))
@@ -81,6 +86,7 @@ def world(store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path)
         wait=0.5,
         poll=0.02,
         restart=FAST_RESTART,
+        table=table,
     ) as clusters:
         clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
         verify = verify_context(clusters)
@@ -94,3 +100,9 @@ def world(store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path)
         finally:
             front.stop()
             health.stop()
+
+
+@pytest.fixture
+def world(store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path) -> Iterator[Global]:
+    with running_world(store, moto, dynamodb, tmp_path) as running:
+        yield running
