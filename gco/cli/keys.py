@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 
 import click
 
-from gco import aws
 from gco.cli.common import TABLE_NAME, F, check_connection, emit, emit_table, output_option
 from gco.env import ENDPOINT_URL_ENV
 from gco.errors import GcoInputError
@@ -47,7 +46,7 @@ def open_keys(endpoint_url: str | None, keys_table: str) -> DynamoKeyStore:
     if not TABLE_NAME.fullmatch(keys_table):
         raise GcoInputError("--keys-table", "must be 3-255 letters, digits, '_', '-' or '.'")
     check_connection(endpoint_url, None)
-    return DynamoKeyStore(aws.client("dynamodb", endpoint_url=endpoint_url), keys_table)
+    return DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table)
 
 
 def _row(record: keys.ApiKey) -> dict[str, object]:
@@ -86,8 +85,7 @@ def create(
     scope = keys.check_scope(list(endpoints), all_endpoints)
     keys.check_key_name(name, "NAME")
     store = open_keys(endpoint_url, keys_table)
-    plaintext, record = keys.new_key(name, scope, now=datetime.now(UTC), created_by=getpass.getuser())
-    store.put(record)
+    plaintext, record = store.create(name, scope, now=datetime.now(UTC), created_by=getpass.getuser())
     if output != "table":
         emit({**_row(record), "key": plaintext}, output)
         return

@@ -15,15 +15,17 @@ V2globaltables_HowItWorks.html). Every botocore error is converted here into a `
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+from gco import aws
 from gco.endpoints.tokens import format_timestamp
 from gco.global_access.errors import KeyExistsError, KeyNotFoundError, KeyStoreError
-from gco.global_access.keys import ApiKey, check_key_id
+from gco.global_access.keys import ApiKey, check_key_id, new_key
 
 KEYS_TABLE_ENV = "GCO_KEYS_TABLE_NAME"
 DEFAULT_KEYS_TABLE = "gco-api-keys"
@@ -88,6 +90,28 @@ class DynamoKeyStore:
     def __init__(self, client: Any, table_name: str = DEFAULT_KEYS_TABLE) -> None:
         self.client = client
         self.table = table_name
+
+    @classmethod
+    def connect(
+        cls, *, endpoint_url: str | None = None, table_name: str | None = None, region: str | None = None
+    ) -> DynamoKeyStore:
+        """A store on the keys table (env `GCO_KEYS_TABLE_NAME`) in `region` (default: the home Region)."""
+        name = table_name or os.environ.get(KEYS_TABLE_ENV) or DEFAULT_KEYS_TABLE
+        return cls(aws.client("dynamodb", region=region, endpoint_url=endpoint_url), name)
+
+    def create(
+        self, name: str, endpoints: list[str], *, now: datetime, created_by: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """Make a key (`keys.new_key`) and store its record; returns (the key, shown once; its record).
+
+        Raises:
+            GcoInputError: the name or an endpoint name is invalid (nothing written).
+            KeyExistsError: its random id is taken (nothing written; try again).
+            KeyStoreError: the table cannot be written.
+        """
+        plaintext, record = new_key(name, endpoints, now=now, created_by=created_by)
+        self.put(record)
+        return plaintext, record
 
     def _call(self, operation: str, **arguments: Any) -> dict[str, Any]:
         try:

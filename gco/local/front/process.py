@@ -42,13 +42,8 @@ def make_key(endpoint_url: str, home_region: str, keys_table: str, name: str = "
     Raises:
         KeyStoreError: the keys table cannot be written.
     """
-    plaintext, record = keys.new_key(
-        name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env"
-    )
-    DynamoKeyStore(aws.client("dynamodb", region=home_region, endpoint_url=endpoint_url), keys_table).put(
-        record
-    )
-    return plaintext
+    store = DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
+    return store.create(name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env")[0]
 
 
 def http_probe(verify: ssl.SSLContext | bool) -> Callable[[str], bool]:

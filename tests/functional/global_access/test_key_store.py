@@ -11,7 +11,8 @@ from gco.endpoints.tokens import format_timestamp
 from gco.errors import GcoInputError
 from gco.global_access import keys
 from gco.global_access.errors import KeyExistsError, KeyNotFoundError, KeyStoreError
-from gco.global_access.key_store import DynamoKeyStore, create_keys_table
+from gco.global_access.key_store import KEYS_TABLE_ENV, DynamoKeyStore, create_keys_table
+from gco.local.moto.motoserver import MotoServer
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -89,3 +90,22 @@ def test_a_table_with_another_key_is_refused(dynamodb: Any) -> None:
     )
     with pytest.raises(KeyStoreError):
         create_keys_table(dynamodb, "wrong")
+
+
+def test_create_makes_and_stores_a_key(key_store: DynamoKeyStore) -> None:
+    plaintext, record = key_store.create("made", ["smol"], now=NOW, created_by="bob")
+    assert key_store.get(record.key_id) == record
+    assert keys.verify(plaintext, record, "smol", NOW).allowed
+    with pytest.raises(GcoInputError):
+        key_store.create("made", ["Not_A_Name"], now=NOW)
+    assert len(key_store.list()) == 1
+
+
+def test_connect_reads_the_table_name_from_the_environment(
+    moto: MotoServer, monkeypatch: pytest.MonkeyPatch, dynamodb: Any
+) -> None:
+    monkeypatch.setenv(KEYS_TABLE_ENV, "env-keys")
+    store = DynamoKeyStore.connect(endpoint_url=moto.url)
+    assert store.table == "env-keys"
+    create_keys_table(store.client, store.table)
+    assert store.list() == []
