@@ -16,7 +16,7 @@ from tests.functional.local.front.conftest import Global
 from tests.functional.local.test_engines import SPEC
 from tests.unit.reconcile.records import EAST, WEST
 
-STREAM = 40  # requests in each phase, one after another
+STREAM = 20  # requests in each phase, one after another
 GAP_S = 0.02
 
 
