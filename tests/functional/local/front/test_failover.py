@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from gco.endpoints import operations
 from gco.global_access import keys
 from gco.global_access.routing import REGION_HEADER
@@ -34,6 +36,7 @@ def phase(world: Global, name: str, count: int = STREAM) -> list[tuple[int, str,
     return seen
 
 
+@pytest.mark.slow
 def test_requests_keep_being_answered_while_a_region_fails_and_returns(world: Global) -> None:
     world.deploy("smol", [EAST, WEST])
     before = phase(world, "smol")
