@@ -107,3 +107,17 @@ def test_each_event_s_text(data: str, framework: str, text: str | None) -> None:
 def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
     with pytest.raises(InvokeFailedError, match=message):
         event_text(data)
+
+
+def test_the_global_address_and_its_key_come_from_the_environment() -> None:
+    from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV, global_address, global_base
+
+    assert global_base({}) is None
+    assert global_base({GLOBAL_URL_ENV: "http://127.0.0.1:9/"}) == "http://127.0.0.1:9"
+    with pytest.raises(GcoInputError) as caught:
+        global_base({GLOBAL_URL_ENV: "ftp://x"})
+    assert caught.value.field == GLOBAL_URL_ENV
+    both = {GLOBAL_URL_ENV: "http://127.0.0.1:9", API_KEY_ENV: " gco-k "}
+    assert global_address(both) == ("http://127.0.0.1:9", {"authorization": "Bearer gco-k"})
+    assert global_address({GLOBAL_URL_ENV: "http://127.0.0.1:9"}) is None  # no key: the Region's way in
+    assert global_address({API_KEY_ENV: "gco-k"}) is None
