@@ -18,7 +18,7 @@ from gco.endpoints.errors import (
 )
 from gco.endpoints.fenced import require_token
 from gco.endpoints.record import LIVE_STATES, EndpointRecord
-from gco.endpoints.spec import parse_spec
+from gco.endpoints.spec import check_residency, parse_spec
 from gco.endpoints.store import EndpointStore
 
 ATTEMPTS = 5
@@ -115,6 +115,7 @@ def update_spec(
             dict(replace) if replace is not None else record.spec.model_dump(mode="json", exclude_none=True)
         )
         spec = parse_spec({**base, **changes})
+        check_residency(spec, record.target_regions)
         if spec == record.spec:
             return record  # nothing to change: no write, no new rollout
         return store.update_spec(
@@ -147,6 +148,7 @@ def change_regions(
         base = replacement if replacement is not None else record.target_regions
         targets = [region for region in [*base, *additions] if region not in removals]
         targets = names.region_list(targets, "target_regions", allow_new=True)
+        check_residency(record.spec, targets)
         if targets == record.target_regions:
             return record
         return store.update_target_regions(

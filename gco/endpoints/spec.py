@@ -88,6 +88,7 @@ TEXT_FIELDS = (
     *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
     "proxy_image",
     *("secret_env", "secret_id", "json_key"),
+    "regions",
 )
 
 
@@ -249,6 +250,55 @@ class Mooncake(_Strict):
         return self
 
 
+class Residency(_Strict):
+    """Data residency: the endpoint's requests are served only from these Regions.
+
+    `regions` empty means the endpoint's target Regions; named Regions must be among the targets
+    (`check_residency`, checked wherever the spec or the targets are written). The global way in
+    (`gco.global_access.routing`) never sends a resident endpoint's request anywhere else, even while
+    every allowed Region fails: the caller gets a 503 naming why.
+    """
+
+    enabled: bool = False
+    regions: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=names.MAX_REGIONS
+    )
+
+    @field_validator("regions")
+    @classmethod
+    def _regions(cls, value: list[str]) -> list[str]:
+        for index, region in enumerate(value):
+            try:
+                names.region(region, f"regions[{index}]", allow_new=True)
+            except InvalidSpecError as error:
+                raise FieldValueError((index,), error.message) from None
+        if len(set(value)) != len(value):
+            raise ValueError("names a Region twice")
+        return value
+
+    def allowed(self, targets: list[str]) -> list[str]:
+        """The Regions that may serve: the named ones, else every target (all targets when off)."""
+        if not self.enabled or not self.regions:
+            return list(targets)
+        return [region for region in self.regions if region in targets]
+
+
+def check_residency(spec: "EndpointSpec", targets: list[str], prefix: str = "spec") -> None:
+    """Refuse a residency that names a Region outside the target Regions.
+
+    Raises:
+        InvalidSpecError: `spec.residency.regions` names a Region that is not a target.
+    """
+    if spec.residency is None or not spec.residency.enabled:
+        return
+    outside = [region for region in spec.residency.regions if region not in targets]
+    if outside:
+        raise InvalidSpecError(
+            f"{prefix}.residency.regions",
+            f"{', '.join(outside)} not among the target Regions ({', '.join(targets) or 'none'})",
+        )
+
+
 def _choices(values: tuple[str, ...]) -> str:
     """`'a', 'b' or 'c'`, as pydantic words a Literal's allowed values."""
     quoted = [repr(value) for value in values]
@@ -290,6 +340,7 @@ class EndpointSpec(_Strict):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling)
     canary: Canary | None = None
     mooncake: Mooncake | None = None
+    residency: Residency | None = None  # None: served from any target Region
 
     @field_validator("image")
     @classmethod

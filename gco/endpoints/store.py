@@ -40,7 +40,7 @@ from gco.endpoints.record import (
     ingress_path_for,
     parse_record,
 )
-from gco.endpoints.spec import EndpointSpec
+from gco.endpoints.spec import EndpointSpec, check_residency
 from gco.endpoints.tokens import MonotonicClock, new_token
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 
@@ -172,6 +172,7 @@ class EndpointStore(ObservationWrites):
         names.endpoint_name(name)
         parsed = checked_spec(spec)
         regions = names.region_list(target_regions, allow_new=self.allow_new_regions)
+        check_residency(parsed, regions)
         names.namespace(namespace)
         label_map = names.labels(dict(labels or {}))
         creator = names.text(created_by or "unknown", "created_by", max_length=256)

@@ -263,11 +263,12 @@ CONTROL_IN_TEXT = [
         "spec.mooncake.store_local_buffer_size",
     ),
     ({"mooncake": {"proxy_image": "proxy:1\x00"}}, "spec.mooncake.proxy_image"),
+    ({"residency": {"enabled": True, "regions": ["us-east-1\x00"]}}, "spec.residency.regions[0]"),
 ]
 
 
 # Fields with a pattern: the pattern refuses the character first, with its own message.
-PATTERNED = {"spec.gpu_type", "spec.model_revision"}
+PATTERNED = {"spec.gpu_type", "spec.model_revision", "spec.residency.regions[0]"}
 
 
 @pytest.mark.parametrize(("change", "field"), CONTROL_IN_TEXT)
@@ -307,4 +308,4 @@ def test_every_text_field_is_checked_for_control_characters() -> None:
     for model in spec_models():
         for name in set(spec_module.TEXT_FIELDS) & set(model.model_fields):
             assert (model.__name__, name) in text_fields
-    assert len(spec_models()) == 9
+    assert len(spec_models()) == 10

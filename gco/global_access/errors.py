@@ -1,0 +1,35 @@
+"""Errors of the global way in: bearer keys and their store.
+
+    GlobalAccessError              (gco.errors.GcoError; exit 1)
+    ├── BearerFormatError          an Authorization header that is not `Bearer gco-<key_id>-<secret>`
+    └── KeyStoreError              the keys table cannot be read or written (AWS unavailable, no table)
+        ├── KeyExistsError         a new key's id is already in the table (nothing was written)
+        └── KeyNotFoundError       no key has this id (revoke, get)
+
+A bad argument (a key name, an endpoint name, a key id that is not 12 hex characters) is a
+`GcoInputError` (exit 2).
+"""
+
+from __future__ import annotations
+
+from gco.errors import GcoError
+
+
+class GlobalAccessError(GcoError):
+    """Root of the global way in's errors."""
+
+
+class BearerFormatError(GlobalAccessError):
+    """The Authorization header is missing or not `Bearer gco-<key_id>-<secret>` (401 to a caller)."""
+
+
+class KeyStoreError(GlobalAccessError):
+    """The keys table cannot be read or written."""
+
+
+class KeyExistsError(KeyStoreError):
+    """A key with this id is already stored: nothing was written."""
+
+
+class KeyNotFoundError(KeyStoreError):
+    """No key has this id."""
