@@ -128,7 +128,10 @@ def decide(event: Mapping[str, Any], tables: Tables, settings: Settings, now: da
         Allow naming the serving Region, Deny (403) or Unauthorized (401), each with its reason.
 
     Raises:
-        KeyStoreError: a table could not be read (the function fails: API Gateway answers 500).
+        KeyStoreError: the keys table could not be read, or holds a malformed key record.
+        StoreUnavailableError: the endpoint table could not be read.
+        MalformedRecordError: the endpoint's stored record does not parse.
+        (Each makes the function fail: API Gateway answers 500, and the errors alarm counts it.)
     """
     headers = event.get("headers") or {}
     try:
@@ -168,7 +171,9 @@ def policy(decision: Decision, method_arn: str) -> dict[str, Any]:
         "principalId": decision.key_id or "anonymous",
         "policyDocument": {
             "Version": "2012-10-17",
-            "Statement": [{"Action": "execute-api:Invoke", "Effect": decision.effect, "Resource": method_arn}],
+            "Statement": [
+                {"Action": "execute-api:Invoke", "Effect": decision.effect, "Resource": method_arn}
+            ],
         },
         "context": context,
     }
@@ -189,7 +194,7 @@ def handle(event: Mapping[str, Any], tables: Tables, settings: Settings, now: da
 
     Raises:
         UnauthorizedError: no valid key (API Gateway answers 401).
-        KeyStoreError: a table could not be read (API Gateway answers 500).
+        KeyStoreError, StoreUnavailableError, MalformedRecordError: as `decide` (500).
     """
     decision = decide(event, tables, settings, now)
     if decision.effect == "Unauthorized":

@@ -1,0 +1,48 @@
+"""Lambda: the global front door's REQUEST authorizer (`gco.global_access.authorizer`).
+
+Thin on purpose, for its cold start: no Powertools or X-Ray SDK (Lambda's JSON log format and
+active tracing need neither), botocore rather than boto3, and the table reader built once per
+execution environment, on the first request. It logs the decision with the key's id, never the key.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from gco.env import AWS_REGION_ENV, TABLE_ENV
+from gco.global_access.authorizer import KEYS_TABLE_ENV, Settings, UnauthorizedError, decide, policy
+from gco.global_access.authorizer_tables import DynamoTables
+
+logger = logging.getLogger("gco.authorizer")
+logger.setLevel(logging.INFO)
+
+
+@functools.cache
+def _runtime() -> tuple[Settings, DynamoTables]:
+    region = os.environ[AWS_REGION_ENV]
+    tables = DynamoTables(
+        region=region, keys_table=os.environ[KEYS_TABLE_ENV], endpoints_table=os.environ[TABLE_ENV]
+    )
+    return Settings.from_env(os.environ, region), tables
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    settings, tables = _runtime()
+    decision = decide(event, tables, settings, datetime.now(UTC))
+    logger.info(
+        "authorizer decision",
+        extra={
+            "effect": decision.effect,
+            "reason": decision.reason,
+            "serve_region": decision.serve_region,
+            "key_id": decision.key_id,
+            "path": event.get("path"),
+        },
+    )
+    if decision.effect == "Unauthorized":
+        raise UnauthorizedError
+    return policy(decision, str(event.get("methodArn") or ""))
