@@ -13,9 +13,18 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
+from gco.endpoints.errors import MalformedRecordError, StoreUnavailableError
 from gco.env import AWS_REGION_ENV, TABLE_ENV
-from gco.global_access.authorizer import KEYS_TABLE_ENV, Settings, UnauthorizedError, decide, policy
+from gco.global_access.authorizer import (
+    FAILURE_MESSAGE,
+    KEYS_TABLE_ENV,
+    Settings,
+    UnauthorizedError,
+    decide,
+    policy,
+)
 from gco.global_access.authorizer_tables import DynamoTables
+from gco.global_access.errors import KeyStoreError
 
 logger = logging.getLogger("gco.authorizer")
 logger.setLevel(logging.INFO)
@@ -32,7 +41,11 @@ def _runtime() -> tuple[Settings, DynamoTables]:
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, tables = _runtime()
-    decision = decide(event, tables, settings, datetime.now(UTC))
+    try:
+        decision = decide(event, tables, settings, datetime.now(UTC))
+    except (KeyStoreError, StoreUnavailableError, MalformedRecordError) as error:
+        logger.error(FAILURE_MESSAGE, extra={"error": str(error), "path": event.get("path")})
+        raise
     logger.info(
         "authorizer decision",
         extra={

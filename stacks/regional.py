@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
@@ -20,6 +21,7 @@ from stacks.constructs.cluster_access import ClusterAccess
 from stacks.constructs.cluster_addons import ClusterAddons
 from stacks.constructs.data import stream_identity
 from stacks.constructs.front_door import FrontDoor
+from stacks.constructs.global_front_door import GlobalFrontDoor
 from stacks.constructs.gpu_cluster import GpuCluster
 from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
@@ -35,7 +37,17 @@ from stacks.constructs.stream_lookup import StreamArnLookup
 class RegionalStack(Stack):
     """The Region's cluster and reconciler, triggered by the Region's copy of the table's stream."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GcoConfig,
+        table_key: kms.IKey | None = None,
+        **kwargs: object,
+    ) -> None:
+        """`table_key`: this Region's key of the endpoint and keys tables (the global stack's in the
+        home Region, the keys stack's elsewhere); needed with `global_address` only."""
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         region = self.region
         retention = RETENTION[config.log_retention_days]
@@ -101,11 +113,12 @@ class RegionalStack(Stack):
             security_group=security_group,
             log_retention=retention,
         )
+        code = lambda_code(install_dependencies=config.bundle_dependencies)
         self.reconciler = Reconciler(
             self,
             "Reconciler",
             name=name,
-            code=lambda_code(install_dependencies=config.bundle_dependencies),
+            code=code,
             environment=ReconcilerEnvironment(
                 cluster_name=cluster_name,
                 region=region,
@@ -150,6 +163,25 @@ class RegionalStack(Stack):
             pod_security_group=self.eks.cluster.cluster_security_group,
             key=self.key,
             log_retention=retention,
+        )
+        self.global_front_door = (
+            GlobalFrontDoor(
+                self,
+                "GlobalFrontDoor",
+                name=config.name("global", region),
+                address=config.global_address,
+                order=config.global_address.order(config.regions),
+                front_door=self.front_door,
+                vpc=self.network.vpc,
+                code=code,
+                endpoints_table=config.table_name,
+                table_key=table_key,
+                key=self.key,
+                log_retention=retention,
+                alarm_targets=self.reconciler.alarm_targets,
+            )
+            if config.global_address is not None and table_key is not None
+            else None
         )
         self.ingress = LoadBalancerController(
             self,

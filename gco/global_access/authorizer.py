@@ -49,6 +49,12 @@ INFERENCE_PREFIX = "/inference/"
 KEYS_TABLE_ENV = "GCO_KEYS_TABLE"
 REGION_ORDER_ENV = "GCO_REGION_ORDER"
 STALE_AFTER_ENV = "GCO_STALE_AFTER_S"
+# The log message of a decision that could not be made (a table unreadable): the stack counts these
+# lines with a metric filter and alarms on them. Not the function's Errors metric: a 401 is a
+# function error too (module docstring, step 1), and callers with bad keys must not page anyone.
+FAILURE_MESSAGE = "authorizer could not decide"
+FAILURE_METRIC = "AuthorizerFailures"
+METRICS_NAMESPACE = "gco/global"
 
 Effect = Literal["Allow", "Deny", "Unauthorized"]
 
