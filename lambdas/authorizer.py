@@ -19,12 +19,11 @@ from gco.global_access.authorizer import (
     FAILURE_MESSAGE,
     KEYS_TABLE_ENV,
     Settings,
-    UnauthorizedError,
     decide,
     policy,
 )
 from gco.global_access.authorizer_tables import DynamoTables
-from gco.global_access.errors import KeyStoreError
+from gco.global_access.errors import KeyStoreError, UnauthorizedError
 
 logger = logging.getLogger("gco.authorizer")
 logger.setLevel(logging.INFO)

@@ -15,6 +15,8 @@ from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.proxy.render_proxy import target_group_binding
+from gco.reconcile.proxy_forwarding import Forwarding
+from gco.reconcile.proxy_settings import ProxySettings
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.cluster_access import ClusterAccess
@@ -32,6 +34,15 @@ from stacks.constructs.operators import OperatorAccess, endpoint_access
 from stacks.constructs.reconciler import Reconciler, dead_letter_queue
 from stacks.constructs.runner_workflow import RunnerNames
 from stacks.constructs.stream_lookup import StreamArnLookup
+
+
+def proxy_settings(config: GcoConfig, region: str) -> ProxySettings:
+    """The Region's proxy settings: cdk.json's, and with a global address, the Region's forwarding."""
+    address = config.global_address
+    if address is None:
+        return config.proxy
+    forwarding = Forwarding(region=region, regions=tuple(config.regions), domain=address.domain_name)
+    return config.proxy.model_copy(update={"forwarding": forwarding})
 
 
 class RegionalStack(Stack):
@@ -124,7 +135,7 @@ class RegionalStack(Stack):
                 region=region,
                 table_name=config.table_name,
                 home_region=config.home_region,
-                proxy=config.proxy,
+                proxy=proxy_settings(config, region),
                 addons=frozenset(self.addons.present),
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),

@@ -414,6 +414,8 @@ class GcoConfig(_Model):
 
     @model_validator(mode="after")
     def _global_address_fits(self) -> GcoConfig:
+        if self.proxy.forwarding is not None:
+            raise ValueError("proxy.forwarding is set by the stacks from global_address, not in cdk.json")
         address = self.global_address
         if address is None:
             return self

@@ -30,20 +30,15 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from gco.endpoints.record import EndpointRecord
-from gco.global_access.errors import BearerFormatError
+from gco.front_door import HOP_HEADER, HOP_VALUE
+from gco.global_access.errors import BearerFormatError, UnauthorizedError
 from gco.global_access.keys import ApiKey, parse_bearer, verify
 from gco.global_access.routing import choose_regions, unavailable_message
 
-# The request headers the global path uses, defined once (the proxy's renderer and the stack read them).
-SERVE_REGION_HEADER = "X-Gco-Serve-Region"
-HOP_HEADER = "X-Gco-Hop"
-HOP_VALUE = "1"
 AUTHORIZATION_HEADER = "Authorization"
 # The authorizer's context keys (`$context.authorizer.<key>` in the integration's request parameters).
 SERVE_REGION_CONTEXT = "serveRegion"
 KEY_ID_CONTEXT = "keyId"
-# The exact message that makes API Gateway answer 401 instead of 500 (module docstring, step 1).
-UNAUTHORIZED = "Unauthorized"
 INFERENCE_PREFIX = "/inference/"
 # The function's environment (set by the stack): the tables, and the deployment's Regions nearest-first.
 KEYS_TABLE_ENV = "GCO_KEYS_TABLE"
@@ -169,7 +164,7 @@ def policy(decision: Decision, method_arn: str) -> dict[str, Any]:
         ValueError: for an Unauthorized decision, which is answered by failing, not by a policy.
     """
     if decision.effect == "Unauthorized":
-        raise ValueError("an Unauthorized decision has no policy: fail with UNAUTHORIZED")
+        raise ValueError("an Unauthorized decision has no policy: raise UnauthorizedError")
     context = {KEY_ID_CONTEXT: decision.key_id or ""}
     if decision.serve_region is not None:
         context[SERVE_REGION_CONTEXT] = decision.serve_region
@@ -183,16 +178,6 @@ def policy(decision: Decision, method_arn: str) -> dict[str, Any]:
         },
         "context": context,
     }
-
-
-class UnauthorizedError(Exception):
-    """Raised by the Lambda entry point for a 401: its message must be exactly `UNAUTHORIZED`.
-
-    Not part of gco's error tree on purpose: it is API Gateway's protocol, not a gco failure.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(UNAUTHORIZED)
 
 
 def handle(event: Mapping[str, Any], tables: Tables, settings: Settings, now: datetime) -> dict[str, Any]:

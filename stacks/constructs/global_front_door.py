@@ -46,7 +46,7 @@ from constructs import Construct
 
 from gco.deployment.global_address import GlobalAddressConfig
 from gco.env import TABLE_ENV
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, SERVE_REGION_HEADER
 from gco.global_access.authorizer import (
     AUTHORIZATION_HEADER,
     FAILURE_MESSAGE,
@@ -55,7 +55,6 @@ from gco.global_access.authorizer import (
     METRICS_NAMESPACE,
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
-    SERVE_REGION_HEADER,
 )
 from gco.reconcile.proxy.routes import HEALTH_PATH
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME

@@ -77,3 +77,10 @@ def test_every_region_needs_its_replica() -> None:
     assert "global_address needs table_replicas: true" in str(raised.value)
     # one Region reads the home table itself
     assert parse_config({"regions": ["us-east-1"], "table_replicas": False, "global_address": ADDRESS})
+
+
+def test_the_proxys_forwarding_is_the_stacks_not_the_config() -> None:
+    forwarding = {"region": "us-east-1", "regions": ["us-east-1"], "domain": "api.example.com"}
+    with pytest.raises(ConfigError) as raised:
+        parse_config({**_config(), "proxy": {"forwarding": forwarding}})
+    assert "proxy.forwarding is set by the stacks from global_address" in str(raised.value)

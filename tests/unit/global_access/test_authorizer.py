@@ -17,15 +17,14 @@ from gco.global_access.authorizer import (
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
     STALE_AFTER_ENV,
-    UNAUTHORIZED,
     Settings,
-    UnauthorizedError,
     decide,
     endpoint_of,
     handle,
     header,
     policy,
 )
+from gco.global_access.errors import UNAUTHORIZED, UnauthorizedError
 from gco.global_access.keys import ApiKey, new_key
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
