@@ -39,6 +39,7 @@ AUTHORIZATION_HEADER = "Authorization"
 # The authorizer's context keys (`$context.authorizer.<key>` in the integration's request parameters).
 SERVE_REGION_CONTEXT = "serveRegion"
 KEY_ID_CONTEXT = "keyId"
+REASON_CONTEXT = "reason"
 INFERENCE_PREFIX = "/inference/"
 # The function's environment (set by the stack): the tables, and the deployment's Regions nearest-first.
 KEYS_TABLE_ENV = "GCO_KEYS_TABLE"
@@ -168,6 +169,10 @@ def policy(decision: Decision, method_arn: str) -> dict[str, Any]:
     context = {KEY_ID_CONTEXT: decision.key_id or ""}
     if decision.serve_region is not None:
         context[SERVE_REGION_CONTEXT] = decision.serve_region
+    if decision.effect == "Deny":
+        # Shown to the caller by the API's 403 gateway response, inside a JSON string: no quote or
+        # backslash may end it early (the reasons hold names and Regions, never the key).
+        context[REASON_CONTEXT] = decision.reason.replace("\\", "/").replace('"', "'")
     return {
         "principalId": decision.key_id or "anonymous",
         "policyDocument": {

@@ -53,6 +53,7 @@ from gco.global_access.authorizer import (
     FAILURE_METRIC,
     KEYS_TABLE_ENV,
     METRICS_NAMESPACE,
+    REASON_CONTEXT,
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
 )
@@ -145,6 +146,7 @@ class GlobalFrontDoor(Construct):
             identity_sources=[restapi.IdentitySource.header(AUTHORIZATION_HEADER)],
             results_cache_ttl=Duration.seconds(0),
         )
+        self._error_responses()
         self.method = self._inference_method(front_door)
         self.health_method = self._health_method(front_door)
         self.domains = {
@@ -288,6 +290,34 @@ class GlobalFrontDoor(Construct):
         )
         function.node.add_dependency(self.policy)
         return function
+
+    def _error_responses(self) -> None:
+        """401 and 403 in the OpenAI error shape, so an OpenAI SDK raises with a message that says why:
+        the 403's is the authorizer's reason (`$context.authorizer.reason` of its Deny; "Gateway
+        response types" and context variables, API Gateway Developer Guide)."""
+        for kind, response_type, status, message, error_type in (
+            (
+                "Unauthorized",
+                restapi.ResponseType.UNAUTHORIZED,
+                "401",
+                "a valid gco key is required: send Authorization: Bearer <key>",
+                "invalid_api_key",
+            ),
+            (
+                "AccessDenied",
+                restapi.ResponseType.ACCESS_DENIED,
+                "403",
+                f"$context.authorizer.{REASON_CONTEXT}",
+                "access_denied",
+            ),
+        ):
+            body = f'{{"error": {{"message": "{message}", "type": "{error_type}", '
+            self.api.add_gateway_response(
+                kind,
+                type=response_type,
+                status_code=status,
+                templates={"application/json": body + '"request_id": "$context.requestId"}}'},
+            )
 
     def _integration(
         self, front_door: FrontDoor, path: str, parameters: dict[str, str]

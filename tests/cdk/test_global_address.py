@@ -251,3 +251,24 @@ def test_alarm_on_decisions_the_authorizer_could_not_make(regional_template: Any
 
 def test_global_url_output(regional_template: Any) -> None:
     regional_template.has_output("GlobalUrl", {"Value": f"https://{DOMAIN}/inference"})
+
+
+def test_refusals_answer_in_the_openai_error_shape_with_the_reason(regional_template: Any) -> None:
+    regional_template.has_resource_properties(
+        "AWS::ApiGateway::GatewayResponse",
+        {
+            "ResponseType": "ACCESS_DENIED",
+            "StatusCode": "403",
+            "ResponseTemplates": {
+                "application/json": Match.string_like_regexp(r"\$context\.authorizer\.reason")
+            },
+        },
+    )
+    regional_template.has_resource_properties(
+        "AWS::ApiGateway::GatewayResponse",
+        {
+            "ResponseType": "UNAUTHORIZED",
+            "StatusCode": "401",
+            "ResponseTemplates": {"application/json": Match.string_like_regexp("invalid_api_key")},
+        },
+    )

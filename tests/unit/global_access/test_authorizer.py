@@ -14,6 +14,7 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import format_timestamp
 from gco.global_access.authorizer import (
     KEY_ID_CONTEXT,
+    REASON_CONTEXT,
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
     STALE_AFTER_ENV,
@@ -166,6 +167,7 @@ def test_no_endpoint_or_another_path_is_denied() -> None:
         deny["policyDocument"]["Statement"][0]["Effect"] == "Deny"
         and SERVE_REGION_CONTEXT not in deny["context"]
     )
+    assert deny["context"][REASON_CONTEXT] == "not an endpoint's path (/inference/<name>/...)"
 
 
 def test_paths_headers_and_settings() -> None:
