@@ -40,10 +40,15 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
 from gco.front_door import GENERATION_TIMEOUT_S
+from gco.global_access.routing import REGION_HEADER
 from gco.reconcile.proxy.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
 INVOKE_CA_BUNDLE_ENV = "GCO_INVOKE_CA_BUNDLE"  # the local proxy's self-signed certificate
+# The global address (`<url>/inference/<name>/...`, docs/global.md) and the bearer key sent to it.
+GLOBAL_URL_ENV = "GCO_GLOBAL_URL"
+API_KEY_ENV = "GCO_API_KEY"
+GLOBAL = "global"  # the Region named in messages before the global address says which one answered
 EXECUTE_API = "execute-api"
 DEFAULT_MAX_TOKENS = 32
 DEFAULT_PROMPT = "Say hello."
@@ -226,6 +231,35 @@ def tls_verification(environ: Mapping[str, str] | None = None) -> ssl.SSLContext
         ) from None
 
 
+def global_base(environ: Mapping[str, str] | None = None) -> str | None:
+    """The global address (`GCO_GLOBAL_URL`), or None where none is configured.
+
+    Raises:
+        GcoInputError: it is not an http(s) URL.
+    """
+    base = (environ if environ is not None else os.environ).get(GLOBAL_URL_ENV)
+    if not base:
+        return None
+    if not base.startswith(("http://", "https://")):
+        raise GcoInputError(GLOBAL_URL_ENV, f"{redacted(base)[:200]!r} is not an http(s) URL")
+    return base.rstrip("/")
+
+
+def bearer_headers(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The `Authorization: Bearer` header of the key in `GCO_API_KEY`.
+
+    Raises:
+        GcoInputError: no key is set (the message says how to make one; it never shows a key).
+    """
+    key = (environ if environ is not None else os.environ).get(API_KEY_ENV, "").strip()
+    if not key:
+        raise GcoInputError(
+            API_KEY_ENV,
+            f"set a key for the global address {GLOBAL_URL_ENV} (`gco keys create NAME --all-endpoints`)",
+        )
+    return {"authorization": f"Bearer {key}"}
+
+
 def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, str]:
     """Headers of `url` signed for API Gateway (`execute-api`) with the caller's credentials.
 
@@ -248,15 +282,19 @@ def send(
     signed: bool,
     timeout: float = TIMEOUT_S,
     clock: Callable[[], float] = time.perf_counter,
+    headers: Mapping[str, str] | None = None,
 ) -> InvokeResult:
-    """POST `body` to `url` (signed for `region` when `signed`) and time the answer.
+    """POST `body` to `url` (signed for `region` when `signed`; `headers` added) and time the answer;
+    the result names the Region the answer's `X-Gco-Region` names (the global address), else `region`.
 
     Raises:
         GcoInputError: `url` is not a URL, or the CA bundle cannot be read (`tls_verification`).
         InvokeFailedError: the request could not be sent or got no answer.
     """
     data = json.dumps(body).encode()
+    extra = dict(headers or {})
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    headers.update(extra)
     verify = tls_verification()
     started = clock()
     try:
@@ -267,7 +305,7 @@ def send(
         raise InvokeFailedError(f"{region}: {redacted(url)}: {redacted(str(error))}") from error
     latency = (clock() - started) * 1000
     return InvokeResult(
-        region=region,
+        region=answer.headers.get(REGION_HEADER, region),
         url=redacted(str(answer.request.url)),
         status=answer.status_code,
         latency_ms=latency,
@@ -286,9 +324,10 @@ def send_stream(
     framework: str = engines.DEFAULT,
     timeout: float = TIMEOUT_S,
     clock: Callable[[], float] = time.perf_counter,
+    headers: Mapping[str, str] | None = None,
 ) -> InvokeResult:
-    """POST `body` to `url` and hand each streamed event's text (as `framework` reads its events) to
-    `on_text` as it arrives.
+    """POST `body` to `url` (`headers` added) and hand each streamed event's text (as `framework`
+    reads its events) to `on_text` as it arrives; the Region is named as by `send`.
 
     The result's body is `{"text", "events"}` for a 2xx answer (the engine's answer otherwise, not
     streamed); `first_event_ms` says when the first event came.
@@ -299,7 +338,9 @@ def send_stream(
             error event.
     """
     data = json.dumps(body).encode()
+    extra = dict(headers or {})
     headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    headers.update(extra)
     headers["accept"] = "text/event-stream"
     started = clock()
     first: float | None = None
@@ -309,6 +350,7 @@ def send_stream(
             "POST", url, content=data, headers=headers, timeout=timeout, verify=tls_verification()
         ) as answer:
             version = answer.headers.get(VERSION_HEADER)
+            region = answer.headers.get(REGION_HEADER, region)
             if not 200 <= answer.status_code < 300:
                 answer.read()
                 latency = (clock() - started) * 1000

@@ -44,6 +44,12 @@ def _bench() -> click.Command:
     return bench
 
 
+def _keys() -> click.Command:
+    from gco.cli.keys import keys_group
+
+    return keys_group
+
+
 def _doctor() -> click.Command:
     from gco.cli.doctor import doctor
 
@@ -58,6 +64,7 @@ SUBCOMMANDS = {
     "matrix": _matrix,
     "bench": _bench,
     "doctor": _doctor,
+    "keys": _keys,
 }
 
 

@@ -14,9 +14,14 @@ from typing import Any, TypeVar
 import click
 
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
+from gco.endpoints.names import endpoint_name
+from gco.errors import GcoInputError
+from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from gco.local import stack
 from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError
+from gco.local.front import process as front_process
+from gco.local.region import faults
 from gco.local.region.engines import ENGINE_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,15 +104,89 @@ def _dir_flag(state_dir: Path | None) -> str:
 
 @local.command()
 @state_dir_option
-def env(state_dir: Path | None) -> None:
-    """Print `export` lines that point gco (and boto3) at the running stack.
+@click.option("--with-key", is_flag=True, help="Also make a key for the global address and export it.")
+def env(state_dir: Path | None, with_key: bool) -> None:
+    """Print `export` lines that point gco (and boto3) at the running stack, its global address
+    included (GCO_GLOBAL_URL); `--with-key` also makes a key for it (GCO_API_KEY, OPENAI_API_KEY).
 
     \b
     Example:
-      eval "$(gco local env)"
+      eval "$(gco local env --with-key)"
     """
-    for name, value in stack.environment(stack.require(state_dir)).items():
+    state = stack.require(state_dir)
+    for name, value in stack.environment(state).items():
         click.echo(f"export {name}={shlex.quote(value)}")
+    if with_key:
+        plaintext = front_process.make_key(state.endpoint_url, state.home_region, state.keys_table)
+        for name in (API_KEY_ENV, "OPENAI_API_KEY"):
+            click.echo(f"export {name}={shlex.quote(plaintext)}")
+    elif state.global_url:
+        click.echo(
+            f"# a key for {GLOBAL_URL_ENV}: export {API_KEY_ENV}=$(gco keys create NAME --all-endpoints)"
+        )
+
+
+def _region_of(state: stack.StackState, region: str) -> str:
+    if region not in state.regions:
+        raise GcoInputError(
+            "region", f"{region[:40]!r} is not a Region of the stack ({', '.join(state.regions)})"
+        )
+    return region
+
+
+@local.command(name="fail-region")
+@click.argument("region")
+@click.option(
+    "--unready",
+    "unready",
+    multiple=True,
+    help="Make this endpoint's replicas unready there (repeat for more) instead of stopping its proxy.",
+)
+@state_dir_option
+def fail_region(region: str, unready: tuple[str, ...], state_dir: Path | None) -> None:
+    """Fail REGION on purpose: stop its proxy (or, with --unready, fail its endpoints' readiness).
+
+    \b
+    Example:
+      gco local fail-region us-east-1
+      gco local fail-region us-west-2 --unready smol
+    """
+    directory = state_dir or stack.default_state_dir()
+    region = _region_of(stack.require(state_dir), region)
+    names = [endpoint_name(name, "--unready") for name in unready]
+    now = faults.current(directory, region)
+    wanted = (
+        now.model_copy(update={"unready": sorted({*now.unready, *names})})
+        if names
+        else now.model_copy(update={"proxy_down": True})
+    )
+    faults.request(directory, region, wanted)
+    what = f"replicas of {', '.join(names)} unready" if names else "proxy stopped"
+    click.echo(f"{region}: {what}")
+
+
+@local.command(name="restore-region")
+@click.argument("region")
+@click.option("--unready", "unready", multiple=True, help="Only make this endpoint's replicas ready again.")
+@state_dir_option
+def restore_region(region: str, unready: tuple[str, ...], state_dir: Path | None) -> None:
+    """Lift the faults of REGION (all of them, or with --unready only those endpoints').
+
+    \b
+    Example:
+      gco local restore-region us-east-1
+    """
+    directory = state_dir or stack.default_state_dir()
+    region = _region_of(stack.require(state_dir), region)
+    names = [endpoint_name(name, "--unready") for name in unready]
+    now = faults.current(directory, region)
+    wanted = (
+        now.model_copy(update={"unready": [n for n in now.unready if n not in names]})
+        if names
+        else faults.Faults()
+    )
+    faults.request(directory, region, wanted)
+    click.echo(f"{region}: {'restored' if wanted == faults.Faults() else wanted.model_dump_json()}")
 
 
 @local.command()

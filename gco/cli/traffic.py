@@ -25,11 +25,15 @@ from gco.endpoints import operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.invoke import (
+    GLOBAL,
+    GLOBAL_URL_ENV,
     TIMEOUT_S,
     InvokeFailedError,
     InvokeResult,
+    bearer_headers,
     check_path,
     default_request,
+    global_base,
     local_bases,
     parse_body,
     send,
@@ -48,7 +52,8 @@ from gco.regional_outputs import invoke_urls
     "--region",
     "regions",
     multiple=True,
-    help="Region to invoke [default: the first target Region running it].",
+    help=f"Region to invoke [default: the global address where {GLOBAL_URL_ENV} is set, which says "
+    "which Region answered; else the first target Region running it].",
 )
 @click.option("--prompt", default=None, help="Prompt of the framework's completion request.")
 @click.option(
@@ -90,10 +95,14 @@ def invoke(
     body = parse_body(body_text) if body_text is not None else None
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
+    through = global_base() if region is None else None
+    headers = bearer_headers() if through else {}
     record = operations.fresh(open_store(endpoint_url, table_name), name)
-    target = serving_region(record, region)
+    target = GLOBAL if through else serving_region(record, region)
     default_path, default_body = (stream_request if stream else default_request)(record.spec, prompt)
-    if bases:
+    if through:
+        url: str | None = f"{through}/inference/{name}"
+    elif bases:
         base = bases.get(target)
         url = f"{base.rstrip('/')}/{name}" if base else None
     else:
@@ -109,18 +118,21 @@ def invoke(
             target,
             url,
             body or default_body,
-            signed=not bases,
+            signed=not bases and not through,
             timeout=timeout,
             output=output,
             framework=record.spec.framework,
+            headers=headers,
         )
     else:
-        result = send(target, url, body or default_body, signed=not bases, timeout=timeout)
+        signed = not bases and not through
+        result = send(target, url, body or default_body, signed=signed, timeout=timeout, headers=headers)
     if output != "table":
         emit(result.model_dump(mode="json"), output)
     elif result.first_event_ms is None:
         answered = answered_by(record, result.version)
-        click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
+        via = " (through the global address)" if through else ""
+        click.echo(f"{result.region}{via} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
         click.echo(f"POST {result.url}")
         click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
     if not 200 <= result.status < 300:
@@ -136,6 +148,7 @@ def _streamed(
     timeout: float,
     output: str,
     framework: str,
+    headers: dict[str, str] | None = None,
 ) -> InvokeResult:
     """Stream the answer: its text to stdout as it comes (not with `--output json`), then one line on
     stderr with the Region, status, first-event and total times."""
@@ -148,6 +161,7 @@ def _streamed(
         timeout=timeout,
         framework=framework,
         on_text=lambda piece: click.echo(piece, nl=False) if printing else None,
+        headers=headers,
     )
     if printing and result.first_event_ms is not None:
         click.echo("")

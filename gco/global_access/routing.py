@@ -31,6 +31,12 @@ from gco.endpoints.record import LIVE_STATES, EndpointRecord
 from gco.endpoints.tokens import parse_timestamp
 
 SERVING_STATES = frozenset({"running", "updating"})
+# Headers of the global way in. The Region that answered (added for the caller); the Region the
+# authorizer chose (the integration passes it to the Regional proxy); the mark of a request one
+# Regional proxy already forwarded to another, which is never forwarded again.
+REGION_HEADER = "X-Gco-Region"
+SERVE_REGION_HEADER = "X-Gco-Serve-Region"
+HOP_HEADER = "X-Gco-Hop"
 
 
 def allowed_regions(record: EndpointRecord) -> list[str]:

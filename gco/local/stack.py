@@ -4,7 +4,9 @@
 
 - the moto server (DynamoDB with streams, S3, Step Functions) on a loopback port, then creates the
   endpoint table with its stream and the evidence bucket in it;
-- per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
+- per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy;
+- the global address, a `gco.local.front.process` in front of every Region's proxy (bearer keys from
+  the keys table it creates, `gco-api-keys`; docs/local.md).
 
 and records them in `<state-dir>/stack.json` (parts with pid and URL, the environment to use).
 The state directory is per user (`$XDG_STATE_HOME/gco/local`, else `~/.local/state/gco/local`)
@@ -48,10 +50,13 @@ from gco.env import (
     HOME_REGION_ENV,
     TABLE_ENV,
 )
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.global_access.key_store import DEFAULT_KEYS_TABLE, KEYS_TABLE_ENV, create_keys_table
+from gco.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.errors import LocalStackError
+from gco.local.front import process as front_process
 from gco.local.processes import statelock
 from gco.local.processes.listen import free_port
+from gco.local.region import faults
 from gco.local.region.nginx import nginx_path, self_signed
 from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
 from gco.reconcile.proxy.routes import HEALTH_PATH
@@ -90,6 +95,8 @@ class StackState(BaseModel):
     invoke_urls: dict[str, str]
     cluster_urls: dict[str, str] = Field(default_factory=dict)  # each Region's stand-in API server
     ca_bundle: str | None = None
+    global_url: str | None = None  # the global address in front of every Region's proxy
+    keys_table: str = DEFAULT_KEYS_TABLE
 
 
 def default_state_dir() -> Path:
@@ -187,6 +194,7 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
             raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
         # moto keeps each Region's tables apart, as AWS does: the table is made where clients look.
         init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_TABLE)
+        create_keys_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_KEYS_TABLE)
         _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
@@ -214,13 +222,17 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
             if not _until(lambda p=process, f=path: p.poll() is None and f.exists(), deadline):  # type: ignore[misc]
                 raise LocalStackError(f"Region {region} did not start (see {log})")
             reports[region] = json.loads(path.read_text(encoding="utf-8"))
+        front = _start_front(state_dir, endpoint_url, home, reports, deadline)
+        parts.append(front)
     except BaseException:
         if not _stop_groups([part.pid for part in parts]):
             statelock.forget_started(state_dir)
         raise
-    parts = [parts[0]] + [
+    parts = [
         part.model_copy(update={"url": reports[part.name.split(" ", 1)[1]]["proxy_url"]})
-        for part in parts[1:]
+        if part.name.startswith("region ")
+        else part
+        for part in parts
     ]
     state = StackState(
         endpoint_url=endpoint_url,
@@ -232,9 +244,36 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str) -> StackS
         invoke_urls={region: report["invoke_url"] for region, report in reports.items()},
         cluster_urls={region: report["api_url"] for region, report in reports.items()},
         ca_bundle=next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None),
+        global_url=front.url,
     )
     (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
     return state
+
+
+def _start_front(
+    state_dir: Path, endpoint_url: str, home: str, reports: dict[str, Any], deadline: float
+) -> Part:
+    """Start the global address in front of the Regions' proxies (nearest first: the order given).
+
+    Raises:
+        LocalStackError: it did not report serving before `deadline`.
+    """
+    path = front_process.report_path(state_dir)
+    path.unlink(missing_ok=True)
+    log = state_dir / "front.log"
+    proxies = {region: report["proxy_url"] for region, report in reports.items()}
+    argv = [sys.executable, "-m", "gco.local.front.process", "--endpoint-url", endpoint_url]
+    argv += ["--home-region", home, "--table", DEFAULT_TABLE, "--keys-table", DEFAULT_KEYS_TABLE]
+    argv += ["--proxies", json.dumps(proxies), "--state-dir", str(state_dir)]
+    bundle = next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None)
+    argv += ["--ca-bundle", bundle] if bundle else []
+    process = _spawn(argv, log)
+    statelock.record_started(state_dir, process.pid)
+    if not _until(lambda: process.poll() is None and path.exists(), deadline):
+        process.terminate()
+        raise LocalStackError(f"the global address did not start (see {log})")
+    url = json.loads(path.read_text(encoding="utf-8"))["url"]
+    return Part(name="front", pid=process.pid, url=url, log=str(log))
 
 
 def _evidence_bucket(s3: Any, region: str) -> None:
@@ -266,6 +305,9 @@ def environment(state: StackState) -> dict[str, str]:
         env[CLUSTER_URLS_ENV] = json.dumps(state.cluster_urls, sort_keys=True)
     if state.ca_bundle:
         env[INVOKE_CA_BUNDLE_ENV] = state.ca_bundle
+    if state.global_url:
+        env[GLOBAL_URL_ENV] = state.global_url
+        env[KEYS_TABLE_ENV] = state.keys_table
     return env
 
 
@@ -352,6 +394,8 @@ def down(state_dir: Path | None = None) -> list[str]:
         path.unlink(missing_ok=True)
     for region in regions:
         report_path(state_dir, region).unlink(missing_ok=True)
+        faults.forget(state_dir, region)
+    front_process.report_path(state_dir).unlink(missing_ok=True)
     survivors += _stop_groups(reported)  # what a crashed Region left
     survivors += _stop_groups([part.pid for part in parts if part.name == "moto"])
     if survivors:

@@ -58,6 +58,11 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     # both Regions answer through their proxies
     for region in ("us-east-1", "us-west-2"):
         assert re.search(rf"^  {region} 200 \d+ ms, answered by primary \(", transcript, re.MULTILINE), region
+    # the global address: the nearest Region, the next one while it is down, a revoked key refused
+    assert "$ gco keys create demo --all-endpoints --output json" in transcript
+    through = re.findall(r"^  (\S+) \(through the global address\) 200 ", transcript, re.MULTILINE)
+    assert through == ["us-east-1", "us-west-2", "us-west-2", "us-west-2", "us-east-1"], through
+    assert "the key was revoked" in transcript
     # the canary took a share near its weight (60 requests; 4.5 sigma of a binomial at 30%)
     share = re.search(r"canary share observed (\d+)%, set 30%", transcript)
     assert share and 10 <= int(share.group(1)) <= 50, share

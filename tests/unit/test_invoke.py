@@ -107,3 +107,17 @@ def test_each_event_s_text(data: str, framework: str, text: str | None) -> None:
 def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
     with pytest.raises(InvokeFailedError, match=message):
         event_text(data)
+
+
+def test_the_global_address_and_its_key_come_from_the_environment() -> None:
+    from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV, bearer_headers, global_base
+
+    assert global_base({}) is None
+    assert global_base({GLOBAL_URL_ENV: "http://127.0.0.1:9/"}) == "http://127.0.0.1:9"
+    with pytest.raises(GcoInputError) as caught:
+        global_base({GLOBAL_URL_ENV: "ftp://x"})
+    assert caught.value.field == GLOBAL_URL_ENV
+    assert bearer_headers({API_KEY_ENV: " gco-k "}) == {"authorization": "Bearer gco-k"}
+    with pytest.raises(GcoInputError) as refused:
+        bearer_headers({})
+    assert refused.value.field == API_KEY_ENV and "gco keys create" in refused.value.message

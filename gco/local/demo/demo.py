@@ -39,7 +39,7 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.demo import demo_bench
+from gco.local.demo import demo_bench, demo_global
 from gco.local.errors import DemoStepError
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -200,7 +200,10 @@ def walkthrough(
         try:
             with clusters.start(poll_interval=0.2, sweep_interval=5.0):
                 try:
-                    _walk(step, echo, clusters, spec_file, engine_groups)
+                    one_address = lambda: demo_global.global_address(  # noqa: E731
+                        step, echo, env, clusters, store, "demo-chat"
+                    )
+                    _walk(step, echo, clusters, spec_file, engine_groups, one_address)
                 except Exception:
                     explain_failure(echo, store, clusters)
                     raise
@@ -293,6 +296,7 @@ def _walk(
     clusters: LocalClusters,
     spec_file: Path,
     engine_groups: set[int],
+    global_address: Callable[[], None],
 ) -> None:
     reconcilers = clusters.reconcilers
     step(
@@ -328,6 +332,7 @@ def _walk(
             "--prompt",
             "The capital of France is",
         )
+    global_address()
     _canary(step, echo, clusters, engine_groups)
     step(
         "bad input is refused with one line naming the field; nothing is written",

@@ -70,6 +70,7 @@ class LocalClusters:
         self.autoscalers: dict[str, LocalAutoscaler] = {}
         self.nginx = proxy == "nginx" or (proxy == "auto" and nginx_path() is not None)
         self.ca_bundle: Path | None = None
+        self._sync_interval = 0.2
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
             kubelet = LocalKubelet(local.api, engines, log_dir / region, restart=restart)
@@ -89,6 +90,24 @@ class LocalClusters:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""
         return {region: f"{router.url}/inference" for region, router in self.proxies.items()}
 
+    def fail_proxy(self, region: str) -> None:
+        """Stop `region`'s proxy (its port refuses connections) until `restore_proxy`."""
+        self.proxies[region].stop()
+
+    def restore_proxy(self, region: str) -> None:
+        """Serve `region`'s proxy again, on the port it had."""
+        proxy = self.proxies[region]
+        if isinstance(proxy, NginxProxy):
+            proxy.start(self._sync_interval)
+        else:
+            port = int(proxy.url.rsplit(":", 1)[1])
+            local = self.reconcilers.regions[region]
+            self.proxies[region] = LocalRouter(local.api, self.services[region], port=port)
+
+    def fail_readiness(self, region: str, endpoints: Iterable[str], failing: bool = True) -> None:
+        """Make the readiness probes of `endpoints`' replicas in `region` fail (or pass again)."""
+        self.kubelets[region].fail_probes(set(endpoints), failing)
+
     def start(
         self,
         *,
@@ -99,6 +118,7 @@ class LocalClusters:
     ) -> LocalClusters:
         """Engines (unless `engines` is False: the caller syncs them), stream pollers and sweeps on
         background threads."""
+        self._sync_interval = sync_interval
         for kubelet in self.kubelets.values() if engines else ():
             kubelet.start(sync_interval)
         for autoscaler in self.autoscalers.values():

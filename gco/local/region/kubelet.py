@@ -193,6 +193,9 @@ class LocalKubelet:
         self.stop_timeout = stop_timeout
         self.probe_timeout = probe_timeout
         self._workloads: dict[tuple[str, str], _Workload] = {}
+        # Deployments whose readiness probes are made to fail (`gco local fail-region --unready`): their
+        # engines keep running and answering, but are out of their Service, as after a failed probe.
+        self.failing_probes: set[str] = set()
         self._lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._serial = itertools.count(1)
@@ -394,13 +397,22 @@ class LocalKubelet:
         report = replica.process.stop(self.stop_timeout)
         log.info("engine #%d stopped (%s, group gone: %s)", replica.serial, report.signal, report.group_gone)
 
+    def fail_probes(self, names: set[str], failing: bool = True) -> None:
+        """Make the readiness probes of Deployments `names` fail from now on (or pass again from the
+        next probe): a failing replica is unready at once, out of its Service and its status."""
+        with self._lock:
+            self.failing_probes = self.failing_probes | names if failing else self.failing_probes - names
+            for (_, name), workload in self._workloads.items():
+                for replica in workload.running if failing and name in names else ():
+                    replica.ready = False
+
     def _probe(self) -> None:
         with self._lock:
-            replicas = [r for w in self._workloads.values() for r in w.running]
-        results = {id(r): (not r.process.exited()) and self._answers(r) for r in replicas}
-        with self._lock:
-            for replica in replicas:
-                replica.ready = results[id(replica)]
+            replicas = [(name, r) for (_, name), w in self._workloads.items() for r in w.running]
+        results = {id(r): (not r.process.exited()) and self._answers(r) for _, r in replicas}
+        with self._lock:  # a probe made to fail (`fail_probes`) meanwhile wins over this pass's answer
+            for name, replica in replicas:
+                replica.ready = results[id(replica)] and name not in self.failing_probes
 
     def _answers(self, replica: Replica) -> bool:
         try:

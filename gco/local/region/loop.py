@@ -24,6 +24,9 @@ class SyncLoop:
         self._thread: threading.Thread | None = None
 
     def start(self, interval: float) -> None:
+        """Start (or start again after `stop`) calling `sync` every `interval` seconds."""
+        self._stop.clear()
+
         def loop() -> None:
             while not self._stop.is_set():
                 try:

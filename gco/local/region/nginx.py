@@ -298,3 +298,4 @@ class NginxProxy:
             if self._process is not None:
                 self._process.stop(STOP_TIMEOUT_S)
                 self._process = None
+            self._files = {}  # a later `start` writes, checks and starts nginx afresh

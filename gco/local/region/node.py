@@ -7,7 +7,9 @@ and the proxy. It reports to the stack's state directory:
 - `region-<R>.json` once it serves: its pid, the proxy's and the API server's URLs, the proxy
   certificate;
 - `region-<R>.children`: the process groups it started (engines, nginx), rewritten as they
-  change, so `gco local down` can stop them even when this process was killed.
+  change, so `gco local down` can stop them even when this process was killed;
+- `region-<R>.faults.applied.json`: the faults `gco local fail-region` asked for and it applied
+  (`gco.local.region.faults`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from gco import aws
 from gco.endpoints import EndpointStore
+from gco.local.region import faults
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import ENGINE_KINDS, EngineTable
 from gco.local.region.nginx import NginxProxy
@@ -94,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         _write(report_path(state, options.region), json.dumps(report, sort_keys=True))
         written: list[int] | None = None
+        failed = faults.Faults()
         while not stop.wait(REPORT_INTERVAL_S):
+            failed = faults.follow(clusters, options.region, state, failed)
             now = children(clusters)
             if now != written:
                 _write(children_path(state, options.region), "\n".join(map(str, now)) + "\n")

@@ -176,6 +176,9 @@ COMMANDS: list[tuple[str, ...]] = [
     ("bench", "schema", "{}"),
     ("local", "status", "--state-dir", "{}"),
     ("local", "env", "--state-dir", "{}"),
+    ("local", "fail-region", "{}", "--unready", "{}", "--state-dir", "{}"),
+    ("keys", "create", "{}", "--endpoint", "{}", "--keys-table", "{}"),
+    ("keys", "revoke", "{}", "-o", "{}"),
 ]
 hostile = st.one_of(
     st.text(max_size=40),

@@ -1,0 +1,108 @@
+"""The local global address as a part of `gco local up`: `python -m gco.local.front.process`.
+
+Runs `GlobalFront` with a `HealthChecker` of every Region's proxy until SIGTERM, reading the
+endpoint table and the keys table on the moto server, and reports `front.json` (its pid and URL)
+to the stack's state directory once it serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import ssl
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from gco import aws
+from gco.endpoints import EndpointStore
+from gco.global_access import keys
+from gco.global_access.key_store import DynamoKeyStore
+from gco.local.front.front import GlobalFront
+from gco.local.front.health import CHECK_TIMEOUT_S, HealthChecker
+from gco.reconcile.proxy.routes import HEALTH_PATH
+
+REPORT_NAME = "front.json"
+
+
+def report_path(state_dir: Path) -> Path:
+    return state_dir / REPORT_NAME
+
+
+def make_key(endpoint_url: str, home_region: str, keys_table: str, name: str = "local-env") -> str:
+    """A new key for every endpoint, stored (hashed) in the stack's keys table; returns the key.
+
+    Raises:
+        KeyStoreError: the keys table cannot be written.
+    """
+    store = DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
+    return store.create(name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env")[0]
+
+
+def http_probe(verify: ssl.SSLContext | bool) -> Callable[[str], bool]:
+    """A health check: whether a GET of the URL answers 2xx or 3xx within `CHECK_TIMEOUT_S`."""
+
+    def probe(url: str) -> bool:
+        try:
+            return httpx.get(url, timeout=CHECK_TIMEOUT_S, verify=verify).status_code < 400
+        except httpx.HTTPError:
+            return False
+
+    return probe
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gco.local.front.process", description=__doc__)
+    parser.add_argument("--endpoint-url", required=True)
+    parser.add_argument("--home-region", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--keys-table", required=True)
+    parser.add_argument(
+        "--proxies", required=True, help="JSON: Region -> its proxy's base URL, nearest first."
+    )
+    parser.add_argument("--ca-bundle", help="The proxies' certificate.")
+    parser.add_argument("--state-dir", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=0)
+    options = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    proxies: dict[str, str] = json.loads(options.proxies)
+    verify: ssl.SSLContext | bool = (
+        ssl.create_default_context(cafile=options.ca_bundle) if options.ca_bundle else True
+    )
+    dynamodb = aws.client("dynamodb", region=options.home_region, endpoint_url=options.endpoint_url)
+    health = HealthChecker({r: url + HEALTH_PATH for r, url in proxies.items()}, http_probe(verify)).start()
+    front = GlobalFront(
+        EndpointStore(dynamodb, options.table),
+        DynamoKeyStore(dynamodb, options.keys_table),
+        proxies,
+        health=health,
+        verify=verify,
+        port=options.port,
+    )
+    report = {"pid": os.getpid(), "url": front.url}
+    path = report_path(options.state_dir)
+    path.with_suffix(".tmp").write_text(json.dumps(report), encoding="utf-8")
+    os.replace(path.with_suffix(".tmp"), path)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        front.stop()
+        health.stop()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the stack's background process
+    sys.exit(main())

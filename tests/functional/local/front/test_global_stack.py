@@ -1,0 +1,95 @@
+"""The global address of `gco local up` as a user meets it: `env --with-key`, `invoke` without
+`--region` naming the Region that answered, `fail-region`/`restore-region`, and the OpenAI Python SDK
+with nothing but `base_url` and `api_key` getting a completion and a stream."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import openai
+import pytest
+
+from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV
+from tests.functional.local.conftest import eventually
+from tests.functional.local.test_local_stack import IMAGE, MODEL, REGIONS, Gco
+
+EAST, WEST = REGIONS
+
+
+@dataclass
+class Stack:
+    gco: Gco
+    flag: tuple[str, str]  # --state-dir D
+
+
+@pytest.fixture
+def stack(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Stack]:
+    """A stack of two Regions with `smol` running in both; the environment `env --with-key` prints."""
+    gco = Gco(capsys)
+    flag = ("--state-dir", str(tmp_path / "state"))
+    gco("local", "up", "--regions", ",".join(REGIONS), *flag)
+    try:
+        for line in gco("local", "env", "--with-key", *flag).splitlines():
+            name, _, value = line.removeprefix("export ").partition("=")
+            monkeypatch.setenv(name, shlex.split(value)[0])
+        deploy = ["inference", "deploy", "smol", "--image", IMAGE, "--model-id", MODEL]
+        gco(*deploy, "--region", EAST, "--region", WEST, "--wait", "--timeout", "60")
+        yield Stack(gco, flag)
+    finally:
+        gco("local", "down", *flag)
+
+
+def answered(gco: Gco) -> str:
+    result = json.loads(gco("inference", "invoke", "smol", "-o", "json"))
+    assert result["status"] == 200 and result["body"]["model"] == MODEL
+    return str(result["region"])
+
+
+def test_invoke_fail_and_restore_a_region(stack: Stack) -> None:
+    gco, state = stack.gco, stack.flag
+    assert answered(gco) == EAST
+    assert f"{EAST} (through the global address) 200" in gco("inference", "invoke", "smol")
+    assert gco("local", "fail-region", EAST, *state).strip() == f"{EAST}: proxy stopped"
+    assert answered(gco) == WEST
+    assert f"not answering: region {EAST}" in gco("local", "status", *state, code=1)
+    gco("local", "restore-region", EAST, *state)
+    # The health checker passes the Region again after FAILURE_THRESHOLD good checks (Route 53's rule).
+    eventually(lambda: answered(gco) == EAST, f"{EAST} judged healthy again")
+    gco("local", "fail-region", EAST, "--unready", "smol", *state)
+    assert answered(gco) == WEST
+    gco("local", "restore-region", EAST, *state)
+    assert json.loads(gco("inference", "invoke", "smol", "--region", EAST, "-o", "json"))["region"] == EAST
+    assert "is not a Region of the stack" in gco("local", "fail-region", "eu-west-1", *state, code=2)
+
+
+def test_the_openai_sdk_gets_a_completion_and_a_stream(stack: Stack) -> None:
+    client = openai.OpenAI(
+        base_url=f"{os.environ[GLOBAL_URL_ENV]}/inference/smol/v1",
+        api_key=os.environ[API_KEY_ENV],
+        max_retries=0,
+    )
+    completion = client.completions.create(model=MODEL, prompt="hi", max_tokens=4)
+    assert completion.model == MODEL and completion.choices[0].text
+    chat = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4
+    )
+    assert chat.choices[0].message.content
+    pieces = [
+        chunk.choices[0].delta.content or ""
+        for chunk in client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4, stream=True
+        )
+        if chunk.choices
+    ]
+    assert len([piece for piece in pieces if piece]) >= 2
+    refused = openai.OpenAI(base_url=client.base_url, api_key="gco-000000000000-" + "A" * 43, max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as caught:
+        refused.completions.create(model=MODEL, prompt="hi", max_tokens=4)
+    assert "the key is not known" in str(caught.value)
