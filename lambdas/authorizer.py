@@ -17,13 +17,13 @@ from gco.endpoints.errors import MalformedRecordError, StoreUnavailableError
 from gco.env import AWS_REGION_ENV, TABLE_ENV
 from gco.global_access.authorizer import (
     FAILURE_MESSAGE,
-    KEYS_TABLE_ENV,
     Settings,
     decide,
     policy,
 )
 from gco.global_access.authorizer_tables import DynamoTables
 from gco.global_access.errors import KeyStoreError, UnauthorizedError
+from gco.global_access.key_store import KEYS_TABLE_ENV
 
 logger = logging.getLogger("gco.authorizer")
 logger.setLevel(logging.INFO)

@@ -16,6 +16,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gco.global_access.key_store import DEFAULT_KEYS_TABLE
+
 # Route 53 hosted zone ids: "Z" and upper-case letters and digits (e.g. Z0123456789ABCDEFGHIJ).
 HOSTED_ZONE_ID = re.compile(r"^Z[A-Z0-9]{1,32}$")
 # A DNS name of lower-case labels (RFC 1035 2.3.1; API Gateway custom domain names are lower-case).
@@ -23,7 +25,6 @@ DNS_NAME = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-
 # The longest Region name (`ap-southeast-4`, `us-gov-west-1`) plus the dot before the domain: a
 # Regional name `<region>.<domain>` must still fit the 253 characters of a DNS name.
 REGION_LABEL_ROOM = 15
-DEFAULT_KEYS_TABLE = "gco-api-keys"
 
 
 class GlobalAddressConfig(BaseModel):

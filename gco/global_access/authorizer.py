@@ -42,7 +42,6 @@ KEY_ID_CONTEXT = "keyId"
 REASON_CONTEXT = "reason"
 INFERENCE_PREFIX = "/inference/"
 # The function's environment (set by the stack): the tables, and the deployment's Regions nearest-first.
-KEYS_TABLE_ENV = "GCO_KEYS_TABLE"
 REGION_ORDER_ENV = "GCO_REGION_ORDER"
 STALE_AFTER_ENV = "GCO_STALE_AFTER_S"
 # The log message of a decision that could not be made (a table unreadable): the stack counts these

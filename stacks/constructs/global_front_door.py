@@ -51,12 +51,12 @@ from gco.global_access.authorizer import (
     AUTHORIZATION_HEADER,
     FAILURE_MESSAGE,
     FAILURE_METRIC,
-    KEYS_TABLE_ENV,
     METRICS_NAMESPACE,
     REASON_CONTEXT,
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
 )
+from gco.global_access.key_store import KEYS_TABLE_ENV
 from gco.reconcile.proxy.routes import HEALTH_PATH
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.constructs.front_door import ACCESS_LOG_FORMAT, INFERENCE_PREFIX, STAGE, FrontDoor

@@ -16,7 +16,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from gco.global_access.authorizer_tables import KEY_ATTRIBUTE
+from gco.global_access.key_store import KEY_ATTRIBUTE
 from stacks.constructs.data import replica_guard
 
 

@@ -19,7 +19,6 @@ GLOBAL_ADDRESS = {
     "domain_name": "llm.example.com",
     "hosted_zone_id": "Z0123456789EXAMPLE",
     "hosted_zone_name": "example.com",
-    "region_order": [OTHER, HOME],
 }
 
 

@@ -8,7 +8,8 @@ from typing import Any
 from aws_cdk.assertions import Capture, Match
 
 from gco.front_door import GENERATION_TIMEOUT_S
-from gco.global_access.authorizer import FAILURE_MESSAGE, KEYS_TABLE_ENV, REGION_ORDER_ENV
+from gco.global_access.authorizer import FAILURE_MESSAGE, REGION_ORDER_ENV
+from gco.global_access.key_store import KEYS_TABLE_ENV
 from tests.cdk.conftest import HOME, OTHER, iam_statements
 from tests.cdk.synth_cache import GLOBAL_ADDRESS
 
@@ -199,7 +200,7 @@ def test_authorizer_function_environment_and_least_privilege(regional_template: 
                     {
                         KEYS_TABLE_ENV: "gco-api-keys",
                         "INFERENCE_ENDPOINTS_TABLE_NAME": "gco-inference-endpoints",
-                        REGION_ORDER_ENV: f"{OTHER},{HOME}",
+                        REGION_ORDER_ENV: f"{HOME},{OTHER}",  # `regions` in order, by default
                     }
                 )
             },

@@ -181,7 +181,8 @@ def test_sweep_schedule(regional_template: Any) -> None:
 
 
 def test_alarms_on_dlq_iterator_age_errors(regional_template: Any) -> None:
-    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 5)
+    # The reconciler's five, and the global authorizer's (tests/cdk/test_global_address.py).
+    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 6)
     for name, metric in (
         ("DlqDepth", "ApproximateNumberOfMessagesVisible"),
         ("IteratorAge", "IteratorAge"),

@@ -30,7 +30,7 @@ DOMAIN = GLOBAL_ADDRESS["domain_name"]
 
 
 def global_config() -> GcoConfig:
-    return config(global_address={**GLOBAL_ADDRESS, "region_order": []})
+    return config(global_address=GLOBAL_ADDRESS)
 
 
 def queue_global(

@@ -28,8 +28,9 @@ from gco.endpoints import EndpointStore
 from gco.endpoints.codec import to_item
 from gco.endpoints.record import RegionStatus
 from gco.env import TABLE_ENV
-from gco.global_access.authorizer import KEYS_TABLE_ENV, REGION_ORDER_ENV
-from gco.global_access.authorizer_tables import KEY_ATTRIBUTE
+from gco.global_access.authorizer import REGION_ORDER_ENV
+from gco.global_access.key_store import KEY_ATTRIBUTE, KEYS_TABLE_ENV
+from gco.global_access.key_store import to_item as key_item
 from gco.global_access.keys import new_key
 from gco.local.moto.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
@@ -235,7 +236,7 @@ def test_authorizer_handler_from_the_bundle(
         BillingMode="PAY_PER_REQUEST",
     )
     plaintext, key = new_key("bundle", ["llama"], now=datetime.now(UTC))
-    dynamodb.put_item(TableName=KEYS_TABLE, Item=to_item(key.model_dump()))
+    dynamodb.put_item(TableName=KEYS_TABLE, Item=key_item(key))
     store.create("llama", {"image": IMAGE}, [EAST])
     record = store.get("llama")
     assert record is not None

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gco.deployment.config import ConfigError, parse_config
-from gco.deployment.global_address import DEFAULT_KEYS_TABLE
+from gco.global_access.key_store import DEFAULT_KEYS_TABLE
 
 REGIONS = ["us-east-1", "us-west-2", "eu-west-1"]
 ADDRESS = {

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, MalformedRecordError, StoreUnavailableError
-from gco.endpoints.codec import to_item
 from gco.global_access.authorizer_tables import DynamoTables
 from gco.global_access.errors import KeyStoreError
+from gco.global_access.key_store import to_item
 from gco.global_access.keys import new_key
 
 KEYS = "gco-test-api-keys"
@@ -30,7 +30,7 @@ def keys_table(dynamodb: Any) -> str:
 
 def test_reads_a_key_and_an_endpoint(dynamodb: Any, store: EndpointStore, keys_table: str) -> None:
     _, key = new_key("ci", ["smol"], now=NOW)
-    dynamodb.put_item(TableName=keys_table, Item=to_item(key.model_dump()))
+    dynamodb.put_item(TableName=keys_table, Item=to_item(key))
     store.create("smol", {"image": "vllm/vllm-openai:v0.6.3"}, ["us-east-1"])
     tables = DynamoTables(
         region="us-east-1", keys_table=keys_table, endpoints_table=store.table_name, client=dynamodb
@@ -50,12 +50,12 @@ def test_read_failures_and_malformed_items_are_named(
     tables = DynamoTables(
         region="us-east-1", keys_table=keys_table, endpoints_table=store.table_name, client=dynamodb
     )
-    with pytest.raises(KeyStoreError, match="the record of key aaaaaaaaaaaa is malformed"):
+    with pytest.raises(KeyStoreError, match="is malformed"):
         tables.api_key("a" * 12)
     with pytest.raises(MalformedRecordError):
         tables.endpoint("bad")
     missing = DynamoTables(region="us-east-1", keys_table="absent", endpoints_table="absent", client=dynamodb)
-    with pytest.raises(KeyStoreError, match="cannot read absent"):
+    with pytest.raises(KeyStoreError, match="get_item on absent failed: ResourceNotFoundException"):
         missing.api_key("a" * 12)
     with pytest.raises(StoreUnavailableError, match="cannot read absent"):
         missing.endpoint("smol")
