@@ -273,3 +273,41 @@ def test_refusals_answer_in_the_openai_error_shape_with_the_reason(regional_temp
             "ResponseTemplates": {"application/json": Match.string_like_regexp("invalid_api_key")},
         },
     )
+
+
+def test_without_a_global_address_there_are_no_global_resources(tmp_path: Any) -> None:
+    """cdk.json's default: no zone, certificate, second API, authorizer, keys table or forwarding."""
+    from aws_cdk import App
+
+    from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
+    from stacks.app import build_app
+    from stacks.config import parse_config
+    from tests.cdk.synth_cache import cdk_json_config
+
+    raw = {**cdk_json_config(), "regions": [HOME], "table_replicas": False, "global_address": None}
+    gco = build_app(parse_config(raw), app=App(outdir=str(tmp_path)), nag=False)
+    assert gco.regional[HOME].global_front_door is None and gco.global_stack.keys_table is None
+    assembly = gco.app.synth()
+    kinds = {
+        resource["Type"]
+        for stack in assembly.stacks
+        for resource in stack.template.get("Resources", {}).values()
+    }
+    for absent in (
+        "AWS::Route53::RecordSet",
+        "AWS::Route53::HealthCheck",
+        "AWS::CertificateManager::Certificate",
+        "AWS::ApiGateway::DomainName",
+        "AWS::ApiGateway::Authorizer",
+    ):
+        assert absent not in kinds
+    regional = assembly.get_stack_by_name(f"gco-regional-{HOME}").template
+    settings = [
+        ProxySettings.model_validate_json(
+            resource["Properties"]["Environment"]["Variables"][PROXY_SETTINGS_ENV]
+        )
+        for resource in regional["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and PROXY_SETTINGS_ENV in resource["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert settings and all(item.forwarding is None for item in settings)
