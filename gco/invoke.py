@@ -245,19 +245,19 @@ def global_base(environ: Mapping[str, str] | None = None) -> str | None:
     return base.rstrip("/")
 
 
-def bearer_headers(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The `Authorization: Bearer` header of the key in `GCO_API_KEY`.
+def global_address(environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, str]] | None:
+    """(base URL, headers) of the global address where `GCO_GLOBAL_URL` and `GCO_API_KEY` are both
+    set: the key goes as `Authorization: Bearer`; None where either is missing.
 
     Raises:
-        GcoInputError: no key is set (the message says how to make one; it never shows a key).
+        GcoInputError: `GCO_GLOBAL_URL` is not an http(s) URL.
     """
-    key = (environ if environ is not None else os.environ).get(API_KEY_ENV, "").strip()
-    if not key:
-        raise GcoInputError(
-            API_KEY_ENV,
-            f"set a key for the global address {GLOBAL_URL_ENV} (`gco keys create NAME --all-endpoints`)",
-        )
-    return {"authorization": f"Bearer {key}"}
+    environ = environ if environ is not None else os.environ
+    base = global_base(environ)
+    key = environ.get(API_KEY_ENV, "").strip()
+    if base is None or not key:
+        return None
+    return base, {"authorization": f"Bearer {key}"}
 
 
 def sigv4_headers(method: str, url: str, body: bytes, region: str) -> dict[str, str]:

@@ -25,15 +25,15 @@ from gco.endpoints import operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.invoke import (
+    API_KEY_ENV,
     GLOBAL,
     GLOBAL_URL_ENV,
     TIMEOUT_S,
     InvokeFailedError,
     InvokeResult,
-    bearer_headers,
     check_path,
     default_request,
-    global_base,
+    global_address,
     local_bases,
     parse_body,
     send,
@@ -52,8 +52,8 @@ from gco.regional_outputs import invoke_urls
     "--region",
     "regions",
     multiple=True,
-    help=f"Region to invoke [default: the global address where {GLOBAL_URL_ENV} is set, which says "
-    "which Region answered; else the first target Region running it].",
+    help=f"Region to invoke [default: the global address where {GLOBAL_URL_ENV} and {API_KEY_ENV} (its "
+    "key) are set, which says which Region answered; else the first target Region running it].",
 )
 @click.option("--prompt", default=None, help="Prompt of the framework's completion request.")
 @click.option(
@@ -95,8 +95,8 @@ def invoke(
     body = parse_body(body_text) if body_text is not None else None
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
-    through = global_base() if region is None else None
-    headers = bearer_headers() if through else {}
+    routed = global_address() if region is None else None
+    through, headers = routed if routed is not None else (None, {})
     record = operations.fresh(open_store(endpoint_url, table_name), name)
     target = GLOBAL if through else serving_region(record, region)
     default_path, default_body = (stream_request if stream else default_request)(record.spec, prompt)

@@ -110,14 +110,14 @@ def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
 
 
 def test_the_global_address_and_its_key_come_from_the_environment() -> None:
-    from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV, bearer_headers, global_base
+    from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV, global_address, global_base
 
     assert global_base({}) is None
     assert global_base({GLOBAL_URL_ENV: "http://127.0.0.1:9/"}) == "http://127.0.0.1:9"
     with pytest.raises(GcoInputError) as caught:
         global_base({GLOBAL_URL_ENV: "ftp://x"})
     assert caught.value.field == GLOBAL_URL_ENV
-    assert bearer_headers({API_KEY_ENV: " gco-k "}) == {"authorization": "Bearer gco-k"}
-    with pytest.raises(GcoInputError) as refused:
-        bearer_headers({})
-    assert refused.value.field == API_KEY_ENV and "gco keys create" in refused.value.message
+    both = {GLOBAL_URL_ENV: "http://127.0.0.1:9", API_KEY_ENV: " gco-k "}
+    assert global_address(both) == ("http://127.0.0.1:9", {"authorization": "Bearer gco-k"})
+    assert global_address({GLOBAL_URL_ENV: "http://127.0.0.1:9"}) is None  # no key: the Region's way in
+    assert global_address({API_KEY_ENV: "gco-k"}) is None

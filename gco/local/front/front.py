@@ -36,6 +36,7 @@ import re
 import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Protocol
@@ -62,6 +63,7 @@ CONNECT_TIMEOUT_S = 2.0
 RETRY_STATUSES = frozenset({404, 502, 503, 504})
 ENDPOINT_PATH = re.compile(r"/inference/(?P<name>[a-z0-9-]+)(?P<rest>/[^?]*)?")
 FORWARDED_HEADERS = ("content-type", "accept")
+READERS = 16  # threads reading endpoint records beside the key checks
 
 
 class RecordReader(Protocol):
@@ -117,6 +119,7 @@ class GlobalFront:
         self.now = now
         timeout = httpx.Timeout(float(GENERATION_TIMEOUT_S), connect=CONNECT_TIMEOUT_S)
         self._client = httpx.Client(timeout=timeout, verify=verify)
+        self._reads = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="global-read")
         self._server = serve(self.handle, "global-front", port)
         self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
 
@@ -147,10 +150,14 @@ class GlobalFront:
             answer(request, 404, error_body(message, "invalid_request_error", "not_found"))
             return
         name = match["name"]
+        # The record is read while the key is (two reads of about the same time); it is used only
+        # once the key passed, so a refused caller learns nothing of the endpoint.
+        reading = self._reads.submit(self.records.get, name, consistent_read=True)
         if not self._authorized(request, name):
+            reading.cancel()
             return
         try:
-            record = self.records.get(name, consistent_read=True)
+            record = reading.result()
         except EndpointError as error:
             answer(request, 503, error_body(f"the endpoint table: {error}", "server_error", "unavailable"))
             return
@@ -229,3 +236,4 @@ class GlobalFront:
         self._server.shutdown()
         self._server.server_close()
         self._client.close()
+        self._reads.shutdown(wait=False, cancel_futures=True)

@@ -58,7 +58,7 @@ def http_probe(verify: ssl.SSLContext | bool) -> Callable[[str], bool]:
     return probe
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m gco.local.front.process", description=__doc__)
     parser.add_argument("--endpoint-url", required=True)
     parser.add_argument("--home-region", required=True)
@@ -70,13 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ca-bundle", help="The proxies' certificate.")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
-    options = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return parser.parse_args(argv)
+
+
+def serve(options: argparse.Namespace, stop: threading.Event) -> None:
+    """Serve the global address as `options` say until `stop` is set; report `front.json` once it serves."""
     proxies: dict[str, str] = json.loads(options.proxies)
     verify: ssl.SSLContext | bool = (
         ssl.create_default_context(cafile=options.ca_bundle) if options.ca_bundle else True
@@ -101,6 +99,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         front.stop()
         health.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - the process's signals and logging
+    options = parse(argv)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    serve(options, stop)
     return 0
 
 

@@ -6,17 +6,21 @@ from __future__ import annotations
 import time
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
 
 from gco.endpoints import operations
 from gco.global_access import keys
 from gco.global_access.routing import REGION_HEADER
 from gco.local.front.front import TRIED_HEADER
+from gco.local.region import faults
 from tests.functional.local.conftest import eventually
 from tests.functional.local.front.conftest import Global
 from tests.functional.local.test_engines import SPEC
 from tests.unit.reconcile.records import EAST, WEST
 
-STREAM = 40  # requests in each phase, one after another
+STREAM = 20  # requests in each phase, one after another
 GAP_S = 0.02
 
 
@@ -32,6 +36,7 @@ def phase(world: Global, name: str, count: int = STREAM) -> list[tuple[int, str,
     return seen
 
 
+@pytest.mark.slow
 def test_requests_keep_being_answered_while_a_region_fails_and_returns(world: Global) -> None:
     world.deploy("smol", [EAST, WEST])
     before = phase(world, "smol")
@@ -108,3 +113,22 @@ def test_a_stopped_endpoint_is_a_503_naming_why(world: Global) -> None:
     reply = world.post("smol")
     assert reply.status_code == 503
     assert reply.json()["error"]["message"] == "endpoint 'smol' is stopped"
+
+
+def test_a_regions_process_follows_its_faults_file(world: Global, tmp_path: Path) -> None:
+    world.deploy("smol", [EAST, WEST])
+    state = tmp_path / "state"
+    state.mkdir()
+    faults.faults_path(state, EAST).write_text(faults.Faults(proxy_down=True).model_dump_json())
+    now = faults.follow(world.clusters, EAST, state, faults.Faults())
+    assert now == faults.Faults(proxy_down=True) == faults.read(faults.applied_path(state, EAST))
+    assert world.post("smol").headers[REGION_HEADER] == WEST
+    faults.faults_path(state, EAST).write_text(faults.Faults(unready=["smol"]).model_dump_json())
+    now = faults.follow(world.clusters, EAST, state, now)  # the proxy back, smol's replicas unready
+    assert faults.read(faults.applied_path(state, EAST)) == faults.Faults(unready=["smol"])
+    assert world.post("smol").headers[REGION_HEADER] == WEST
+    faults.faults_path(state, EAST).unlink()
+    assert faults.follow(world.clusters, EAST, state, now) == faults.Faults()
+    eventually(lambda: world.post("smol").headers.get(REGION_HEADER) == EAST, "us-east-1 serving again")
+    faults.forget(state, EAST)
+    assert not faults.applied_path(state, EAST).exists()

@@ -19,6 +19,7 @@ from tests.functional.local.conftest import eventually
 from tests.functional.local.test_local_stack import IMAGE, MODEL, REGIONS, Gco
 
 EAST, WEST = REGIONS
+pytestmark = pytest.mark.slow  # a whole `gco local up` each (tens of seconds)
 
 
 @dataclass
