@@ -53,7 +53,7 @@ from stacks.bundling import (  # noqa: E402
     runtime_interpreter,
 )
 
-HANDLERS = ("reconciler", "sweep")
+HANDLERS = ("reconciler", "sweep", "authorizer")
 TARGET_MS = 300.0
 # The import names of what the Lambda Python runtime provides (stacks.bundling.RUNTIME_PROVIDED).
 SDK_MODULES = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six")

@@ -21,6 +21,12 @@ FRONT_DOOR_PART = "inference"
 # API Gateway's longest streamed response (docs.aws.amazon.com/apigateway/latest/developerguide/
 # response-transfer-mode.html: "The maximum duration for response streaming is 15 minutes").
 GENERATION_TIMEOUT_S = 900
+# The global address's two request headers (docs/global.md): the serving Region the global front
+# door's authorizer chose, which the Region's proxy acts on, and the mark of a request the proxy
+# already forwarded to another Region once (never forwarded again, never moved by the authorizer).
+SERVE_REGION_HEADER = "X-Gco-Serve-Region"
+HOP_HEADER = "X-Gco-Hop"
+HOP_VALUE = "1"
 PREFIX_ENV = "GCO_PREFIX"
 DEFAULT_PREFIX = "gco"
 

@@ -18,6 +18,7 @@ from cdk_nag import (
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
 from stacks.nag.observability_suppressions import api_account_suppressions
+from stacks.nag.global_suppressions import global_front_door_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
     apply,
@@ -95,7 +96,10 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         global_stack.add_stack_dependency(keys_stack)
     regional: dict[str, RegionalStack] = {}
     for region in config.regions:
-        regional_stack = RegionalStack(app, config.name("regional", region), config=config, env=env(region))
+        table_key = keys[region].key if region in keys else global_stack.table_key
+        regional_stack = RegionalStack(
+            app, config.name("regional", region), config=config, table_key=table_key, env=env(region)
+        )
         regional_stack.add_stack_dependency(global_stack)
         regional[region] = regional_stack
     runner = RunnerStack(
@@ -121,6 +125,12 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         ],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
         *[item for stack in regional.values() for item in api_account_suppressions(stack)],
+        *[
+            item
+            for stack in regional.values()
+            if stack.global_front_door is not None
+            for item in global_front_door_suppressions(stack)
+        ],
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
     ]
     for stack in result.stacks:

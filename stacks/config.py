@@ -14,6 +14,7 @@ from gco.deployment.config import (
     parse_config,
     with_overrides,
 )
+from gco.deployment.global_address import GlobalAddressConfig
 
 __all__ = [
     "DEPLOYMENT_TAG",
@@ -21,6 +22,7 @@ __all__ = [
     "AlarmsConfig",
     "ConfigError",
     "GcoConfig",
+    "GlobalAddressConfig",
     "NetworkConfig",
     "NodeGroupConfig",
     "OperatorsConfig",

@@ -22,6 +22,7 @@ from stacks.constructs.dashboards import GlobalDashboard
 from stacks.constructs.data import EndpointTable, EvidenceBucket
 from stacks.constructs.front_door import STAGE
 from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
+from stacks.constructs.keys_table import KeysTable
 from stacks.constructs.runner_cleanup import RunnerCleanup
 from stacks.constructs.runner_workflow import RunnerNames, RunnerWorkflow
 
@@ -67,6 +68,19 @@ class GlobalStack(Stack):
             key=self.table_key,
             replica_regions=config.replica_regions,
             replica_key_arns=replica_key_arns,
+        )
+        # The bearer keys of the global address (docs/global.md), replicated like the endpoint table.
+        self.keys_table = (
+            KeysTable(
+                self,
+                "ApiKeys",
+                table_name=config.global_address.keys_table_name,
+                key=self.table_key,
+                replica_regions=config.replica_regions,
+                replica_key_arns=replica_key_arns,
+            )
+            if config.global_address is not None
+            else None
         )
         self.evidence = EvidenceBucket(
             self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from gco.front_door import FRONT_DOOR_PART
@@ -15,6 +16,8 @@ from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.proxy.render_proxy import target_group_binding
+from gco.reconcile.proxy_forwarding import Forwarding
+from gco.reconcile.proxy_settings import ProxySettings
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.api_account import ApiGatewayAccount
@@ -23,6 +26,7 @@ from stacks.constructs.cluster_addons import ClusterAddons
 from stacks.constructs.dashboards import RegionalDashboard
 from stacks.constructs.data import stream_identity
 from stacks.constructs.front_door import STAGE, FrontDoor
+from stacks.constructs.global_front_door import GlobalFrontDoor
 from stacks.constructs.gpu_cluster import GpuCluster
 from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
@@ -35,10 +39,29 @@ from stacks.constructs.runner_workflow import RunnerNames
 from stacks.constructs.stream_lookup import StreamArnLookup
 
 
+def proxy_settings(config: GcoConfig, region: str) -> ProxySettings:
+    """The Region's proxy settings: cdk.json's, and with a global address, the Region's forwarding."""
+    address = config.global_address
+    if address is None:
+        return config.proxy
+    forwarding = Forwarding(region=region, regions=tuple(config.regions), domain=address.domain_name)
+    return config.proxy.model_copy(update={"forwarding": forwarding})
+
+
 class RegionalStack(Stack):
     """The Region's cluster and reconciler, triggered by the Region's copy of the table's stream."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GcoConfig,
+        table_key: kms.IKey | None = None,
+        **kwargs: object,
+    ) -> None:
+        """`table_key`: this Region's key of the endpoint and keys tables (the global stack's in the
+        home Region, the keys stack's elsewhere); needed with `global_address` only."""
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         region = self.region
         retention = RETENTION[config.log_retention_days]
@@ -105,17 +128,18 @@ class RegionalStack(Stack):
             security_group=security_group,
             log_retention=retention,
         )
+        code = lambda_code(install_dependencies=config.bundle_dependencies)
         self.reconciler = Reconciler(
             self,
             "Reconciler",
             name=name,
-            code=lambda_code(install_dependencies=config.bundle_dependencies),
+            code=code,
             environment=ReconcilerEnvironment(
                 cluster_name=cluster_name,
                 region=region,
                 table_name=config.table_name,
                 home_region=config.home_region,
-                proxy=config.proxy,
+                proxy=proxy_settings(config, region),
                 addons=frozenset(self.addons.present),
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),
@@ -167,6 +191,29 @@ class RegionalStack(Stack):
         if config.api_gateway_account == "create":
             self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", prefix=config.prefix)
             self.front_door.api.deployment_stage.node.add_dependency(self.api_account.account)
+        self.global_front_door = (
+            GlobalFrontDoor(
+                self,
+                "GlobalFrontDoor",
+                name=config.name("global", region),
+                address=config.global_address,
+                order=config.global_address.order(config.regions),
+                front_door=self.front_door,
+                vpc=self.network.vpc,
+                code=code,
+                endpoints_table=config.table_name,
+                table_key=table_key,
+                key=self.key,
+                log_retention=retention,
+                alarm_targets=self.reconciler.alarm_targets,
+            )
+            if config.global_address is not None and table_key is not None
+            else None
+        )
+        if self.api_account is not None:
+            # The global API's stage writes access logs too: the same account setting comes first.
+            for api in [self.global_front_door.api] if self.global_front_door is not None else []:
+                api.deployment_stage.node.add_dependency(self.api_account.account)
         self.ingress = LoadBalancerController(
             self,
             "LoadBalancerController",

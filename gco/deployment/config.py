@@ -26,6 +26,7 @@ from pydantic import (
 
 from gco.addons import SCALING_ADDONS
 from gco.deployment.charts import CHART_RELEASES, installed_charts, unsupported
+from gco.deployment.global_address import GlobalAddressConfig
 from gco.deployment.kubernetes import (
     DEFAULT_KUBERNETES_VERSION,
     EKS_CALENDAR,
@@ -319,6 +320,8 @@ class GcoConfig(_Model):
     # front door's access logs need: `create` (each Regional stack creates the role and sets it),
     # `existing` (the account already has one; `gco doctor` checks it). gco.front_door says why.
     api_gateway_account: Literal["create", "existing"] = "create"
+    # One DNS name for every caller (docs/global.md); None: no global resources.
+    global_address: GlobalAddressConfig | None = None
 
     @field_validator("home_region")
     @classmethod
@@ -440,6 +443,21 @@ class GcoConfig(_Model):
                 f"{chart.chart} {chart.version} documents ({chart.support_range}): pick a version it "
                 f"lists{hint}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _global_address_fits(self) -> GcoConfig:
+        if self.proxy.forwarding is not None:
+            raise ValueError("proxy.forwarding is set by the stacks from global_address, not in cdk.json")
+        address = self.global_address
+        if address is None:
+            return self
+        for region in address.region_order:
+            if region not in self.regions:
+                raise ValueError(f"global_address.region_order: {region!r} is not one of regions")
+        # Each Region's authorizer reads its own Region's replica of the endpoint and keys tables.
+        if not self.table_replicas and len(self.regions) > 1:
+            raise ValueError("global_address needs table_replicas: true (each Region reads its own replica)")
         return self
 
     def has_keda(self, region: str) -> bool:

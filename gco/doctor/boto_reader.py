@@ -16,12 +16,22 @@ from botocore.exceptions import ClientError
 from botocore.exceptions import NoCredentialsError as BotoNoCredentials
 
 from gco.doctor.errors import AccountReadError, NoCredentialsError
+from gco.doctor.port import HostedZone
 
 ClientFactory = Callable[[str, str], Any]
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/{qualifier}/version"
 # Absent things the reads answer for instead of failing: an unset reservation, a missing role or
 # parameter, a quota never changed from its default.
-ABSENT = {"ParameterNotFound", "ResourceNotFoundException", "NoSuchEntity", "NoSuchResourceException"}
+ABSENT = {
+    "ParameterNotFound",
+    "ResourceNotFoundException",
+    "NoSuchEntity",
+    "NoSuchResourceException",
+    "NoSuchHostedZone",
+}
+# Route 53 is a global service whose API lives in us-east-1; GetAccountLimit's type for health checks.
+ROUTE53_REGION = "us-east-1"
+HEALTH_CHECK_LIMIT = "MAX_HEALTH_CHECKS_BY_OWNER"
 
 
 def default_clients() -> ClientFactory:
@@ -163,3 +173,42 @@ class BotoAccountReader:
         except _AbsentError:
             return False
         return True
+
+    def hosted_zone(self, zone_id: str) -> HostedZone | None:
+        try:
+            with converted("route53:GetHostedZone"):
+                answer = self._clients("route53", ROUTE53_REGION).get_hosted_zone(Id=zone_id)
+        except _AbsentError:
+            return None
+        zone = answer["HostedZone"]
+        private = bool(zone.get("Config", {}).get("PrivateZone", False))
+        return HostedZone(name=str(zone["Name"]).removesuffix("."), private=private)
+
+    def health_checks(self) -> tuple[int, list[str]]:
+        client = self._clients("route53", ROUTE53_REGION)
+        with converted("route53:GetAccountLimit"):
+            limit = int(client.get_account_limit(Type=HEALTH_CHECK_LIMIT)["Limit"]["Value"])
+        names: list[str] = []
+        with converted("route53:ListHealthChecks"):
+            marker: str | None = None
+            while True:
+                page = client.list_health_checks(**({"Marker": marker} if marker else {}))
+                names += [
+                    str(check["HealthCheckConfig"].get("FullyQualifiedDomainName", ""))
+                    for check in page.get("HealthChecks", [])
+                ]
+                marker = page.get("NextMarker") if page.get("IsTruncated") else None
+                if not marker:
+                    return limit, names
+
+    def custom_domains(self, region: str) -> list[str]:
+        client = self._clients("apigateway", region)
+        names: list[str] = []
+        with converted("apigateway:GET"):  # GetDomainNames is authorized as apigateway:GET
+            position: str | None = None
+            while True:
+                page = client.get_domain_names(limit=500, **({"position": position} if position else {}))
+                names += [str(item["domainName"]) for item in page.get("items", [])]
+                position = page.get("position")
+                if not position:
+                    return names

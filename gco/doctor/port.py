@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
+
+
+class HostedZone(NamedTuple):
+    """A Route 53 hosted zone as the doctor needs it: its name (no trailing dot) and whether private."""
+
+    name: str
+    private: bool
 
 
 class AccountReader(Protocol):
@@ -55,4 +62,16 @@ class AccountReader(Protocol):
 
     def role_exists(self, role_name: str) -> bool:
         """Whether the IAM role exists (IAM is global)."""
+        ...
+
+    def hosted_zone(self, zone_id: str) -> HostedZone | None:
+        """The hosted zone (Route 53 GetHostedZone), None when no zone has this id."""
+        ...
+
+    def health_checks(self) -> tuple[int, list[str]]:
+        """(the account's health-check limit, the domain name each existing health check requests)."""
+        ...
+
+    def custom_domains(self, region: str) -> list[str]:
+        """The names of the API Gateway custom domains in `region`."""
         ...

@@ -9,6 +9,7 @@ from gco.deployment.config import GcoConfig
 from gco.deployment.kubernetes import EKS_CALENDAR
 from gco.doctor.account import region_checks, role_checks
 from gco.doctor.errors import AccountReadError, NoCredentialsError
+from gco.doctor.global_checks import global_checks
 from gco.doctor.local import ToolRunner, local_checks
 from gco.doctor.model import ACCOUNT, LOCAL, Check, Report, fail, ok, warn
 from gco.doctor.port import AccountReader
@@ -51,7 +52,7 @@ def account_checks(reader: AccountReader, config: GcoConfig, regions: list[str])
         checks.append(fail("service-linked-roles", ACCOUNT, f"cannot read: {error}", f"allow {error.call}"))
     for region in regions:
         checks += region_checks(reader, config, region, account)
-    return checks
+    return checks + global_checks(reader, config, regions)
 
 
 def credentials_check(config: GcoConfig, account: str) -> Check:

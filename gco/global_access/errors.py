@@ -2,6 +2,7 @@
 
     GlobalAccessError              (gco.errors.GcoError; exit 1)
     ├── BearerFormatError          an Authorization header that is not `Bearer gco-<key_id>-<secret>`
+    ├── UnauthorizedError          the global authorizer's 401: its message is exactly "Unauthorized"
     └── KeyStoreError              the keys table cannot be read or written (AWS unavailable, no table)
         ├── KeyExistsError         a new key's id is already in the table (nothing was written)
         └── KeyNotFoundError       no key has this id (revoke, get)
@@ -14,6 +15,9 @@ from __future__ import annotations
 
 from gco.errors import GcoError
 
+# The message that makes API Gateway answer a Lambda authorizer's failure with 401 instead of 500.
+UNAUTHORIZED = "Unauthorized"
+
 
 class GlobalAccessError(GcoError):
     """Root of the global way in's errors."""
@@ -21,6 +25,15 @@ class GlobalAccessError(GcoError):
 
 class BearerFormatError(GlobalAccessError):
     """The Authorization header is missing or not `Bearer gco-<key_id>-<secret>` (401 to a caller)."""
+
+
+class UnauthorizedError(GlobalAccessError):
+    """The caller has no valid key: raised out of the authorizer's Lambda for a 401. Its message is
+    exactly "Unauthorized", the one API Gateway's Lambda-authorizer protocol turns into 401
+    (`gco.global_access.authorizer`)."""
+
+    def __init__(self) -> None:
+        super().__init__(UNAUTHORIZED)
 
 
 class KeyStoreError(GlobalAccessError):

@@ -31,12 +31,10 @@ from gco.endpoints.record import LIVE_STATES, EndpointRecord
 from gco.endpoints.tokens import parse_timestamp
 
 SERVING_STATES = frozenset({"running", "updating"})
-# Headers of the global way in. The Region that answered (added for the caller); the Region the
-# authorizer chose (the integration passes it to the Regional proxy); the mark of a request one
-# Regional proxy already forwarded to another, which is never forwarded again.
+# The header naming the Region that answered (added for the caller). The Region the authorizer chose
+# and the mark of a forwarded request are `gco.front_door`'s (SERVE_REGION_HEADER, HOP_HEADER): the
+# Regional proxy's renderer reads them too, and gco.reconcile may not import this package.
 REGION_HEADER = "X-Gco-Region"
-SERVE_REGION_HEADER = "X-Gco-Serve-Region"
-HOP_HEADER = "X-Gco-Hop"
 
 
 def allowed_regions(record: EndpointRecord) -> list[str]:

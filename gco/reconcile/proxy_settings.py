@@ -10,6 +10,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gco.reconcile.proxy_forwarding import Forwarding
+
 # The IngressClass the routes name: the Region's shared proxy implements it (the Regional stack
 # creates the IngressClass object; docs/deploy.md says why the load balancer controller does not).
 PROXY_INGRESS_CLASS = "gco-inference-proxy"
@@ -31,6 +33,9 @@ class ProxySettings(BaseModel):
         memory_request: `api-tls-proxy`'s memory request (and limit).
         cpu_target: the HPA's target utilization of that CPU request (1-100).
         min_replicas, max_replicas: the HPA's bounds.
+        forwarding: this Region and the deployment's global domain, where the deployment has a global
+            address (set by the Regional stack from `global_address`, never in cdk.json); None: the
+            proxy serves every request itself (`gco.reconcile.proxy_forwarding`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -47,6 +52,7 @@ class ProxySettings(BaseModel):
     cpu_target: int = Field(default=70, ge=1, le=100)
     min_replicas: int = Field(default=2, ge=1, le=100)
     max_replicas: int = Field(default=10, ge=1, le=100)
+    forwarding: Forwarding | None = None
 
     @field_validator("image", "tls_init_image")
     @classmethod

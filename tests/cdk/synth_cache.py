@@ -14,12 +14,25 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME, OTHER = "us-east-1", "us-west-2"
+# The global address the test app synthesizes (docs/global.md): an example zone, never looked up.
+GLOBAL_ADDRESS = {
+    "domain_name": "llm.example.com",
+    "hosted_zone_id": "Z0123456789EXAMPLE",
+    "hosted_zone_name": "example.com",
+}
 
 
 def cdk_json_config() -> dict[str, Any]:
-    """The `gco` context of cdk.json, with dependency installs off (tests stay offline and fast)."""
+    """The `gco` context of cdk.json, with dependency installs off (tests stay offline and fast) and
+    the global address on (cdk.json leaves it off: a deploy with an example zone would fail)."""
     config: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]["gco"]
-    return {**config, "regions": [HOME, OTHER], "home_region": HOME, "bundle_dependencies": False}
+    return {
+        **config,
+        "regions": [HOME, OTHER],
+        "home_region": HOME,
+        "bundle_dependencies": False,
+        "global_address": GLOBAL_ADDRESS,
+    }
 
 
 @dataclass

@@ -167,7 +167,7 @@ def bundled_functions(template: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def test_both_functions_of_a_region_share_one_bundled_asset(synthesized: Synthesized) -> None:
+def test_every_function_of_a_region_shares_one_bundled_asset(synthesized: Synthesized) -> None:
     functions = bundled_functions(synthesized.template_json(f"gco-regional-{OTHER}"))
     assert len({function["Code"]["S3Key"] for function in functions}) == 1
 
@@ -175,7 +175,7 @@ def test_both_functions_of_a_region_share_one_bundled_asset(synthesized: Synthes
 @pytest.mark.parametrize("region", [HOME, OTHER])
 def test_bundled_functions_run_the_runtime_the_wheels_are_for(synthesized: Synthesized, region: str) -> None:
     functions = bundled_functions(synthesized.template_json(f"gco-regional-{region}"))
-    assert len(functions) == 2
+    assert len(functions) == 3  # the stream handler, the sweep and the global address's authorizer
     for function in functions:
         assert function["Runtime"] == RUNTIME.name
         # CloudFormation's default, when a function names none, is x86_64.

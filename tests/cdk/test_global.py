@@ -11,7 +11,8 @@ from tests.cdk.conftest import OTHER, Synthesized
 
 
 def test_table_stream_pitr_deletion_protection_cmk(global_template: Any) -> None:
-    global_template.resource_count_is("AWS::DynamoDB::GlobalTable", 1)
+    # The endpoint table, and the global address's keys table (tests/cdk/test_global_address.py).
+    global_template.resource_count_is("AWS::DynamoDB::GlobalTable", 2)
     global_template.has_resource_properties(
         "AWS::DynamoDB::GlobalTable",
         {

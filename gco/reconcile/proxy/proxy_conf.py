@@ -21,13 +21,22 @@ through every ready proxy pod reaches the endpoint before it reports the endpoin
 
 nginx streams answers (`proxy_buffering off`) and waits `GENERATION_TIMEOUT_S` between reads and
 writes, the front door's limit on a generation.
+
+With a global address (`forwarding.Forwarding`), a routed request whose `X-Gco-Serve-Region` names
+another Region of the deployment, and that carries no `X-Gco-Hop`, is proxied as sent (path, query,
+body, `Authorization`) to `https://<that Region>.<domain>` with `X-Gco-Hop: 1`, streamed like any
+answer. One `map` decides it from the two headers, so the decision costs a hash lookup; a hop request
+or an unknown Region maps to nothing and is served here. The remote name is resolved at request time
+(`resolver`), sent as SNI and verified against the system CA bundle
+(https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_ssl_verify). Without it the
+file has no forwarding at all.
 """
 
 from __future__ import annotations
 
 from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
 from gco.endpoints.record import INGRESS_PREFIX
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, HOP_HEADER, HOP_VALUE, SERVE_REGION_HEADER
 from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
 from gco.reconcile.proxy.routes import (
     CANARY,
@@ -41,6 +50,7 @@ from gco.reconcile.proxy.routes import (
     TLS_DIR,
     VERSION_HEADER,
 )
+from gco.reconcile.proxy_forwarding import CA_BUNDLE, VERIFY_DEPTH, Forwarding
 
 # nginx builds each `map` into a hash; a map of 10,000 names needs a larger table than its default
 # (`map_hash_max_size` 2048) and buckets that fit a 54-character name
@@ -63,9 +73,54 @@ def _version_entries() -> str:
     return "\n        ".join(entries)
 
 
-def nginx_conf() -> str:
-    """The proxy's whole nginx.conf (module docstring)."""
+def _variable(header: str) -> str:
+    """nginx's variable of a request header: `X-Gco-Hop` -> `$http_x_gco_hop`."""
+    return "$http_" + header.lower().replace("-", "_")
+
+
+def _forwarding(forwarding: Forwarding | None) -> tuple[str, str]:
+    """(the http-level forwarding directives, the routed location's forwarding `if`); empty without."""
+    if forwarding is None:
+        return "", ""
+    entries = "\n        ".join(
+        f'":{region}" {forwarding.remote_name(region)};' for region in forwarding.others
+    )
+    http = f"""    # Forwarding to the serving Region the front door chose, once (docs/global.md).
+    map "{_variable(HOP_HEADER)}:{_variable(SERVE_REGION_HEADER)}" $gco_remote {{
+        default "";
+        {entries}
+    }}
+    map $gco_remote $gco_hop_out {{
+        "" "";
+        default {HOP_VALUE};
+    }}
+    # A forwarded answer carries the serving Region's version header, not one decided here.
+    map $gco_remote $gco_version_out {{
+        "" $gco_version;
+        default "";
+    }}
+    proxy_set_header {HOP_HEADER} $gco_hop_out;
+    proxy_ssl_server_name on;
+    proxy_ssl_verify on;
+    proxy_ssl_verify_depth {VERIFY_DEPTH};
+    proxy_ssl_trusted_certificate {CA_BUNDLE};
+    proxy_ssl_protocols TLSv1.2 TLSv1.3;
+"""
+    location = """            if ($gco_remote != "") {
+                proxy_pass https://$gco_remote;
+                break;
+            }
+"""
+    return http, location
+
+
+def nginx_conf(forwarding: Forwarding | None = None) -> str:
+    """The proxy's whole nginx.conf (module docstring); `forwarding` adds the one hop to another Region."""
+    forward_http, forward_location = _forwarding(forwarding)
     return _TEMPLATE.format(
+        forward_http=forward_http,
+        forward_location=forward_location,
+        version_variable="$gco_version" if forwarding is None else "$gco_version_out",
         resolver=RESOLVER,
         map_max=MAP_HASH_MAX_SIZE,
         map_bucket=MAP_HASH_BUCKET_SIZE,
@@ -118,7 +173,7 @@ http {{
     client_max_body_size 16m;
     map_hash_max_size {map_max};
     map_hash_bucket_size {map_bucket};
-    # The endpoint's routes, by name ($gco_name, from the routed location or the status location).
+{forward_http}    # The endpoint's routes, by name ($gco_name, from the routed or the status location).
     map $gco_name $gco_primary {{
         default "";
         include {routes}/*{primary_map};
@@ -152,11 +207,11 @@ http {{
         ssl_protocols TLSv1.2 TLSv1.3;
         # A path that could be routed other than it reads never reaches a location (400).
 {refused}
-        add_header {version_header} $gco_version always;
+        add_header {version_header} {version_variable} always;
         location = {health} {{ return 200 "ok\\n"; }}
         location ~ ^{prefix}(?<gco_name>{name})(/|$) {{
             if ($request_uri !~ "{route_check}") {{ return 400; }}
-            if ($gco_primary = "") {{ return 404; }}
+{forward_location}            if ($gco_primary = "") {{ return 404; }}
             rewrite ^{prefix}{name}/?(.*)$ /$1 break;
             proxy_pass http://$gco_backend;
         }}

@@ -76,12 +76,12 @@ def _meta(name: str) -> dict[str, Any]:
     return {"name": name, "namespace": SYSTEM_NAMESPACE, "labels": proxy_labels(), "annotations": {}}
 
 
-def _config_map() -> dict[str, Any]:
+def _config_map(settings: ProxySettings) -> dict[str, Any]:
     return {
         "apiVersion": CONFIG_MAP.api_version,
         "kind": CONFIG_MAP.kind,
         "metadata": _meta(PROXY_CONFIG),
-        "data": {NGINX_CONF: nginx_conf()},
+        "data": {NGINX_CONF: nginx_conf(settings.forwarding)},
     }
 
 
@@ -240,7 +240,7 @@ def _sealed(obj: dict[str, Any]) -> dict[str, Any]:
 
 def render_proxy(settings: ProxySettings) -> list[dict[str, Any]]:
     """The proxy's objects, in apply order (configuration first), each carrying its content digest."""
-    config = _config_map()
+    config = _config_map(settings)
     digest = content_hash(config["data"])
     return [_sealed(obj) for obj in (config, _deployment(settings, digest), _service(), _hpa(settings))]
 

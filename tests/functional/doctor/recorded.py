@@ -2,9 +2,11 @@
 EC2's instance types, zones, default subnets and instance type offerings, API Gateway's account
 settings, STS, which answers for moto's account 123456789012), and botocore `Stubber`s
 answering with responses recorded from the AWS documentation's examples where it does not (moto's
-Service Quotas knows only VPC quotas; it has no Lambda GetAccountSettings and no EKS
-DescribeClusterVersions). Each recorded answer is a file in tests/events/doctor/ naming its source;
-a test that changes a value (a lower quota, another version) says so where it does.
+Service Quotas knows only VPC quotas; it has no Lambda GetAccountSettings, no EKS
+DescribeClusterVersions and no Route 53 GetAccountLimit, so Route 53 is answered from recordings
+too: one client cannot be half moto's). API Gateway's custom domains are moto's. Each recorded
+answer is a file in tests/events/doctor/ naming its source; a test that changes a value (a lower
+quota, another version) says so where it does.
 
 Not modelled: the answers' dependence on the caller (every read is allowed unless a test queues an
 error), pagination, and throttling.

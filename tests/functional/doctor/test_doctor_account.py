@@ -36,7 +36,10 @@ def ready_tools(argv: list[str], cwd: Path) -> tuple[int, str]:
 
 
 def config(**changes: Any) -> GcoConfig:
-    return parse_config({**cdk_json_config(), "regions": [REGION], **changes}, today=DAY)
+    # Without the test app's global address: its checks have their own tests (test_doctor_global.py).
+    return parse_config(
+        {**cdk_json_config(), "regions": [REGION], "global_address": None, **changes}, today=DAY
+    )
 
 
 def seed_account(moto: MotoServer, *, bootstrap: int | None = 21, roles: bool = True) -> None:

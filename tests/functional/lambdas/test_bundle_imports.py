@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,13 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore
+from gco.endpoints.codec import to_item
+from gco.endpoints.record import RegionStatus
+from gco.env import TABLE_ENV
+from gco.global_access.authorizer import REGION_ORDER_ENV
+from gco.global_access.key_store import KEY_ATTRIBUTE, KEYS_TABLE_ENV
+from gco.global_access.key_store import to_item as key_item
+from gco.global_access.keys import new_key
 from gco.local.moto.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.environment import ReconcilerEnvironment
@@ -34,6 +42,8 @@ from tests.unit.reconcile.records import EAST, IMAGE
 
 EVENTS = Path(__file__).parents[2] / "events"
 DRIVER = Path(__file__).with_name("bundle_driver.py")
+AUTHORIZER_DRIVER = Path(__file__).with_name("authorizer_driver.py")
+KEYS_TABLE = "gco-test-api-keys"
 TOKEN = "bundle-test-token"
 # The import names of the runtime's SDK and its dependencies (stacks.bundling.RUNTIME_PROVIDED).
 SDK_MODULES = {"boto3": "boto3", "botocore": "botocore", "s3transfer": "s3transfer", "urllib3": "urllib3",
@@ -212,3 +222,76 @@ def test_sweep_handler_from_the_bundle(
     ssm = SsmParameters(aws.client("ssm", region=EAST, endpoint_url=moto.url))
     beat = read_heartbeat(ssm, TABLE, EAST)
     assert beat is not None and beat.every_s == ReconcilerEnvironment.model_fields["sweep_seconds"].default
+
+
+def test_authorizer_handler_from_the_bundle(
+    bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, dynamodb: Any
+) -> None:
+    """The authorizer decides from the tables alone, and its cold start loads no Powertools, X-Ray
+    SDK, httpx or boto3 (it is on every request's path)."""
+    dynamodb.create_table(
+        TableName=KEYS_TABLE,
+        KeySchema=[{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": KEY_ATTRIBUTE, "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    plaintext, key = new_key("bundle", ["llama"], now=datetime.now(UTC))
+    dynamodb.put_item(TableName=KEYS_TABLE, Item=key_item(key))
+    store.create("llama", {"image": IMAGE}, [EAST])
+    record = store.get("llama")
+    assert record is not None
+    running = {
+        "state": "running",
+        "replicas_ready": 1,
+        "replicas_desired": 1,
+        "lifecycle_id": record.lifecycle_id,
+    }
+    item = record.model_copy(update={"region_status": {EAST: RegionStatus.model_validate(running)}}).to_json()
+    dynamodb.put_item(TableName=TABLE, Item=to_item(item))
+    arn = "arn:aws:execute-api:us-east-1:111122223333:api/v1/POST/inference/llama/v1/completions"
+
+    def event(authorization: str) -> dict[str, Any]:
+        return {
+            "path": "/inference/llama/v1/completions",
+            "methodArn": arn,
+            "headers": {"Authorization": authorization},
+        }
+
+    config = {
+        "bundle": str(bundle),
+        "runtime": str(runtime_sdk),
+        "events": [event(f"Bearer {plaintext}"), event("Bearer nonsense")],
+    }
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_ENDPOINT_URL": moto.url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": EAST,
+        "AWS_LAMBDA_FUNCTION_NAME": "gco-global-us-east-1-authorizer",
+        "LAMBDA_TASK_ROOT": str(bundle),
+        KEYS_TABLE_ENV: KEYS_TABLE,
+        TABLE_ENV: TABLE,
+        REGION_ORDER_ENV: f"{EAST},us-west-2",
+        **BUNDLE_ENVIRONMENT,
+    }
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(AUTHORIZER_DRIVER), json.dumps(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["foreign"] == [] and result["heavy"] == []
+    allowed, refused = result["answers"]
+    assert allowed["policyDocument"]["Statement"][0] == {
+        "Action": "execute-api:Invoke",
+        "Effect": "Allow",
+        "Resource": arn,
+    }
+    assert allowed["context"] == {"keyId": key.key_id, "serveRegion": EAST}
+    assert refused == {"error": "UnauthorizedError", "message": "Unauthorized"}
+    assert plaintext not in done.stdout + done.stderr  # the key is in no log line
