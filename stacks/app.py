@@ -17,8 +17,8 @@ from cdk_nag import (
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
-from stacks.nag.observability_suppressions import api_account_suppressions
 from stacks.nag.global_suppressions import global_front_door_suppressions
+from stacks.nag.observability_suppressions import api_account_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
     apply,
