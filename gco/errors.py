@@ -14,6 +14,7 @@ The CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
     ├── EvidenceError              evidence records and stores (`gco.evidence.errors`)
     ├── DoctorError                `gco doctor` (`gco.doctor.errors`)
     ├── LocalError                 the embedded local stack (`gco.local.errors`)
+    ├── ProcessesError             the process library (`gco.processes.errors`)
     ├── SecretReadError            a secret an endpoint names cannot be read (`gco.endpoint_secrets`)
     ├── NotServingError            the endpoint does not run in the Region asked (`gco.invoke`)
     ├── InvokeFailedError          a request could not be sent, or no way in is known (`gco.invoke`)

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, operations
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.nginx import NginxProxy
+from gco.processes.proc import group_members
 from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually

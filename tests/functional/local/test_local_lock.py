@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.process import group_members
 from gco.cli import main
-from gco.local.processes import statelock
+from gco.local.processes import statefiles, statelock
+from gco.local.processes.statefiles import RegionChildren
 from gco.local.region.node import children_path
+from gco.processes.identity import record
+from gco.processes.proc import group_members
 
 UP_TIMEOUT_S = 120
 
@@ -45,14 +47,11 @@ def test_concurrent_ups_start_one_stack_and_down_stops_all(tmp_path: Path) -> No
         assert refused.count("\n") == 1 and "Traceback" not in refused, refused
         first = next(up for up, (code, _, _) in zip(ups, results, strict=True) if code == 0)
         assert f"(pid {first.pid})" in refused or "already runs" in refused, refused
-        started = statelock.started(state_dir)
+        started = [process.pid for process in statelock.started(state_dir)]
         state = json.loads((state_dir / "stack.json").read_text())
         assert sorted(started) == sorted(part["pid"] for part in state["parts"])  # one stack's parts only
-        engines_and_proxies = (
-            [int(pgid) for pgid in children_path(state_dir, "us-east-1").read_text().split()]
-            if children_path(state_dir, "us-east-1").exists()
-            else []
-        )
+        children = statefiles.read(children_path(state_dir, "us-east-1"), RegionChildren)
+        engines_and_proxies = [group.pid for group in children.groups] if children is not None else []
     finally:
         assert main(["local", "down", "--state-dir", str(state_dir)]) == 0
     assert [pgid for pgid in [*started, *engines_and_proxies] if group_members(pgid)] == []
@@ -94,7 +93,7 @@ def test_down_stops_what_an_up_started_before_it_recorded_the_stack(tmp_path: Pa
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    statelock.record_started(state_dir, orphan.pid)
+    statelock.record_started(state_dir, record(orphan.pid))
     assert main(["local", "down", "--state-dir", str(state_dir)]) == 0
     assert orphan.wait(timeout=30) != 0 and not group_members(orphan.pid)
 
