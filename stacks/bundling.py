@@ -47,7 +47,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
-from gco.processes.launch import PYTHON
+from gco.processes.interpreter import PYTHON
 from stacks.handler_imports import handler_modules
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,7 +35,7 @@ from gco import engines
 from gco.bench.fake_log import startup_lines, styles
 from gco.engines import vllm
 from gco.engines.base import EngineFlags
-from gco.processes.launch import PYTHON
+from gco.processes.interpreter import PYTHON
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22

@@ -54,7 +54,7 @@ from gco.local.processes.statefiles import STATE_FILE, NodeReport, Part, RegionC
 from gco.local.region.nginx import nginx_path, self_signed
 from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
 from gco.processes.identity import Started, record, running
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 from gco.processes.proc import is_stopped
 from gco.processes.signals import stop_groups
 from gco.reconcile.proxy.routes import HEALTH_PATH

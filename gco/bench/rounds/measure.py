@@ -19,7 +19,7 @@ from gco.bench.clients.records import ClipResult, Mode, ServeResult
 from gco.bench.rounds.manifest import Engine, Manifest
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import validate
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 
 SERVE_OWNS_SCHEDULE = {"--rates", "--reference-e2e", "--closed-loop"}
 SERVE_CMD_FIELDS = ("base_url", "prompts", "mode", "label", "round", "run_dir", "model")

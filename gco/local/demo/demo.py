@@ -45,7 +45,7 @@ from gco.local.region.engines import EngineTable
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 from gco.processes.proc import group_members
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 from gco.reconcile.proxy.route_shards import SHARD_PREFIX

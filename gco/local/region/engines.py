@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gco import engines
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 
 DEFAULT_HEALTH_PATH = "/health"
 FAKE_ENGINE = tuple(python_module("gco.bench.fake_engine"))

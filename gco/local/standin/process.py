@@ -36,7 +36,7 @@ from gco.local.processes.collector import collect_rarely
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key
-from gco.processes.launch import python_module
+from gco.processes.interpreter import python_module
 from gco.processes.signals import stop_child
 
 STARTUP_TIMEOUT_S = 30.0

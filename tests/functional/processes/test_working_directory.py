@@ -17,7 +17,7 @@ from gco import __version__
 from gco.bench.rounds.measure import _gco
 from gco.local.demo.demo import _run_gco
 from gco.local.region.engines import FAKE_ENGINE, LLAMA_ENGINE
-from gco.processes.launch import PYTHON, python_module
+from gco.processes.interpreter import PYTHON, python_module
 
 DECOY = "the decoy gco package was imported"
 ROOT = Path(gco.__file__).parent.parent
