@@ -357,10 +357,9 @@ def down(state_dir: Path | None = None) -> DownReport:
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     statelock.forget_started(state_dir)
     skipped = {s.pid: s.why for stop in (first, left, moto) for s in stop.skipped}
-    names = {part.pid: part.name for part in parts} | {
-        p.pid: f"pid {p.pid} (started, not recorded)" for p in unrecorded
-    }
-    names |= {group.pid: f"group {group.pid}" for group in reported}
+    names = {group.pid: f"group {group.pid}" for group in reported}  # an engine's or nginx's
+    names |= {p.pid: f"pid {p.pid} (started, not recorded)" for p in unrecorded}
+    names |= {part.pid: part.name for part in parts}
     return DownReport(
         stopped=[
             names[p]

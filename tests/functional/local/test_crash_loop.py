@@ -129,7 +129,7 @@ def test_a_replica_that_crashes_on_a_request_is_restarted_with_back_off(
     assert reported["state"] != "running" and reported["replicas_ready"] == 0
     assert reported["reason"] == f"{SEGV_EXIT}, CrashLoopBackOff"
     # Restarted after its back-off (1 s), ready again, and counted.
-    eventually(lambda: status_of(store, "seg").get("state") == "running", "restarted and running", 20)
+    eventually(lambda: status_of(store, "seg").get("state") == "running", "restarted and running")
     container = kubelet.pods("gco-inference", "gco.dev/endpoint=seg")[0]["status"]["containerStatuses"][0]
     assert container["restartCount"] == 1 and container["ready"]
     assert "reason" not in status_of(store, "seg")  # a running Region carries no trouble

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -76,9 +75,9 @@ def assert_status_sees_a_stopped_region(state_dir: Path, region_pid: int) -> Non
     ]
     os.killpg(region_pid, signal.SIGSTOP)
     try:
-        started = time.monotonic()
-        checked = subprocess.run(status, capture_output=True, text=True, timeout=60, check=False)
-        assert time.monotonic() - started < 30  # each check is bounded (ANSWER_TIMEOUT_S)
+        # Each check is bounded (`--timeout`): status ends by itself; the 120 s only guards the test
+        # from a hang, on however loaded a machine, and is no measurement.
+        checked = subprocess.run(status, capture_output=True, text=True, timeout=120, check=False)
     finally:
         os.killpg(region_pid, signal.SIGCONT)
     assert checked.returncode == 1 and "not answering: region us-east-1" in checked.stderr, checked
