@@ -14,10 +14,12 @@ The CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
     ├── EvidenceError              evidence records and stores (`gco.evidence.errors`)
     ├── DoctorError                `gco doctor` (`gco.doctor.errors`)
     ├── LocalError                 the embedded local stack (`gco.local.errors`)
+    ├── ProcessesError             the process library (`gco.processes.errors`)
     ├── SecretReadError            a secret an endpoint names cannot be read (`gco.endpoint_secrets`)
     ├── NotServingError            the endpoint does not run in the Region asked (`gco.invoke`)
     ├── InvokeFailedError          a request could not be sent, or no way in is known (`gco.invoke`)
-    └── WaitTimeoutError           an awaited condition did not hold in time (`gco.waiting`)
+    ├── WaitTimeoutError           an awaited condition did not hold in time (`gco.waiting`)
+    └── OutputError                the command's output could not be written: closed, full (`gco.cli.output`)
 
 Foreign errors (botocore, httpx, Kubernetes answers, pydantic) are converted where they are met, with
 `raise ... from`; `tests/unit/test_error_trees.py` holds the rule.

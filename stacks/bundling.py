@@ -47,6 +47,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from gco.processes.interpreter import PYTHON
 from stacks.handler_imports import handler_modules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +121,7 @@ def pip_install_command(
 ) -> list[str]:
     """`pip install` of exactly the locked wheels (no resolution, every file's hash checked)."""
     return [
-        *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target)),
+        *(*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target)),
         *_wheel_options(runtime, architecture),
         *("--no-deps", "--require-hashes", "-r", str(lock)),
     ]
@@ -137,7 +138,7 @@ def resolve_lock(
         report = Path(scratch) / "report.json"
         subprocess.run(
             [
-                *(sys.executable, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed"),
+                *(*PYTHON, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed"),
                 *("--report", str(report), "--target", str(Path(scratch) / "target")),
                 *_wheel_options(runtime, architecture),
                 *(["-c", str(constraints)] if constraints else []),

@@ -3,7 +3,8 @@
 BenchError                 (gco.errors.GcoError)
 ├── BenchInputError        bad manifest, prompts or option (also GcoInputError: exit 2)
 ├── GpuLockedError         another run holds the GPU lock file
-└── HttpError              a request to an engine failed: connection, non-2xx status, body cut short
+├── HttpError              a request to an engine failed: connection, non-2xx status, body cut short
+└── NothingServedError     every timed request of `bench serve` failed (its evidence is still written)
 
 An engine's misbehaviour (no launch, never ready, crash, survivors) is never an exception here: it is a
 cell status and a named limitation of the run.
@@ -38,3 +39,7 @@ class HttpError(BenchError):
     `IncompleteReadError`) into it with `raise ... from`; a request that fails this way is a failed
     request of the cell, counted, never a crash of the run.
     """
+
+
+class NothingServedError(BenchError):
+    """Every timed request of a `bench serve` failed: nothing was measured (exit 1)."""

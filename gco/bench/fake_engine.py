@@ -35,6 +35,7 @@ from gco import engines
 from gco.bench.fake_log import startup_lines, styles
 from gco.engines import vllm
 from gco.engines.base import EngineFlags
+from gco.processes.interpreter import PYTHON
 
 BLOCK_CHARS = 16
 MAX_REQUEST_BYTES = 1 << 22
@@ -501,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in lines:
         print(line, flush=True)
     if args.leave_child:
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        subprocess.Popen([*PYTHON, "-c", "import time; time.sleep(120)"], start_new_session=True)
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     time.sleep(args.startup_delay)

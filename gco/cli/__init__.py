@@ -5,6 +5,7 @@ Exit status: 0 on success, 2 on bad input (one line naming the field), 1 on runt
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ import click
 
 from gco import __version__
 from gco.cli.lazy import LazyGroup
+from gco.cli.output import GuardedOutput
 from gco.errors import GcoError
 
 
@@ -85,10 +87,17 @@ def cli(verbose: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; map errors to one line on stderr and the documented exit status."""
+    """Run the CLI; map errors to one line on stderr and the documented exit status.
+
+    The command's output goes through `GuardedOutput` (`gco.cli.output`): a closed, full or broken
+    standard output is one line and exit 1, for every command.
+    """
+    real = sys.stdout
+    sys.stdout = GuardedOutput(real)
     try:
         return _main(argv)
     finally:
+        sys.stdout = real
         # A --request-timeout bounds this command's requests only. gco.aws is looked up, not
         # imported: a command that made no AWS client (`gco --help`) does not load botocore.
         clients = sys.modules.get("gco.aws")
@@ -98,22 +107,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="gco", standalone_mode=False)
+        try:
+            cli.main(args=list(argv) if argv is not None else None, prog_name="gco", standalone_mode=False)
+        finally:
+            sys.stdout.flush()  # a full device or a broken pipe shows at the flush: an OutputError
     except click.exceptions.Exit as done:
         return int(done.exit_code or 0)
     except click.exceptions.Abort:
-        click.echo("error: aborted", err=True)
-        return 1
+        return _failed("aborted", 1)
     except click.UsageError as error:
-        click.echo(f"error: {error.format_message()}", err=True)
-        return 2
+        return _failed(error.format_message(), 2)
     except click.ClickException as error:
-        click.echo(f"error: {error.format_message()}", err=True)
-        return 1
+        return _failed(error.format_message(), 1)
     except GcoError as error:
-        click.echo(f"error: {error}", err=True)
-        return error.exit_code
+        return _failed(str(error), error.exit_code)
+    except OSError as error:  # a file the command had to write or read: disk full, permissions
+        where = f": {error.filename}" if error.filename else ""
+        return _failed(f"{error.strerror or error}{where}", 1)
     return 0
+
+
+def _failed(message: str, code: int) -> int:
+    """Print `error: message` on stderr (unless stderr itself cannot be written) and return `code`."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(f"error: {message}", err=True)
+    return code
 
 
 def run() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,10 @@ import click
 from gco import strict_json
 from gco.bench.clients.clip import ClipSettings, run_clip
 from gco.bench.clients.clips import load_clips
-from gco.bench.clients.prompts import DEFAULT_EDGES, load_prompts
+from gco.bench.clients.prompts import DEFAULT_EDGES, increasing, load_prompts
 from gco.bench.clients.records import MODES, REQUESTS_FILE
 from gco.bench.clients.serve import ServeSettings, run_serve
-from gco.bench.errors import BenchInputError
+from gco.bench.errors import BenchInputError, NothingServedError
 from gco.bench.rounds.cell import CellResult
 from gco.bench.rounds.evidence import artifacts, clip_record, dump_json, serve_record, write_record
 from gco.bench.rounds.gpu import NvmlProbe
@@ -57,6 +58,30 @@ def _ints(value: str, field: str) -> list[int]:
     if not numbers or any(n < 1 for n in numbers):
         raise BenchInputError(field, "expected positive integers")
     return numbers
+
+
+def _edges(value: str, field: str) -> list[int]:
+    edges = _ints(value, field)
+    if (wrong := increasing(edges)) is not None:
+        raise BenchInputError(field, wrong)
+    return edges
+
+
+def _run_dir(run_dir: Path | None) -> Path:
+    """The run directory (`--run-dir`, else a new one under ./gco-bench), created and writable,
+    checked before anything is measured.
+
+    Raises:
+        BenchInputError: on `--run-dir`, when it is a file or cannot be created or written.
+    """
+    directory = run_dir or _default_run_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BenchInputError("--run-dir", f"cannot create {directory}: {error.strerror or error}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise BenchInputError("--run-dir", f"{directory} is not writable")
+    return directory
 
 
 def _floats(value: str, field: str) -> list[float]:
@@ -115,7 +140,7 @@ def bench() -> None:
 @click.option("--extra-body", default=None, help="JSON object merged into every request body.")
 @click.option("--chat-template-kwargs", default=None, help="JSON object sent as chat_template_kwargs.")
 @click.option("--bucket-edges", default=",".join(str(e) for e in DEFAULT_EDGES), show_default=True)
-@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path, file_okay=False), default=None)
 @output_option
 def serve(
     prompts_path: Path,
@@ -134,7 +159,7 @@ def serve(
     Example:
       gco bench serve --base-url http://127.0.0.1:8000 --prompts prompts.jsonl --model m
     """
-    prompts = load_prompts(prompts_path, _ints(bucket_edges, "--bucket-edges"))
+    prompts = load_prompts(prompts_path, _edges(bucket_edges, "--bucket-edges"))
     settings = ServeSettings(
         levels=_ints(levels, "--levels"),
         rates=_floats(rates, "--rates") if rates else None,
@@ -142,7 +167,7 @@ def serve(
         chat_template_kwargs=_json_option(chat_template_kwargs, "--chat-template-kwargs"),
         **values,
     )
-    directory = run_dir or _default_run_dir()
+    directory = _run_dir(run_dir)
     gc.collect()
     gc.freeze()  # keep collector pauses over start-up objects out of the timings
     try:
@@ -162,6 +187,10 @@ def serve(
         {"evidence": str(path), "result": result.model_dump(mode="json")},
         f"{record.summary}\nevidence: {path}",
     )
+    if result.requests and result.failed >= result.requests:
+        raise NothingServedError(
+            f"every timed request failed ({result.failed} of {result.requests}); evidence: {path}"
+        )
 
 
 @bench.command()
@@ -181,7 +210,7 @@ def serve(
     help="Untimed clips per distinct shape before the timed ones.",
 )
 @click.option("--timeout", "timeout_s", type=StrictFloat(positive=True), default=600.0, show_default=True)
-@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path, file_okay=False), default=None)
 @output_option
 def clip(
     base_url: str, clips_path: Path, warmup: int, timeout_s: float, run_dir: Path | None, output: str
@@ -194,7 +223,7 @@ def clip(
     """
     clips = load_clips(clips_path)
     settings = ClipSettings(base_url=base_url, warmup=warmup, timeout_s=timeout_s)
-    directory = run_dir or _default_run_dir()
+    directory = _run_dir(run_dir)
     gc.collect()
     gc.freeze()  # as in serve: collector pauses over start-up objects stay out of the timings
     try:
@@ -236,7 +265,7 @@ def clip(
     help="Default by engine count: 2 -> 4, 3 -> 6, 4 -> 4, 5 -> 10, else whole periods >= 3.",
 )
 @click.option("--mode", type=click.Choice(list(MODES)), default="single", show_default=True)
-@click.option("--run-dir", type=CheckedPath(path_type=Path), default=None)
+@click.option("--run-dir", type=CheckedPath(path_type=Path, file_okay=False), default=None)
 @click.option("--engines", default=None, help="Comma-separated subset of the manifest's labels.")
 @click.option(
     "--ci-target",

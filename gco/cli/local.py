@@ -215,13 +215,13 @@ def status(output: str, timeout: float, state_dir: Path | None) -> None:
     """
     rows = stack.status(stack.require(state_dir), timeout)
     if output != "table":
-        emit(rows, output)
+        emit([row.model_dump() for row in rows], output)
     else:
         emit_table(
             ["PART", "PID", "ALIVE", "ANSWERS", "URL"],
-            [[r["part"], r["pid"], r["alive"], r["answers"], r["url"]] for r in rows],
+            [[r.part, r.pid, r.alive, r.answers, r.url] for r in rows],
         )
-    failing = [str(row["part"]) for row in rows if not row["answers"]]
+    failing = [row.part for row in rows if not row.answers]
     if failing:
         raise LocalStackError(f"not answering: {', '.join(failing)}")
 
@@ -229,11 +229,17 @@ def status(output: str, timeout: float, state_dir: Path | None) -> None:
 @local.command()
 @state_dir_option
 def down(state_dir: Path | None) -> None:
-    """Stop every process the stack started (also after one crashed) and free its ports.
+    """Stop every process the stack started (also after one crashed) and free its ports; a recorded
+    pid that now names another process is skipped, and said so.
 
     \b
     Example:
       gco local down
     """
-    stopped = stack.down(state_dir)
-    click.echo(f"stopped {', '.join(stopped)}" if stopped else "the local stack was not up")
+    report = stack.down(state_dir)
+    for skipped in report.skipped:
+        click.echo(f"skipped {skipped}")
+    if report.stopped:
+        click.echo(f"stopped {', '.join(report.stopped)}")
+    elif not report.skipped:
+        click.echo("the local stack was not up")

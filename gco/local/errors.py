@@ -3,6 +3,7 @@
     LocalError                     (gco.errors.GcoError; exit 1)
     ├── LocalStackError            the stack is already up, not up, or a part did not start or stop
     ├── StackBusyError             another `gco local up` holds the state directory
+    ├── StateFileError             a state file is not one gco wrote (corrupt, truncated, hostile pids)
     ├── LlamaBuildError            the build or install of llama-cpp-python failed (names its log)
     ├── EngineNotReadyError        the CPU engine's warm-up decoded no token: it must not report ready
     ├── DemoStepError              a walk-through step did not end as it should
@@ -27,6 +28,10 @@ class LocalStackError(LocalError):
 
 class StackBusyError(LocalError):
     """Another `gco local up` holds the state directory."""
+
+
+class StateFileError(LocalError):
+    """A state file is not one gco wrote: unreadable, truncated, or naming pids gco cannot have started."""
 
 
 class LlamaBuildError(LocalError):

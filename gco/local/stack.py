@@ -5,9 +5,6 @@
 - the moto server (DynamoDB with streams, S3, SSM, Step Functions) on a loopback port, then creates
   the endpoint table with its stream, the evidence bucket and the validation policy's parameter
   (`--validation-policy`, as the global stack writes it in AWS: `gco.admission.policy`) in it;
-- per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy.
-- the moto server (DynamoDB with streams, S3, Step Functions) on a loopback port, then creates the
-  endpoint table with its stream and the evidence bucket in it;
 - per Region a `gco.local.region.node` process: stand-in cluster, reconciler, engines, autoscaler, proxy;
 - the global address, a `gco.local.front.process` in front of every Region's proxy (bearer keys from
   the keys table it creates, `gco-api-keys`; docs/local.md).
@@ -16,22 +13,21 @@ and records them in `<state-dir>/stack.json` (parts with pid and URL, the enviro
 The state directory is per user (`$XDG_STATE_HOME/gco/local`, else `~/.local/state/gco/local`)
 unless `--state-dir` names another; every command takes the same option.
 
-`down` stops every part by pid (SIGTERM to its group, SIGKILL after a timeout) and then every
-engine or nginx group the Regions reported (their `.children` files), so a crashed part leaves
-nothing behind; a second `up` while one runs, or while one is starting (`statelock`: a lock on
+`down` stops every part (SIGTERM to its group, SIGKILL after a timeout) and then every engine or
+nginx group the Regions reported (their `.children` files), so a crashed part leaves nothing
+behind; each only while its recorded pid still names the process started (its start time, read
+when it was spawned, checked before every signal: `gco.processes`), so a reused pid is skipped and
+said so; a second `up` while one runs, or while one is starting (`statelock`: a lock on
 the state directory), is refused and changes nothing; `down` also stops every process an `up`
 recorded starting, so an `up` that died half-way leaves nothing running either.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,11 +35,10 @@ from typing import Any
 
 import botocore.exceptions
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from gco import aws
 from gco.admission.policy import PolicySetting, SsmPolicySource
-from gco.bench.process import group_members, stopped
 from gco.endpoints import init_table
 from gco.endpoints.admissions import Policy
 from gco.endpoints.names import region_list
@@ -62,14 +57,25 @@ from gco.global_access.key_store import DEFAULT_KEYS_TABLE, KEYS_TABLE_ENV, crea
 from gco.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.errors import LocalStackError
 from gco.local.front import process as front_process
-from gco.local.processes import statelock
+from gco.local.processes import statefiles, statelock
 from gco.local.processes.listen import free_port
+from gco.local.processes.statefiles import (
+    STATE_FILE,
+    FrontReport,
+    NodeReport,
+    Part,
+    RegionChildren,
+    StackState,
+)
 from gco.local.region import faults
 from gco.local.region.nginx import nginx_path, self_signed
 from gco.local.region.node import TLS_DIR_NAME, children_path, report_path
+from gco.processes.identity import Started, record, running
+from gco.processes.interpreter import python_module
+from gco.processes.proc import is_stopped
+from gco.processes.signals import stop_groups
 from gco.reconcile.proxy.routes import HEALTH_PATH
 
-STATE_FILE = "stack.json"
 # The registry stand-in's tags (`gco.admission.images.LocalImageResolver`), in the state directory.
 REGISTRY_FILE = "registry.json"
 EVIDENCE_BUCKET = "gco-local-evidence"
@@ -80,35 +86,25 @@ STOP_TIMEOUT_S = 10.0
 POLL_S = 0.1
 
 
-class Part(BaseModel):
-    """One background process of the stack."""
+class PartStatus(BaseModel):
+    """One row of `gco local status`: a part, whether its process lives and whether it answers."""
 
     model_config = ConfigDict(frozen=True)
 
-    name: str
+    part: str
     pid: int
+    alive: bool
+    answers: bool
     url: str
-    log: str
 
 
-class StackState(BaseModel):
-    """What `up` started and what `env` prints."""
+class DownReport(BaseModel):
+    """What `down` stopped (the parts' names) and what it skipped, each with why."""
 
     model_config = ConfigDict(frozen=True)
 
-    endpoint_url: str
-    table: str
-    home_region: str
-    regions: list[str]
-    evidence_bucket: str
-    parts: list[Part]
-    invoke_urls: dict[str, str]
-    cluster_urls: dict[str, str] = Field(default_factory=dict)  # each Region's stand-in API server
-    ca_bundle: str | None = None
-    validation_policy: Policy = "off"
-    registry: str | None = None  # the registry stand-in's file
-    global_url: str | None = None  # the global address in front of every Region's proxy
-    keys_table: str = DEFAULT_KEYS_TABLE
+    stopped: list[str]
+    skipped: list[str]
 
 
 def default_state_dir() -> Path:
@@ -117,21 +113,22 @@ def default_state_dir() -> Path:
 
 
 def read_state(state_dir: Path) -> StackState | None:
-    path = state_dir / STATE_FILE
-    if not path.exists():
-        return None
-    return StackState.model_validate_json(path.read_text(encoding="utf-8"))
+    """The stack recorded in `state_dir`; None when none is.
+
+    Raises:
+        StateFileError: `stack.json` is not one gco wrote.
+    """
+    return statefiles.read(state_dir / STATE_FILE, StackState)
 
 
-def alive(pid: int) -> bool:
-    return bool(group_members(pid))
-
-
-def _spawn(argv: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+def _spawn(argv: Sequence[str], log: Path) -> tuple[subprocess.Popen[bytes], Started]:
+    """Start `argv` in a session of its own; its start time is read while it is still our unreaped
+    child, so its pid cannot yet name another process."""
     with log.open("ab") as out:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
+    return process, record(process.pid)
 
 
 def _until(check: Callable[[], bool], deadline: float) -> bool:
@@ -184,10 +181,10 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
     """`up` once it holds the lock: refuse a running stack, clear a stale one, start every part."""
     current = read_state(state_dir)
     if current is not None:
-        running = [part for part in current.parts if alive(part.pid)]
-        if running:
+        running_parts = [part for part in current.parts if running(part.process)]
+        if running_parts:
             raise LocalStackError(
-                f"the local stack already runs from {state_dir} (pid {running[0].pid}); "
+                f"the local stack already runs from {state_dir} (pid {running_parts[0].pid}); "
                 "`gco local down` first"
             )
         down(state_dir)  # a stale record: clear what is left of it
@@ -197,59 +194,64 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
     endpoint_url = f"http://127.0.0.1:{port}"
     parts: list[Part] = []
     moto_log = state_dir / "moto.log"
-    moto = _spawn(
-        [sys.executable, "-m", "gco.local.moto.moto_app", "--host", "127.0.0.1", "--port", str(port)],
+    moto, moto_started = _spawn(
+        python_module("gco.local.moto.moto_app", "--host", "127.0.0.1", "--port", str(port)),
         moto_log,
     )
-    statelock.record_started(state_dir, moto.pid)
-    parts.append(Part(name="moto", pid=moto.pid, url=endpoint_url, log=str(moto_log)))
+    statelock.record_started(state_dir, moto_started)
+    parts.append(
+        Part(
+            kind="moto",
+            pid=moto.pid,
+            start_ticks=moto_started.start_ticks,
+            url=endpoint_url,
+            log=str(moto_log),
+        )
+    )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         if not _until(lambda: moto.poll() is None and _answers(f"{endpoint_url}/moto-api/"), deadline):
             raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
-        # moto keeps each Region's tables apart, as AWS does: the table is made where clients look.
-        init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_TABLE)
-        create_keys_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_KEYS_TABLE)
-        _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
-        SsmPolicySource(aws.client("ssm", region=home, endpoint_url=endpoint_url)).write(
-            PolicySetting(policy=policy, evidence_bucket=EVIDENCE_BUCKET)
-        )
+        _seed(endpoint_url, home, policy)
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
         nodes = {}
         for region in chosen:
             report_path(state_dir, region).unlink(missing_ok=True)
             log = state_dir / f"region-{region}.log"
-            argv = [
-                sys.executable,
-                "-m",
-                "gco.local.region.node",
-                "--region",
-                region,
-                "--endpoint-url",
-                endpoint_url,
-            ]
+            argv = python_module("gco.local.region.node", "--region", region, "--endpoint-url", endpoint_url)
             argv += ["--table", DEFAULT_TABLE, "--home-region", home, "--state-dir", str(state_dir)]
             argv += ["--engine", engine]
-            nodes[region] = (_spawn(argv, log), log)
-            statelock.record_started(state_dir, nodes[region][0].pid)
-            parts.append(Part(name=f"region {region}", pid=nodes[region][0].pid, url="", log=str(log)))
-        reports = {}
+            process, started = _spawn(argv, log)
+            nodes[region] = (process, log)
+            statelock.record_started(state_dir, started)
+            parts.append(
+                Part(
+                    kind="region",
+                    region=region,
+                    pid=process.pid,
+                    start_ticks=started.start_ticks,
+                    url="",
+                    log=str(log),
+                )
+            )
+        reports: dict[str, NodeReport] = {}
         for region, (process, log) in nodes.items():
             path = report_path(state_dir, region)
             if not _until(lambda p=process, f=path: p.poll() is None and f.exists(), deadline):  # type: ignore[misc]
                 raise LocalStackError(f"Region {region} did not start (see {log})")
-            reports[region] = json.loads(path.read_text(encoding="utf-8"))
+            report = statefiles.read(path, NodeReport)
+            if report is None:
+                raise LocalStackError(f"Region {region} did not report (see {log})")
+            reports[region] = report
         front = _start_front(state_dir, endpoint_url, home, reports, deadline)
         parts.append(front)
     except BaseException:
-        if not _stop_groups([part.pid for part in parts]):
+        if not stop_groups([part.process for part in parts], STOP_TIMEOUT_S).survivors:
             statelock.forget_started(state_dir)
         raise
     parts = [
-        part.model_copy(update={"url": reports[part.name.split(" ", 1)[1]]["proxy_url"]})
-        if part.name.startswith("region ")
-        else part
+        part.model_copy(update={"url": reports[part.region].proxy_url}) if part.region is not None else part
         for part in parts
     ]
     state = StackState(
@@ -259,41 +261,57 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
         regions=chosen,
         evidence_bucket=EVIDENCE_BUCKET,
         parts=parts,
-        invoke_urls={region: report["invoke_url"] for region, report in reports.items()},
-        cluster_urls={region: report["api_url"] for region, report in reports.items()},
-        ca_bundle=next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None),
+        invoke_urls={region: report.invoke_url for region, report in reports.items()},
+        cluster_urls={region: report.api_url for region, report in reports.items()},
+        ca_bundle=next((r.ca_bundle for r in reports.values() if r.ca_bundle), None),
         validation_policy=policy,
         registry=str(state_dir / REGISTRY_FILE),
         global_url=front.url,
     )
-    (state_dir / STATE_FILE).write_text(state.model_dump_json(indent=2), encoding="utf-8")
+    statefiles.write(state_dir / STATE_FILE, state)
     return state
 
 
+def _seed(endpoint_url: str, home: str, policy: Policy) -> None:
+    """What the stacks create in AWS, made on the moto server: the endpoint table with its stream, the
+    keys table, the evidence bucket and the validation policy's parameter, all in the home Region
+    (moto keeps each Region's tables apart, as AWS does: each is made where clients look)."""
+    init_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_TABLE)
+    create_keys_table(aws.client("dynamodb", region=home, endpoint_url=endpoint_url), DEFAULT_KEYS_TABLE)
+    _evidence_bucket(aws.client("s3", region=home, endpoint_url=endpoint_url), home)
+    SsmPolicySource(aws.client("ssm", region=home, endpoint_url=endpoint_url)).write(
+        PolicySetting(policy=policy, evidence_bucket=EVIDENCE_BUCKET)
+    )
+
+
 def _start_front(
-    state_dir: Path, endpoint_url: str, home: str, reports: dict[str, Any], deadline: float
+    state_dir: Path, endpoint_url: str, home: str, reports: dict[str, NodeReport], deadline: float
 ) -> Part:
     """Start the global address in front of the Regions' proxies (nearest first: the order given).
 
     Raises:
         LocalStackError: it did not report serving before `deadline`.
+        StateFileError: its report is not one gco wrote.
     """
     path = front_process.report_path(state_dir)
     path.unlink(missing_ok=True)
     log = state_dir / "front.log"
-    proxies = {region: report["proxy_url"] for region, report in reports.items()}
-    argv = [sys.executable, "-m", "gco.local.front.process", "--endpoint-url", endpoint_url]
+    proxies = {region: report.proxy_url for region, report in reports.items()}
+    argv = python_module("gco.local.front.process", "--endpoint-url", endpoint_url)
     argv += ["--home-region", home, "--table", DEFAULT_TABLE, "--keys-table", DEFAULT_KEYS_TABLE]
     argv += ["--proxies", json.dumps(proxies), "--state-dir", str(state_dir)]
-    bundle = next((r["ca_bundle"] for r in reports.values() if r.get("ca_bundle")), None)
+    bundle = next((r.ca_bundle for r in reports.values() if r.ca_bundle), None)
     argv += ["--ca-bundle", bundle] if bundle else []
-    process = _spawn(argv, log)
-    statelock.record_started(state_dir, process.pid)
+    process, started = _spawn(argv, log)
+    statelock.record_started(state_dir, started)
+    part = Part(kind="front", pid=process.pid, start_ticks=started.start_ticks, url="", log=str(log))
     if not _until(lambda: process.poll() is None and path.exists(), deadline):
-        process.terminate()
+        stop_groups([part.process], STOP_TIMEOUT_S)
         raise LocalStackError(f"the global address did not start (see {log})")
-    url = json.loads(path.read_text(encoding="utf-8"))["url"]
-    return Part(name="front", pid=process.pid, url=url, log=str(log))
+    report = statefiles.read(path, FrontReport)
+    if report is None:
+        raise LocalStackError(f"the global address did not report (see {log})")
+    return part.model_copy(update={"url": report.url})
 
 
 def _evidence_bucket(s3: Any, region: str) -> None:
@@ -339,6 +357,7 @@ def require(state_dir: Path | None) -> StackState:
 
     Raises:
         LocalStackError: no stack is up there.
+        StateFileError: its `stack.json` is not one gco wrote.
     """
     state = read_state(state_dir or default_state_dir())
     if state is None:
@@ -348,81 +367,79 @@ def require(state_dir: Path | None) -> StackState:
     return state
 
 
-def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[dict[str, object]]:
+def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[PartStatus]:
     """Every part: pid, whether the process lives (and is not stopped), and whether it answers.
 
     A part answers when each of its URLs gives an HTTP answer within `timeout` s: the moto
     server its API, a Region both its proxy's `/healthz` and its stand-in API server (served by
     the Region's own process: the proxy may be an nginx of its own that answers while the Region's
-    process is stopped or hung). `alive` is false for a process stopped by a signal (SIGSTOP).
+    process is stopped or hung). `alive` is false for a process stopped by a signal (SIGSTOP), and
+    for a pid that now names another process than the one started.
     """
-    rows: list[dict[str, object]] = []
+    rows: list[PartStatus] = []
     for part in state.parts:
-        region = part.name.removeprefix("region ") if part.name != "moto" else None
-        checks = (
-            [(part.url + "/moto-api/", None)]
-            if region is None
-            else [(part.url + HEALTH_PATH, state.ca_bundle)]
-        )
-        if region is not None and region in state.cluster_urls:
-            checks.append((state.cluster_urls[region], None))
-        living = alive(part.pid) and not stopped(part.pid)
+        checks: list[tuple[str, str | None]] = {
+            "region": [(part.url + HEALTH_PATH, state.ca_bundle)],
+            "front": [(part.url + HEALTH_PATH, None)],  # the global address is plain HTTP on loopback
+            "moto": [(part.url + "/moto-api/", None)],
+        }[part.kind]
+        if part.region is not None and part.region in state.cluster_urls:
+            checks.append((state.cluster_urls[part.region], None))
+        living = running(part.process) and not is_stopped(part.pid)
         answers = living and all(_answers(url, verify, timeout) for url, verify in checks)
-        rows.append(
-            {"part": part.name, "pid": part.pid, "alive": living, "answers": answers, "url": part.url}
-        )
+        rows.append(PartStatus(part=part.name, pid=part.pid, alive=living, answers=answers, url=part.url))
     return rows
 
 
-def _stop_groups(groups: Sequence[int]) -> list[int]:
-    """SIGTERM each group, SIGKILL what is left after the timeout; returns the groups that survived."""
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    _until(lambda: not any(group_members(pgid) for pgid in groups), deadline)
-    for pgid in groups:
-        if group_members(pgid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)
-    _until(lambda: not any(group_members(pgid) for pgid in groups), time.monotonic() + STOP_TIMEOUT_S)
-    return [pgid for pgid in groups if group_members(pgid)]
-
-
-def down(state_dir: Path | None = None) -> list[str]:
-    """Stop every part and every group the Regions reported; returns what was stopped (names).
+def down(state_dir: Path | None = None) -> DownReport:
+    """Stop every part and every group the Regions reported, each only while its recorded pid still
+    names the process started; returns what was stopped (names) and what was skipped (and why).
 
     Raises:
+        StateFileError: a state file is not one gco wrote (nothing is signalled).
         LocalStackError: a process group survived SIGKILL.
     """
     state_dir = state_dir or default_state_dir()
     state = read_state(state_dir)
     started = statelock.started(state_dir)  # what an `up` started, recorded or not in stack.json
-    if state is None and not started:
-        return []
-    parts = state.parts if state is not None else []
-    recorded = {part.pid for part in parts}
-    unrecorded = [pid for pid in started if pid not in recorded]
-    nodes = [part.pid for part in parts if part.name != "moto"] + unrecorded
-    survivors = _stop_groups(nodes)  # each Region stops its engines and nginx on SIGTERM
-    reported: list[int] = []
     # Without a record, every Region's children file there is (`children_path` with `*` is a glob).
     regions = state.regions if state is not None else []
     files = [children_path(state_dir, r) for r in regions] or sorted(
         state_dir.glob(children_path(Path(), "*").name)
     )
+    if state is None and not started:
+        return DownReport(stopped=[], skipped=[])
+    reported: list[Started] = []
+    for path in files:  # every file read before anything is signalled: a hostile one stops it all
+        children = statefiles.read(path, RegionChildren)
+        reported += children.groups if children is not None else []
+    parts = state.parts if state is not None else []
+    recorded = {part.pid for part in parts}
+    unrecorded = [process for process in started if process.pid not in recorded]
+    nodes = [part.process for part in parts if part.kind != "moto"] + unrecorded
+    first = stop_groups(nodes, STOP_TIMEOUT_S)  # each Region stops its engines and nginx on SIGTERM
     for path in files:
-        if path.exists():
-            reported += [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
         path.unlink(missing_ok=True)
     for region in regions:
         report_path(state_dir, region).unlink(missing_ok=True)
         faults.forget(state_dir, region)
     front_process.report_path(state_dir).unlink(missing_ok=True)
-    survivors += _stop_groups(reported)  # what a crashed Region left
-    survivors += _stop_groups([part.pid for part in parts if part.name == "moto"])
+    left = stop_groups(reported, STOP_TIMEOUT_S)  # what a crashed Region left
+    moto = stop_groups([part.process for part in parts if part.kind == "moto"], STOP_TIMEOUT_S)
+    survivors = first.survivors + left.survivors + moto.survivors
     if survivors:
         raise LocalStackError(f"process groups {survivors} survived SIGKILL; the state stays in {state_dir}")
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     statelock.forget_started(state_dir)
-    return [part.name for part in parts] + [f"pid {pid} (started, not recorded)" for pid in unrecorded]
+    skipped = {s.pid: s.why for stop in (first, left, moto) for s in stop.skipped}
+    names = {group.pid: f"group {group.pid}" for group in reported}  # an engine's or nginx's
+    names |= {p.pid: f"pid {p.pid} (started, not recorded)" for p in unrecorded}
+    names |= {part.pid: part.name for part in parts}
+    return DownReport(
+        stopped=[
+            names[p]
+            for p in [*(part.pid for part in parts), *(p.pid for p in unrecorded)]
+            if p not in skipped
+        ],
+        skipped=[f"{names.get(pid, f'pid {pid}')}: {why}" for pid, why in skipped.items()],
+    )

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gco.bench.process import group_members
 from gco.cli import main
 from gco.evidence import validate
 from gco.local.demo.demo import port_free, walkthrough
+from gco.processes.proc import group_members
 from tests.functional.evidence.chromium import chromium_path
 from tests.functional.evidence.test_report_page import check_page
 

@@ -6,6 +6,7 @@ Buckets use whitespace word counts so that no tokenizer is needed; edges are inc
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import uuid
 from collections.abc import Sequence
@@ -38,6 +39,15 @@ def bucket_name(words: int, edges: Sequence[int] = DEFAULT_EDGES) -> str:
             return f"{low}-{edge}"
         low = edge + 1
     return f">{edges[-1]}" if edges else "all"
+
+
+def increasing(edges: Sequence[int]) -> str | None:
+    """What is wrong with bucket edges, or None: each must be above the one before it (the buckets
+    `0-e1`, `e1+1-e2`, ... are empty or overlap otherwise)."""
+    for before, edge in itertools.pairwise(edges):
+        if edge <= before:
+            return f"each edge must be above the one before it ({before} then {edge})"
+    return None
 
 
 def _texts(path: Path) -> list[str]:

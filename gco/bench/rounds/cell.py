@@ -28,11 +28,11 @@ from gco.bench.clients.clips import Clip, clip_digest
 from gco.bench.clients.prompts import Prompt, prompt_digest
 from gco.bench.clients.records import REQUESTS_FILE, ClipResult, ServeResult
 from gco.bench.clients.transport import Client
-from gco.bench.process import EngineProcess, StopReport, clean_env
 from gco.bench.rounds.engine_http import scrape_text, served_models
 from gco.bench.rounds.gpu import NOT_LAUNCHED, GpuProbe, MemoryCheck, check_memory_returned
 from gco.bench.rounds.manifest import Engine, Manifest
 from gco.bench.rounds.measure import MeasureOptions, run_measurement, serve_argv
+from gco.processes.launch import EngineProcess, StopReport, clean_env
 
 __all__ = [
     "CellInputs",

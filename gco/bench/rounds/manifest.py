@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gco.bench.clients.prompts import increasing
 from gco.bench.errors import BenchInputError
 from gco.evidence.redact import looks_secret
 
@@ -90,6 +91,13 @@ class Workload(BaseModel):
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
     load: LoadSettings = Field(default_factory=LoadSettings)
     request_timeout_s: float = Field(default=600.0, gt=0)
+
+    @field_validator("bucket_edges")
+    @classmethod
+    def _edges_increase(cls, edges: list[int]) -> list[int]:
+        if (wrong := increasing(edges)) is not None:
+            raise ValueError(wrong)
+        return edges
 
 
 class Manifest(BaseModel):

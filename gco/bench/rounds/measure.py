@@ -10,7 +10,6 @@ import json
 import shlex
 import string
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from gco.bench.clients.records import ClipResult, Mode, ServeResult
 from gco.bench.rounds.manifest import Engine, Manifest
 from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import validate
+from gco.processes.interpreter import python_module
 
 SERVE_OWNS_SCHEDULE = {"--rates", "--reference-e2e", "--closed-loop"}
 SERVE_CMD_FIELDS = ("base_url", "prompts", "mode", "label", "round", "run_dir", "model")
@@ -50,7 +50,7 @@ class Measurement(BaseModel):
 
 
 def _gco(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gco.cli", "bench", *args]
+    return python_module("gco.cli", "bench", *args)
 
 
 def check_serve_cmd(template: str) -> list[str]:

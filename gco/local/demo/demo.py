@@ -21,7 +21,6 @@ import shutil
 import socket
 import ssl
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -32,7 +31,6 @@ from urllib.parse import urlsplit
 import httpx
 
 from gco import aws
-from gco.bench.process import group_members
 from gco.bench.rounds.lock import GPU_LOCK_ENV
 from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
@@ -47,6 +45,8 @@ from gco.local.region.engines import EngineTable
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
+from gco.processes.interpreter import python_module
+from gco.processes.proc import group_members
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 from gco.reconcile.proxy.route_shards import SHARD_PREFIX
 
@@ -76,7 +76,7 @@ PROGRESS_EVERY_S = 2.0
 
 def _run_gco(arguments: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gco.cli", *arguments],
+        python_module("gco.cli", *arguments),
         env=env,
         capture_output=True,
         text=True,

@@ -27,6 +27,8 @@ from gco.global_access import keys
 from gco.global_access.key_store import DynamoKeyStore
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import CHECK_TIMEOUT_S, HealthChecker
+from gco.local.processes import statefiles
+from gco.local.processes.statefiles import FrontReport
 from gco.reconcile.proxy.routes import HEALTH_PATH
 
 REPORT_NAME = "front.json"
@@ -89,10 +91,7 @@ def serve(options: argparse.Namespace, stop: threading.Event) -> None:
         verify=verify,
         port=options.port,
     )
-    report = {"pid": os.getpid(), "url": front.url}
-    path = report_path(options.state_dir)
-    path.with_suffix(".tmp").write_text(json.dumps(report), encoding="utf-8")
-    os.replace(path.with_suffix(".tmp"), path)
+    statefiles.write(report_path(options.state_dir), FrontReport(pid=os.getpid(), url=front.url))
     try:
         while not stop.wait(0.5):
             pass

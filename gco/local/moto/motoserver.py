@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import TracebackType
@@ -16,8 +15,9 @@ from types import TracebackType
 import httpx
 
 from gco.local.errors import LocalStackError
-from gco.local.processes.children import stop_child
 from gco.local.processes.listen import free_port
+from gco.processes.interpreter import python_module
+from gco.processes.signals import stop_child
 
 
 class MotoServer:
@@ -40,15 +40,7 @@ class MotoServer:
         """
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
         self._process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gco.local.moto.moto_app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-            ],
+            python_module("gco.local.moto.moto_app", "--host", "127.0.0.1", "--port", str(self.port)),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

@@ -7,8 +7,9 @@ The kernel drops the lock when its holder exits, however it exits, so a killed `
 the directory locked.
 
 Each process `up` starts is appended to `<state-dir>/started` the moment it is spawned, before
-anything waits on it; `down` stops those groups as well as the ones `stack.json` records, so an
-`up` that died half-way, or a `down` run while an `up` is still starting, leaves nothing running.
+anything waits on it, as its pid and start time (one JSON `Started` a line); `down` stops those
+groups as well as the ones `stack.json` records, so an `up` that died half-way, or a `down` run
+while an `up` is still starting, leaves nothing running.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from gco.errors import GcoInputError
 from gco.local.errors import StackBusyError
+from gco.local.processes.statefiles import read_text, refused
+from gco.processes.identity import Started
 
 LOCK_FILE = "up.lock"
 STARTED_FILE = "started"
@@ -69,18 +74,26 @@ def holding(state_dir: Path) -> Iterator[None]:
         handle.close()  # closing drops the lock
 
 
-def record_started(state_dir: Path, pid: int) -> None:
-    """Append a started process group (its leader's pid) to the directory's record."""
+def record_started(state_dir: Path, process: Started) -> None:
+    """Append a started process group (its leader as started) to the directory's record."""
     with (state_dir / STARTED_FILE).open("a", encoding="utf-8") as out:
-        out.write(f"{pid}\n")
+        out.write(process.model_dump_json() + "\n")
 
 
-def started(state_dir: Path) -> list[int]:
-    """Every process group `up` recorded starting in the directory (oldest first)."""
+def started(state_dir: Path) -> list[Started]:
+    """Every process group `up` recorded starting in the directory (oldest first).
+
+    Raises:
+        StateFileError: the record is not one gco wrote (a line that is not a `Started`).
+    """
     path = state_dir / STARTED_FILE
-    if not path.exists():
+    text = read_text(path)
+    if text is None:
         return []
-    return [int(line) for line in path.read_text(encoding="utf-8").split() if line.isdigit()]
+    try:
+        return [Started.model_validate_json(line) for line in text.splitlines() if line.strip()]
+    except ValidationError as error:
+        raise refused(path, error) from None
 
 
 def forget_started(state_dir: Path) -> None:

@@ -10,7 +10,8 @@ Lambda.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -45,6 +46,7 @@ class LocalClusters:
             (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
         tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
         restart: the kubelets' restart back-off of an engine that exited (the kubelet's by default).
+        clock: the kubelets' clock, seconds, monotonic (a test's own, to hold a back-off).
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class LocalClusters:
         proxy: ProxyKind = "auto",
         tls_dir: Path | None = None,
         restart: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.reconcilers = LocalReconcilers(
             store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True
@@ -73,7 +76,7 @@ class LocalClusters:
         self._sync_interval = 0.2
         engines = table or EngineTable.fake()
         for region, local in self.reconcilers.regions.items():
-            kubelet = LocalKubelet(local.api, engines, log_dir / region, restart=restart)
+            kubelet = LocalKubelet(local.api, engines, log_dir / region, restart=restart, clock=clock)
             self.kubelets[region] = kubelet
             self.autoscalers[region] = LocalAutoscaler(local.api, kubelet)
             network = self.services[region] = ServiceNetwork(local.api, kubelet)

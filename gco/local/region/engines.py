@@ -11,17 +11,17 @@ other command can be named per framework with `{port}`, `{model}` and `{revision
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from gco import engines
+from gco.processes.interpreter import python_module
 
 DEFAULT_HEALTH_PATH = "/health"
-FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
-LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama.llama_engine")
+FAKE_ENGINE = tuple(python_module("gco.bench.fake_engine"))
+LLAMA_ENGINE = tuple(python_module("gco.local.llama.llama_engine"))
 ENGINE_KINDS = ("fake", "llama")  # `gco local up|demo --engine`
 LLAMA_THREADS = 1  # per replica: the local stack runs several on a small machine
 

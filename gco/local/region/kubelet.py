@@ -58,12 +58,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gco.bench.process import EngineProcess, clean_env
 from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.engines import EngineLaunch, EngineTable, launch_of
 from gco.local.region.loop import SyncLoop
 from gco.local.standin import StandInKubeAPI
 from gco.local.standin.labels import matches
+from gco.processes.identity import Started
+from gco.processes.launch import EngineProcess, clean_env
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SECRET
 
 log = logging.getLogger(__name__)
@@ -269,10 +270,18 @@ class LocalKubelet:
 
     def pids(self) -> list[int]:
         """Process-group ids of every engine this runner started and has not stopped."""
+        return [group.pid for group in self.groups()]
+
+    def groups(self) -> list[Started]:
+        """Every engine this runner started and has not stopped, as started (each leads its group)."""
         with self._lock:
-            return sorted(
-                r.process.pgid for w in self._workloads.values() for r in w.running if r.waiting_until is None
-            )
+            running = [
+                r.process.started
+                for w in self._workloads.values()
+                for r in w.running
+                if r.waiting_until is None
+            ]
+        return sorted(running, key=lambda group: group.pid)
 
     # -- the loop ------------------------------------------------------------------------------
 

@@ -38,13 +38,14 @@ from pathlib import Path
 
 import httpx
 
-from gco.bench.process import EngineProcess, clean_env
 from gco.local.errors import NginxError
 from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.loop import SyncLoop
 from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.region.services import ServiceNetwork
 from gco.local.standin import StandInKubeAPI
+from gco.processes.identity import Started
+from gco.processes.launch import EngineProcess, clean_env
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
 from gco.reconcile.proxy.route_shards import MAP_SUFFIXES
@@ -194,6 +195,10 @@ class NginxProxy:
     def pid(self) -> int | None:
         return self._process.pgid if self._process is not None and not self._process.exited() else None
 
+    def group(self) -> Started | None:
+        """The nginx master as started (it leads its group of workers), while it runs."""
+        return self._process.started if self._process is not None and not self._process.exited() else None
+
     def desired_files(self) -> dict[str, str]:
         """Each file nginx reads (relative to the run directory) as adapted now; none before the
         reconciler rendered the proxy."""
@@ -260,7 +265,7 @@ class NginxProxy:
                     self._argv("-g", "daemon off;"), env, self.run_dir / "nginx.log"
                 )
             else:
-                os.kill(self._process.popen.pid, signal.SIGHUP)  # graceful reload of the master
+                self._process.signal(signal.SIGHUP)  # graceful reload of the master
 
     def _write(self, files: Mapping[str, str]) -> None:
         """Write what changed, each file atomically (nginx may read while a file is being replaced)."""

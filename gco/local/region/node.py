@@ -6,8 +6,9 @@ and the proxy. It reports to the stack's state directory:
 
 - `region-<R>.json` once it serves: its pid, the proxy's and the API server's URLs, the proxy
   certificate;
-- `region-<R>.children`: the process groups it started (engines, nginx), rewritten as they
-  change, so `gco local down` can stop them even when this process was killed;
+- `region-<R>.children`: the process groups it started (engines, nginx), each leader's pid and
+  start time (`RegionChildren`), rewritten as they change, so `gco local down` can stop them even
+  when this process was killed, and only while each pid still names the process started;
 - `region-<R>.faults.applied.json`: the faults `gco local fail-region` asked for and it applied
   (`gco.local.region.faults`).
 """
@@ -15,7 +16,6 @@ and the proxy. It reports to the stack's state directory:
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -26,6 +26,8 @@ from pathlib import Path
 
 from gco import aws
 from gco.endpoints import EndpointStore
+from gco.local.processes import statefiles
+from gco.local.processes.statefiles import NodeReport, RegionChildren
 from gco.local.region import faults
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import ENGINE_KINDS, EngineTable
@@ -44,19 +46,13 @@ def children_path(state_dir: Path, region: str) -> Path:
     return state_dir / f"region-{region}.children"
 
 
-def _write(path: Path, text: str) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
-
-
-def children(clusters: LocalClusters) -> list[int]:
-    """Process groups started for the Region: its engines and its nginx master."""
-    groups = [pgid for kubelet in clusters.kubelets.values() for pgid in kubelet.pids()]
+def children(clusters: LocalClusters) -> RegionChildren:
+    """Process groups started for the Region: its engines and its nginx master, each as started."""
+    groups = [group for kubelet in clusters.kubelets.values() for group in kubelet.groups()]
     for proxy in clusters.proxies.values():
-        if isinstance(proxy, NginxProxy) and (pid := proxy.pid()) is not None:
-            groups.append(pid)
-    return sorted(groups)
+        if isinstance(proxy, NginxProxy) and (group := proxy.group()) is not None:
+            groups.append(group)
+    return RegionChildren(groups=sorted(groups, key=lambda group: group.pid))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,22 +83,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as clusters:
         clusters.start()
         local = clusters.reconcilers.regions[options.region]
-        report = {
-            "pid": os.getpid(),
-            "region": options.region,
-            "proxy_url": clusters.proxies[options.region].url,
-            "invoke_url": clusters.invoke_urls()[options.region],
-            "api_url": local.api.url,
-            "ca_bundle": str(clusters.ca_bundle) if clusters.ca_bundle else None,
-        }
-        _write(report_path(state, options.region), json.dumps(report, sort_keys=True))
-        written: list[int] | None = None
+        report = NodeReport(
+            pid=os.getpid(),
+            region=options.region,
+            proxy_url=clusters.proxies[options.region].url,
+            invoke_url=clusters.invoke_urls()[options.region],
+            api_url=local.api.url,
+            ca_bundle=str(clusters.ca_bundle) if clusters.ca_bundle else None,
+        )
+        statefiles.write(report_path(state, options.region), report)
+        written: RegionChildren | None = None
         failed = faults.Faults()
         while not stop.wait(REPORT_INTERVAL_S):
             failed = faults.follow(clusters, options.region, state, failed)
             now = children(clusters)
             if now != written:
-                _write(children_path(state, options.region), "\n".join(map(str, now)) + "\n")
+                statefiles.write(children_path(state, options.region), now)
                 written = now
     children_path(state, options.region).unlink(missing_ok=True)
     return 0

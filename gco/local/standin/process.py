@@ -32,11 +32,12 @@ from urllib.parse import parse_qs
 import httpx
 
 from gco.local.errors import LocalStackError
-from gco.local.processes.children import stop_child
 from gco.local.processes.collector import collect_rarely
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
 from gco.local.standin.store import Key
+from gco.processes.interpreter import python_module
+from gco.processes.signals import stop_child
 
 STARTUP_TIMEOUT_S = 30.0
 
@@ -52,7 +53,7 @@ class StandInProcess:
 
     def __init__(self, *, token: str, ready_delay: float = 0.0, deletion_delay: float = 0.0) -> None:
         self.argv = [
-            *(sys.executable, "-m", "gco.local.standin.process", "--token", token),
+            *python_module("gco.local.standin.process", "--token", token),
             *("--ready-delay", str(ready_delay), "--deletion-delay", str(deletion_delay)),
         ]
         self.url = ""

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gco.bench.process import alive
+from gco.processes.proc import alive
 from tests.functional.bench.conftest import rounds_engine as _engine
 from tests.functional.bench.conftest import run_rounds_cli as _run
 from tests.functional.bench.conftest import write_inputs as _write

@@ -4,7 +4,11 @@ property: no input to any command, however hostile, ends in a traceback."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import sys
+import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
@@ -269,3 +273,121 @@ def test_bench_numbers_and_json_through_the_same_parsers(
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and field in err and "Traceback" not in err, err
+
+
+class BrokenOutput:
+    """Standard output that fails as a full device (ENOSPC), a pipe whose reader left (EPIPE) or a
+    closed descriptor (EBADF) fails: every non-empty write raises."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def write(self, text: str) -> int:
+        if text:
+            raise OSError(self.number, os.strerror(self.number))
+        return 0
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+
+STREAMS: dict[str, Any] = {
+    "working": "capsys",
+    "closed before start": None,  # Python's sys.stdout when descriptor 1 was closed at exec
+    "full": BrokenOutput(errno.ENOSPC),
+    "broken pipe": BrokenOutput(errno.EPIPE),
+    "bad descriptor": BrokenOutput(errno.EBADF),
+}
+hostile_pid: st.SearchStrategy[Any] = st.one_of(
+    st.sampled_from([1, 0, -1, 2**22 + 1, 2**63, "1", True, None, 1.5, [], {}]),
+    st.integers(),
+)
+hostile_state = st.one_of(
+    st.binary(max_size=64).map(lambda raw: raw.decode("latin-1")),
+    st.builds(
+        lambda pid, ticks, cut: json.dumps(
+            {
+                "endpoint_url": "http://127.0.0.1:9",
+                "table": "t",
+                "home_region": "us-east-1",
+                "regions": ["us-east-1"],
+                "evidence_bucket": "b",
+                "parts": [{"kind": "moto", "pid": pid, "start_ticks": ticks, "url": "", "log": ""}],
+                "invoke_urls": {},
+            }
+        )[:cut],
+        hostile_pid,
+        hostile_pid,
+        st.sampled_from([None, 10, 100]),
+    ),
+)
+hostile_run_dir = st.sampled_from(["/etc/passwd", "/etc/passwd/run", "/proc/self/run", "{tmp}/run", "{tmp}"])
+OUTPUT_COMMANDS: list[tuple[str, ...]] = [
+    ("inference", "list"),
+    ("inference", "list", "-o", "json"),
+    ("inference", "status", "chat"),
+    ("local", "status", "--timeout", "0.1", "--state-dir", "{state}"),
+    ("local", "env", "--state-dir", "{state}"),
+    ("local", "down", "--state-dir", "{state}"),
+    (
+        "bench",
+        "serve",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--prompts",
+        "{prompts}",
+        "--warmup",
+        "0",
+        "--run-dir",
+        "{run_dir}",
+    ),
+    ("bench", "schema", "manifest"),
+    ("--help",),
+]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    command=st.sampled_from(OUTPUT_COMMANDS),
+    stream=st.sampled_from(list(STREAMS)),
+    state=hostile_state,
+    run_dir=hostile_run_dir,
+)
+def test_no_output_stream_state_file_or_run_dir_ends_in_a_traceback(
+    run: Run, command: tuple[str, ...], stream: str, state: str, run_dir: str
+) -> None:
+    """Whatever standard output is (working, closed, full, a broken pipe), whatever a state file
+    holds and wherever a run directory points: exit 0, 1 or 2, never a traceback, and a failure is
+    one line; a command whose output is lost never exits 0."""
+    with tempfile.TemporaryDirectory(prefix="gco-hostile-") as scratch:
+        tmp = Path(scratch)
+        (tmp / "state").mkdir()
+        (tmp / "state" / "stack.json").write_text(state, encoding="utf-8", errors="surrogateescape")
+        (tmp / "prompts.jsonl").write_text('{"prompt": "hi"}\n', encoding="utf-8")
+        values = {"state": str(tmp / "state"), "prompts": str(tmp / "prompts.jsonl")}
+        values["run_dir"] = run_dir.replace("{tmp}", str(tmp / "runs"))
+        filled = [part.format(**values) if "{" in part else part for part in command]
+        if filled[0] == "inference":
+            filled += ["--endpoint-url", run.server.url, "--table", TABLE]
+        run.capsys.readouterr()
+        real = sys.stdout
+        if STREAMS[stream] != "capsys":
+            sys.stdout = STREAMS[stream]
+        try:
+            status = main(filled)
+        except BaseException:
+            pytest.fail(f"gco {filled!r} raised:\n{traceback.format_exc()}")
+        finally:
+            sys.stdout = real
+        err = run.capsys.readouterr().err
+    assert status in (0, 1, 2) and "Traceback" not in err, (filled, stream, status, err)
+    if status != 0:
+        assert err.count("\n") == 1 and err.startswith("error: "), (filled, stream, err)
+    if stream != "working":  # each of these commands prints on success: lost output is no success
+        assert status != 0, (filled, stream, err)

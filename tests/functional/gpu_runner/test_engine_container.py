@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.process import EngineProcess, clean_env
 from gco.local.processes.listen import free_port
+from gco.processes.launch import EngineProcess, clean_env
 from gpu_runner import docker
 from gpu_runner.engine_container import main as wrapper_main
 

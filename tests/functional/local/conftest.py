@@ -18,7 +18,10 @@ from gco.local.region.kubelet import RestartPolicy
 from tests.unit.reconcile.records import EAST, WEST
 
 T = TypeVar("T")
-DEADLINE_S = 30.0
+# How long `eventually` waits before it fails: a guard against a hang, never a measurement. Run beside a
+# CPU burner on a shared 2-core machine (load average about 35), the first engines of two Regions
+# took more than 30 s to report running; nothing that works takes 120 s.
+DEADLINE_S = 120.0
 # The kubelet's restart back-off scaled down (10 s -> 0.5 s): tests see restarts within their deadline.
 FAST_RESTART = RestartPolicy(initial=0.5, cap=2.0, reset_after=60.0)
 

@@ -5,6 +5,7 @@ not ready, and reported: the Region's status names the exit and the restarts, `s
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from gco.local.demo.demo import explain_failure
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import FAKE_ENGINE, EngineTable
-from gco.local.region.kubelet import RestartPolicy
+from gco.local.region.kubelet import LocalKubelet, Replica, RestartPolicy
 from tests.conftest import TABLE
 from tests.functional.local.conftest import eventually
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -29,14 +30,39 @@ RESTART = RestartPolicy(initial=1.0, cap=2.0, reset_after=60.0)
 SEGV_EXIT = "server exited 139 (SIGSEGV)"  # the container `server`; 128 + 11, as the runtime reports it
 
 
+class HoldableClock:
+    """The kubelet's clock: `time.monotonic` until `hold()`, then the moment it was held. A replica
+    waits out its back-off until the clock passes the wait's end, so once held, a replica in its
+    back-off stays there (and one running enters it at its next exit and stays): the test reads a
+    state that lasts, not a window between two back-offs."""
+
+    def __init__(self) -> None:
+        self.held: float | None = None
+
+    def __call__(self) -> float:
+        return self.held if self.held is not None else time.monotonic()
+
+    def hold(self) -> None:
+        self.held = time.monotonic()
+
+
 def crashing(*flags: str) -> EngineTable:
     argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
     return EngineTable(commands={f: (*argv, "--crash-signal", "SIGSEGV", *flags) for f in engines.names()})
 
 
 @pytest.fixture
+def clock() -> HoldableClock:
+    return HoldableClock()
+
+
+@pytest.fixture
 def stack(
-    request: pytest.FixtureRequest, store: EndpointStore, moto: MotoServer, tmp_path: Path
+    request: pytest.FixtureRequest,
+    store: EndpointStore,
+    moto: MotoServer,
+    tmp_path: Path,
+    clock: HoldableClock,
 ) -> Iterator[LocalClusters]:
     with LocalClusters(
         store,
@@ -48,9 +74,16 @@ def stack(
         proxy="python",
         table=crashing(*request.param),
         restart=RESTART,
+        clock=clock,
     ) as clusters:
         clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.3)
         yield clusters
+
+
+def recorded(kubelet: LocalKubelet) -> Replica:
+    """The one replica the kubelet runs, as it recorded it (restarts, the back-off it waits out)."""
+    ((_, replica, _),) = kubelet.engine_logs()
+    return replica
 
 
 def backing_off(store: EndpointStore, name: str) -> bool:
@@ -96,7 +129,7 @@ def test_a_replica_that_crashes_on_a_request_is_restarted_with_back_off(
     assert reported["state"] != "running" and reported["replicas_ready"] == 0
     assert reported["reason"] == f"{SEGV_EXIT}, CrashLoopBackOff"
     # Restarted after its back-off (1 s), ready again, and counted.
-    eventually(lambda: status_of(store, "seg").get("state") == "running", "restarted and running", 20)
+    eventually(lambda: status_of(store, "seg").get("state") == "running", "restarted and running")
     container = kubelet.pods("gco-inference", "gco.dev/endpoint=seg")[0]["status"]["containerStatuses"][0]
     assert container["restartCount"] == 1 and container["ready"]
     assert "reason" not in status_of(store, "seg")  # a running Region carries no trouble
@@ -105,7 +138,11 @@ def test_a_replica_that_crashes_on_a_request_is_restarted_with_back_off(
 @pytest.mark.slow
 @pytest.mark.parametrize("stack", [("--crash-at-start",)], indirect=True)
 def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
-    store: EndpointStore, stack: LocalClusters, moto: MotoServer, capsys: pytest.CaptureFixture[str]
+    store: EndpointStore,
+    stack: LocalClusters,
+    moto: MotoServer,
+    clock: HoldableClock,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     flags = ["--endpoint-url", moto.url, "--table", TABLE]
     deploy = ["inference", "deploy", "boom", "--image", IMAGE, "--region", EAST, *flags]
@@ -113,12 +150,15 @@ def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
     err = capsys.readouterr().err
     assert "timed out after 6 s waiting for boom ready" in err.splitlines()[-1]
     assert SEGV_EXIT in err.splitlines()[-1] and "restarts" in err.splitlines()[-1]
-    eventually(lambda: (status_of(store, "boom").get("restarts") or 0) >= 2, "two restarts")
-    # The Pod shows CrashLoopBackOff while the kubelet waits to restart the engine, not in the moment
-    # between a restart and the next crash: read the status at the start of a wait, which lasts the
-    # back-off (2 s), not wherever the waits above happened to end.
-    eventually(lambda: not backing_off(store, "boom"), "a restart", 10)
-    eventually(lambda: backing_off(store, "boom"), "the back-off after it", 10)
+    kubelet = stack.kubelets[EAST]
+    eventually(lambda: recorded(kubelet).restarts >= 2, "two restarts recorded by the kubelet")
+    # The Pod shows CrashLoopBackOff while the kubelet waits to restart the engine. Hold the kubelet's
+    # clock: the back-off it is in (or the next one, at the engine's next exit) then never ends, so the
+    # status is read inside a back-off however slowly this machine runs.
+    clock.hold()
+    eventually(lambda: recorded(kubelet).waiting_until is not None, "a back-off recorded by the kubelet")
+    eventually(lambda: backing_off(store, "boom"), "the back-off reported")
+    assert (status_of(store, "boom").get("restarts") or 0) >= 2
     assert main(["inference", "status", "boom", *flags]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith(EAST))

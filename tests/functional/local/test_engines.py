@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from gco.bench.process import group_members
 from gco.endpoints import EndpointStore, operations
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.nginx import NginxProxy, nginx_path
+from gco.processes.proc import group_members
 from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually

@@ -9,15 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from gco.bench.process import group_members
 from gco.cli import main
-from gco.local.processes import statelock
+from gco.local.processes import statefiles, statelock
+from gco.local.processes.statefiles import RegionChildren
 from gco.local.region.node import children_path
+from gco.processes.identity import record
+from gco.processes.proc import group_members
 
 UP_TIMEOUT_S = 120
 
@@ -45,14 +46,11 @@ def test_concurrent_ups_start_one_stack_and_down_stops_all(tmp_path: Path) -> No
         assert refused.count("\n") == 1 and "Traceback" not in refused, refused
         first = next(up for up, (code, _, _) in zip(ups, results, strict=True) if code == 0)
         assert f"(pid {first.pid})" in refused or "already runs" in refused, refused
-        started = statelock.started(state_dir)
+        started = [process.pid for process in statelock.started(state_dir)]
         state = json.loads((state_dir / "stack.json").read_text())
         assert sorted(started) == sorted(part["pid"] for part in state["parts"])  # one stack's parts only
-        engines_and_proxies = (
-            [int(pgid) for pgid in children_path(state_dir, "us-east-1").read_text().split()]
-            if children_path(state_dir, "us-east-1").exists()
-            else []
-        )
+        children = statefiles.read(children_path(state_dir, "us-east-1"), RegionChildren)
+        engines_and_proxies = [group.pid for group in children.groups] if children is not None else []
     finally:
         assert main(["local", "down", "--state-dir", str(state_dir)]) == 0
     assert [pgid for pgid in [*started, *engines_and_proxies] if group_members(pgid)] == []
@@ -77,9 +75,9 @@ def assert_status_sees_a_stopped_region(state_dir: Path, region_pid: int) -> Non
     ]
     os.killpg(region_pid, signal.SIGSTOP)
     try:
-        started = time.monotonic()
-        checked = subprocess.run(status, capture_output=True, text=True, timeout=60, check=False)
-        assert time.monotonic() - started < 30  # each check is bounded (ANSWER_TIMEOUT_S)
+        # Each check is bounded (`--timeout`): status ends by itself; the 120 s only guards the test
+        # from a hang, on however loaded a machine, and is no measurement.
+        checked = subprocess.run(status, capture_output=True, text=True, timeout=120, check=False)
     finally:
         os.killpg(region_pid, signal.SIGCONT)
     assert checked.returncode == 1 and "not answering: region us-east-1" in checked.stderr, checked
@@ -94,7 +92,7 @@ def test_down_stops_what_an_up_started_before_it_recorded_the_stack(tmp_path: Pa
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
-    statelock.record_started(state_dir, orphan.pid)
+    statelock.record_started(state_dir, record(orphan.pid))
     assert main(["local", "down", "--state-dir", str(state_dir)]) == 0
     assert orphan.wait(timeout=30) != 0 and not group_members(orphan.pid)
 

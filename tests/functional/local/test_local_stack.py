@@ -14,11 +14,13 @@ from urllib.parse import urlparse
 
 import pytest
 
-from gco.bench.process import group_members
 from gco.cli import main
 from gco.env import CLUSTER_URLS_ENV, LOCAL_REGISTRY_ENV, VALIDATION_POLICY_ENV
+from gco.local.processes import statefiles
+from gco.local.processes.statefiles import RegionChildren
 from gco.local.region.node import children_path
 from gco.namespaces import SYSTEM_NAMESPACE
+from gco.processes.proc import group_members
 from gco.reconcile.objects import HPA
 from gco.reconcile.proxy.render_proxy import PROXY_HPA
 from gco.validation.connect import environment_clusters
@@ -46,8 +48,8 @@ class Gco:
 
 def reported(state_dir: Path, region: str) -> list[int]:
     """The engine and nginx groups a Region's process reported."""
-    path = children_path(state_dir, region)
-    return [int(pgid) for pgid in path.read_text().split()] if path.exists() else []
+    children = statefiles.read(children_path(state_dir, region), RegionChildren)
+    return [group.pid for group in children.groups] if children is not None else []
 
 
 def port_free(url: str) -> bool:
@@ -66,7 +68,8 @@ def test_up_use_down_after_a_crash(
     try:
         second = gco("local", "up", *flag, code=1)
         assert "already runs" in second and second.count("\n") == 1
-        status = json.loads(gco("local", "status", "-o", "json", *flag))
+        # Each part's answer is awaited up to 30 s, not the default 2 s: a loaded machine is slow, not down.
+        status = json.loads(gco("local", "status", "-o", "json", "--timeout", "30", *flag))
         assert [row["part"] for row in status] == ["moto", *(f"region {r}" for r in REGIONS), "front"]
         assert all(row["alive"] and row["answers"] for row in status)
 

@@ -27,7 +27,7 @@ def _options(**update: object) -> CellOptions:
 
 def test_gco_serve_gets_the_shared_reference_and_the_workload() -> None:
     argv = serve_argv(MANIFEST.engines[0], MANIFEST, _options(), Path("/run/cell"), 3)
-    assert argv[1:5] == ["-m", "gco.cli", "bench", "serve"]
+    assert argv[1:6] == ["-P", "-m", "gco.cli", "bench", "serve"]  # -P: safe from the working directory
     assert argv[argv.index("--reference-e2e") + 1] == "0.25"
     assert argv[argv.index("--extra-body") + 1] == '{"ignore_eos": true}'
     assert argv[argv.index("--chat-template-kwargs") + 1] == '{"t": 1}'

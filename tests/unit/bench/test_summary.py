@@ -9,12 +9,12 @@ import pytest
 from gco.bench.analysis.enginelog import ResolvedConfig
 from gco.bench.analysis.metrics import PrefixCache
 from gco.bench.clients.records import ClientHealth, ServeResult
-from gco.bench.process import StopReport
 from gco.bench.rounds.cell import CellResult
 from gco.bench.rounds.gpu import MemoryCheck
 from gco.bench.rounds.limitations import cell_limitations, plan_limitations
 from gco.bench.rounds.summary import Adaptive, ratio_half_widths, summarize
 from gco.bench.rounds.williams import plan_rounds
+from gco.processes.launch import StopReport
 
 HEALTHY = ClientHealth(lag_p50_ms=0.0, lag_p99_ms=0.1, lag_max_ms=0.2, lagged=False)
 

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 
-from gco.local.processes.children import stop_child
+from gco.processes.signals import stop_child
 
 IGNORES_TERM = (
     "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "

@@ -1,12 +1,12 @@
-"""Engine processes: launch in a clean environment and own process group, ready check, stop and sweep.
+"""Engine-like processes: launched in a clean environment and a group of their own, ready check, stop.
 
-Stop is SIGTERM to the group, SIGKILL after a timeout; descendants that left the group are found and killed.
+Stop is SIGTERM to the group, SIGKILL after a timeout; the group's members and the descendants that
+left it, recorded while the engine ran, are killed one by one, each only while proven ours
+(`gco.processes.signals`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -18,7 +18,13 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from gco.processes.identity import Started, record, running
+from gco.processes.proc import descendants, group_members, read_stat
+from gco.processes.signals import members, send
+
 BASE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+
+
 POLL_S = 0.05
 GONE_WAIT_S = 2.0
 
@@ -46,53 +52,6 @@ def clean_env(spec: Mapping[str, str | None], caller: Mapping[str, str]) -> Laun
     return LaunchEnv(env=env, missing=sorted(missing))
 
 
-def _proc_table() -> dict[int, tuple[int, int, str]]:
-    """pid -> (ppid, pgid, state) from /proc; processes that vanish while read are skipped."""
-    table = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        table[int(entry.name)] = (int(fields[1]), int(fields[2]), fields[0])
-    return table
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live descendant of `pid` (children of children included)."""
-    table = _proc_table()
-    found: set[int] = set()
-    frontier = [pid]
-    for _ in range(len(table) + 1):
-        if not frontier:
-            break
-        parent = frontier.pop()
-        for child, (ppid, _, _) in table.items():
-            if ppid == parent and child not in found:
-                found.add(child)
-                frontier.append(child)
-    return found
-
-
-def group_members(pgid: int) -> set[int]:
-    """Live (non-zombie) processes of a process group."""
-    return {pid for pid, (_, group, state) in _proc_table().items() if group == pgid and state != "Z"}
-
-
-def alive(pid: int) -> bool:
-    table = _proc_table()
-    return pid in table and table[pid][2] != "Z"
-
-
-def stopped(pid: int) -> bool:
-    """Whether the process is stopped by a signal (SIGSTOP, SIGTSTP: state `T` in /proc/PID/stat)."""
-    state = _proc_table().get(pid)
-    return state is not None and state[2] in ("T", "t")
-
-
 class StopReport(BaseModel):
     """How an engine's process group was stopped."""
 
@@ -105,7 +64,7 @@ class StopReport(BaseModel):
 
 
 class EngineProcess:
-    """One launched engine: its Popen, process group and log file."""
+    """One launched engine: its Popen, its recorded identity (it leads its own group) and log file."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str], log_path: Path) -> None:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,10 +79,23 @@ class EngineProcess:
             start_new_session=True,
         )
         self.pgid = self.popen.pid
-        self.known: set[int] = set()
+        # Read while the child is unreaped: its pid cannot name another process yet.
+        self.started: Started = record(self.popen.pid)
+        self.known: dict[int, Started] = {}
 
     def exited(self) -> bool:
         return self.popen.poll() is not None
+
+    def _note_descendants(self) -> None:
+        """Record the engine's descendants and group members now, while it is proven alive."""
+        if not running(self.started):
+            return
+        for member in members(self.started):
+            self.known.setdefault(member.pid, member)
+        for pid in descendants(self.popen.pid):
+            stat = read_stat(pid)
+            if stat is not None and pid not in self.known:
+                self.known[pid] = Started(pid=pid, start_ticks=stat.start_ticks)
 
     def wait_ready(
         self, url: str, timeout_s: float, interval_s: float
@@ -133,7 +105,7 @@ class EngineProcess:
         while time.monotonic() < deadline:
             if self.exited():
                 return "exited"
-            self.known |= descendants(self.popen.pid)
+            self._note_descendants()
             try:
                 with urllib.request.urlopen(url, timeout=max(0.5, interval_s)) as response:  # noqa: S310 - loopback
                     if 200 <= response.status < 300:
@@ -143,36 +115,38 @@ class EngineProcess:
             time.sleep(min(interval_s, max(0.0, deadline - time.monotonic())))
         return "timeout"
 
+    def signal(self, sig: signal.Signals) -> None:
+        """Send `sig` to the engine alone (not its group), while it has not been reaped."""
+        self.popen.send_signal(sig)
+
     def stop(self, timeout_s: float) -> StopReport:
-        """SIGTERM the group, SIGKILL it after `timeout_s`; then kill any descendant that left the group."""
+        """SIGTERM the group, SIGKILL it after `timeout_s`; then kill what of it, and of the
+        descendants that left it, outlived the engine."""
         if not self.exited():
-            self.known |= descendants(self.popen.pid)
+            self._note_descendants()
         sent: Literal["SIGTERM", "SIGKILL", "exited"] = "exited" if self.exited() else "SIGTERM"
-        self._signal_group(signal.SIGTERM)
+        send(self.started, signal.SIGTERM, group=True)  # unreaped (a zombie at worst): still ours
         try:
             self.popen.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             sent = "SIGKILL"
-        if sent == "SIGKILL" or group_members(self.pgid):
-            self._signal_group(signal.SIGKILL)
-            if sent != "SIGKILL" and group_members(self.pgid):
-                sent = "SIGKILL"
+            send(self.started, signal.SIGKILL, group=True)
+        in_group = [p for p in self.known.values() if running(p) and p.pid in group_members(self.pgid)]
+        for member in in_group:
+            send(member, signal.SIGKILL)
+        if in_group and sent != "SIGKILL":
+            sent = "SIGKILL"
         self.popen.wait(timeout=GONE_WAIT_S)
         deadline = time.monotonic() + GONE_WAIT_S
         while group_members(self.pgid) and time.monotonic() < deadline:
             time.sleep(POLL_S)
-        survivors = sorted(pid for pid in self.known if alive(pid))
-        for pid in survivors:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        survivors = sorted((p for p in self.known.values() if running(p)), key=lambda p: p.pid)
+        for process in survivors:
+            send(process, signal.SIGKILL)
         self._log.close()
         return StopReport(
             signal=sent,
             group_gone=not group_members(self.pgid),
-            survivors=survivors,
+            survivors=[p.pid for p in survivors],
             exit_code=self.popen.returncode,
         )
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pgid, sig)

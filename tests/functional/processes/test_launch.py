@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gco.bench.process import EngineProcess, alive, clean_env, descendants
 from gco.local.processes.listen import free_port
+from gco.processes.launch import EngineProcess, clean_env
+from gco.processes.proc import alive, descendants
 from tests.functional.bench.conftest import fake_argv
 
 
