@@ -22,6 +22,7 @@ from gco.local.region.nginx import NginxProxy, nginx_path
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.router import LocalRouter
 from gco.local.region.services import ServiceNetwork
+from gco.local.region.volume import KUBELET_SYNC_S
 
 ProxyKind = Literal["auto", "nginx", "python"]
 
@@ -45,6 +46,9 @@ class LocalClusters:
             (the in-process router, plain HTTP), or `auto` (nginx where it is installed).
         tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
         restart: the kubelets' restart back-off of an engine that exited (the kubelet's by default).
+        kubelet_sync_s: the proxy pod's kubelet sync period, after which at the latest a changed
+            route shard reaches the proxy (`gco.local.region.volume`; EKS's 1 minute by default; the
+            reconciler's pod annotation makes it sooner, as in EKS; 0: at once).
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class LocalClusters:
         proxy: ProxyKind = "auto",
         tls_dir: Path | None = None,
         restart: RestartPolicy | None = None,
+        kubelet_sync_s: float = KUBELET_SYNC_S,
     ) -> None:
         self.reconcilers = LocalReconcilers(
             store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True
@@ -78,12 +83,16 @@ class LocalClusters:
             network = self.services[region] = ServiceNetwork(local.api, kubelet)
             if self.nginx:
                 nginx = NginxProxy(
-                    local.api, network, log_dir / region / "nginx", tls_dir=tls_dir or log_dir / "tls"
+                    local.api,
+                    network,
+                    log_dir / region / "nginx",
+                    tls_dir=tls_dir or log_dir / "tls",
+                    kubelet_sync_s=kubelet_sync_s,
                 )
                 self.ca_bundle = nginx.ca_bundle
                 self.proxies[region] = nginx
             else:
-                self.proxies[region] = LocalRouter(local.api, network)
+                self.proxies[region] = LocalRouter(local.api, network, kubelet_sync_s=kubelet_sync_s)
 
     def invoke_urls(self) -> dict[str, str]:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""

@@ -44,6 +44,7 @@ from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.loop import SyncLoop
 from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.region.services import ServiceNetwork
+from gco.local.region.volume import MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.render_proxy import CERT_ARGS, NGINX_CONF, PROXY_CONFIG
@@ -159,6 +160,8 @@ class NginxProxy:
         run_dir: configuration, certificate, pid file, temporary files and log.
         port: the port to listen on (0: a free one).
         tls_dir: where the certificate is (made there once; default `<run_dir>/tls`).
+        kubelet_sync_s: the modelled kubelet's sync period: the route files change when it syncs
+            the proxy's Pod (`gco.local.region.volume`; 0: as soon as the shards are stored).
     """
 
     def __init__(
@@ -169,6 +172,7 @@ class NginxProxy:
         *,
         port: int = 0,
         tls_dir: Path | None = None,
+        kubelet_sync_s: float = 0.0,
     ) -> None:
         program = nginx_path()
         if program is None:
@@ -184,7 +188,7 @@ class NginxProxy:
         self.ca_bundle = self_signed(self.tls_dir)
         self.conf_path = run_dir / NGINX_CONF
         self.status_port = free_port()
-        self.routes = ShardReader(api)
+        self.routes = ShardReader(api, MountedShards(api, LOCAL_PROXY_POD, sync_s=kubelet_sync_s))
         self._files: dict[str, str] = {}
         self._process: EngineProcess | None = None
         self._lock = threading.Lock()
