@@ -11,6 +11,7 @@ import logging
 import random
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from gco.local.region.router import ShardReader, proxy_pod, status_answer
@@ -177,3 +178,28 @@ def test_a_refused_annotation_is_logged_and_the_shard_stays_written(
     assert not served(reader)
     clock.now = 75.0
     assert served(reader)
+
+
+def test_with_no_sync_period_the_stored_shards_are_read(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    reader = ShardReader(api, MountedShards(api, "proxy-a", sync_s=0.0, clock=Clock()))
+    keeper(cluster).refresh(changes())
+    assert served(reader)
+
+
+def test_the_stand_in_serves_only_merge_patches_of_a_pod_s_annotations(api: StandInKubeAPI) -> None:
+    api.register_pod(proxy_pod("proxy-a", True), lambda port, path: (404, ""))
+    url = f"{api.url}/api/v1/namespaces/{SYSTEM_NAMESPACE}/pods/proxy-a"
+    auth = {"Authorization": "Bearer t"}
+    merge = {**auth, "Content-Type": "application/merge-patch+json"}
+    labels = httpx.patch(url, json={"metadata": {"labels": {"a": "b"}}}, headers=merge)
+    assert labels.status_code == 405
+    applied = httpx.patch(url, json={"metadata": {"annotations": {"a": "b"}}}, headers=auth)
+    assert applied.status_code == 415
+    added = httpx.patch(url, json={"metadata": {"annotations": {"a": "b"}}}, headers=merge)
+    assert added.status_code == 200 and added.json()["metadata"]["annotations"] == {"a": "b"}
+    version = api.pod_version(SYSTEM_NAMESPACE, "proxy-a")
+    same = httpx.patch(url, json={"metadata": {"annotations": {"a": "b"}}}, headers=merge)
+    assert same.status_code == 200 and api.pod_version(SYSTEM_NAMESPACE, "proxy-a") == version  # no change
+    gone = httpx.patch(url, json={"metadata": {"annotations": {"a": None}}}, headers=merge)
+    assert gone.json()["metadata"]["annotations"] == {}
+    assert api.pod_version(SYSTEM_NAMESPACE, "proxy-a") != version
