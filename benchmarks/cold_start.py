@@ -16,7 +16,7 @@ runs); the median of --runs rounds, each round one fresh process of every figure
 drift of the machine's speed moves them alike), and each handler's ratio to the baseline as the
 median of its per-round ratios. Printed beside it: the same bundle without bytecode (what a build
 on a different Python ships) and `import boto3` alone, measured the same way in the same rounds,
-as the baseline no handler can go below. Target: each handler under 300 ms with bytecode.
+as the baseline. Target: each handler under 300 ms with bytecode, and at most 1.3x `import boto3`.
 
     .venv/bin/python benchmarks/cold_start.py [--runs 7]
 """
@@ -55,6 +55,7 @@ from stacks.bundling import (  # noqa: E402
 
 HANDLERS = ("reconciler", "sweep", "authorizer")
 TARGET_MS = 300.0
+TARGET_RATIO = 1.3  # each handler with bytecode at most this many times `import boto3` (issue 39)
 # The import names of what the Lambda Python runtime provides (stacks.bundling.RUNTIME_PROVIDED).
 SDK_MODULES = ("boto3", "botocore", "s3transfer", "urllib3", "dateutil", "six")
 THIS_RUNTIME = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.RuntimeFamily.PYTHON)
@@ -211,11 +212,11 @@ def main() -> None:
         )
         for handler in HANDLERS:
             bundled, source = samples[handler], samples[f"{handler} source"]
-            cpu = median_of(bundled, "cpu")
-            verdict = "met" if cpu < TARGET_MS else "MISSED"
+            cpu, ratio = median_of(bundled, "cpu"), ratio_to(bundled, base)
+            verdict = "met" if cpu < TARGET_MS and ratio <= TARGET_RATIO else "MISSED"
             print(
                 f"  {handler + ' handler':24s} {cpu:5.0f} ms CPU {median_of(bundled, 'wall'):6.0f} ms wall "
-                f"with bytecode ({ratio_to(bundled, base):.2f}x boto3; target < {TARGET_MS:.0f} ms "
+                f"with bytecode ({ratio:.2f}x boto3; target < {TARGET_MS:.0f} ms and <= {TARGET_RATIO}x "
                 f"{verdict}); source only: {median_of(source, 'cpu'):.0f} ms CPU "
                 f"({ratio_to(source, base):.2f}x boto3)"
             )

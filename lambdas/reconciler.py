@@ -4,6 +4,10 @@ Reports partial batch failures (ReportBatchItemFailures); a record that keeps fa
 the dead-letter queue after the mapping's bounded retries. The reconciler is built once per
 execution environment. Each failed endpoint is counted by its kind (`gco.reconcile.failures`);
 an unreadable record also under `UnreadableRecords`, which the Regional stack alarms on.
+
+The handler module imports only what the cold start needs (Powertools, the failure kinds, the lazy
+reconciler); the reconciler's code (pydantic models, botocore) is imported by the first invocation
+(`tests/unit/lambdas/test_cold_imports.py` keeps it so; docs/benchmarks.md says why).
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.failures import METRICS_NAMESPACE, STREAM_SERVICE, UNREADABLE_METRIC, FailureKind
-from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.runtime import LazyReconciler
 from gco.tracing import LazyTracer
 
@@ -33,6 +36,8 @@ def count_failure(kind: FailureKind) -> None:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from gco.reconcile.handler import handle_stream_event  # on the first invocation (module docstring)
+
     response = handle_stream_event(event, reconciler(), context, on_failure=count_failure)
     records, failed = len(event.get("Records") or []), len(response["batchItemFailures"])
     metrics.add_metric(name="RecordsReconciled", unit=MetricUnit.Count, value=records - failed)

@@ -7,19 +7,21 @@ Then the matrix endpoints of this Region whose run's deadline has passed are del
 (`gco.reconcile.expiry`): the cleanup of a run whose GPU runner never came back. A sweep that could
 list its Region ends with the reconciler's heartbeat, an SSM parameter of the Region
 (`gco.reconcile.heartbeat`) that `deploy --wait` reads.
+
+The handler module imports only what the cold start needs; the sweep's and the reconciler's code
+is imported by the first invocation (`tests/unit/lambdas/test_cold_imports.py`; docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.errors import SweepFailedError
-from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.replica_metrics import (
     ENDPOINT_DIMENSION,
@@ -29,8 +31,10 @@ from gco.reconcile.replica_metrics import (
     not_ready,
 )
 from gco.reconcile.runtime import LazyReconciler, heartbeat_from_env
-from gco.reconcile.sweep import SweepReport, sweep
 from gco.tracing import LazyTracer
+
+if TYPE_CHECKING:
+    from gco.reconcile.sweep import SweepReport
 
 logger = Logger(service=SWEEP_SERVICE)
 tracer = LazyTracer(service=SWEEP_SERVICE)
@@ -43,6 +47,9 @@ heartbeat = functools.cache(heartbeat_from_env)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from gco.reconcile.expiry import destroy_expired  # on the first invocation (module docstring)
+    from gco.reconcile.sweep import sweep
+
     report = sweep(reconciler(), heartbeat=heartbeat())
     metrics.add_metric(name="SweepEndpoints", unit=MetricUnit.Count, value=report.endpoints)
     metrics.add_metric(name="SweepFailures", unit=MetricUnit.Count, value=len(report.failed))

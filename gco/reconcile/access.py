@@ -25,8 +25,9 @@ The grant, and why each part:
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA,
   ConfigMaps (its configuration and the route shards) and NetworkPolicy, with the same verbs (the
   proxy is applied from nothing in a new cluster). And `list` of Pods and `get` of `pods/proxy`:
-  an endpoint is reported running only once every ready proxy pod says, on its status port reached through the
-  API server's pod proxy, that it serves the route (`proxy_probe.py`).
+  an endpoint is reported running only once every ready proxy pod says, on its status port reached
+  through the API server's pod proxy, that it serves the route (`proxy_probe.py`); and `patch` of
+  those Pods, to annotate each after a route change so that its kubelet loads the route shards at once.
 - Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
   `resourceNames`), so the reconciler can create them idempotently with server-side apply (the
   create check of an apply carries the name, so a `resourceNames` rule matches it; a `POST`
@@ -124,11 +125,15 @@ class Rule:
         return rule
 
 
-# In gco-system: the proxy's Pods listed, and each asked through the API server's pod proxy what it
-# routes (`proxy_probe.py`): `get` on the `pods/proxy` subresource, nothing else on Pods. Only the
-# proxy runs in gco-system, so the pod proxy reaches nothing else.
+# In gco-system: the proxy's Pods listed, each asked through the API server's pod proxy what it
+# routes (`proxy_probe.py`): `get` on the `pods/proxy` subresource; and each annotated after a route
+# change (`patch`), which makes its kubelet load the route shards at once. Only the proxy runs in
+# gco-system, so neither reaches anything else, and `patch` of a proxy Pod grants nothing the
+# reconciler's `patch` of the proxy's Deployment does not already (pod names are generated, so a
+# `resourceNames` rule cannot narrow it further).
+PROXY_POD_VERBS: tuple[str, ...] = ("list", "patch")
 PROXY_POD_RULES: tuple[Rule, ...] = (
-    Rule((POD.group,), (POD.plural,), OBSERVE_VERBS),
+    Rule((POD.group,), (POD.plural,), PROXY_POD_VERBS),
     Rule((POD.group,), (f"{POD.plural}/proxy",), ("get",)),
 )
 

@@ -58,6 +58,7 @@ MAX_PAGES = 1000
 MAX_SET_VALUES = 50  # label values in one `in (...)` selector: the query string stays a few KB
 MAX_IN_FLIGHT = 16  # requests one client issues at once for lists and deletes
 MAX_CONNECTIONS = 64  # keep-alive connections to the API server (applies run on callers' threads too)
+MERGE_PATCH = "application/merge-patch+json"  # a JSON merge patch (RFC 7386), as the API server names it
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -223,6 +224,32 @@ class KubeCluster:
             what=f"proxy to pod {namespace}/{pod}:{port}",
         )
         return response.status_code, response.text
+
+    def annotate_pod(self, namespace: str, pod: str, annotations: Mapping[str, str]) -> bool:
+        """Set annotations on a Pod with a JSON merge patch (RFC 7386); False when the Pod is gone.
+
+        A merge patch, not an apply: an apply of a Pod that was deleted meanwhile would try to create
+        it (authorized as `create pods`, which no grant has), where a merge patch answers 404.
+        Authorized as `patch` on `pods`.
+
+        Raises:
+            ClusterAuthError: the API server refused the request (401, 403).
+            ClusterRejectedError: it rejected the patch (a 4xx other than 404).
+            ClusterUnavailableError: no answer after the client's retries.
+        """
+        what = f"annotate pod {namespace}/{pod}"
+        response = self._request(
+            "PATCH",
+            POD.path(namespace, pod),
+            what=what,
+            content=json.dumps({"metadata": {"annotations": dict(annotations)}}).encode(),
+            headers={"Content-Type": MERGE_PATCH},
+        )
+        if response.status_code == 404:
+            return False
+        if response.status_code >= 400:
+            raise _rejected(response, what)
+        return True
 
     def delete(self, refs: Sequence[ObjectRef]) -> None:
         """The deletes issued concurrently (they are independent); the first error is raised."""

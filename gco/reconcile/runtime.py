@@ -10,12 +10,12 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from gco.reconcile.environment import ReconcilerEnvironment
-from gco.reconcile.reconciler import Reconciler
-from gco.reconcile.settings import RenderSettings
-
-if TYPE_CHECKING:  # the stream function never writes a heartbeat: it does not import the module
+if TYPE_CHECKING:
+    # Imported where they are used: a handler's cold import (`lambdas/`) builds no pydantic model and
+    # loads no botocore until its first invocation needs the reconciler (docs/benchmarks.md); the
+    # stream function never writes a heartbeat, so it never imports that module.
     from gco.reconcile.heartbeat import HeartbeatWriter
+    from gco.reconcile.reconciler import Reconciler
 
 
 def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
@@ -29,7 +29,10 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     from gco.endpoints.store import EndpointStore
     from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
+    from gco.reconcile.environment import ReconcilerEnvironment
     from gco.reconcile.proxy.proxy_probe import PodProxyProbe
+    from gco.reconcile.reconciler import Reconciler
+    from gco.reconcile.settings import RenderSettings
     from gco.secrets_manager import SecretsManagerReader
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
@@ -64,6 +67,7 @@ def heartbeat_from_env(env: Mapping[str, str] | None = None) -> HeartbeatWriter:
         InvalidSpecError: a required variable is missing or a value is malformed (names it).
     """
     from gco import aws
+    from gco.reconcile.environment import ReconcilerEnvironment
     from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)

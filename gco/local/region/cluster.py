@@ -23,6 +23,7 @@ from gco.local.region.nginx import NginxProxy, nginx_path
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.router import LocalRouter
 from gco.local.region.services import ServiceNetwork
+from gco.local.region.volume import KUBELET_SYNC_S
 
 ProxyKind = Literal["auto", "nginx", "python"]
 
@@ -47,6 +48,9 @@ class LocalClusters:
         tls_dir: the proxies' certificate (made there once; default `<log_dir>/tls`).
         restart: the kubelets' restart back-off of an engine that exited (the kubelet's by default).
         clock: the kubelets' clock, seconds, monotonic (a test's own, to hold a back-off).
+        kubelet_sync_s: the proxy pod's kubelet sync period, after which at the latest a changed
+            route shard reaches the proxy (`gco.local.region.volume`; EKS's 1 minute by default; the
+            reconciler's pod annotation makes it sooner, as in EKS; 0: at once).
     """
 
     def __init__(
@@ -63,6 +67,7 @@ class LocalClusters:
         tls_dir: Path | None = None,
         restart: RestartPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        kubelet_sync_s: float = KUBELET_SYNC_S,
     ) -> None:
         self.reconcilers = LocalReconcilers(
             store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True
@@ -82,12 +87,16 @@ class LocalClusters:
             network = self.services[region] = ServiceNetwork(local.api, kubelet)
             if self.nginx:
                 nginx = NginxProxy(
-                    local.api, network, log_dir / region / "nginx", tls_dir=tls_dir or log_dir / "tls"
+                    local.api,
+                    network,
+                    log_dir / region / "nginx",
+                    tls_dir=tls_dir or log_dir / "tls",
+                    kubelet_sync_s=kubelet_sync_s,
                 )
                 self.ca_bundle = nginx.ca_bundle
                 self.proxies[region] = nginx
             else:
-                self.proxies[region] = LocalRouter(local.api, network)
+                self.proxies[region] = LocalRouter(local.api, network, kubelet_sync_s=kubelet_sync_s)
 
     def invoke_urls(self) -> dict[str, str]:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""

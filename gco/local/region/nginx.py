@@ -43,6 +43,7 @@ from gco.local.processes.listen import LOOPBACK, free_port
 from gco.local.region.loop import SyncLoop
 from gco.local.region.router import LOCAL_PROXY_POD, ShardReader, proxy_pod
 from gco.local.region.services import ServiceNetwork
+from gco.local.region.volume import MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.processes.identity import Started
 from gco.processes.launch import EngineProcess, clean_env
@@ -160,6 +161,8 @@ class NginxProxy:
         run_dir: configuration, certificate, pid file, temporary files and log.
         port: the port to listen on (0: a free one).
         tls_dir: where the certificate is (made there once; default `<run_dir>/tls`).
+        kubelet_sync_s: the modelled kubelet's sync period: the route files change when it syncs
+            the proxy's Pod (`gco.local.region.volume`; 0: as soon as the shards are stored).
     """
 
     def __init__(
@@ -170,6 +173,7 @@ class NginxProxy:
         *,
         port: int = 0,
         tls_dir: Path | None = None,
+        kubelet_sync_s: float = 0.0,
     ) -> None:
         program = nginx_path()
         if program is None:
@@ -185,8 +189,11 @@ class NginxProxy:
         self.ca_bundle = self_signed(self.tls_dir)
         self.conf_path = run_dir / NGINX_CONF
         self.status_port = free_port()
-        self.routes = ShardReader(api)
+        self.routes = ShardReader(api, MountedShards(api, LOCAL_PROXY_POD, sync_s=kubelet_sync_s))
         self._files: dict[str, str] = {}
+        self._adapted: dict[str, tuple[str, dict[str, str]]] = {}  # shard -> (resourceVersion, files)
+        self._adapted_with: dict[str, str] = {}  # the addresses `_adapted` was adapted with
+        self._addresses_of: tuple[RouteTable, dict[str, str]] | None = None
         self._process: EngineProcess | None = None
         self._lock = threading.Lock()
         self._loop = SyncLoop(self.sync, name="local-nginx")
@@ -201,12 +208,19 @@ class NginxProxy:
 
     def desired_files(self) -> dict[str, str]:
         """Each file nginx reads (relative to the run directory) as adapted now; none before the
-        reconciler rendered the proxy."""
+        reconciler rendered the proxy.
+
+        A shard's files are adapted again only when its resourceVersion or the Services' addresses
+        changed: at 10,000 routes adapting every map file takes seconds, and the sync loop asks
+        several times a second.
+        """
         config = self.api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
         rendered = ((config or {}).get("data") or {}).get(NGINX_CONF) or ""
         if not rendered:
             return {}
         addresses = self._addresses(self.routes.table())
+        if addresses != self._adapted_with:
+            self._adapted, self._adapted_with = {}, addresses
         adapt = functools.partial(
             local_conf,
             addresses=addresses,
@@ -217,12 +231,24 @@ class NginxProxy:
         )
         files = {NGINX_CONF: adapt(rendered)}
         for shard in self.routes.shards():
-            for key, text in (shard.get("data") or {}).items():
-                if key.endswith(MAP_SUFFIXES):
-                    files[f"routes/{key}"] = adapt(text) if text else ""
+            meta = shard["metadata"]
+            name, version = str(meta["name"]), str(meta.get("resourceVersion"))
+            kept = self._adapted.get(name)
+            if kept is None or kept[0] != version:
+                data = (shard.get("data") or {}).items()
+                adapted = {
+                    f"routes/{key}": adapt(text) if text else ""
+                    for key, text in data
+                    if key.endswith(MAP_SUFFIXES)
+                }
+                kept = self._adapted[name] = (version, adapted)
+            files.update(kept[1])
         return files
 
     def _addresses(self, table: RouteTable) -> dict[str, str]:
+        """The upstreams' loopback addresses (`local_conf`), looked up again only for a new table."""
+        if self._addresses_of is not None and self._addresses_of[0] is table:
+            return self._addresses_of[1]
         addresses: dict[str, str] = {}
         for route in table.routes:
             for upstream in (route.upstream, route.canary_upstream):
@@ -230,6 +256,7 @@ class NginxProxy:
                 if match is not None:
                     service, namespace, _ = match["host"].split(".")
                     addresses[match["host"]] = self.services.address(namespace, service)
+        self._addresses_of = (table, addresses)
         return addresses
 
     def _argv(self, *extra: str) -> list[str]:

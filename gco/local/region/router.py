@@ -38,6 +38,7 @@ from gco.local.region.services import (
     relay,
     serve,
 )
+from gco.local.region.volume import MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
 from gco.reconcile.proxy.render_proxy import proxy_labels
@@ -59,17 +60,22 @@ class ShardReader:
     """The routes the route keeper stored in a Region's route shards (`route_shards.py`), as one table.
 
     A shard is read again only when its resourceVersion changed, so reading the routes of a Region
-    whose routes did not change parses nothing.
+    whose routes did not change parses nothing. With `volume`, the shards are those the proxy pod's
+    projected volume holds (`gco.local.region.volume`: as the kubelet last synced them), as nginx
+    reads them in EKS; without, those stored now.
     """
 
-    def __init__(self, api: StandInKubeAPI) -> None:
+    def __init__(self, api: StandInKubeAPI, volume: MountedShards | None = None) -> None:
         self.api = api
+        self.volume = volume
         self._lock = threading.Lock()
         self._shards: dict[str, tuple[str, RouteTable]] = {}
         self._table = RouteTable()
 
     def shards(self) -> list[dict[str, Any]]:
-        """The shard ConfigMaps as stored."""
+        """The shard ConfigMaps as mounted (with `volume`) or as stored."""
+        if self.volume is not None:
+            return self.volume.read()
         return self.api.list(CONFIG_MAP, SYSTEM_NAMESPACE, selector(shard_labels()))[0]
 
     def table(self) -> RouteTable:
@@ -116,6 +122,8 @@ class LocalRouter:
         services: the Region's Service network.
         port: the port to listen on (0: any free one).
         rng: the draw for canary decisions (injectable for tests).
+        kubelet_sync_s: the modelled kubelet's sync period (`gco.local.region.volume`; 0: the routes
+            as stored, with no volume delay).
     """
 
     def __init__(
@@ -125,10 +133,11 @@ class LocalRouter:
         *,
         port: int = 0,
         rng: random.Random | None = None,
+        kubelet_sync_s: float = 0.0,
     ) -> None:
         self.api = api
         self.services = services
-        self.routes = ShardReader(api)
+        self.routes = ShardReader(api, MountedShards(api, LOCAL_PROXY_POD, sync_s=kubelet_sync_s))
         self.rng = rng or random.Random()
         self._rng_lock = threading.Lock()
         self._client = httpx.Client(timeout=FORWARD_TIMEOUT_S)

@@ -52,15 +52,19 @@ parts, one concern each:
 
 The API server's size and name limits are enforced on every write (`limits.py`). A pod registered with
 `register_pod` (the local proxy) is listed with the Pods of its namespace and answers `GET` through its
-proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of `pods/proxy`). A controller's
-status (an autoscaler's) is written with `write_status`, without HTTP. Pods are read only: a `GET` list of
-`pods` in a namespace is answered (authorized as `list pods`, as RBAC checks it) from the `pod_source`
+proxy subresource (`pods/<name>:<port>/proxy/<path>`, authorized as `get` of `pods/proxy`); its
+annotations take a JSON merge patch (authorized as `patch` of `pods`; each change gives the pod a new
+resourceVersion, which the local proxy's kubelet model, `gco.local.region.volume`, takes as the pod
+update that makes the kubelet sync it). A controller's status (an autoscaler's) is written with
+`write_status`, without HTTP. The other Pods are read only: a `GET` list of `pods` in a namespace
+is answered (authorized as `list pods`, as RBAC checks it) from the `pod_source`
 hook, the local stack's kubelet (`gco.local.region.kubelet`), which reports one Pod per replica it runs
 with its container's status (ready, restartCount, `CrashLoopBackOff`, the last termination's exit code
 and signal); without the hook the list is empty.
 
 It does not model: watches, `POST` creates, `PUT` updates and subresources (authorized, then
-405), admission, defaulting or schema validation, writes to pods, ReplicaSets,
+405), admission, defaulting or schema validation, writes to pods other than a merge patch of a
+registered pod's annotations, ReplicaSets,
 HPA/KEDA controllers (a Deployment without replicas has 1; `gco.local.region.autoscaler` scales and
 writes HPA status for the local stack), resource quotas and limit ranges, garbage collection of
 dependants, namespace deletion (and the deletion of its objects), finalizers beyond the fixed
@@ -71,6 +75,8 @@ YAML), RBAC objects themselves (the grant is fixed at start), or impersonation.
 from __future__ import annotations
 
 import builtins
+import copy
+import itertools
 import threading
 import time
 from collections import Counter
@@ -147,6 +153,7 @@ class StandInKubeAPI:
         self.pod_source: Callable[[str, str], list[dict[str, Any]]] | None = None
         # Pods registered with what answers their proxy subresource (the local proxy's).
         self._served_pods: dict[tuple[str, str], tuple[dict[str, Any], PodServer]] = {}
+        self._pod_versions = itertools.count(1)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -271,7 +278,36 @@ class StandInKubeAPI:
         """List `pod` in its namespace, and answer its proxy subresource with `serve(port, path)`."""
         meta = pod["metadata"]
         with self._lock:
+            meta["resourceVersion"] = str(next(self._pod_versions))
             self._served_pods[(meta["namespace"], meta["name"])] = (pod, serve)
+
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """Merge `annotations` into a registered pod's as a JSON merge patch does (RFC 7386: a null
+        value removes the key), with a new resourceVersion when they changed, as the API server
+        stores no update that changes nothing; None: no such pod."""
+        with self._lock:
+            found = self._served_pods.get((namespace, name))
+            if found is None:
+                return None
+            meta = found[0]["metadata"]
+            merged = dict(meta.get("annotations") or {})
+            for key, value in annotations.items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = str(value)
+            if merged != (meta.get("annotations") or {}):
+                meta["annotations"] = merged
+                meta["resourceVersion"] = str(next(self._pod_versions))
+            return copy.deepcopy(found[0])
+
+    def pod_version(self, namespace: str, name: str) -> str | None:
+        """A registered pod's resourceVersion (changed by each update); None: no such pod."""
+        with self._lock:
+            found = self._served_pods.get((namespace, name))
+        return None if found is None else str(found[0]["metadata"].get("resourceVersion"))
 
     def proxy_to_pod(self, namespace: str, name: str, port: int, path: str) -> tuple[int, str] | None:
         """What a registered pod answers to `GET path` on `port`; None: no such pod."""

@@ -28,6 +28,7 @@ from gco.local.standin.status import Attributes, create_forbidden, forbidden, no
 from gco.local.standin.status import status as _status
 from gco.local.standin.store import ObjectStore
 from gco.reconcile.access import Grant
+from gco.reconcile.kubeapi import MERGE_PATCH
 from gco.reconcile.objects import POD
 
 
@@ -56,6 +57,10 @@ class ServedAPI(Protocol):
     def pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]: ...
 
     def proxy_to_pod(self, namespace: str, name: str, port: int, path: str) -> tuple[int, str] | None: ...
+
+    def annotate_pod(
+        self, namespace: str, name: str, annotations: Mapping[str, Any]
+    ) -> dict[str, Any] | None: ...
 
 
 PATH = re.compile(
@@ -180,6 +185,8 @@ class Handler(BaseHTTPRequestHandler):
         if (prefix, match["plural"]) == ("api/v1", POD.plural) and method == "GET" and name is None:
             pods = api.pods(namespace or "", query.get("labelSelector", ""))
             return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": pods}
+        if (prefix, match["plural"]) == ("api/v1", POD.plural) and method == "PATCH" and name is not None:
+            return self._patch_pod(namespace or "", name, raw)
         kind = api.store.kind_for(prefix, match["plural"])
         if not kind:
             return 404, not_served()
@@ -231,6 +238,26 @@ class Handler(BaseHTTPRequestHandler):
             may_create=lambda: api.authorize(creating, identity.grant),
             refused=create_forbidden(creating),
         )
+
+    def _patch_pod(self, namespace: str, name: str, raw: bytes) -> tuple[int, dict[str, Any] | bytes]:
+        """A JSON merge patch of a registered pod's annotations (what the reconciler sends, `kubeapi.
+        annotate_pod`); any other patch of a pod is 415 or 405 here (not modelled)."""
+        if self.headers.get("Content-Type") != MERGE_PATCH:
+            return 415, _status(415, "the stand-in serves only merge patches of pods")
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, _status(400, "body is not JSON")
+        meta = body.get("metadata") if isinstance(body, dict) else None
+        annotations = meta.get("annotations") if isinstance(meta, dict) else None
+        if (
+            set(body) != {"metadata"}
+            or set(meta or {}) != {"annotations"}
+            or not isinstance(annotations, dict)
+        ):
+            return 405, _status(405, "the stand-in serves only patches of a pod's annotations")
+        patched = self.server_api.annotate_pod(namespace, name, annotations)
+        return (200, patched) if patched is not None else (404, not_found("", POD.plural, name))
 
     def _pod_proxy(
         self, method: str, match: re.Match[str], identity: Identity

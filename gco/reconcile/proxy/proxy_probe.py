@@ -8,16 +8,47 @@ proxy subresource (`GET /api/v1/namespaces/gco-system/pods/<pod>:<port>/proxy/<p
 #manually-constructing-apiserver-proxy-urls), the one way to reach a pod that needs no network path
 from the reconciler into the cluster. A pod being deleted is skipped: it is out of the Service's
 endpoints, so no new request reaches it.
+
+It also makes the proxy pods take a route change in seconds (docs/proxy.md, "A route change"): the
+kubelet refreshes a pod's ConfigMap volumes on each sync of the pod, which comes every
+`syncFrequency` (1 minute by default) or at once when the pod changes. `refresh` annotates every
+ready proxy pod (`REFRESH_ANNOTATION`, a new value each time) after the route keeper wrote shards,
+and `unserved` does so again for each pod still behind (its kubelet may have synced the pod before
+its ConfigMap watch delivered the shard). The kubelet, from k8s.io/kubernetes:
+
+- `pkg/kubelet/kubelet.go` `HandlePodUpdates`: each pod update from the API server is dispatched to
+  the pod's worker (`podWorkers.UpdatePod`, `SyncPodUpdate`), which runs `SyncPod` for it now;
+- `pkg/kubelet/volumemanager/volume_manager.go` `WaitForAttachAndMount`, called by every `SyncPod`:
+  "Some pods expect to have Setup called over and over again to update. Remount plugins for which
+  this is true. (Atomically updating volumes, like Downward API, depend on this to update the
+  contents of the volume)." (`ReprocessPod`), and the ConfigMap and projected plugins' `RequiresRemount`
+  answer true (`pkg/volume/configmap/configmap.go`, `pkg/volume/projected/projected.go`), so their
+  `SetUp` runs again and writes the ConfigMaps' current data (`atomic_writer.go`);
+- the ConfigMaps' data come from the kubelet's watch of each referenced ConfigMap
+  (`configMapAndSecretChangeDetectionStrategy: Watch`, the default,
+  kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/).
+
+The grant this needs is the reconciler's `patch` of Pods in `gco-system` (`access.py`); the proxy's
+pods get nothing: no token, no watch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+import logging
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from gco.reconcile.errors import ClusterError
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE, Kind
 from gco.reconcile.proxy.render_proxy import proxy_labels
 from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH
+
+log = logging.getLogger(__name__)
+# Set on each proxy pod (never on the Deployment's template, which would roll it) to a new value
+# whenever its kubelet should sync it now (module docstring).
+REFRESH_ANNOTATION = "gco.dev/routes-refreshed"
 
 
 class ProxyProbe(Protocol):
@@ -25,6 +56,11 @@ class ProxyProbe(Protocol):
 
     def unserved(self, endpoint: str, digest: str) -> str | None:
         """None when every ready proxy pod serves the endpoint's route with this digest; else why not."""
+        ...
+
+    def refresh(self) -> None:
+        """Have every ready proxy pod load the route shards as stored now, rather than after the
+        kubelet's next periodic sync."""
         ...
 
 
@@ -35,28 +71,58 @@ class PodProxyCluster(Protocol):
 
     def proxy_get(self, namespace: str, pod: str, port: int, path: str) -> tuple[int, str]: ...
 
+    def annotate_pod(self, namespace: str, pod: str, annotations: Mapping[str, str]) -> bool: ...
+
 
 class PodProxyProbe:
-    """`ProxyProbe` through the API server's pod proxy (module docstring)."""
+    """`ProxyProbe` through the API server's pod proxy (module docstring).
 
-    def __init__(self, cluster: PodProxyCluster) -> None:
+    Parameters:
+        cluster: the Region's cluster client.
+        clock: wall-clock seconds, written into `REFRESH_ANNOTATION` (injected in tests).
+    """
+
+    def __init__(self, cluster: PodProxyCluster, *, clock: Callable[[], float] = time.time) -> None:
         self.cluster = cluster
+        self._clock = clock
+        self._count = itertools.count(1)  # two refreshes in one clock tick still differ
 
     def unserved(self, endpoint: str, digest: str) -> str | None:
-        pods = [pod for pod in self.cluster.list_in(POD, SYSTEM_NAMESPACE, proxy_labels()) if _serving(pod)]
+        pods = self._ready_pods()
         if not pods:
             return "no proxy pod is ready"
-        behind = 0
-        for pod in pods:
-            name = str(pod["metadata"]["name"])
+        behind: list[str] = []
+        for name in pods:
             code, body = self.cluster.proxy_get(
                 SYSTEM_NAMESPACE, name, STATUS_PORT, STATUS_ROUTE_PATH + endpoint
             )
             if code != 200 or body.strip() != digest:
-                behind += 1
+                behind.append(name)
         if behind:
-            return f"waiting for the proxy to serve the route ({behind} of {len(pods)} proxy pods)"
+            try:  # a pod synced before its kubelet had the shard: sync it again
+                self._annotate(behind)
+            except ClusterError as error:  # only a speed-up: the periodic sync loads the shard anyway
+                log.warning("could not have proxy pods %s sync now: %s", ", ".join(behind), error)
+            return f"waiting for the proxy to serve the route ({len(behind)} of {len(pods)} proxy pods)"
         return None
+
+    def refresh(self) -> None:
+        """Annotate every ready proxy pod (module docstring).
+
+        Raises:
+            ClusterError: the API server refused or did not answer a list or a patch.
+        """
+        self._annotate(self._ready_pods())
+
+    def _ready_pods(self) -> list[str]:
+        listed = self.cluster.list_in(POD, SYSTEM_NAMESPACE, proxy_labels())
+        return [str(pod["metadata"]["name"]) for pod in listed if _serving(pod)]
+
+    def _annotate(self, pods: list[str]) -> None:
+        """A new `REFRESH_ANNOTATION` value on each pod: an update, so its kubelet syncs it now."""
+        value = f"{self._clock():.3f}-{next(self._count)}"
+        for name in pods:
+            self.cluster.annotate_pod(SYSTEM_NAMESPACE, name, {REFRESH_ANNOTATION: value})
 
 
 def _serving(pod: Mapping[str, Any]) -> bool:

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gco.reconcile.errors import ClusterConflictError
+from gco.reconcile.errors import ClusterConflictError, ClusterError
 from gco.reconcile.objects import (
     INGRESS,
     MANAGED_BY,
@@ -157,6 +157,18 @@ class RouteKeeper:
                 raise
         if report.applied:
             log.info("route shards written: %s", ", ".join(report.applied))
+            if self.probe is not None:
+                self._nudge(self.probe)
+
+    @staticmethod
+    def _nudge(probe: ProxyProbe) -> None:
+        """Have the proxy's kubelets load the written shards now (`proxy_probe.py`). Only a speed-up:
+        the shards are stored, and each kubelet's periodic sync loads them anyway, so a failure is
+        logged, never raised (`unserved` asks again for any pod still behind)."""
+        try:
+            probe.refresh()
+        except ClusterError as error:
+            log.warning("could not have the proxy's pods load the route shards now: %s", error)
 
     def _apply_locked(self, changes: RouteChanges, report: RouteReport) -> None:
         if changes.rebuild:
