@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
+from gco.endpoints.errors import InvalidSpecError
 from gco.local.standin.network_policy import Peer, Port, admits
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
+from gco.reconcile.environment import LOAD_BALANCER_CIDRS_ENV, ReconcilerEnvironment
 from gco.reconcile.objects import (
     ENDPOINT_LABEL,
     HASH_ANNOTATION,
@@ -109,3 +113,14 @@ def test_the_reconciler_may_write_network_policies_where_it_renders_them_and_the
         assert RUNNER_GRANT.allows("list", group, plural, namespace, None)
         assert not RUNNER_GRANT.allows("patch", group, plural, namespace, "llama")
     assert not RECONCILER_GRANT.allows("create", group, plural, "default", "llama")
+
+
+def test_the_stack_tells_the_reconciler_the_load_balancer_subnets_and_a_bad_one_names_the_variable() -> None:
+    environment = ReconcilerEnvironment(cluster_name="c", region=EAST, load_balancer_cidrs=("10.64.32.0/19",))
+    env = environment.to_env()
+    assert env[LOAD_BALANCER_CIDRS_ENV] == "10.64.32.0/19"
+    assert ReconcilerEnvironment.from_env(env).load_balancer_cidrs == ("10.64.32.0/19",)
+    assert ReconcilerEnvironment.from_env({**env, LOAD_BALANCER_CIDRS_ENV: ""}).load_balancer_cidrs is None
+    with pytest.raises(InvalidSpecError) as raised:
+        ReconcilerEnvironment.from_env({**env, LOAD_BALANCER_CIDRS_ENV: "10.64.32.0/33"})
+    assert raised.value.field == LOAD_BALANCER_CIDRS_ENV
