@@ -45,6 +45,7 @@ from gco.global_access.routing import REGION_HEADER  # noqa: E402
 from gco.local import stack  # noqa: E402
 from gco.local.front.front import TRIED_HEADER  # noqa: E402
 from gco.local.front.process import make_key  # noqa: E402
+from gco.local.processes.statefiles import StackState  # noqa: E402
 from gco.local.region import faults  # noqa: E402
 
 REGIONS = ("us-east-1", "us-west-2")
@@ -81,7 +82,7 @@ def request(client: httpx.Client, url: str, headers: dict[str, str], start: floa
     return Sample(sent, time.perf_counter() - start, status, region, tried)
 
 
-def deployed(state: stack.StackState) -> None:
+def deployed(state: StackState) -> None:
     """`smol` created in both Regions and running in both (bounded wait)."""
     client = aws.client("dynamodb", region=state.home_region, endpoint_url=state.endpoint_url)
     store = EndpointStore(client, state.table)

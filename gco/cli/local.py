@@ -22,6 +22,7 @@ from gco.local import stack
 from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError
 from gco.local.front import process as front_process
+from gco.local.processes.statefiles import StackState
 from gco.local.region import faults
 from gco.local.region.engines import ENGINE_KINDS
 
@@ -139,7 +140,7 @@ def env(state_dir: Path | None, with_key: bool) -> None:
         )
 
 
-def _region_of(state: stack.StackState, region: str) -> str:
+def _region_of(state: StackState, region: str) -> str:
     if region not in state.regions:
         raise GcoInputError(
             "region", f"{region[:40]!r} is not a Region of the stack ({', '.join(state.regions)})"

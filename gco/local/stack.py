@@ -378,11 +378,12 @@ def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[PartSta
     """
     rows: list[PartStatus] = []
     for part in state.parts:
-        checks: list[tuple[str, str | None]] = {
+        by_kind: dict[str, list[tuple[str, str | None]]] = {
             "region": [(part.url + HEALTH_PATH, state.ca_bundle)],
             "front": [(part.url + HEALTH_PATH, None)],  # the global address is plain HTTP on loopback
             "moto": [(part.url + "/moto-api/", None)],
-        }[part.kind]
+        }
+        checks = by_kind[part.kind]
         if part.region is not None and part.region in state.cluster_urls:
             checks.append((state.cluster_urls[part.region], None))
         living = running(part.process) and not is_stopped(part.pid)
