@@ -44,8 +44,8 @@ def connection_options(command: F) -> F:
         type=STRICT_FLOAT,
         callback=_bound_requests,
         expose_value=False,
-        help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
-        "naming it.",
+        help="Seconds one AWS request may take in all, its retry included (two attempts at most), "
+        "before the command fails naming it.",
     )(command)
     command = output_option(command)
     command = click.option(
