@@ -39,7 +39,7 @@ from gco.endpoints.paths import escape_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.reconcile.proxy.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
@@ -131,6 +131,19 @@ def parse_body(text: str) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise GcoInputError("--body", "must be a JSON object")
     return body
+
+
+def check_size(body: Mapping[str, Any], field: str) -> None:
+    """Refuse a request body larger than every way in takes (`MAX_REQUEST_BYTES`, answered 413 there).
+
+    Raises:
+        GcoInputError: on `field` (`--body` or `--prompt`), naming the size and the limit.
+    """
+    size = len(json.dumps(body).encode())
+    if size > MAX_REQUEST_BYTES:
+        raise GcoInputError(
+            field, f"the request body would be {size} bytes; the proxy takes at most {MAX_REQUEST_BYTES}"
+        )
 
 
 def check_path(path: str) -> str:

@@ -29,6 +29,7 @@ from gco.invoke import (
     InvokeFailedError,
     InvokeResult,
     check_path,
+    check_size,
     default_request,
     local_bases,
     parse_body,
@@ -88,6 +89,9 @@ def invoke(
     if path is not None:
         check_path(path)
     body = parse_body(body_text) if body_text is not None else None
+    check_size(
+        body if body is not None else {"prompt": prompt or ""}, "--body" if body is not None else "--prompt"
+    )
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
     record = operations.fresh(open_store(endpoint_url, table_name), name)

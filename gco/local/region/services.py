@@ -25,16 +25,16 @@ from typing import Any
 
 import httpx
 
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.local.processes.listen import LOOPBACK
 from gco.local.region.kubelet import LocalKubelet
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import SERVICE
 
 log = logging.getLogger(__name__)
-MAX_BODY = 16 << 20
 # The longest wait for the next bytes of an answer: the front door's limit on a whole generation.
 FORWARD_TIMEOUT_S = float(GENERATION_TIMEOUT_S)
+TOO_LARGE = json.dumps({"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}).encode()
 UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
 
 
@@ -110,10 +110,12 @@ def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
 
 
 def read_body(request: BaseHTTPRequestHandler) -> bytes | None:
-    """The request body, or None (answered 413) when it is larger than MAX_BODY."""
+    """The request body, or None (answered 413, the connection closed, the body unread) when it is
+    larger than `MAX_REQUEST_BYTES`, the proxy's `client_max_body_size`."""
     length = int(request.headers.get("content-length") or 0)
-    if length > MAX_BODY:
-        answer(request, 413, b'{"error":"request body too large"}')
+    if length > MAX_REQUEST_BYTES:
+        request.close_connection = True
+        answer(request, 413, TOO_LARGE, headers={"connection": "close"})
         return None
     return request.rfile.read(length) if length else b""
 

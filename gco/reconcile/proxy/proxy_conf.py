@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
 from gco.endpoints.record import INGRESS_PREFIX
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
 from gco.reconcile.proxy.routes import (
     CANARY,
@@ -82,6 +82,7 @@ def nginx_conf() -> str:
         tls=TLS_DIR,
         health=HEALTH_PATH,
         timeout=GENERATION_TIMEOUT_S,
+        max_body=MAX_REQUEST_BYTES,
         refused="\n".join(
             f'        if ($request_uri ~* "{rule}") {{ return 400; }}' for rule in NGINX_REFUSED
         ),
@@ -115,7 +116,7 @@ http {{
     proxy_read_timeout {timeout}s;
     proxy_send_timeout {timeout}s;
     send_timeout {timeout}s;
-    client_max_body_size 16m;
+    client_max_body_size {max_body};
     map_hash_max_size {map_max};
     map_hash_bucket_size {map_bucket};
     # The endpoint's routes, by name ($gco_name, from the routed location or the status location).

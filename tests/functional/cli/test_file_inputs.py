@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gco.cli import main
+from gco.front_door import MAX_REQUEST_BYTES
 from tests.functional.cli.test_hostile_input import IMAGE, Run, run
 from tests.unit.validation.sample import settings
 
@@ -84,3 +85,11 @@ def test_a_fifo_given_as_a_bench_manifest_or_prompts_is_refused_without_blocking
     base = ["bench", "serve", "--base-url", "http://127.0.0.1:9", "--prompts", str(fifo)]
     assert main([*base, "--run-dir", run_dir]) == 2
     assert capsys.readouterr().err == f"error: --prompts: {fifo} is a FIFO, not a regular file\n"
+
+
+def test_invoke_refuses_a_body_over_the_request_limit_before_any_call(run: Run) -> None:
+    prompt = "x" * MAX_REQUEST_BYTES
+    run.refused("--prompt: the request body would be", "inference", "invoke", "chat", "--prompt", prompt)
+    body = json.dumps({"prompt": prompt})
+    err = run.refused("--body: the request body would be", "inference", "invoke", "chat", "--body", body)
+    assert f"at most {MAX_REQUEST_BYTES}" in err
