@@ -21,6 +21,7 @@ door's own limit.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -35,7 +36,7 @@ from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
 from gco import aws, engines, strict_json
-from gco.endpoints.paths import escape_reason
+from gco.endpoints.paths import INGRESS_PREFIX, target_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError, GcoInputError
@@ -146,16 +147,17 @@ def check_size(body: Mapping[str, Any], field: str) -> None:
         )
 
 
-def check_path(path: str) -> str:
-    """`--path`: a path under the endpoint that reaches it as written (`gco.endpoints.paths`).
+def check_path(path: str, name: str) -> str:
+    """`--path`: a path under endpoint `name` that the proxy takes as written: the proxy's own rule
+    (`gco.endpoints.paths.target_reason`) applied to the target it will see, `/inference/<name><path>`.
 
     Raises:
-        GcoInputError: it does not start with `/`, or could be routed other than it reads.
+        GcoInputError: it does not start with `/`, or the proxy would refuse it.
     """
     shown = repr(path) if len(path) <= 80 else f"{path[:60]!r}... ({len(path)} characters)"
     if not path.startswith("/"):
         raise GcoInputError("--path", f"{shown} must start with /")
-    reason = escape_reason(path.partition("?")[0])
+    reason = target_reason(f"{INGRESS_PREFIX}{name}{path}")
     if reason is not None:
         raise GcoInputError("--path", f"{shown} {reason}: the proxy refuses it (it could leave the endpoint)")
     return path
@@ -165,13 +167,18 @@ def serving_region(record: EndpointRecord, region: str | None) -> str:
     """The Region to invoke: `region` if it runs the endpoint, else the first target that does.
 
     Raises:
+        GcoInputError: `region` is not one of the endpoint's target Regions (field `--region`).
         NotServingError: naming the Region and its state (or that no target Region runs it).
     """
     candidates = [region] if region else list(record.target_regions)
     for candidate in candidates:
         status = record.region_status.get(candidate)
         if candidate not in record.target_regions:
-            raise NotServingError(f"endpoint {record.endpoint_name!r} does not target {candidate}")
+            targets = ", ".join(record.target_regions)
+            raise GcoInputError(
+                "--region",
+                f"endpoint {record.endpoint_name!r} does not target {candidate} (its Regions: {targets})",
+            )
         running = (
             record.desired_state != "deleted"
             and status is not None
@@ -356,6 +363,24 @@ def send_stream(
         first_event_ms=first,
         version=version,
     )
+
+
+HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html)[\s>]", re.IGNORECASE | re.DOTALL)
+HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def shown_body(body: Any) -> str:
+    """The answer's body as one prints it: JSON as JSON, text as it is, and an HTML page (the error
+    page of a web server that is not the endpoint's proxy) as one line with its title and size,
+    not its whole markup."""
+    if not isinstance(body, str):
+        return json.dumps(body)
+    if not HTML_START.match(body[:4096]):
+        return body
+    found = HTML_TITLE.search(body[:65536])
+    title = " ".join(html.unescape(found.group(1)).split())[:120] if found else ""
+    named = f": {title!r}" if title else " (no title)"
+    return f"an HTML page{named}, {len(body)} characters: not an answer of gco's proxy (is the URL right?)"
 
 
 def _parsed(answer: httpx.Response) -> Any:

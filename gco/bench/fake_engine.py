@@ -155,7 +155,9 @@ class FakeEngine:
                     await self.respond(writer, 413, TOO_LARGE, close=True)
                     return
                 body = await reader.readexactly(length) if length else b""
-                await self.route(method, path, body, writer, arrived)
+                # Routed by its path alone, as vLLM's and TGI's routers route: a query string is
+                # not part of the route (`?x=1` on /v1/models is still /v1/models).
+                await self.route(method, path.partition("?")[0], body, writer, arrived)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:

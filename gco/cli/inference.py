@@ -21,7 +21,6 @@ from gco.cli.common import (
     check_connection,
     connection_options,
     emit,
-    emit_json,
     emit_table,
     name_argument,
     open_store,
@@ -30,7 +29,7 @@ from gco.cli.common import (
 )
 from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
 from gco.cli.wait import wait_for
-from gco.endpoints import EndpointRecord, default_table_name, init_table, observed, operations
+from gco.endpoints import EndpointRecord, default_table_name, init_table, names, observed, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.observed import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
@@ -39,6 +38,7 @@ from gco.endpoints.specfile import load_spec_file
 from gco.env import ENDPOINT_URL_ENV
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
+from gco.reconcile.access import ungranted_namespace
 from gco.regional_outputs import invoke_urls
 
 
@@ -161,6 +161,9 @@ def deploy(
         raise InvalidSpecError("--image", "is required (or give image in --spec)")
     if not regions:
         raise InvalidSpecError("--region", "name at least one Region")
+    ungranted = ungranted_namespace(names.namespace(namespace))
+    if ungranted is not None:  # the reconciler would refuse it: refused here, as the matrix does
+        raise InvalidSpecError("namespace", ungranted)
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     record = store.create(
         name,
@@ -173,8 +176,11 @@ def deploy(
     if wait:
         served = region_served(name, endpoint_url)
         reconcilers = reconciler_watch(store.table_name, endpoint_url)
+        lifecycle = record.lifecycle_id
         record = wait_for(
-            lambda: ready_progress(store, name, served, reconcilers), what=f"{name} ready", timeout=timeout
+            lambda: ready_progress(store, name, served, reconcilers, lifecycle),
+            what=f"{name} ready",
+            timeout=timeout,
         )
     show(record, output)
 
@@ -398,13 +404,14 @@ def delete(
 @inference.command()
 @connection_options
 def schema(endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Print the JSON Schema of the endpoint spec (the options are accepted for uniformity).
+    """Print the JSON Schema of the endpoint spec: JSON by default (`-o table` too), or YAML with
+    `-o yaml` (the same document). The connection options are accepted for uniformity.
 
     \b
     Example:
       gco inference schema > spec.schema.json
     """
-    emit_json(spec_json_schema())
+    emit(spec_json_schema(), output)
 
 
 @inference.command(name="init-table")

@@ -14,6 +14,7 @@ import click
 from gco import aws
 from gco.cli.wait import Progress
 from gco.endpoints import EndpointRecord, EndpointStore, observed, operations
+from gco.endpoints.errors import EndpointNotFoundError
 from gco.endpoints.tokens import parse_timestamp
 from gco.invoke import local_bases
 from gco.reconcile.errors import HeartbeatError
@@ -89,15 +90,29 @@ def ready_progress(
     name: str,
     served: Callable[[str], bool] | None = None,
     reconcilers: ReconcilerWatch | None = None,
+    lifecycle_id: str | None = None,
 ) -> Progress[EndpointRecord]:
     """Regions running the current lifecycle; a Region in error ends the wait; a pending Region
     whose reconciler is not live (`reconcilers`) is named at once; a Region silent for
-    `SILENT_REGION_S` is named, with whether a stack serves it at all (`served`).
+    `SILENT_REGION_S` is named, with whether a stack serves it at all (`served`). A delete (or a
+    new lifecycle, when `lifecycle_id` names the awaited one) ends the wait at once, naming it:
+    what was awaited will never run.
 
     Raises:
-        click.ClickException: a Region reports an error for the current lifecycle.
+        click.ClickException: a Region reports an error for the current lifecycle, or the
+            endpoint was deleted, purged or redeployed while waiting.
     """
-    record = operations.fresh(store, name)
+    try:
+        record = operations.fresh(store, name)
+    except EndpointNotFoundError:
+        raise click.ClickException(f"{name} was deleted and purged while waiting: it will not run") from None
+    if record.is_deleted:
+        when = f" at {record.deleted_at}" if record.deleted_at else ""
+        raise click.ClickException(f"{name} was deleted{when} while waiting: it will not run")
+    if lifecycle_id is not None and record.lifecycle_id != lifecycle_id:
+        raise click.ClickException(
+            f"{name} was redeployed while waiting (lifecycle {record.lifecycle_id}, not {lifecycle_id})"
+        )
     states = {region: record.region_status.get(region) for region in record.target_regions}
     done = [
         r for r, s in states.items() if s and s.state == "running" and s.lifecycle_id == record.lifecycle_id

@@ -6,8 +6,6 @@ canary commands call the fenced actions of `gco.endpoints.canary`.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from gco import aws
@@ -21,7 +19,7 @@ from gco.cli.common import (
 )
 from gco.cli.inference import show
 from gco.endpoints import canary as canary_actions
-from gco.endpoints import operations
+from gco.endpoints import names, operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.invoke import (
@@ -36,6 +34,7 @@ from gco.invoke import (
     send,
     send_stream,
     serving_region,
+    shown_body,
     stream_request,
     tls_verification,
 )
@@ -83,11 +82,11 @@ def invoke(
     """
     if len(regions) > 1:
         raise GcoInputError("--region", f"give one Region to invoke (got {len(regions)})")
-    region = regions[0] if regions else None
+    region = names.region(regions[0], "--region", allow_new=True) if regions else None
     if prompt is not None and body_text is not None:
         raise GcoInputError("--body", "give --prompt or --body, not both")
     if path is not None:
-        check_path(path)
+        check_path(path, name)
     body = parse_body(body_text) if body_text is not None else None
     check_size(
         body if body is not None else {"prompt": prompt or ""}, "--body" if body is not None else "--prompt"
@@ -126,7 +125,7 @@ def invoke(
         answered = answered_by(record, result.version)
         click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
         click.echo(f"POST {result.url}")
-        click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
+        click.echo(shown_body(result.body))
     if not 200 <= result.status < 300:
         raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
 

@@ -8,7 +8,9 @@ saw. This module reads the two together, purely, into states a person or a scrip
 - `degraded`: some are ready, not all (a rollout under way, a replica lost);
 - `error`: the Region's reconciler reported an error, with its reason;
 - `pending`: nothing ready yet (no observation of this lifecycle, creating, updating from zero);
-- `stopped` / `stopping`: a stopped endpoint with no replica left / some still going;
+- `stopped` / `stopping`: a stopped endpoint with no replica left / some still going; also
+  `stopped` (with the reason `scaled to zero`) a live endpoint whose spec asks for 0 replicas and
+  has none (it is not pending: nothing will come until it is scaled);
 - `deleting`: the record is deleted and the Region has not acknowledged it yet; `deleted` once it has.
 
 The aggregate over the target Regions: `deleting`/`deleted` for a deleted record, else `error` if
@@ -30,6 +32,7 @@ OBSERVED_STATES: tuple[str, ...] = get_args(ObservedState)
 SERVING = frozenset({"running", "degraded"})
 # Status details the reconciler writes beside the totals (which count the canary too).
 CANARY_READY, CANARY_DESIRED = "canary_ready", "canary_desired"
+SCALED_TO_ZERO = "scaled to zero: the spec asks for 0 replicas"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ def in_region(record: EndpointRecord, region: str) -> Observed:
         return Observed("stopped" if status.state == "stopped" and ready == 0 else "stopping", ready, desired)
     if status.state == "running" and ready >= desired > 0:
         return Observed("running", ready, desired)
+    if desired == 0 and ready == 0 and (status.state == "running" or record.spec.replicas == 0):
+        # Zero replicas asked (`replicas: 0`, or an autoscaler at its minimum of zero) and none
+        # left: nothing is pending, nothing will come until the spec or the load changes.
+        return Observed("stopped", 0, 0, SCALED_TO_ZERO)
     if ready > 0:
         return Observed("degraded", ready, desired)
     return Observed("pending", ready, desired)

@@ -25,8 +25,7 @@ writes, the front door's limit on a generation.
 
 from __future__ import annotations
 
-from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
-from gco.endpoints.record import INGRESS_PREFIX
+from gco.endpoints.paths import INGRESS_PREFIX, NGINX_REFUSED, NGINX_ROUTE_CHECK
 from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
 from gco.reconcile.proxy.routes import (

@@ -236,7 +236,8 @@ def test_every_path_argument_refuses_a_nul_naming_itself(
 LENGTHS = [
     (deploy(name="a" * (ENDPOINT_NAME_MAX + 1)), "name", deploy(name="a" * ENDPOINT_NAME_MAX)),
     (deploy(region="us-east-" + "1" * 20), "target_regions[0]", None),
-    (deploy("--namespace", "a" * 64), "namespace", deploy("--namespace", "a" * 63)),
+    # 63 characters are a namespace's syntax, but no namespace the reconciler is granted (refused too)
+    (deploy("--namespace", "a" * 64), "namespace: 'aaaa", None),
     (deploy("--label", "team=" + "a" * 64), "labels.team", deploy("--label", "team=" + "a" * 63)),
     (deploy("--created-by", "a" * 257), "created_by", deploy("--created-by", "a" * 256)),
     (deploy("--model-id", "m" * 1025), "spec.model_id", deploy("--model-id", "m" * 1024)),
