@@ -27,7 +27,7 @@ import os
 import re
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -163,14 +163,16 @@ def check_path(path: str, name: str) -> str:
     return path
 
 
-def serving_region(record: EndpointRecord, region: str | None) -> str:
-    """The Region to invoke: `region` if it runs the endpoint, else the first target that does.
+def serving_region(record: EndpointRecord, region: str | None, stale: Collection[str] = ()) -> str:
+    """The Region to invoke: `region` if it runs the endpoint, else the first target that does, a
+    Region whose observation is fresh before one in `stale` (its reconciler no longer confirms it).
 
     Raises:
         GcoInputError: `region` is not one of the endpoint's target Regions (field `--region`).
         NotServingError: naming the Region and its state (or that no target Region runs it).
     """
-    candidates = [region] if region else list(record.target_regions)
+    fresh_first = sorted(record.target_regions, key=lambda target: target in stale)
+    candidates = [region] if region else fresh_first
     for candidate in candidates:
         status = record.region_status.get(candidate)
         if candidate not in record.target_regions:

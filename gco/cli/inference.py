@@ -39,6 +39,7 @@ from gco.env import ENDPOINT_URL_ENV
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
 from gco.reconcile.access import ungranted_namespace
+from gco.reconcile.heartbeat import Liveness
 from gco.regional_outputs import invoke_urls
 
 
@@ -98,21 +99,27 @@ def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def show(record: EndpointRecord, output: str) -> None:
+def show(record: EndpointRecord, output: str, stale: views.Stale | None = None) -> None:
+    """The record: `--output json|yaml` its stored fields and `observed`; a table otherwise, the
+    desired state as `observed.desired_shown` reads it (the stored value in parentheses when it
+    differs). `stale`: the Regions whose observation is stale (`list` and `status` read them)."""
     if output != "table":
-        emit({**record.to_json(), "observed": views.observed_json(record)}, output)
+        emit({**record.to_json(), "observed": views.observed_json(record, stale)}, output)
         return
     spec = record.spec
+    total = observed.aggregate(record, stale)
+    shown = observed.desired_shown(record, total)
+    stored = f" (stored: {record.desired_state})" if shown != record.desired_state else ""
     click.echo(f"name:          {record.endpoint_name}")
-    click.echo(f"desired_state: {record.desired_state}")
-    click.echo(f"observed:      {observed.aggregate(record)}")
+    click.echo(f"desired_state: {shown}{stored}")
+    click.echo(f"observed:      {total}")
     click.echo(f"lifecycle_id:  {record.lifecycle_id}")
     click.echo(f"image:         {spec.image} ({spec.framework}, {spec.replicas} x {spec.gpu_count} GPU)")
     if (canary := views.canary_line(record)) is not None:
         click.echo(canary)
     click.echo(f"namespace:     {record.namespace}   path: {record.ingress_path}")
     click.echo(f"updated_at:    {record.updated_at}")
-    emit_table(views.REGION_HEADERS, views.region_rows(record))
+    emit_table(views.REGION_HEADERS, views.region_rows(record, stale))
 
 
 @click.group()
@@ -214,11 +221,23 @@ def list_(
     listing = store.scan(target_region=region)
     for problem in listing.unreadable:
         click.echo(f"warning: {problem}", err=True)
-    records = [record for record in listing.records if state is None or observed.matches(record, state)]
+    watch = reconciler_watch(store.table_name, endpoint_url)
+    stale = {record.endpoint_name: watch.stale(record) for record in listing.records}
+    records = [
+        record
+        for record in listing.records
+        if state is None or observed.matches(record, state, stale[record.endpoint_name])
+    ]
     if output != "table":
-        emit([{**record.to_json(), "observed": views.observed_json(record)} for record in records], output)
+        emit(
+            [
+                {**record.to_json(), "observed": views.observed_json(record, stale[record.endpoint_name])}
+                for record in records
+            ],
+            output,
+        )
         return
-    emit_table(views.LIST_HEADERS, views.list_rows(records))
+    emit_table(views.LIST_HEADERS, views.list_rows(records, stale))
 
 
 @inference.command()
@@ -248,10 +267,13 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
             lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
         )
     )
+    stale = reconciler_watch(store.table_name, endpoint_url).stale(record)
     if output != "table":
-        emit({**record.to_json(), "observed": views.observed_json(record), "invoke_urls": urls}, output)
+        emit(
+            {**record.to_json(), "observed": views.observed_json(record, stale), "invoke_urls": urls}, output
+        )
         return
-    show(record, output)
+    show(record, output, stale)
     for region, url in urls.items():
         missing = (
             f"(no proxy of {region} in {INVOKE_URLS_ENV})" if local else "(no Regional stack output found)"
@@ -343,7 +365,9 @@ def regions(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Show or change the target Regions; a removed Region is cleaned up by its reconciler.
+    """Show or change the target Regions; a removed Region is cleaned up by its reconciler. A Region
+    added whose reconciler is not live (no heartbeat, or one past its bound) is added all the same,
+    with a warning on stderr: nothing will run the endpoint there until a reconciler serves it.
 
     \b
     Example:
@@ -351,7 +375,18 @@ def regions(
     """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
+        before = set(operations.fresh(store, name).target_regions)
         record = operations.change_regions(store, name, add=add, remove=remove, replace=replace or None)
+        watch = reconciler_watch(store.table_name, endpoint_url)
+        for region in [r for r in record.target_regions if r not in before]:
+            check = watch.check(region)
+            if isinstance(check, Liveness) and not check.live:
+                click.echo(
+                    f"warning: {region}: {check.describe()}; {name} stays pending there until a "
+                    f"reconciler serves {region}, and a delete waits for it "
+                    f"(gco inference regions {name} --remove {region})",
+                    err=True,
+                )
     else:
         record = operations.fresh(store, name)
     show(record, output)
@@ -392,7 +427,8 @@ def delete(
         store, name, expected_lifecycle_id=expected_lifecycle_id, expected_owner_label=label
     )
     if wait:
-        wait_for(lambda: purge_progress(store, name), what=f"{name} purge", timeout=timeout)
+        reconcilers = reconciler_watch(store.table_name, endpoint_url)
+        wait_for(lambda: purge_progress(store, name, reconcilers), what=f"{name} purge", timeout=timeout)
         if output != "table":
             emit({"endpoint_name": name, "purged": True, "lifecycle_id": record.lifecycle_id}, output)
         else:

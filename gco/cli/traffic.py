@@ -18,6 +18,7 @@ from gco.cli.common import (
     timeout_flag,
 )
 from gco.cli.inference import show
+from gco.cli.progress import reconciler_watch
 from gco.endpoints import canary as canary_actions
 from gco.endpoints import names, operations
 from gco.endpoints.record import EndpointRecord
@@ -93,8 +94,11 @@ def invoke(
     )
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
-    record = operations.fresh(open_store(endpoint_url, table_name), name)
-    target = serving_region(record, region)
+    store = open_store(endpoint_url, table_name)
+    record = operations.fresh(store, name)
+    # Without --region, a Region whose observation is fresh is tried before a stale one.
+    stale = {} if region else reconciler_watch(store.table_name, endpoint_url).stale(record)
+    target = serving_region(record, region, stale)
     default_path, default_body = (stream_request if stream else default_request)(record.spec, prompt)
     if bases:
         base = bases.get(target)
@@ -122,7 +126,7 @@ def invoke(
     if output != "table":
         emit(result.model_dump(mode="json"), output)
     elif result.first_event_ms is None:
-        answered = answered_by(record, result.version)
+        answered = answered_by(record, result.version, result.status)
         click.echo(f"{result.region} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
         click.echo(f"POST {result.url}")
         click.echo(shown_body(result.body))
@@ -162,8 +166,17 @@ def _streamed(
     return result
 
 
-def answered_by(record: EndpointRecord, version: str | None) -> str:
-    """Which version answered, with its image: `primary (IMAGE)` / `canary (IMAGE)`."""
+# What a proxy answers itself when the upstream it picked did not answer (nginx's 502 Bad Gateway,
+# 503, 504 Gateway Timeout; the in-process router's 502): no engine of that version answered.
+PROXY_FAILURES = frozenset({502, 503, 504})
+
+
+def answered_by(record: EndpointRecord, version: str | None, status: int = 200) -> str:
+    """Which version answered, with its image: `primary (IMAGE)` / `canary (IMAGE)`; for a 502, 503
+    or 504 the proxy itself, naming the version whose engines did not answer."""
+    if status in PROXY_FAILURES:
+        picked = f"{version}'s" if version in (PRIMARY, CANARY) else "its"
+        return f"the Region's proxy, not an engine ({picked} upstream did not answer)"
     if version == CANARY and record.spec.canary is not None:
         return f"{CANARY} ({record.spec.canary.image})"
     if version == PRIMARY:

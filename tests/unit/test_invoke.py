@@ -107,3 +107,28 @@ def test_each_event_s_text(data: str, framework: str, text: str | None) -> None:
 def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
     with pytest.raises(InvokeFailedError, match=message):
         event_text(data)
+
+
+def test_invoke_without_region_prefers_a_fresh_region() -> None:
+    from gco.invoke import serving_region
+    from tests.unit.endpoints.test_observed import status
+    from tests.unit.reconcile.records import EAST, WEST, make_record
+
+    record = make_record(region_status={EAST: status("running", 1), WEST: status("running", 1)})
+    assert serving_region(record, None) == EAST
+    assert serving_region(record, None, stale={EAST}) == WEST
+    assert serving_region(record, None, stale={EAST, WEST}) == EAST  # all stale: still tried, in order
+    assert serving_region(record, EAST, stale={EAST}) == EAST  # --region is obeyed
+
+
+def test_a_502_from_a_dead_regions_proxy_is_not_printed_as_answered_by_primary() -> None:
+    from gco.cli.traffic import answered_by
+    from tests.unit.reconcile.records import IMAGE, make_record
+
+    record = make_record()
+    assert answered_by(record, "primary") == f"primary ({IMAGE})"
+    for code in (502, 503, 504):
+        said = answered_by(record, "primary", code)
+        assert "primary (" not in said
+        assert said == "the Region's proxy, not an engine (primary's upstream did not answer)"
+    assert answered_by(record, None, 502) == "the Region's proxy, not an engine (its upstream did not answer)"
