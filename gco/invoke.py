@@ -7,8 +7,11 @@ URL of the Region's local proxy) and `GCO_INVOKE_CA_BUNDLE` (the local proxy's s
 certificate, which TLS verification then trusts), and requests go there unsigned over loopback. Either way the
 endpoint answers at `<base>/<name>/<path>`.
 
-The default request is the framework's completion request (`gco.engines`: vLLM and SGLang
-`POST /v1/completions`, TGI `POST /generate`).
+The default request is a chat completion, the prompt as the user's turn (`gco.engines`:
+`POST /v1/chat/completions`, which vLLM, SGLang and TGI's Messages API all serve): the server
+frames it with the model's chat template, which an instruct model needs to answer at all (a bare
+question as a plain completion prompt got 0 tokens from SmolLM2-135M-Instruct for most questions).
+A plain completion is one `--path /v1/completions --body ...` away.
 
 Streamed (`invoke --stream`, `stream_request` and `send_stream`): the framework's streamed request;
 the answer is server-sent events (html.spec.whatwg.org/multipage/server-sent-events.html), whose
@@ -39,6 +42,7 @@ from gco import aws, engines, strict_json
 from gco.endpoints.paths import INGRESS_PREFIX, target_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
+from gco.engines.base import chat_event_text
 from gco.errors import GcoError, GcoInputError
 from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.reconcile.proxy.routes import VERSION_HEADER
@@ -75,15 +79,17 @@ class InvokeResult(BaseModel):
 
 
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) of the framework's completion request for `prompt`."""
+    """(path, JSON body) of the default request for `prompt` (`Framework.default_request`)."""
     text = prompt if prompt is not None else DEFAULT_PROMPT
-    return engines.get(spec.framework).completion(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
+    return engines.get(spec.framework).default_request(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
 
 
 def stream_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) of the framework's streamed completion request for `prompt`."""
+    """(path, JSON body) of the default request for `prompt`, streamed (`Framework.default_request`)."""
     text = prompt if prompt is not None else DEFAULT_PROMPT
-    return engines.get(spec.framework).streamed(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
+    return engines.get(spec.framework).default_request(
+        spec.model_id or "", text, DEFAULT_MAX_TOKENS, stream=True
+    )
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -118,6 +124,8 @@ def event_text(data: str, framework: str = engines.DEFAULT) -> str | None:
         raise InvokeFailedError(f"a streamed event is not a JSON object: {data[:200]!r}")
     if "error" in event:
         raise InvokeFailedError(f"the engine ended the stream with an error: {event['error']}")
+    if "choices" in event:  # an OpenAI chunk (the default chat request), from any framework
+        return chat_event_text(event)
     return engines.get(framework).event_text(event)
 
 

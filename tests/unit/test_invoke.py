@@ -21,12 +21,20 @@ IMAGE = "vllm/vllm-openai:v0.6.3"
 
 
 def test_framework_defaults() -> None:
+    """Every built-in framework is asked a chat completion (the model's chat template frames the
+    prompt as the user's turn: an instruct model needs it to answer at all)."""
+    chat = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 32,
+        "temperature": 0,
+        "stream": False,
+    }
     path, body = default_request(parse_spec({"image": IMAGE, "model_id": "m"}), "hi")
-    assert path == "/v1/completions"
-    assert body == {"model": "m", "prompt": "hi", "max_tokens": 32, "temperature": 0, "stream": False}
+    assert (path, body) == ("/v1/chat/completions", {"model": "m", **chat})
     path, body = default_request(parse_spec({"image": IMAGE, "framework": "tgi", "port": 8080}), "hi")
-    assert path == "/generate"
-    assert body == {"inputs": "hi", "parameters": {"do_sample": False, "max_new_tokens": 32}}
+    assert (path, body) == ("/v1/chat/completions", {"model": "tgi", **chat})
+    path, body = stream_request(parse_spec({"image": IMAGE, "framework": "sglang", "model_id": "m"}), "hi")
+    assert (path, body) == ("/v1/chat/completions", {"model": "m", **chat, "stream": True})
 
 
 @pytest.mark.parametrize("text", ["{", "[1]", '"x"', "nan-ish"])
@@ -57,11 +65,19 @@ def test_sigv4_signs_for_execute_api_in_the_region(monkeypatch: pytest.MonkeyPat
 
 
 def test_streamed_requests() -> None:
-    """OpenAI engines: the same completion with `stream: true`; TGI: `/generate_stream`."""
+    """Every built-in framework: the same chat completion with `stream: true`, its chunks read as
+    OpenAI's (`delta.content`) whatever the framework; TGI's own stream events are still read."""
     path, body = stream_request(parse_spec({"image": IMAGE, "model_id": "m"}), "hi")
-    assert (path, body["stream"], body["prompt"]) == ("/v1/completions", True, "hi")
+    assert (path, body["stream"], body["messages"]) == (
+        "/v1/chat/completions",
+        True,
+        [{"role": "user", "content": "hi"}],
+    )
     path, body = stream_request(parse_spec({"image": IMAGE, "framework": "tgi", "port": 8080}), "hi")
-    assert (path, body["inputs"]) == ("/generate_stream", "hi")
+    assert (path, body["stream"]) == ("/v1/chat/completions", True)
+    chunk = '{"choices": [{"index": 0, "delta": {"content": " there"}}]}'
+    assert event_text(chunk, "tgi") == " there" and event_text(chunk, "vllm") == " there"
+    assert event_text('{"token": {"text": " tok", "special": false}}', "tgi") == " tok"
 
 
 def test_sse_data_follows_the_event_stream_format() -> None:
