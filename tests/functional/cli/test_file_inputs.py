@@ -93,3 +93,12 @@ def test_invoke_refuses_a_body_over_the_request_limit_before_any_call(run: Run) 
     body = json.dumps({"prompt": prompt})
     err = run.refused("--body: the request body would be", "inference", "invoke", "chat", "--body", body)
     assert f"at most {MAX_REQUEST_BYTES}" in err
+
+
+def test_a_fifo_given_as_bench_evidence_is_refused_without_blocking(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "evidence.json"
+    os.mkfifo(fifo)
+    assert main(["bench", "report", str(fifo)]) == 2
+    assert capsys.readouterr().err == f"error: EVIDENCE: {fifo} is a FIFO, not a regular file\n"
