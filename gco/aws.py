@@ -8,12 +8,16 @@ server; for a loopback endpoint with no credentials configured, fixed local cred
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
 import botocore.loaders
 import botocore.session
+from botocore.awsrequest import AWSPreparedRequest
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError
 
 from gco.env import ENDPOINT_URL_ENV, FALLBACK_REGION_ENV, HOME_REGION_ENV
 from gco.errors import GcoInputError
@@ -31,14 +35,29 @@ CLIENT_CONFIG = Config(
 )
 
 
+class _RequestTimeSpentError(BotoCoreError):
+    """A bounded call's time ran out before another attempt could be sent (botocore's own kind of
+    error, so every adapter converts it where it converts botocore's timeouts; not retryable: it is
+    neither a connection nor an HTTP client error, the kinds botocore's retry modes retry)."""
+
+    fmt = (
+        "Read timeout on endpoint URL: {endpoint_url}: no answer within --request-timeout "
+        "{timeout:g} s (attempts sent: {attempts})"
+    )
+
+
 class _ClientSettings:
-    """The configuration this process's clients get: `CLIENT_CONFIG`, unless the CLI bounded it."""
+    """The configuration this process's clients get: `CLIENT_CONFIG`, unless the CLI bounded it
+    (then `timeout` is each call's whole time, every attempt and back-off included)."""
 
     config: Config = CLIENT_CONFIG
+    timeout: float | None = None
+    clock: Callable[[], float] = time.monotonic
 
 
 _SETTINGS = _ClientSettings()
-REQUEST_ATTEMPTS = 2  # a bounded request is tried at most this often (once more after a timeout)
+REQUEST_ATTEMPTS = 2  # a bounded request is tried at most this often, within its one time bound
+_DEADLINE = "gco_deadline"  # where a call's deadline rides in botocore's request context
 
 
 def reset_request_bounds() -> None:
@@ -46,13 +65,32 @@ def reset_request_bounds() -> None:
     so a program (or a test) running several commands in one process does not carry one command's
     `--request-timeout` into the next."""
     _SETTINGS.config = CLIENT_CONFIG
+    _SETTINGS.timeout = None
+    _SETTINGS.clock = time.monotonic
 
 
-def bound_requests(timeout: float) -> None:
-    """Bound each request of this process's clients made from now on: connect within
-    min(5, timeout) s, read within `timeout` s, `REQUEST_ATTEMPTS` attempts in all. For a command
-    that a person waits on (`--request-timeout`): without it a server that accepts and never
-    answers holds the command for `max_attempts` x `read_timeout` (minutes), silently."""
+def bound_requests(timeout: float, clock: Callable[[], float] = time.monotonic) -> None:
+    """Bound each call of this process's clients made from now on to `timeout` seconds in all:
+    every attempt (`REQUEST_ATTEMPTS` at most) and the back-off between them. For a command that a
+    person waits on (`--request-timeout`): without it a server that accepts and never answers
+    holds the command for `max_attempts` x `read_timeout` (minutes), silently; with a fixed read
+    timeout per attempt, for twice `timeout`.
+
+    How: each call's deadline is set when botocore starts the call (`before-call`, once per call);
+    before each attempt is sent (`before-send`) the time left becomes that attempt's read timeout
+    (botocore's per-request `read_timeout` in the request context), and an attempt due after the
+    deadline is not sent: the call fails with a read timeout naming the URL; an attempt that fails
+    with no time left ends the call without botocore's back-off (`needs-retry`). Connecting takes
+    at most min(5, `timeout`) s of its own. (A botocore older than 1.43.72, which added the
+    per-request read timeout, reads each attempt for `timeout`: the first then spends the bound and
+    no second is sent, so the bound holds there too.)
+
+    Parameters:
+        timeout: seconds one call may take in all.
+        clock: the monotonic clock the deadlines are read on (injected by tests).
+    """
+    _SETTINGS.timeout = timeout
+    _SETTINGS.clock = clock
     _SETTINGS.config = CLIENT_CONFIG.merge(
         Config(
             connect_timeout=min(5.0, timeout),
@@ -60,6 +98,35 @@ def bound_requests(timeout: float) -> None:
             retries={"mode": "adaptive", "total_max_attempts": REQUEST_ATTEMPTS},
         )
     )
+
+
+def _start_call(context: dict[str, Any], **_: Any) -> None:
+    """`before-call`: the call's deadline, once, before its first attempt."""
+    if _SETTINGS.timeout is not None:
+        context[_DEADLINE] = (_SETTINGS.clock() + _SETTINGS.timeout, _SETTINGS.timeout)
+
+
+def _send_attempt(request: AWSPreparedRequest, **_: Any) -> None:
+    """`before-send`: the attempt reads for the time its call has left, or is not sent at all."""
+    # The request context (botocore >= 1.40; its type stubs predate it): the call's, shared by attempts.
+    context: dict[str, Any] = getattr(request, "context", None) or {}
+    bound = context.get(_DEADLINE)
+    if bound is None:
+        return
+    deadline, timeout = bound
+    left = deadline - _SETTINGS.clock()
+    if left <= 0:
+        sent = context.get("retries", {}).get("attempt", 1) - 1
+        raise _RequestTimeSpentError(endpoint_url=request.url, timeout=timeout, attempts=sent)
+    context["read_timeout"] = left
+
+
+def _before_retry(request_dict: dict[str, Any], caught_exception: Exception | None = None, **_: Any) -> None:
+    """`needs-retry`, ahead of botocore's own handler: an attempt that failed with no time left ends
+    the call now, with its own error, rather than after botocore's back-off."""
+    bound = request_dict.get("context", {}).get(_DEADLINE)
+    if bound is not None and caught_exception is not None and bound[0] - _SETTINGS.clock() <= 0:
+        raise caught_exception
 
 
 # botocore parses a service's JSON model (DynamoDB's is hundreds of kB) and its endpoint rules once
@@ -115,7 +182,7 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
     url = endpoint_url_from_env(endpoint_url)
     current = session()
     local = is_loopback(url) and current.get_credentials() is None
-    return current.create_client(
+    made = current.create_client(
         service,
         region_name=region or home_region(),
         endpoint_url=url,
@@ -123,3 +190,8 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
         aws_access_key_id=LOCAL_CREDENTIALS["aws_access_key_id"] if local else None,
         aws_secret_access_key=LOCAL_CREDENTIALS["aws_secret_access_key"] if local else None,
     )
+    if _SETTINGS.timeout is not None:  # a bounded command: each call's attempts share one deadline
+        made.meta.events.register("before-call", _start_call)
+        made.meta.events.register("before-send", _send_attempt)
+        made.meta.events.register_first("needs-retry", _before_retry)
+    return made

@@ -9,6 +9,7 @@ stack is not there shows no URL). This module holds names and limits only, no AW
 integration timeout (API Gateway streams a response for at most 15 minutes), and the wait of every
 hop behind it (the load balancer's idle timeout, the proxy's read and send timeouts, the local
 stack's relays, `gco inference invoke`), so no hop cuts a generation the front door still allows.
+`MAX_REQUEST_BYTES` is the one limit of a request's size behind the front door.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ GENERATION_TIMEOUT_S = 900
 SERVE_REGION_HEADER = "X-Gco-Serve-Region"
 HOP_HEADER = "X-Gco-Hop"
 HOP_VALUE = "1"
+# The one limit of a request body on every way in, answered 413 where it is exceeded: the Regional
+# proxy (nginx `client_max_body_size`, rendered by `gco.reconcile.proxy.proxy_conf`; the local
+# stack's in-process router and Service network) and the fake engine. Below the front door's own:
+# API Gateway REST APIs take a payload of at most 10 MB, not adjustable (docs.aws.amazon.com/
+# apigateway/latest/developerguide/api-gateway-execution-service-limits-table.html, "Payload
+# size"), answering 413 above it. Equal to TGI's default (text-generation-inference
+# launcher/src/main.rs: `payload_limit`, "Payload size limit in bytes", default 2000000), so a
+# request the proxy passes is one TGI takes; vLLM's and SGLang's OpenAI servers (FastAPI on
+# uvicorn) set no body limit of their own, only a prompt's length in tokens (vLLM
+# `--max-model-len`, answered 400). 2 MB of prompt is far more text than any served context holds.
+MAX_REQUEST_BYTES = 2_000_000
 PREFIX_ENV = "GCO_PREFIX"
 DEFAULT_PREFIX = "gco"
 

@@ -7,8 +7,11 @@ URL of the Region's local proxy) and `GCO_INVOKE_CA_BUNDLE` (the local proxy's s
 certificate, which TLS verification then trusts), and requests go there unsigned over loopback. Either way the
 endpoint answers at `<base>/<name>/<path>`.
 
-The default request is the framework's completion request (`gco.engines`: vLLM and SGLang
-`POST /v1/completions`, TGI `POST /generate`).
+The default request is a chat completion, the prompt as the user's turn (`gco.engines`:
+`POST /v1/chat/completions`, which vLLM, SGLang and TGI's Messages API all serve): the server
+frames it with the model's chat template, which an instruct model needs to answer at all (a bare
+question as a plain completion prompt got 0 tokens from SmolLM2-135M-Instruct for most questions).
+A plain completion is one `--path /v1/completions --body ...` away.
 
 Streamed (`invoke --stream`, `stream_request` and `send_stream`): the framework's streamed request;
 the answer is server-sent events (html.spec.whatwg.org/multipage/server-sent-events.html), whose
@@ -21,12 +24,13 @@ door's own limit.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -35,11 +39,12 @@ from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
 from gco import aws, engines, strict_json
-from gco.endpoints.paths import escape_reason
+from gco.endpoints.paths import INGRESS_PREFIX, target_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
+from gco.engines.base import chat_event_text
 from gco.errors import GcoError, GcoInputError
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.global_access.routing import REGION_HEADER
 from gco.reconcile.proxy.routes import VERSION_HEADER
 
@@ -79,15 +84,17 @@ class InvokeResult(BaseModel):
 
 
 def default_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) of the framework's completion request for `prompt`."""
+    """(path, JSON body) of the default request for `prompt` (`Framework.default_request`)."""
     text = prompt if prompt is not None else DEFAULT_PROMPT
-    return engines.get(spec.framework).completion(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
+    return engines.get(spec.framework).default_request(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
 
 
 def stream_request(spec: EndpointSpec, prompt: str | None) -> tuple[str, dict[str, Any]]:
-    """(path, JSON body) of the framework's streamed completion request for `prompt`."""
+    """(path, JSON body) of the default request for `prompt`, streamed (`Framework.default_request`)."""
     text = prompt if prompt is not None else DEFAULT_PROMPT
-    return engines.get(spec.framework).streamed(spec.model_id or "", text, DEFAULT_MAX_TOKENS)
+    return engines.get(spec.framework).default_request(
+        spec.model_id or "", text, DEFAULT_MAX_TOKENS, stream=True
+    )
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -122,6 +129,8 @@ def event_text(data: str, framework: str = engines.DEFAULT) -> str | None:
         raise InvokeFailedError(f"a streamed event is not a JSON object: {data[:200]!r}")
     if "error" in event:
         raise InvokeFailedError(f"the engine ended the stream with an error: {event['error']}")
+    if "choices" in event:  # an OpenAI chunk (the default chat request), from any framework
+        return chat_event_text(event)
     return engines.get(framework).event_text(event)
 
 
@@ -138,32 +147,53 @@ def parse_body(text: str) -> dict[str, Any]:
     return body
 
 
-def check_path(path: str) -> str:
-    """`--path`: a path under the endpoint that reaches it as written (`gco.endpoints.paths`).
+def check_size(body: Mapping[str, Any], field: str) -> None:
+    """Refuse a request body larger than every way in takes (`MAX_REQUEST_BYTES`, answered 413 there).
 
     Raises:
-        GcoInputError: it does not start with `/`, or could be routed other than it reads.
+        GcoInputError: on `field` (`--body` or `--prompt`), naming the size and the limit.
+    """
+    size = len(json.dumps(body).encode())
+    if size > MAX_REQUEST_BYTES:
+        raise GcoInputError(
+            field, f"the request body would be {size} bytes; the proxy takes at most {MAX_REQUEST_BYTES}"
+        )
+
+
+def check_path(path: str, name: str) -> str:
+    """`--path`: a path under endpoint `name` that the proxy takes as written: the proxy's own rule
+    (`gco.endpoints.paths.target_reason`) applied to the target it will see, `/inference/<name><path>`.
+
+    Raises:
+        GcoInputError: it does not start with `/`, or the proxy would refuse it.
     """
     shown = repr(path) if len(path) <= 80 else f"{path[:60]!r}... ({len(path)} characters)"
     if not path.startswith("/"):
         raise GcoInputError("--path", f"{shown} must start with /")
-    reason = escape_reason(path.partition("?")[0])
+    reason = target_reason(f"{INGRESS_PREFIX}{name}{path}")
     if reason is not None:
         raise GcoInputError("--path", f"{shown} {reason}: the proxy refuses it (it could leave the endpoint)")
     return path
 
 
-def serving_region(record: EndpointRecord, region: str | None) -> str:
-    """The Region to invoke: `region` if it runs the endpoint, else the first target that does.
+def serving_region(record: EndpointRecord, region: str | None, stale: Collection[str] = ()) -> str:
+    """The Region to invoke: `region` if it runs the endpoint, else the first target that does, a
+    Region whose observation is fresh before one in `stale` (its reconciler no longer confirms it).
 
     Raises:
+        GcoInputError: `region` is not one of the endpoint's target Regions (field `--region`).
         NotServingError: naming the Region and its state (or that no target Region runs it).
     """
-    candidates = [region] if region else list(record.target_regions)
+    fresh_first = sorted(record.target_regions, key=lambda target: target in stale)
+    candidates = [region] if region else fresh_first
     for candidate in candidates:
         status = record.region_status.get(candidate)
         if candidate not in record.target_regions:
-            raise NotServingError(f"endpoint {record.endpoint_name!r} does not target {candidate}")
+            targets = ", ".join(record.target_regions)
+            raise GcoInputError(
+                "--region",
+                f"endpoint {record.endpoint_name!r} does not target {candidate} (its Regions: {targets})",
+            )
         running = (
             record.desired_state != "deleted"
             and status is not None
@@ -385,6 +415,24 @@ def send_stream(
         first_event_ms=first,
         version=version,
     )
+
+
+HTML_START = re.compile(r"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html)[\s>]", re.IGNORECASE | re.DOTALL)
+HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.IGNORECASE | re.DOTALL)
+
+
+def shown_body(body: Any) -> str:
+    """The answer's body as one prints it: JSON as JSON, text as it is, and an HTML page (the error
+    page of a web server that is not the endpoint's proxy) as one line with its title and size,
+    not its whole markup."""
+    if not isinstance(body, str):
+        return json.dumps(body)
+    if not HTML_START.match(body[:4096]):
+        return body
+    found = HTML_TITLE.search(body[:65536])
+    title = " ".join(html.unescape(found.group(1)).split())[:120] if found else ""
+    named = f": {title!r}" if title else " (no title)"
+    return f"an HTML page{named}, {len(body)} characters: not an answer of gco's proxy (is the URL right?)"
 
 
 def _parsed(answer: httpx.Response) -> Any:

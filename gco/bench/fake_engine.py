@@ -33,17 +33,18 @@ from pathlib import Path
 
 from gco import engines
 from gco.bench.fake_log import startup_lines, styles
+from gco.bench.prefix_blocks import PrefixBlocks
 from gco.engines import vllm
 from gco.engines.base import EngineFlags
+from gco.front_door import MAX_REQUEST_BYTES
 from gco.processes.interpreter import PYTHON
 
-BLOCK_CHARS = 16
-MAX_REQUEST_BYTES = 1 << 22
 MAX_TRACE = 1_000_000
 CLIP_PATH = "/v1/videos"
 ENV_DIGEST_PATH = "/debug/env-digest/"
 CLIP_BYTES = 4096
 FAKE_MODEL = "fake/model"
+TOO_LARGE = json.dumps({"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}).encode()
 
 
 def _sse(payload: object) -> bytes:
@@ -101,7 +102,7 @@ class Counters:
     cache_queries: int = 0
     cache_hits: int = 0
     running: int = 0
-    seen_blocks: set[str] = field(default_factory=set)
+    blocks: PrefixBlocks = field(default_factory=PrefixBlocks)
 
 
 @dataclass
@@ -150,9 +151,14 @@ class FakeEngine:
                 headers = {
                     k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)
                 }
-                length = min(int(headers.get("content-length", "0")), MAX_REQUEST_BYTES)
+                length = int(headers.get("content-length", "0"))
+                if length > MAX_REQUEST_BYTES:  # refused unread, as TGI's --payload-limit refuses
+                    await self.respond(writer, 413, TOO_LARGE, close=True)
+                    return
                 body = await reader.readexactly(length) if length else b""
-                await self.route(method, path, body, writer, arrived)
+                # Routed by its path alone, as vLLM's and TGI's routers route: a query string is
+                # not part of the route (`?x=1` on /v1/models is still /v1/models).
+                await self.route(method, path.partition("?")[0], body, writer, arrived)
         except (asyncio.IncompleteReadError, ConnectionError, ValueError, asyncio.LimitOverrunError):
             pass
         finally:
@@ -192,22 +198,24 @@ class FakeEngine:
             await self.respond(writer, 404, b'{"error":"not found"}')
 
     async def respond(
-        self, writer: asyncio.StreamWriter, status: int, body: bytes, ctype: str = "application/json"
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: bytes,
+        ctype: str = "application/json",
+        *,
+        close: bool = False,
     ) -> None:
-        writer.write(
-            f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        """One whole answer; `close` says the connection ends after it (its request body unread)."""
+        ending = "connection: close\r\n" if close else ""
+        head = f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n{ending}\r\n"
+        writer.write(head.encode() + body)
         await writer.drain()
 
     def prefix_cache(self, prompt: str) -> None:
-        blocks = [prompt[: (i + 1) * BLOCK_CHARS] for i in range(len(prompt) // BLOCK_CHARS)]
-        self.counters.cache_queries += len(blocks)
-        for block in blocks:
-            if block not in self.counters.seen_blocks:
-                break
-            self.counters.cache_hits += 1
-        self.counters.seen_blocks.update(blocks)
+        queried, hits = self.counters.blocks.lookup_and_insert(prompt)
+        self.counters.cache_queries += queried
+        self.counters.cache_hits += hits
 
     def maybe_crash(self) -> None:
         b = self.behaviour

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from gco import strict_json
+from gco import input_files, strict_json
 from gco.bench.clients.clip import ClipSettings, run_clip
 from gco.bench.clients.clips import load_clips
 from gco.bench.clients.prompts import DEFAULT_EDGES, increasing, load_prompts
@@ -412,9 +412,11 @@ def report(evidence: Path, html_path: Path | None) -> None:
                 "EVIDENCE", f"{evidence} holds {len(found)} evidence records; name one file"
             )
         evidence = found[0]
+    # A regular file only (a FIFO would block the read forever), bounded.
+    text = input_files.read_bounded(evidence, "EVIDENCE", input_files.MAX_DATA_FILE_BYTES)
     try:
-        record = validate(json.loads(evidence.read_text(encoding="utf-8")))
-    except (OSError, ValueError, InvalidEvidenceError) as error:
+        record = validate(json.loads(text))
+    except (ValueError, InvalidEvidenceError) as error:
         raise BenchInputError("EVIDENCE", f"cannot read {evidence}: {error}") from None
     if html_path is not None:
         html_path.write_text(render_html(record), encoding="utf-8")

@@ -44,8 +44,8 @@ def connection_options(command: F) -> F:
         type=STRICT_FLOAT,
         callback=_bound_requests,
         expose_value=False,
-        help="Seconds one AWS request may take (it is tried twice at most) before the command fails "
-        "naming it.",
+        help="Seconds one AWS request may take in all, its retry included (two attempts at most), "
+        "before the command fails naming it.",
     )(command)
     command = output_option(command)
     command = click.option(
@@ -91,6 +91,8 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
     """
     if table_name is not None and not TABLE_NAME.fullmatch(table_name):
         raise InvalidSpecError("--table", "must be 3-255 letters, digits, '_', '-' or '.'")
+    if endpoint_url is not None:
+        _check_url_parts(endpoint_url)
     if endpoint_url is not None and (len(endpoint_url) > 2048 or not ENDPOINT_URL.fullmatch(endpoint_url)):
         raise InvalidSpecError("--endpoint-url", "must be an http:// or https:// URL")
     if endpoint_url is not None:
@@ -101,6 +103,35 @@ def check_connection(endpoint_url: str | None, table_name: str | None) -> None:
             raise InvalidSpecError("--endpoint-url", f"is not a valid URL ({error})") from None
         if not parts.hostname:
             raise InvalidSpecError("--endpoint-url", "names no host")
+
+
+def _check_url_parts(url: str) -> None:
+    """The misleading cases of `--endpoint-url`, each named: not http(s), a user or password in it,
+    a host that is not ASCII (each was "not an http(s) URL" before).
+
+    Raises:
+        InvalidSpecError: on `--endpoint-url`.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https"):
+        raise InvalidSpecError("--endpoint-url", "must be an http:// or https:// URL")
+    authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority:
+        raise InvalidSpecError(
+            "--endpoint-url",
+            f"holds a user or password ({scheme}://***@...): AWS credentials come from the environment "
+            "or a profile, never from the URL",
+        )
+    if not authority.isascii():
+        host = authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+        try:
+            ascii_form = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            ascii_form = ""
+        hint = f" ({ascii_form})" if ascii_form else ""
+        raise InvalidSpecError(
+            "--endpoint-url", f"the host {host[:80]!r} is not ASCII: write it in its IDNA form{hint}"
+        )
 
 
 OUTPUTS = ("table", "json", "yaml")

@@ -22,7 +22,6 @@ from gco.cli.common import (
     check_connection,
     connection_options,
     emit,
-    emit_json,
     emit_table,
     name_argument,
     open_store,
@@ -41,6 +40,8 @@ from gco.endpoints.specfile import load_spec_file
 from gco.env import ENDPOINT_URL_ENV
 from gco.invoke import INVOKE_URLS_ENV, local_bases
 from gco.model_sources import check_model_source, prefixes_from_env
+from gco.reconcile.access import ungranted_namespace
+from gco.reconcile.heartbeat import Liveness
 from gco.regional_outputs import invoke_urls
 
 
@@ -100,14 +101,20 @@ def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def show(record: EndpointRecord, output: str) -> None:
+def show(record: EndpointRecord, output: str, stale: views.Stale | None = None) -> None:
+    """The record: `--output json|yaml` its stored fields and `observed`; a table otherwise, the
+    desired state as `observed.desired_shown` reads it (the stored value in parentheses when it
+    differs). `stale`: the Regions whose observation is stale (`list` and `status` read them)."""
     if output != "table":
-        emit({**record.to_json(), "observed": views.observed_json(record)}, output)
+        emit({**record.to_json(), "observed": views.observed_json(record, stale)}, output)
         return
     spec = record.spec
+    total = observed.aggregate(record, stale)
+    shown = observed.desired_shown(record, total)
+    stored = f" (stored: {record.desired_state})" if shown != record.desired_state else ""
     click.echo(f"name:          {record.endpoint_name}")
-    click.echo(f"desired_state: {record.desired_state}")
-    click.echo(f"observed:      {observed.aggregate(record)}")
+    click.echo(f"desired_state: {shown}{stored}")
+    click.echo(f"observed:      {total}")
     click.echo(f"lifecycle_id:  {record.lifecycle_id}")
     click.echo(f"image:         {spec.image} ({spec.framework}, {spec.replicas} x {spec.gpu_count} GPU)")
     if (canary := views.canary_line(record)) is not None:
@@ -116,7 +123,7 @@ def show(record: EndpointRecord, output: str) -> None:
     click.echo(f"updated_at:    {record.updated_at}")
     for line in views.admission_lines(record):
         click.echo(line)
-    emit_table(views.REGION_HEADERS, views.region_rows(record))
+    emit_table(views.REGION_HEADERS, views.region_rows(record, stale))
 
 
 @click.group()
@@ -167,6 +174,9 @@ def deploy(
         raise InvalidSpecError("--image", "is required (or give image in --spec)")
     if not regions:
         raise InvalidSpecError("--region", "name at least one Region")
+    ungranted = ungranted_namespace(names.namespace(namespace))
+    if ungranted is not None:  # the reconciler would refuse it: refused here, as the matrix does
+        raise InvalidSpecError("namespace", ungranted)
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     parsed = checked_spec(spec)  # bad input before the policy is read: exit 2, nothing asked
     targets = names.region_list(regions, allow_new=store.allow_new_regions)
@@ -184,8 +194,11 @@ def deploy(
     if wait:
         served = region_served(name, endpoint_url)
         reconcilers = reconciler_watch(store.table_name, endpoint_url)
+        lifecycle = record.lifecycle_id
         record = wait_for(
-            lambda: ready_progress(store, name, served, reconcilers), what=f"{name} ready", timeout=timeout
+            lambda: ready_progress(store, name, served, reconcilers, lifecycle),
+            what=f"{name} ready",
+            timeout=timeout,
         )
     show(record, output)
 
@@ -219,11 +232,23 @@ def list_(
     listing = store.scan(target_region=region)
     for problem in listing.unreadable:
         click.echo(f"warning: {problem}", err=True)
-    records = [record for record in listing.records if state is None or observed.matches(record, state)]
+    watch = reconciler_watch(store.table_name, endpoint_url)
+    stale = {record.endpoint_name: watch.stale(record) for record in listing.records}
+    records = [
+        record
+        for record in listing.records
+        if state is None or observed.matches(record, state, stale[record.endpoint_name])
+    ]
     if output != "table":
-        emit([{**record.to_json(), "observed": views.observed_json(record)} for record in records], output)
+        emit(
+            [
+                {**record.to_json(), "observed": views.observed_json(record, stale[record.endpoint_name])}
+                for record in records
+            ],
+            output,
+        )
         return
-    emit_table(views.LIST_HEADERS, views.list_rows(records))
+    emit_table(views.LIST_HEADERS, views.list_rows(records, stale))
 
 
 @inference.command()
@@ -253,10 +278,13 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
             lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
         )
     )
+    stale = reconciler_watch(store.table_name, endpoint_url).stale(record)
     if output != "table":
-        emit({**record.to_json(), "observed": views.observed_json(record), "invoke_urls": urls}, output)
+        emit(
+            {**record.to_json(), "observed": views.observed_json(record, stale), "invoke_urls": urls}, output
+        )
         return
-    show(record, output)
+    show(record, output, stale)
     for region, url in urls.items():
         missing = (
             f"(no proxy of {region} in {INVOKE_URLS_ENV})" if local else "(no Regional stack output found)"
@@ -355,7 +383,9 @@ def regions(
     table_name: str | None,
     output: str,
 ) -> None:
-    """Show or change the target Regions; a removed Region is cleaned up by its reconciler.
+    """Show or change the target Regions; a removed Region is cleaned up by its reconciler. A Region
+    added whose reconciler is not live (no heartbeat, or one past its bound) is added all the same,
+    with a warning on stderr: nothing will run the endpoint there until a reconciler serves it.
 
     \b
     Example:
@@ -363,11 +393,22 @@ def regions(
     """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
+        before = set(operations.fresh(store, name).target_regions)
         hook = admitter("regions", endpoint_url, allow_unvalidated)
         record = operations.change_regions(
             store, name, add=add, remove=remove, replace=replace or None, admit=hook
         )
         warn(hook)
+        watch = reconciler_watch(store.table_name, endpoint_url)
+        for region in [r for r in record.target_regions if r not in before]:
+            check = watch.check(region)
+            if isinstance(check, Liveness) and not check.live:
+                click.echo(
+                    f"warning: {region}: {check.describe()}; {name} stays pending there until a "
+                    f"reconciler serves {region}, and a delete waits for it "
+                    f"(gco inference regions {name} --remove {region})",
+                    err=True,
+                )
     else:
         record = operations.fresh(store, name)
     show(record, output)
@@ -408,7 +449,8 @@ def delete(
         store, name, expected_lifecycle_id=expected_lifecycle_id, expected_owner_label=label
     )
     if wait:
-        wait_for(lambda: purge_progress(store, name), what=f"{name} purge", timeout=timeout)
+        reconcilers = reconciler_watch(store.table_name, endpoint_url)
+        wait_for(lambda: purge_progress(store, name, reconcilers), what=f"{name} purge", timeout=timeout)
         if output != "table":
             emit({"endpoint_name": name, "purged": True, "lifecycle_id": record.lifecycle_id}, output)
         else:
@@ -420,13 +462,14 @@ def delete(
 @inference.command()
 @connection_options
 def schema(endpoint_url: str | None, table_name: str | None, output: str) -> None:
-    """Print the JSON Schema of the endpoint spec (the options are accepted for uniformity).
+    """Print the JSON Schema of the endpoint spec: JSON by default (`-o table` too), or YAML with
+    `-o yaml` (the same document). The connection options are accepted for uniformity.
 
     \b
     Example:
       gco inference schema > spec.schema.json
     """
-    emit_json(spec_json_schema())
+    emit(spec_json_schema(), output)
 
 
 @inference.command(name="init-table")

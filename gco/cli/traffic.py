@@ -6,8 +6,6 @@ canary commands call the fenced actions of `gco.endpoints.canary`.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from gco import aws
@@ -21,8 +19,9 @@ from gco.cli.common import (
     timeout_flag,
 )
 from gco.cli.inference import show
+from gco.cli.progress import reconciler_watch
 from gco.endpoints import canary as canary_actions
-from gco.endpoints import operations
+from gco.endpoints import names, operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
 from gco.invoke import (
@@ -33,6 +32,7 @@ from gco.invoke import (
     InvokeFailedError,
     InvokeResult,
     check_path,
+    check_size,
     default_request,
     global_address,
     local_bases,
@@ -40,6 +40,7 @@ from gco.invoke import (
     send,
     send_stream,
     serving_region,
+    shown_body,
     stream_request,
     tls_verification,
 )
@@ -88,18 +89,24 @@ def invoke(
     """
     if len(regions) > 1:
         raise GcoInputError("--region", f"give one Region to invoke (got {len(regions)})")
-    region = regions[0] if regions else None
+    region = names.region(regions[0], "--region", allow_new=True) if regions else None
     if prompt is not None and body_text is not None:
         raise GcoInputError("--body", "give --prompt or --body, not both")
     if path is not None:
-        check_path(path)
+        check_path(path, name)
     body = parse_body(body_text) if body_text is not None else None
+    check_size(
+        body if body is not None else {"prompt": prompt or ""}, "--body" if body is not None else "--prompt"
+    )
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     bases = local_bases()
     routed = global_address() if region is None else None
     through, headers = routed if routed is not None else (None, {})
-    record = operations.fresh(open_store(endpoint_url, table_name), name)
-    target = GLOBAL if through else serving_region(record, region)
+    store = open_store(endpoint_url, table_name)
+    record = operations.fresh(store, name)
+    # Without --region, a Region whose observation is fresh is tried before a stale one.
+    stale = {} if region or through else reconciler_watch(store.table_name, endpoint_url).stale(record)
+    target = GLOBAL if through else serving_region(record, region, stale)
     default_path, default_body = (stream_request if stream else default_request)(record.spec, prompt)
     if through:
         url: str | None = f"{through}/inference/{name}"
@@ -131,11 +138,11 @@ def invoke(
     if output != "table":
         emit(result.model_dump(mode="json"), output)
     elif result.first_event_ms is None:
-        answered = answered_by(record, result.version)
+        answered = answered_by(record, result.version, result.status)
         via = " (through the global address)" if through else ""
         click.echo(f"{result.region}{via} {result.status} {result.latency_ms:.0f} ms, answered by {answered}")
         click.echo(f"POST {result.url}")
-        click.echo(result.body if isinstance(result.body, str) else json.dumps(result.body))
+        click.echo(shown_body(result.body))
     if not 200 <= result.status < 300:
         raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
 
@@ -174,8 +181,17 @@ def _streamed(
     return result
 
 
-def answered_by(record: EndpointRecord, version: str | None) -> str:
-    """Which version answered, with its image: `primary (IMAGE)` / `canary (IMAGE)`."""
+# What a proxy answers itself when the upstream it picked did not answer (nginx's 502 Bad Gateway,
+# 503, 504 Gateway Timeout; the in-process router's 502): no engine of that version answered.
+PROXY_FAILURES = frozenset({502, 503, 504})
+
+
+def answered_by(record: EndpointRecord, version: str | None, status: int = 200) -> str:
+    """Which version answered, with its image: `primary (IMAGE)` / `canary (IMAGE)`; for a 502, 503
+    or 504 the proxy itself, naming the version whose engines did not answer."""
+    if status in PROXY_FAILURES:
+        picked = f"{version}'s" if version in (PRIMARY, CANARY) else "its"
+        return f"the Region's proxy, not an engine ({picked} upstream did not answer)"
     if version == CANARY and record.spec.canary is not None:
         return f"{CANARY} ({record.spec.canary.image})"
     if version == PRIMARY:

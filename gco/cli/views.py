@@ -4,7 +4,7 @@ the canary. Pure functions of a record (`gco.endpoints.observed`), kept apart fr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gco.endpoints import observed
@@ -15,17 +15,22 @@ LIST_HEADERS = ("NAME", "DESIRED", "OBSERVED", "REGIONS", "READY", "CANARY", "IM
 REGION_HEADERS = ("REGION", "ROLE", "STATE", "OBSERVED", "READY", "CANARY", "ERROR")
 
 
-def observed_json(record: EndpointRecord) -> dict[str, Any]:
-    """The observed aggregate and each Region's, for `--output json` (beside the record's fields)."""
-    total = observed.aggregate(record)
+Stale = Mapping[str, str]  # Region -> why its observation is stale (`ReconcilerWatch.stale`)
+
+
+def observed_json(record: EndpointRecord, stale: Stale | None = None) -> dict[str, Any]:
+    """The observed aggregate and each Region's, for `--output json` (beside the record's fields,
+    whose `desired_state` stays as stored; `desired_shown` is how `list` and `status` read it)."""
+    total = observed.aggregate(record, stale)
     return {
+        "desired_shown": observed.desired_shown(record, total),
         "state": total.state,
         "ready": total.ready,
         "desired": total.desired,
         "reason": total.reason or None,
         "regions": {
             region: {"state": o.state, "ready": o.ready, "desired": o.desired, "reason": o.reason or None}
-            for region, o in observed.per_region(record).items()
+            for region, o in observed.per_region(record, stale).items()
         },
     }
 
@@ -55,14 +60,14 @@ def canary_line(record: EndpointRecord) -> str | None:
     return f"canary:        {canary_summary(record)} (ready: {ready})"
 
 
-def region_rows(record: EndpointRecord) -> list[list[str]]:
+def region_rows(record: EndpointRecord, stale: Stale | None = None) -> list[list[str]]:
     """`status`'s table: each Region the record was ever in, what its reconciler reported and what
-    that means (`observed`)."""
-    regions = observed.per_region(record)
+    that means (`observed`; a removed Region reads `deleting` until cleaned, a stale one `stale`)."""
+    regions = observed.per_region(record, stale)
     rows = []
     for region in record.cleanup_regions:
         status = record.region_status.get(region)
-        seen = regions.get(region) or observed.in_region(record, region)
+        seen = regions.get(region) or observed.in_region(record, region, stale)
         rows.append(
             [
                 region,
@@ -71,22 +76,24 @@ def region_rows(record: EndpointRecord) -> list[list[str]]:
                 seen.state,
                 f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
                 canary_ready(record, region),
-                observed.region_note(status) if status else "",
+                seen.reason if seen.state == "stale" else observed.region_note(status) if status else "",
             ]
         )
     return rows
 
 
-def list_rows(records: Sequence[EndpointRecord]) -> list[list[Any]]:
-    """`list`'s table: desired and observed state, each Region's observed state, the canary."""
+def list_rows(records: Sequence[EndpointRecord], stale: Mapping[str, Stale] | None = None) -> list[list[Any]]:
+    """`list`'s table: desired (as `observed.desired_shown` reads it) and observed state, each
+    Region's observed state, the canary; `stale` is per endpoint name."""
     rows = []
     for record in records:
-        total = observed.aggregate(record)
-        regions = ", ".join(f"{region} {o.state}" for region, o in observed.per_region(record).items())
+        old = (stale or {}).get(record.endpoint_name)
+        total = observed.aggregate(record, old)
+        regions = ", ".join(f"{region} {o.state}" for region, o in observed.per_region(record, old).items())
         rows.append(
             [
                 record.endpoint_name,
-                record.desired_state,
+                observed.desired_shown(record, total),
                 total.state,
                 regions or "-",
                 f"{total.ready}/{total.desired}",

@@ -53,6 +53,20 @@ def silence(record: EndpointRecord, region: str, now: datetime) -> tuple[float, 
     return (now - max(since)).total_seconds(), last
 
 
+def _what_was_seen(record: EndpointRecord, region: str, last: str | None, quiet: float) -> str:
+    """What the silence was counted from, as it is: the Region's last write for the record when it
+    came after the delete, else the delete (saying whether the Region ever wrote for the record)."""
+    deleted = record.deleted_at
+    if last is not None and (deleted is None or parse_timestamp(last) >= parse_timestamp(deleted)):
+        return f"{region}'s reconciler wrote for it {quiet:.0f} s ago (at {last})"
+    before = (
+        f"its reconciler last wrote for it at {last}, before the delete"
+        if last is not None
+        else "its reconciler never wrote for it"
+    )
+    return f"it was deleted {quiet:.0f} s ago (at {deleted}) and {region} has not acknowledged; {before}"
+
+
 def forget_region(
     store: EndpointStore,
     name: str,
@@ -92,8 +106,8 @@ def forget_region(
             name,
             f"forget {region} of",
             "deleted",
-            f"{region}'s reconciler wrote {quiet:.0f} s ago (at {last or record.deleted_at}); "
-            f"it may still acknowledge: wait, or retry after {silent_for:.0f} s of silence",
+            f"{_what_was_seen(record, region, last, quiet)}; it may still acknowledge: wait, or retry "
+            f"after {silent_for:.0f} s of silence",
         )
     details = {
         "forgotten_by": by[:128],

@@ -67,9 +67,18 @@ def _retry(
 
 
 def stop(store: EndpointStore, name: str) -> EndpointRecord:
+    """live -> stopped; a stopped endpoint is returned unchanged, nothing written (not even
+    `updated_at`: docs/cli.md, "A stopped endpoint"); a deleted one is refused.
+
+    Raises:
+        InvalidTransitionError: the endpoint is deleted.
+    """
+
     def write(record: EndpointRecord) -> EndpointRecord | None:
         if record.is_deleted:
             raise InvalidTransitionError(name, "stop", "deleted")
+        if record.desired_state == "stopped":
+            return record  # already stopped: no write
         return store.update_desired_state(name, "stopped", expected_lifecycle_id=record.lifecycle_id)
 
     return _retry(store, name, "stop", write)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
-from gco.endpoints.record import INGRESS_PREFIX
-
+# Every endpoint is reached at INGRESS_PREFIX + its name, through its Region's shared proxy.
+INGRESS_PREFIX = "/inference/"
 MAX_PATH = 8192  # nginx's default large_client_header_buffers is 8k: a longer request line is 414
 # Percent-encodings that decode to a separator or end the string (case-insensitive, as decoded).
 ENCODED_SEPARATORS = ("%2f", "%5c", "%00")
@@ -34,6 +34,7 @@ ENCODED_SEPARATORS = ("%2f", "%5c", "%00")
 DOT_SEGMENT = re.compile(r"(?:^|/)(?:\.|%2e){1,2}(?=/|$)", re.IGNORECASE)
 # Printable ASCII without the space and backslash (RFC 3986 characters and a few it leaves out).
 PATH_CHARS = re.compile(r"[!-\[\]-~]*")
+QUERY_CHARS = re.compile(r"[!-~]*")  # printable ASCII without the space
 
 
 def escape_reason(path: str) -> str | None:
@@ -49,6 +50,25 @@ def escape_reason(path: str) -> str | None:
             return f"holds an encoded separator {encoded!r}"
     if DOT_SEGMENT.search(path):
         return "holds a dot segment ('.' or '..', plain or %2e-encoded)"
+    return None
+
+
+def target_reason(target: str) -> str | None:
+    """Why the proxy refuses a request target (its path and query, as sent), or None: the one rule
+    of the in-process router and of `gco inference invoke --path` (which checks the target the
+    proxy will see, `/inference/<name><path>`). The path must pass `escape_reason`; the query is
+    not a path (`?next=/../x` is kept), but the whole target must fit in `MAX_PATH` characters
+    (nginx answers a longer request line 414) and the query must be printable ASCII without a
+    space (nginx refuses the request line otherwise)."""
+    path, _, query = target.partition("?")
+    reason = escape_reason(path)
+    if reason is not None:
+        return reason
+    if len(target) > MAX_PATH:
+        return f"is longer than {MAX_PATH} characters with its endpoint's prefix and query ({len(target)})"
+    if not QUERY_CHARS.fullmatch(query):
+        bad = next(char for char in query if not QUERY_CHARS.fullmatch(char))
+        return f"holds {bad!r} in its query, which a URL may not hold unencoded"
     return None
 
 

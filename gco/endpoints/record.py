@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gco.endpoints.admissions import ImageAdmission
 from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
+from gco.endpoints.paths import INGRESS_PREFIX
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
 from gco.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 
@@ -23,8 +24,6 @@ RegionState = Literal[
 DESIRED_STATES: tuple[str, ...] = get_args(DesiredState)
 REGION_STATES: tuple[str, ...] = get_args(RegionState)
 LIVE_STATES = frozenset({"deploying", "running"})
-# Every endpoint is reached at INGRESS_PREFIX + its name, through its Region's shared proxy.
-INGRESS_PREFIX = "/inference/"
 
 
 def ingress_path_for(name: str) -> str:

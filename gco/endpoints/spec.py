@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gco import engines
 from gco.endpoints import names
 from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.paths import escape_reason
 
 # Every pattern is matched with `fullmatch`: `$` alone would accept a trailing newline.
 IMAGE_REFERENCE = re.compile(
@@ -399,6 +400,11 @@ class EndpointSpec(_Strict):
     def _path(cls, value: str) -> str:
         if not HTTP_PATH.fullmatch(value):
             raise ValueError(f"{value!r} is not an absolute HTTP path")
+        # The kubelet's probe sends the path as written and the engine resolves it: a dot segment or
+        # an encoded separator probes another path than it reads (the proxy's rule, `paths`).
+        reason = escape_reason(value)
+        if reason is not None:
+            raise ValueError(f"{value[:80]!r} {reason}")
         return value
 
     @field_validator("env", "secret_env")

@@ -75,6 +75,7 @@ class Tgi(Framework):
     fallback_backends = ("paged",)
     model_info_path = "/info"
     answer_field = "generated_text"
+    chat_api = True  # the Messages API, /v1/chat/completions (TGI >= 1.4.0)
 
     def launch_args(self, launch: Launch) -> list[str]:
         return []

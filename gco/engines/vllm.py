@@ -48,6 +48,8 @@ from gco.engines.base import (
     Launch,
     LaunchRead,
     LogGates,
+    chat_answer_text,
+    chat_event_text,
     flag_value,
 )
 from gco.engines.logsyntax import json_object, pairs, positive, python_dict, strip_call, truthy
@@ -136,6 +138,7 @@ class OpenAICompletions(Framework):
 
     model_info_path = "/v1/models"
     answer_field = "choices[0].text"
+    chat_api = True  # vLLM's and SGLang's OpenAI servers: /v1/chat/completions
 
     def completion(self, model: str, prompt: str, max_tokens: int) -> tuple[str, dict[str, Any]]:
         body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": False}
@@ -146,18 +149,10 @@ class OpenAICompletions(Framework):
         return path, {**body, "stream": True}
 
     def answer_text(self, body: Any) -> str | None:
-        try:
-            text = body["choices"][0]["text"]
-        except (KeyError, IndexError, TypeError):
-            return None
-        return text if isinstance(text, str) else None
+        return chat_answer_text(body)
 
     def event_text(self, event: Mapping[str, Any]) -> str:
-        choices = event.get("choices") or [{}]
-        choice = choices[0] if isinstance(choices[0], dict) else {}
-        delta = choice.get("delta")
-        piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-        return str(piece or "")
+        return chat_event_text(event)
 
     def served_model(self, body: Any) -> tuple[list[str], str | None]:
         data = body.get("data") if isinstance(body, Mapping) else None

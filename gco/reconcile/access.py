@@ -264,4 +264,18 @@ def reconciler_grant(endpoint_namespaces: Sequence[str] = (DEFAULT_NAMESPACE,)) 
 
 
 RECONCILER_GRANT = reconciler_grant()
+
+
+def ungranted_namespace(namespace: str) -> str | None:
+    """Why an endpoint may not live in `namespace`, or None: the reconciler is granted only
+    `RECONCILER_GRANT.endpoint_namespaces` (never `kube-system`, gco's own `gco-system` or any
+    other), and would refuse the record with a terminal status. The one rule of `gco inference
+    deploy --namespace` and of the matrix's `namespace` setting, both refusing it before anything
+    is written."""
+    granted = RECONCILER_GRANT.endpoint_namespaces
+    if namespace in granted:
+        return None
+    return f"must be a namespace the reconciler is granted: {', '.join(granted)}"
+
+
 RUNNER_GRANT = RECONCILER_GRANT.read_only(group=RUNNER_GROUP, rbac_name=RUNNER_RBAC_NAME)

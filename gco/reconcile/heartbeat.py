@@ -32,6 +32,9 @@ PARAMETER = "/gco/{table}/reconciler/{region}/heartbeat"
 # A heartbeat older than this many sweep intervals is not live: one sweep late is a slow sweep or a
 # retried invocation (the schedule retries twice), three is a reconciler that no longer runs.
 STALE_SWEEPS = 3
+# ...and never less than this: a sweep every fraction of a second (tests) is late by seconds on a
+# loaded machine without its reconciler being gone.
+STALE_FLOOR_S = 10.0
 
 
 def parameter_name(table: str, region: str) -> str:
@@ -163,7 +166,7 @@ class Liveness:
     def live(self) -> bool:
         if self.heartbeat is None or self.age_s is None:
             return False
-        return self.age_s <= STALE_SWEEPS * self.heartbeat.every_s
+        return self.age_s <= stale_after(self.heartbeat)
 
     def describe(self) -> str:
         """`no live reconciler: ...` or `reconciler live: ...`, with the last heartbeat's time and age."""
@@ -172,6 +175,33 @@ class Liveness:
         at = self.heartbeat.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         last = f"last heartbeat {at}, {_age(self.age_s)} ago"
         return f"reconciler live: {last}" if self.live else f"no live reconciler: {last}"
+
+
+def stale_after(heartbeat: Heartbeat) -> float:
+    """The one staleness bound, from the sweep interval of the reconciler that wrote `heartbeat`:
+    `STALE_SWEEPS` intervals (at least `STALE_FLOOR_S`). A heartbeat older is not live; an
+    observation older is stale."""
+    return max(STALE_SWEEPS * heartbeat.every_s, STALE_FLOOR_S)
+
+
+def observation_stale(seen_at: datetime | None, heartbeat: Heartbeat | None, now: datetime) -> str | None:
+    """Why a Region's observation of an endpoint, last written at `seen_at` (its status's
+    `last_sync`), is stale at `now`; None while it is fresh, or where nothing says otherwise.
+
+    A reconciler re-reads every endpoint at each sweep and writes only what changed
+    (docs/reconciler.md), so its live heartbeat confirms every observation it holds: an
+    observation is stale only when neither its last write nor its reconciler's last heartbeat is
+    within `stale_after`. Without a heartbeat (none was ever written, an older reconciler) there
+    is no bound to judge by: None.
+    """
+    if heartbeat is None:
+        return None
+    latest = max(moment for moment in (seen_at, heartbeat.at) if moment is not None)
+    age = max(0.0, (now - latest).total_seconds())
+    if age <= stale_after(heartbeat):
+        return None
+    beat = heartbeat.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"last confirmed {_age(age)} ago; its reconciler's last heartbeat {beat}"
 
 
 def liveness(heartbeat: Heartbeat | None, now: datetime) -> Liveness:

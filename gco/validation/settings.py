@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from gco import engines
 from gco.engines.tgi import Tgi
 from gco.engines.vllm import Vllm
-from gco.reconcile.access import RECONCILER_GRANT
+from gco.reconcile.access import ungranted_namespace
 from gco.validation.errors import SettingsError
 
 # The matrix's engines, in this order, each on its image's own port (`gco.engines`).
@@ -196,11 +196,9 @@ def parse_settings(raw: Mapping[str, Any]) -> MatrixSettings:
     namespace = _string(raw, "namespace")
     if not DNS_LABEL.fullmatch(namespace):
         raise SettingsError("namespace", "must be a DNS label (lowercase letters, digits, '-'; at most 63)")
-    granted = RECONCILER_GRANT.endpoint_namespaces
-    if namespace not in granted:
-        # The reconciler would refuse it with a terminal status: refuse it here, before deploying.
-        allowed = ", ".join(granted)
-        raise SettingsError("namespace", f"must be a namespace the reconciler is granted: {allowed}")
+    ungranted = ungranted_namespace(namespace)
+    if ungranted is not None:  # the reconciler would refuse it with a terminal status
+        raise SettingsError("namespace", ungranted)
     gpu_count = _get(raw, "gpu_count")
     if not is_int(gpu_count) or gpu_count < 0:
         raise SettingsError("gpu_count", "must be an integer >= 0")

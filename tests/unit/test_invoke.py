@@ -21,12 +21,20 @@ IMAGE = "vllm/vllm-openai:v0.6.3"
 
 
 def test_framework_defaults() -> None:
+    """Every built-in framework is asked a chat completion (the model's chat template frames the
+    prompt as the user's turn: an instruct model needs it to answer at all)."""
+    chat = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 32,
+        "temperature": 0,
+        "stream": False,
+    }
     path, body = default_request(parse_spec({"image": IMAGE, "model_id": "m"}), "hi")
-    assert path == "/v1/completions"
-    assert body == {"model": "m", "prompt": "hi", "max_tokens": 32, "temperature": 0, "stream": False}
+    assert (path, body) == ("/v1/chat/completions", {"model": "m", **chat})
     path, body = default_request(parse_spec({"image": IMAGE, "framework": "tgi", "port": 8080}), "hi")
-    assert path == "/generate"
-    assert body == {"inputs": "hi", "parameters": {"do_sample": False, "max_new_tokens": 32}}
+    assert (path, body) == ("/v1/chat/completions", {"model": "tgi", **chat})
+    path, body = stream_request(parse_spec({"image": IMAGE, "framework": "sglang", "model_id": "m"}), "hi")
+    assert (path, body) == ("/v1/chat/completions", {"model": "m", **chat, "stream": True})
 
 
 @pytest.mark.parametrize("text", ["{", "[1]", '"x"', "nan-ish"])
@@ -57,11 +65,19 @@ def test_sigv4_signs_for_execute_api_in_the_region(monkeypatch: pytest.MonkeyPat
 
 
 def test_streamed_requests() -> None:
-    """OpenAI engines: the same completion with `stream: true`; TGI: `/generate_stream`."""
+    """Every built-in framework: the same chat completion with `stream: true`, its chunks read as
+    OpenAI's (`delta.content`) whatever the framework; TGI's own stream events are still read."""
     path, body = stream_request(parse_spec({"image": IMAGE, "model_id": "m"}), "hi")
-    assert (path, body["stream"], body["prompt"]) == ("/v1/completions", True, "hi")
+    assert (path, body["stream"], body["messages"]) == (
+        "/v1/chat/completions",
+        True,
+        [{"role": "user", "content": "hi"}],
+    )
     path, body = stream_request(parse_spec({"image": IMAGE, "framework": "tgi", "port": 8080}), "hi")
-    assert (path, body["inputs"]) == ("/generate_stream", "hi")
+    assert (path, body["stream"]) == ("/v1/chat/completions", True)
+    chunk = '{"choices": [{"index": 0, "delta": {"content": " there"}}]}'
+    assert event_text(chunk, "tgi") == " there" and event_text(chunk, "vllm") == " there"
+    assert event_text('{"token": {"text": " tok", "special": false}}', "tgi") == " tok"
 
 
 def test_sse_data_follows_the_event_stream_format() -> None:
@@ -121,3 +137,28 @@ def test_the_global_address_and_its_key_come_from_the_environment() -> None:
     assert global_address(both) == ("http://127.0.0.1:9", {"authorization": "Bearer gco-k"})
     assert global_address({GLOBAL_URL_ENV: "http://127.0.0.1:9"}) is None  # no key: the Region's way in
     assert global_address({API_KEY_ENV: "gco-k"}) is None
+
+
+def test_invoke_without_region_prefers_a_fresh_region() -> None:
+    from gco.invoke import serving_region
+    from tests.unit.endpoints.test_observed import status
+    from tests.unit.reconcile.records import EAST, WEST, make_record
+
+    record = make_record(region_status={EAST: status("running", 1), WEST: status("running", 1)})
+    assert serving_region(record, None) == EAST
+    assert serving_region(record, None, stale={EAST}) == WEST
+    assert serving_region(record, None, stale={EAST, WEST}) == EAST  # all stale: still tried, in order
+    assert serving_region(record, EAST, stale={EAST}) == EAST  # --region is obeyed
+
+
+def test_a_502_from_a_dead_regions_proxy_is_not_printed_as_answered_by_primary() -> None:
+    from gco.cli.traffic import answered_by
+    from tests.unit.reconcile.records import IMAGE, make_record
+
+    record = make_record()
+    assert answered_by(record, "primary") == f"primary ({IMAGE})"
+    for code in (502, 503, 504):
+        said = answered_by(record, "primary", code)
+        assert "primary (" not in said
+        assert said == "the Region's proxy, not an engine (primary's upstream did not answer)"
+    assert answered_by(record, None, 502) == "the Region's proxy, not an engine (its upstream did not answer)"

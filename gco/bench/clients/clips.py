@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from gco import input_files
 from gco.bench.errors import BenchInputError
+from gco.errors import GcoInputError
 
 MAX_CLIPS = 100_000
 CLIPS_FIELD = "--clips"
@@ -51,10 +53,10 @@ def load_clips(path: Path, field: str = CLIPS_FIELD) -> list[Clip]:
     Raises:
         BenchInputError: unreadable, empty, too large, or a line that is not a clip (names the line).
     """
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BenchInputError(field, f"cannot read {path}: {error}") from None
+    try:  # a regular file only: a FIFO would block the read forever
+        raw = input_files.read_bounded(path, field, input_files.MAX_DATA_FILE_BYTES)
+    except GcoInputError as error:
+        raise BenchInputError(field, error.message) from None
     clips: list[Clip] = []
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():

@@ -14,7 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from gco import input_files
 from gco.bench.errors import BenchInputError
+from gco.errors import GcoInputError
 
 DEFAULT_EDGES = (128, 512, 2048)
 MAX_PROMPTS = 100_000
@@ -51,10 +53,10 @@ def increasing(edges: Sequence[int]) -> str | None:
 
 
 def _texts(path: Path) -> list[str]:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BenchInputError("--prompts", f"cannot read {path}: {error}") from None
+    try:  # a regular file only: a FIFO would block the read forever
+        raw = input_files.read_bounded(path, "--prompts", input_files.MAX_DATA_FILE_BYTES)
+    except GcoInputError as error:
+        raise BenchInputError("--prompts", error.message) from None
     if path.suffix.lower() == ".txt":
         return [line for line in raw.splitlines() if line.strip()]
     try:

@@ -5,18 +5,19 @@ Parsed once at the edge; errors name the field. Env values of None are inherited
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gco import input_files
 from gco.bench.clients.prompts import increasing
 from gco.bench.errors import BenchInputError
+from gco.errors import GcoInputError
 from gco.evidence.redact import looks_secret
 
+MAX_MANIFEST_BYTES = 1024 * 1024
 LABEL = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 
 
@@ -143,18 +144,16 @@ def _field(loc: tuple[int | str, ...]) -> str:
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read a manifest from JSON or YAML.
+    """Read a manifest from JSON or YAML (`gco.input_files`: a regular file of at most
+    `MAX_MANIFEST_BYTES`, strict JSON, YAML by the 1.2 core schema).
 
     Raises:
         BenchInputError: unreadable or invalid; the field is the dotted path of the first error.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as error:
-        raise BenchInputError("--manifest", f"cannot read {path}: {error}") from None
-    except (ValueError, yaml.YAMLError) as error:
-        raise BenchInputError("--manifest", f"cannot parse {path}: {error}") from None
+        data = input_files.load_document(path, "--manifest", MAX_MANIFEST_BYTES)
+    except GcoInputError as error:
+        raise BenchInputError("--manifest", error.message) from None
     if not isinstance(data, dict):
         raise BenchInputError("--manifest", "must be a mapping")
     try:

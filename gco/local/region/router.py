@@ -26,8 +26,7 @@ from typing import Any
 
 import httpx
 
-from gco.endpoints.paths import escape_reason
-from gco.endpoints.record import INGRESS_PREFIX
+from gco.endpoints.paths import INGRESS_PREFIX, target_reason
 from gco.local.processes.listen import LOOPBACK
 from gco.local.region.services import (
     FORWARD_TIMEOUT_S,
@@ -157,7 +156,7 @@ class LocalRouter:
             answer(request, 200, b"ok\n", "text/plain")
             return
         path, sep, query = request.path.partition("?")
-        refused = escape_reason(path)
+        refused = target_reason(request.path)
         if refused is not None:
             answer(request, 400, json.dumps({"error": f"the path {refused}"}).encode())
             return

@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from gco.front_door import GENERATION_TIMEOUT_S
+from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.local.errors import PolicyDeniedError
 from gco.local.processes.listen import LOOPBACK
 from gco.local.region.kubelet import LocalKubelet
@@ -43,9 +43,9 @@ from gco.reconcile.objects import SERVICE, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.render_proxy import proxy_labels
 
 log = logging.getLogger(__name__)
-MAX_BODY = 16 << 20
 # The longest wait for the next bytes of an answer: the front door's limit on a whole generation.
 FORWARD_TIMEOUT_S = float(GENERATION_TIMEOUT_S)
+TOO_LARGE = json.dumps({"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}).encode()
 UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
 PROXY_SOURCE = Peer(SYSTEM_NAMESPACE, proxy_labels())  # the Region's proxy, as a pod of gco-system
 
@@ -122,10 +122,12 @@ def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
 
 
 def read_body(request: BaseHTTPRequestHandler) -> bytes | None:
-    """The request body, or None (answered 413) when it is larger than MAX_BODY."""
+    """The request body, or None (answered 413, the connection closed, the body unread) when it is
+    larger than `MAX_REQUEST_BYTES`, the proxy's `client_max_body_size`."""
     length = int(request.headers.get("content-length") or 0)
-    if length > MAX_BODY:
-        answer(request, 413, b'{"error":"request body too large"}')
+    if length > MAX_REQUEST_BYTES:
+        request.close_connection = True
+        answer(request, 413, TOO_LARGE, headers={"connection": "close"})
         return None
     return request.rfile.read(length) if length else b""
 

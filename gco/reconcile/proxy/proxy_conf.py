@@ -34,9 +34,8 @@ file has no forwarding at all.
 
 from __future__ import annotations
 
-from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK
-from gco.endpoints.record import INGRESS_PREFIX
-from gco.front_door import GENERATION_TIMEOUT_S, HOP_HEADER, HOP_VALUE, SERVE_REGION_HEADER
+from gco.endpoints.paths import INGRESS_PREFIX, NGINX_REFUSED, NGINX_ROUTE_CHECK
+from gco.front_door import GENERATION_TIMEOUT_S, HOP_HEADER, HOP_VALUE, MAX_REQUEST_BYTES, SERVE_REGION_HEADER
 from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
 from gco.reconcile.proxy.routes import (
     CANARY,
@@ -137,6 +136,7 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
         tls=TLS_DIR,
         health=HEALTH_PATH,
         timeout=GENERATION_TIMEOUT_S,
+        max_body=MAX_REQUEST_BYTES,
         refused="\n".join(
             f'        if ($request_uri ~* "{rule}") {{ return 400; }}' for rule in NGINX_REFUSED
         ),
@@ -170,7 +170,7 @@ http {{
     proxy_read_timeout {timeout}s;
     proxy_send_timeout {timeout}s;
     send_timeout {timeout}s;
-    client_max_body_size 16m;
+    client_max_body_size {max_body};
     map_hash_max_size {map_max};
     map_hash_bucket_size {map_bucket};
 {forward_http}    # The endpoint's routes, by name ($gco_name, from the routed or the status location).

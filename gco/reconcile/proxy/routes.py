@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gco.endpoints.record import INGRESS_PREFIX
+from gco.endpoints.paths import INGRESS_PREFIX
 from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
 from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, UPSTREAM_ANNOTATION
 

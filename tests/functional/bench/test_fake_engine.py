@@ -13,6 +13,8 @@ import pytest
 from gco.bench import fake_engine
 from gco.bench.analysis.metrics import parse_metrics
 from gco.bench.clients.transport import Client
+from gco.bench.prefix_blocks import CAPACITY
+from gco.front_door import MAX_REQUEST_BYTES
 from tests.functional.bench.conftest import behaviour, engine_server
 
 
@@ -133,3 +135,30 @@ def test_main_prints_start_up_lines_and_serves_until_stopped(
         await task
 
     asyncio.run(real())
+
+
+def test_a_large_prompt_keeps_the_prefix_cache_within_its_bound() -> None:
+    engine = fake_engine.FakeEngine(behaviour())
+    prompt = "".join(f"{index:015d}|" for index in range(MAX_REQUEST_BYTES // 16))  # all blocks distinct
+    engine.prefix_cache(prompt)
+    assert len(engine.counters.blocks) == CAPACITY
+    assert engine.counters.cache_queries == MAX_REQUEST_BYTES // 16
+    engine.prefix_cache(prompt)  # its first blocks were evicted: nothing leads with a hit
+    assert engine.counters.cache_hits == 0 and len(engine.counters.blocks) == CAPACITY
+    short = "abcdefghijklmnop" * 8
+    engine.prefix_cache(short)
+    engine.prefix_cache(short)
+    assert engine.counters.cache_hits == 8 and len(engine.counters.blocks) == CAPACITY
+
+
+def test_a_body_over_the_limit_is_refused_413_unread() -> None:
+    async def scenario() -> None:
+        async with engine_server() as (url, engine):
+            reader, writer = await asyncio.open_connection("127.0.0.1", int(url.rsplit(":", 1)[1]))
+            head = f"POST /v1/completions HTTP/1.1\r\ncontent-length: {MAX_REQUEST_BYTES + 1}\r\n\r\n"
+            writer.write(head.encode())  # the body is never sent: the engine must not wait for it
+            assert b" 413 " in await asyncio.wait_for(reader.readline(), 10)
+            writer.close()
+            assert engine.requests == 0 and len(engine.counters.blocks) == 0
+
+    asyncio.run(scenario())

@@ -87,7 +87,7 @@ def test_deploy_status_list_surface(cli: Cli, tmp_path: Path) -> None:
     assert record["observed"]["regions"]["us-west-2"] == {
         "state": "pending",
         "ready": 0,
-        "desired": 0,
+        "desired": 2,  # not counted yet: the spec's replicas are what it will want
         "reason": None,
     }
     assert [item["endpoint_name"] for item in cli.json("inference", "list", "--state", "pending")] == ["chat"]

@@ -39,8 +39,13 @@ def test_a_silent_region_is_forgotten_after_the_silence_and_the_record_purged(st
     acknowledge(store, EAST, record)
     assert record.deleted_at is not None
     soon = parse_timestamp(record.deleted_at) + timedelta(seconds=100)
-    with pytest.raises(InvalidTransitionError, match=f"{GONE}'s reconciler wrote 100 s ago"):
+    with pytest.raises(InvalidTransitionError) as caught:
         forget_region(store, "chat", GONE, silent_for=900, by="ops", now=soon)
+    # The truth of what it saw: GONE never wrote (no "its reconciler wrote 100 s ago").
+    assert (
+        f"it was deleted 100 s ago (at {record.deleted_at}) and {GONE} has not acknowledged; "
+        "its reconciler never wrote for it; it may still acknowledge"
+    ) in str(caught.value)
     later = parse_timestamp(record.deleted_at) + timedelta(seconds=1000)
     done = forget_region(store, "chat", GONE, silent_for=900, by="ops", now=later)
     assert done.purged and done.record is None and store.get("chat") is None
@@ -110,7 +115,11 @@ def test_the_command(store: EndpointStore, moto: MotoServer, capsys: pytest.Capt
     assert main(["inference", "delete", "chat", "--wait", "--timeout", "0", *connection]) == 1
     err = capsys.readouterr().err
     assert f"awaiting the acknowledgement of {GONE}" in err.splitlines()[-1]
-    assert "gco inference forget-region chat --region R --yes" in err.splitlines()[-1]
+    # suggested for GONE because its reconciler is really not live (no heartbeat was ever written)
+    assert (
+        f"{GONE} (no live reconciler: no heartbeat was ever written: if its stack is gone, "
+        f"gco inference forget-region chat --region {GONE} --yes)"
+    ) in err.splitlines()[-1]
 
     assert main(["inference", "forget-region", "chat", "--region", GONE, *connection]) == 2
     assert capsys.readouterr().err.startswith("error: --yes: ")
@@ -119,3 +128,27 @@ def test_the_command(store: EndpointStore, moto: MotoServer, capsys: pytest.Capt
     age_deletion(store, 1000)
     assert main(["inference", "forget-region", "chat", "--region", GONE, "--yes", *connection]) == 0
     assert "purged" in capsys.readouterr().out and store.get("chat") is None
+
+
+def test_forget_region_tells_the_truth_about_what_it_saw(store: EndpointStore) -> None:
+    """A Region whose reconciler last wrote before the delete is named with the delete and that
+    earlier write, never as having "written N s ago"."""
+    created = store.create("chat", SPEC, [EAST, GONE])
+    written = store.update_region_status(
+        "chat",
+        GONE,
+        "running",
+        expected_lifecycle_id=created.lifecycle_id,
+        expected_region_generation=created.region_generations[GONE],
+    )
+    assert written is not None
+    last = written.region_status[GONE].last_sync
+    record = store.update_desired_state("chat", "deleted")
+    assert record is not None and record.deleted_at is not None and last is not None
+    soon = parse_timestamp(record.deleted_at) + timedelta(seconds=30)
+    with pytest.raises(InvalidTransitionError) as caught:
+        forget_region(store, "chat", GONE, silent_for=900, by="ops", now=soon)
+    assert (
+        f"it was deleted 30 s ago (at {record.deleted_at}) and {GONE} has not acknowledged; "
+        f"its reconciler last wrote for it at {last}, before the delete"
+    ) in str(caught.value)

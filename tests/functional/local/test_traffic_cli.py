@@ -8,6 +8,7 @@ import json
 import pytest
 
 from gco.endpoints import EndpointStore
+from gco.engines.base import chat_answer_text
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -43,7 +44,7 @@ def test_invoke_in_two_regions_and_canary_commands(store: EndpointStore, local_c
         eventually(lambda r=region: running(store, "smol", r, 1), f"running in {region}")  # type: ignore[misc]
         answer = local_cli.json("inference", "invoke", "smol", "--region", region, "--prompt", "hi")
         assert answer["region"] == region and answer["status"] == 200
-        assert answer["body"]["model"] == MODEL and answer["body"]["choices"][0]["text"]
+        assert answer["body"]["model"] == MODEL and chat_answer_text(answer["body"])  # the default: chat
         assert answer["latency_ms"] > 0
     models = local_cli.json("inference", "invoke", "smol", "--path", "/v1/models", "--body", "{}")
     assert models["body"]["data"][0]["id"] == MODEL

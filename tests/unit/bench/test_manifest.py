@@ -62,7 +62,7 @@ def test_unreadable_and_unparsable(tmp_path: Path) -> None:
         load_manifest(tmp_path / "absent.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{nope", encoding="utf-8")
-    with pytest.raises(BenchInputError, match="cannot parse"):
+    with pytest.raises(BenchInputError, match="is not valid JSON"):
         load_manifest(bad)
 
 
@@ -84,3 +84,16 @@ def test_schema_accepts_a_good_manifest_and_rejects_a_bad_one() -> None:
     validator = jsonschema.Draft202012Validator(manifest_schema())
     assert not list(validator.iter_errors(_manifest()))
     assert list(validator.iter_errors(_manifest(port="x")))
+
+
+def test_a_yaml_manifest_reads_by_the_yaml_1_2_core_schema(tmp_path: Path) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text(
+        "engines:\n- {label: vllm, argv: [serve, 'on'], port: 8000, model: {id: m}}\n", encoding="utf-8"
+    )
+    assert load_manifest(path).engines[0].argv == ["serve", "on"]
+    path.write_text(
+        "engines:\n- {label: vllm, argv: [serve, on], port: 010, model: {id: m}}\n", encoding="utf-8"
+    )
+    with pytest.raises(BenchInputError, match="'010' at line 2 has a leading zero"):
+        load_manifest(path)

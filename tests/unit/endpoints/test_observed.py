@@ -70,3 +70,53 @@ def test_stopped_and_deleted_records() -> None:
         WEST: "deleting",
     }
     assert observed.aggregate(deleted).state == "deleting"
+
+
+def test_a_removed_region_does_not_show_observed_pending() -> None:
+    removing = make_record(
+        target_regions=[EAST], region_status={EAST: status("running", 1), WEST: status("running", 1)}
+    )
+    assert observed.in_region(removing, WEST).state == "deleting"
+    assert observed.in_region(removing, WEST).state != "pending"
+    gone = make_record(
+        target_regions=[EAST], region_status={EAST: status("running", 1), WEST: status("deleted", 0, 0)}
+    )
+    assert observed.in_region(gone, WEST).state == "deleted"
+    never = make_record(target_regions=[EAST], region_status={EAST: status("running", 1)})
+    assert observed.in_region(never, WEST).state == "deleting"  # its reconciler has not reported yet
+    assert observed.aggregate(gone).state == "running"  # over the target Regions only
+
+
+def test_degraded_3_3_is_wrong_every_replica_ready_reads_updating() -> None:
+    record = make_record(target_regions=[EAST], region_status={EAST: status("updating", 3, 3)})
+    assert str(observed.in_region(record, EAST)) == "updating 3/3"
+    assert str(observed.aggregate(record)) == "updating 3/3"
+    both = make_record(region_status={EAST: status("running", 3, 3), WEST: status("updating", 3, 3)})
+    assert observed.aggregate(both).state == "updating"
+    # A Region not yet counted wants the spec's replicas: one running, one pending is 1 of 2, not 1/1.
+    half = make_record(region_status={EAST: status("running", 1)})
+    assert str(observed.aggregate(half)) == "degraded 1/2"
+
+
+def test_desired_state_deploying_on_a_running_endpoint_reads_as_what_it_is() -> None:
+    running = make_record(
+        desired_state="deploying", region_status={EAST: status("running", 1), WEST: status("running", 1)}
+    )
+    assert running.desired_state == "deploying"  # the stored value is unchanged
+    assert observed.desired_shown(running, observed.aggregate(running)) == "running"
+    rolling = make_record(desired_state="deploying", region_status={EAST: status("running", 1)})
+    assert observed.desired_shown(rolling, observed.aggregate(rolling)) == "rolling out"
+    stopped = make_record(desired_state="stopped")
+    assert observed.desired_shown(stopped, observed.aggregate(stopped)) == "stopped"
+
+
+def test_a_stale_region_is_shown_stale_and_named_in_the_aggregate() -> None:
+    record = make_record(region_status={EAST: status("running", 1), WEST: status("running", 1)})
+    stale = {WEST: "last confirmed 2 min ago"}
+    assert str(observed.in_region(record, WEST, stale)) == (
+        "stale 0/1 (last confirmed 2 min ago; it said running 1/1)"
+    )
+    total = observed.aggregate(record, stale)
+    assert (total.state, total.reason) == ("degraded", f"stale: {WEST}")
+    assert observed.aggregate(record, {EAST: "x", WEST: "y"}).state == "stale"
+    assert observed.matches(record, "stale", {EAST: "x", WEST: "y"})

@@ -16,9 +16,11 @@ from gco.reconcile.heartbeat import (
     HeartbeatWriter,
     Liveness,
     liveness,
+    observation_stale,
     parameter_arn,
     parameter_name,
     read_heartbeat,
+    stale_after,
 )
 
 T0 = datetime(2026, 12, 2, 6, 0, 0, tzinfo=UTC)
@@ -114,7 +116,7 @@ def test_a_parameter_that_holds_no_heartbeat_is_an_error_naming_it() -> None:
         read_heartbeat(parameters, "tbl", "us-east-1")
 
 
-def test_a_wait_reads_each_regions_heartbeat_again_only_after_the_reread_interval() -> None:
+def test_a_wait_reuses_a_live_heartbeat_for_one_sweep_interval_and_rereads_before_a_dead_verdict() -> None:
     reads: list[str] = []
     beats: dict[str, Heartbeat | None] = {"us-east-1": Heartbeat(at=T0, every_s=EVERY), "us-west-2": None}
 
@@ -126,14 +128,63 @@ def test_a_wait_reads_each_regions_heartbeat_again_only_after_the_reread_interva
     watch = ReconcilerWatch(read, clock=clock)
     assert isinstance(first := watch.check("us-east-1"), Liveness) and first.live
     assert isinstance(never := watch.check("us-west-2"), Liveness) and never.heartbeat is None
-    clock.now = T0 + timedelta(seconds=HEARTBEAT_REREAD_S - 1)
+    clock.now = T0 + timedelta(seconds=EVERY - 1)  # within one sweep interval: no newer beat can exist
+    assert isinstance(watch.check("us-east-1"), Liveness) and reads == ["us-east-1", "us-west-2"]
     beats["us-west-2"] = Heartbeat(at=clock.now, every_s=EVERY)
-    assert isinstance(cached := watch.check("us-west-2"), Liveness) and cached.heartbeat is None
-    assert reads == ["us-east-1", "us-west-2"]
+    # "no heartbeat" is a verdict of no live reconciler: never given from a cached read
+    assert isinstance(fresh := watch.check("us-west-2"), Liveness) and fresh.live
+    assert reads == ["us-east-1", "us-west-2", "us-west-2"]
     clock.now = T0 + timedelta(seconds=STALE_SWEEPS * EVERY + 1)  # ages are judged at each call
     assert isinstance(late := watch.check("us-east-1"), Liveness) and not late.live
-    assert isinstance(fresh := watch.check("us-west-2"), Liveness) and fresh.live
-    assert reads == ["us-east-1", "us-west-2", "us-east-1", "us-west-2"]
+    assert reads[-1] == "us-east-1"  # read afresh before saying so
+
+
+def test_heartbeat_reads_never_produce_a_false_no_live_reconciler() -> None:
+    """The local stack sweeps every 5 s, so a heartbeat older than 3 x 5 s means no live reconciler.
+    A watch that kept a read 15 s (the old reuse interval) judged a 4 s old heartbeat 16 s later as
+    19 s old: "no live reconciler" on a healthy stack. Now no verdict comes from a stale read."""
+    every = 5.0
+    clock = Clock(T0)
+
+    def read(region: str) -> Heartbeat | None:  # a reconciler beating every 5 s, on time
+        elapsed = (clock.now - T0).total_seconds()
+        return Heartbeat(at=T0 + timedelta(seconds=every * (elapsed // every) - 4), every_s=every)
+
+    watch = ReconcilerWatch(read, clock=clock)
+    for second in range(120):
+        clock.now = T0 + timedelta(seconds=second)
+        verdict = watch.check("us-east-1")
+        assert isinstance(verdict, Liveness), verdict
+        assert verdict.live, (second, verdict.describe())
+
+
+def test_an_unreadable_heartbeat_is_asked_again_only_after_the_reread_interval() -> None:
+    reads: list[str] = []
+
+    def read(region: str) -> Heartbeat | None:
+        reads.append(region)
+        raise HeartbeatError("AccessDeniedException")
+
+    clock = Clock(T0)
+    watch = ReconcilerWatch(read, clock=clock)
+    watch.check("us-east-1")
+    clock.now = T0 + timedelta(seconds=HEARTBEAT_REREAD_S - 1)
+    assert isinstance(watch.check("us-east-1"), HeartbeatError) and reads == ["us-east-1"]
+    clock.now = T0 + timedelta(seconds=HEARTBEAT_REREAD_S)
+    watch.check("us-east-1")
+    assert reads == ["us-east-1", "us-east-1"]
+
+
+def test_an_observation_is_stale_past_the_bound_of_its_reconcilers_sweeps() -> None:
+    beat = Heartbeat(at=T0, every_s=EVERY)
+    bound = stale_after(beat)
+    assert bound == STALE_SWEEPS * EVERY
+    assert observation_stale(T0, beat, T0 + timedelta(seconds=bound)) is None
+    late = observation_stale(T0 - timedelta(hours=1), beat, T0 + timedelta(seconds=bound + 1))
+    assert late == "last confirmed 15 min ago; its reconciler's last heartbeat 2026-12-02T06:00:00Z"
+    # a write after the last heartbeat is fresh on its own; no heartbeat at all: nothing to judge by
+    assert observation_stale(T0 + timedelta(seconds=bound), beat, T0 + timedelta(seconds=bound + 1)) is None
+    assert observation_stale(T0, None, T0 + timedelta(days=1)) is None
 
 
 def test_a_heartbeat_that_cannot_be_read_is_reported_as_such_not_as_a_dead_reconciler() -> None:
