@@ -286,9 +286,11 @@ def send_stream(
     framework: str = engines.DEFAULT,
     timeout: float = TIMEOUT_S,
     clock: Callable[[], float] = time.perf_counter,
+    headers: Mapping[str, str] | None = None,
 ) -> InvokeResult:
     """POST `body` to `url` and hand each streamed event's text (as `framework` reads its events) to
-    `on_text` as it arrives.
+    `on_text` as it arrives. `headers` are sent besides the request's own (unsigned: SigV4 signs the
+    headers it lists, and a receiver checks only those), e.g. the proxy's version pin.
 
     The result's body is `{"text", "events"}` for a 2xx answer (the engine's answer otherwise, not
     streamed); `first_event_ms` says when the first event came.
@@ -299,14 +301,14 @@ def send_stream(
             error event.
     """
     data = json.dumps(body).encode()
-    headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
-    headers["accept"] = "text/event-stream"
+    sent = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    sent = {**sent, **(headers or {}), "accept": "text/event-stream"}
     started = clock()
     first: float | None = None
     pieces: list[str] = []
     try:
         with httpx.stream(
-            "POST", url, content=data, headers=headers, timeout=timeout, verify=tls_verification()
+            "POST", url, content=data, headers=sent, timeout=timeout, verify=tls_verification()
         ) as answer:
             version = answer.headers.get(VERSION_HEADER)
             if not 200 <= answer.status_code < 300:

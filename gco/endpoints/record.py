@@ -67,6 +67,7 @@ class EndpointRecord(BaseModel):
     deletion_generation: str | None = None
     deletion_regions: list[str] | None = None
     deleted_at: str | None = None  # the first move to deleted
+    rollout_evidence: str | None = None  # the id of the last rollout's latest evidence record (gco.rollout)
 
     @property
     def is_legacy(self) -> bool:
