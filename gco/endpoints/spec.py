@@ -88,6 +88,7 @@ TEXT_FIELDS = (
     *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
     "proxy_image",
     *("secret_env", "secret_id", "json_key"),
+    *("regions", "promoted_regions"),
 )
 
 

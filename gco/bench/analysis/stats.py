@@ -8,6 +8,7 @@ The median of the per-round ratios (`paired_ratio_ci`) is kept beside it as a se
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -53,17 +54,24 @@ def _smoothed_medians(
     return np.asarray(np.median(sample, axis=1), dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=1024)
+def _small_sample_factor(level: float, n: int) -> float:
+    """t(n-1)/z * sqrt((n-1)/n) at the two-sided `level` (kept: a rollout asks it at every look)."""
+    from scipy.stats import norm  # type: ignore[import-untyped]  # 1 s to import: only when needed
+    from scipy.stats import t as student_t
+
+    upper = 1 - (1 - level) / 2
+    return float(student_t.ppf(upper, n - 1) / norm.ppf(upper) * np.sqrt((n - 1) / n))
+
+
 def _interval(
     center: float, medians: NDArray[np.float64], n: int, level: float = LEVEL
 ) -> tuple[float, float]:
     """Percentile interval widened around the center by t(n-1)/z * sqrt((n-1)/n) (small-sample
     correction), both quantiles taken at the two-sided `level`."""
-    from scipy.stats import norm  # type: ignore[import-untyped]  # 1 s to import: only when needed
-    from scipy.stats import t as student_t
-
     tail = (1 - level) / 2
     lo, hi = np.percentile(medians, [100 * tail, 100 * (1 - tail)])
-    factor = float(student_t.ppf(1 - tail, n - 1) / norm.ppf(1 - tail) * np.sqrt((n - 1) / n))
+    factor = _small_sample_factor(level, n)
     return center - (center - float(lo)) * factor, center + (float(hi) - center) * factor
 
 
