@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from gco.rollout.blocks import Sample, measure, order, summary
+from gco.rollout.blocks import Sample, Version, measure, order, summary
 from gco.rollout.decision import Block, Rule, VersionBlock, decide, sign_test_p
 from gco.rollout.errors import RolloutInputError
 
@@ -139,9 +139,9 @@ def test_a_blocks_summary_takes_answered_medians_and_counts_failures() -> None:
 def test_measure_sends_in_the_blocks_order() -> None:
     sent: list[str] = []
 
-    def send(version: str) -> Sample:
+    def send(version: Version) -> Sample:
         sent.append(version)
-        return Sample(version=version, ok=True, ttft_ms=1, latency_ms=2)  # type: ignore[arg-type]
+        return Sample(version=version, ok=True, ttft_ms=1, latency_ms=2)
 
-    block, samples = measure(send, 4)  # type: ignore[arg-type]
+    block, samples = measure(send, 4)
     assert sent == order(4) and len(samples) == 8 and block.canary.requests == 4
