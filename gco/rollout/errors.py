@@ -2,7 +2,8 @@
 
 RolloutError                 (gco.errors.GcoError)
 ├── RolloutInputError        a bad option or state document (also GcoInputError: exit 2)
-└── RolloutSupersededError   the endpoint was deleted or re-created since the rollout began (nothing written)
+├── RolloutSupersededError   the endpoint was deleted or re-created since the rollout began (nothing written)
+└── ExecutionStartError      Step Functions refused to start the rollout's execution, or was unreachable
 
 A verdict (promoted, rolled back, inconclusive), and a canary that never served (rolled back), is never
 an exception: it is the rollout's outcome,
@@ -29,3 +30,7 @@ class RolloutInputError(RolloutError, GcoInputError):
 
 class RolloutSupersededError(RolloutError):
     """The endpoint is no longer the lifecycle the rollout began on."""
+
+
+class ExecutionStartError(RolloutError):
+    """Step Functions refused or could not be reached."""
