@@ -14,9 +14,11 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.data import EndpointTable, EvidenceBucket
 from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
+from stacks.constructs.rollout_workflow import RolloutWorkflow
 from stacks.constructs.runner_cleanup import RunnerCleanup
 from stacks.constructs.runner_workflow import RunnerNames, RunnerWorkflow
 
@@ -35,7 +37,8 @@ class KeysStack(Stack):
 
 
 class GlobalStack(Stack):
-    """The endpoint table (and its replicas), the evidence bucket and the GPU runner workflow."""
+    """The endpoint table (and its replicas), the evidence bucket, the GPU runner workflow and the rollout
+    state machine (`stacks/constructs/rollout_workflow.py`)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -99,5 +102,18 @@ class GlobalStack(Stack):
             workflow_name=names.workflow,
             workflow_arn=self.runner_workflow.state_machine.state_machine_arn,
             key=self.key,
+            log_retention=retention,
+        )
+        self.rollout = RolloutWorkflow(
+            self,
+            "Rollout",
+            name=config.name("rollout"),
+            prefix=config.prefix,
+            regions=config.regions,
+            table=self.endpoints.table,
+            table_key=self.table_key,
+            bucket=self.evidence.bucket,
+            key=self.key,
+            code=lambda_code(install_dependencies=config.bundle_dependencies),
             log_retention=retention,
         )

@@ -185,16 +185,29 @@ def _analyse(state: RolloutState, ports: Ports, region: RegionAnalysis) -> Rollo
 
 def _finish(state: RolloutState, ports: Ports, outcome: Outcome, reason: str) -> RolloutState:
     if outcome != "promoted":
-        _remove_canary(ports.store, state.settings.endpoint)
+        remove_canary_of(ports.store, state.settings.endpoint, state.settings.image, state.lifecycle_id)
     state.outcome = outcome
     state.reason = reason
     _written(state, ports, name_it=True)
     return state
 
 
-def _remove_canary(store: EndpointStore, name: str) -> None:
-    with contextlib.suppress(NoCanaryError):  # already gone: every Region serves the primary
+def remove_canary_of(store: EndpointStore, name: str, image: str, lifecycle_id: str) -> bool:
+    """Remove the endpoint's canary if it is `image` on lifecycle `lifecycle_id` (a rollout's own);
+    True when a canary was removed. Idempotent: a canary already gone, or another one (a newer
+    rollout's, an operator's), is left as it is.
+
+    Raises:
+        EndpointError: the store could not be read or written.
+    """
+    record = operations.fresh(store, name)
+    canary = record.spec.canary
+    if record.is_deleted or record.lifecycle_id != lifecycle_id or canary is None or canary.image != image:
+        return False
+    with contextlib.suppress(NoCanaryError):  # gone meanwhile: every Region serves the primary
         canary_actions.rollback(store, name)
+        return True
+    return False
 
 
 def _written(state: RolloutState, ports: Ports, *, name_it: bool) -> None:
