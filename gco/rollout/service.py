@@ -81,7 +81,7 @@ def give_up(
     """
     request = _request_of(event)
     reason = f"the execution failed: {json.dumps(request.get('error'))[:512]}" if request.get("error") else ""
-    if request.get("state") is not None:
+    if request.get("state"):  # the state machine's {} before Begin answered: no state yet
         state = parse_state(request["state"])
         ended = abort(state, ports_for(state.settings.endpoint), reason or "the execution ended")
         return {"state": ended.model_dump(mode="json"), "removed": True}

@@ -297,7 +297,7 @@ class RolloutWorkflow(Construct):
             self,
             "Init",
             state_name="Init",
-            result=sfn.Result.from_object({"state": None, "done": False, "waiting": False}),
+            result=sfn.Result.from_object({"state": {}, "done": False, "waiting": False}),  # {}: no state yet
             result_path="$.rollout",
         )
         begin = self._invoke(

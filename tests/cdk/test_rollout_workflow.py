@@ -68,7 +68,7 @@ def test_every_state_reaches_an_end_and_every_task_is_bounded_and_caught(synthes
         and states["Verdict"]["Default"] == "NotPromoted"
     )
     # what GiveUp reads exists from the first state on (a missing path is an uncatchable States.Runtime)
-    assert states["Init"]["ResultPath"] == "$.rollout" and states["Init"]["Result"]["state"] is None
+    assert states["Init"]["ResultPath"] == "$.rollout" and states["Init"]["Result"]["state"] == {}
     assert states["GiveUp"]["Parameters"]["Payload"]["state.$"] == "$.rollout.state"
 
 
