@@ -20,6 +20,7 @@ from gco import aws
 from gco.cli.common import STRICT_FLOAT, STRICT_INT, connection_options, emit, name_argument, open_store
 from gco.endpoints import operations
 from gco.errors import GcoError
+from gco.evidence.page import render_html
 from gco.evidence.store import EvidenceStore, LocalEvidenceStore, S3EvidenceStore
 from gco.invoke import InvokeFailedError, local_bases, tls_verification
 from gco.regional_outputs import invoke_urls
@@ -66,7 +67,7 @@ def _bases(name: str, regions: list[str], endpoint_url: str | None) -> tuple[dic
     return {region: url.removesuffix(f"/{name}") for region, url in found.items() if url}, True
 
 
-def _report(state: RolloutState, output: str) -> None:
+def _report(state: RolloutState, output: str, run_dir: Path) -> None:
     if output != "table":
         emit(state.model_dump(mode="json"), output)
         return
@@ -78,7 +79,9 @@ def _report(state: RolloutState, output: str) -> None:
         )
     click.echo(f"{state.settings.endpoint}: {state.outcome} ({state.reason})")
     if state.evidence_ids:
-        click.echo(f"evidence: {state.evidence_ids[-1]}")
+        evidence = run_dir / "evidence" / f"{state.evidence_ids[-1]}.json"
+        click.echo(f"evidence: {evidence}")
+        click.echo(f"report page: {evidence.with_suffix('.html')}")
 
 
 @click.command()
@@ -167,7 +170,12 @@ def rollout(
             click.echo(f"{current.region}: {current.phase}, {len(current.blocks)} blocks", err=True)
 
     state = run(settings, Ports(store=store, traffic=traffic, evidence=stores), on_step=progress)
-    _report(state, output)
+    if state.evidence_ids:  # the last record's report page beside it (`gco bench report` reads it too)
+        local = stores[0]
+        assert isinstance(local, LocalEvidenceStore)
+        path = local.path(state.evidence_ids[-1])
+        path.with_suffix(".html").write_text(render_html(local.get(state.evidence_ids[-1])), encoding="utf-8")
+    _report(state, output, run_dir)
     if state.outcome != "promoted":
         raise RolloutFailedError(f"{name}: {state.outcome}: {state.reason}")
 

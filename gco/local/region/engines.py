@@ -8,10 +8,10 @@ default table runs the project's fake engine for every framework; the `llama` ta
 CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama.llama_engine`) for every framework; any
 other command can be named per framework with `{port}`, `{model}` and `{revision}` placeholders.
 
-A test and demo knob: the fake engine's table may add arguments per container image
-(`EngineTable.image_args`; for `gco local up|demo --engine fake`, env `GCO_LOCAL_FAKE_IMAGE_ARGS`, a
-JSON object of image -> list of the fake engine's arguments, e.g.
-`{"registry.example.com/vllm:slow": ["--itl-ms", "1.2"]}`), so two images of one endpoint (its primary
+A test and demo knob: the replicas of named container images run the fake engine with extra
+arguments, whatever the table (`EngineTable.image_args`; for `gco local up`, env
+`GCO_LOCAL_FAKE_IMAGE_ARGS`, a JSON object of image -> list of the fake engine's arguments, e.g.
+`{"registry.example.com/vllm:slow": ["--ttft-ms", "180"]}`), so two images of one endpoint (its primary
 and its canary) answer at known, different speeds or failure rates. A real kubelet runs whatever the
 image holds; this stands in for "the canary's build is slower".
 """
@@ -33,6 +33,17 @@ FAKE_ENGINE = (sys.executable, "-m", "gco.bench.fake_engine")
 LLAMA_ENGINE = (sys.executable, "-m", "gco.local.llama.llama_engine")
 ENGINE_KINDS = ("fake", "llama")  # `gco local up|demo --engine`
 LLAMA_THREADS = 1  # per replica: the local stack runs several on a small machine
+FAKE_ARGV = (
+    *FAKE_ENGINE,
+    "--style",
+    "{framework}",
+    "--port",
+    "{port}",
+    "--model",
+    "{model}",
+    "--revision",
+    "{revision}",
+)
 FAKE_IMAGE_ARGS_ENV = "GCO_LOCAL_FAKE_IMAGE_ARGS"  # image -> extra fake-engine arguments (module docstring)
 
 
@@ -84,19 +95,23 @@ class EngineTable(BaseModel):
 
     @classmethod
     def fake(cls, *extra: str, image_args: Mapping[str, tuple[str, ...]] | None = None) -> EngineTable:
-        """The fake engine for every framework (its protocol style follows the framework), with
-        `image_args` appended for the replicas of those images."""
-        argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
+        """The fake engine for every framework (its protocol style follows the framework); the
+        replicas of the images in `image_args` get those arguments too."""
         return cls(
-            commands={f: (*argv, "--revision", "{revision}", *extra) for f in engines.names()},
-            image_args=dict(image_args or {}),
+            commands={f: (*FAKE_ARGV, *extra) for f in engines.names()}, image_args=dict(image_args or {})
         )
 
     @classmethod
-    def llama(cls, threads: int = LLAMA_THREADS) -> EngineTable:
-        """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id."""
+    def llama(
+        cls, threads: int = LLAMA_THREADS, *, image_args: Mapping[str, tuple[str, ...]] | None = None
+    ) -> EngineTable:
+        """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id;
+        the replicas of the images in `image_args` run the fake engine with those arguments."""
         argv = (*LLAMA_ENGINE, "--style", "{framework}", "--port", "{port}", "--model-name", "{model}")
-        return cls(commands={f: (*argv, "--threads", str(threads)) for f in engines.names()})
+        return cls(
+            commands={f: (*argv, "--threads", str(threads)) for f in engines.names()},
+            image_args=dict(image_args or {}),
+        )
 
     @classmethod
     def of_kind(cls, kind: str) -> EngineTable:
@@ -107,17 +122,22 @@ class EngineTable(BaseModel):
         """
         if kind not in ENGINE_KINDS:
             raise ValueError(f"engine kind {kind!r} is not one of {', '.join(ENGINE_KINDS)}")
-        return cls.llama() if kind == "llama" else cls.fake(image_args=fake_image_args(os.environ))
+        image_args = fake_image_args(os.environ)
+        return cls.llama(image_args=image_args) if kind == "llama" else cls.fake(image_args=image_args)
 
     def argv(self, launch: EngineLaunch, port: int) -> list[str]:
-        command = self.commands.get(launch.framework) or self.commands[engines.DEFAULT]
+        extra = self.image_args.get(launch.image)
+        if extra is not None:  # the knob: this image runs the fake engine, with these arguments
+            command = (*FAKE_ARGV, *extra)
+        else:
+            command = self.commands.get(launch.framework) or self.commands[engines.DEFAULT]
         values = {
             "port": str(port),
             "model": launch.model,
             "revision": launch.revision,
             "framework": launch.framework,
         }
-        return [part.format(**values) for part in command] + list(self.image_args.get(launch.image, ()))
+        return [part.format(**values) for part in command]
 
 
 def fake_image_args(environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
