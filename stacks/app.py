@@ -17,6 +17,7 @@ from cdk_nag import (
 
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
+from stacks.nag.rollout_suppressions import rollout_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
     apply,
@@ -120,6 +121,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         ],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
+        *rollout_suppressions(global_stack, config.regions, config.prefix),
     ]
     for stack in result.stacks:
         root = f"/{stack.stack_name}/"  # one jsii round trip per stack, not one per suppression

@@ -69,7 +69,7 @@ def test_every_state_reaches_an_end_and_every_task_is_bounded_and_caught(synthes
     )
     # what GiveUp reads exists from the first state on (a missing path is an uncatchable States.Runtime)
     assert states["Init"]["ResultPath"] == "$.rollout" and states["Init"]["Result"]["state"] == {}
-    assert states["GiveUp"]["Parameters"]["Payload"]["state.$"] == "$.rollout.state"
+    assert states["GiveUp"]["Parameters"]["state.$"] == "$.rollout.state"
 
 
 def test_the_machine_is_bounded_logged_traced(global_template: Any) -> None:
