@@ -28,7 +28,7 @@ from gco.rollout import execution
 from gco.rollout.decision import Rule
 from gco.rollout.errors import RolloutInputError
 from gco.rollout.state import DEFAULT_BLOCK_REQUESTS, DEFAULT_WEIGHT, RolloutSettings, RolloutState
-from gco.rollout.steps import Ports, run
+from gco.rollout.steps import Ports, check, run
 from gco.rollout.traffic import HttpTraffic
 
 DEFAULT_RUN_DIR = Path("gco-rollout")
@@ -143,6 +143,7 @@ def rollout(
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
     store = open_store(endpoint_url, table_name)
     record = operations.fresh(store, name)
+    check(record, settings)
     machine = os.environ.get(execution.STATE_MACHINE_ENV)
     if via_step_functions or machine:
         if not machine:

@@ -71,6 +71,23 @@ def _record(ports: Ports, state: RolloutState) -> EndpointRecord:
     return record
 
 
+def check(record: EndpointRecord, settings: RolloutSettings) -> None:
+    """Refuse what cannot be rolled out, before anything is written.
+
+    Raises:
+        RolloutInputError: the endpoint is stopped or deleted, disaggregated (mooncake), already has a
+            canary, or already runs the image.
+    """
+    if record.desired_state not in ("deploying", "running"):
+        raise RolloutInputError("NAME", f"{settings.endpoint} is {record.desired_state}, not running")
+    if record.spec.mooncake is not None:
+        raise RolloutInputError("NAME", f"{settings.endpoint} is disaggregated (mooncake): no canary")
+    if record.spec.canary is not None:
+        raise RolloutInputError("NAME", f"{settings.endpoint} already has a canary: promote or roll it back")
+    if record.spec.image == settings.image:
+        raise RolloutInputError("--image", f"{settings.endpoint} already runs {settings.image}")
+
+
 def begin(settings: RolloutSettings, ports: Ports) -> RolloutState:
     """Give the first Region the canary and return the rollout's state.
 
@@ -80,14 +97,7 @@ def begin(settings: RolloutSettings, ports: Ports) -> RolloutState:
         EndpointError: the endpoint cannot be read or written (not found, a lost race, ...).
     """
     record = operations.fresh(ports.store, settings.endpoint)
-    if record.desired_state not in ("deploying", "running"):
-        raise RolloutInputError("NAME", f"{settings.endpoint} is {record.desired_state}, not running")
-    if record.spec.mooncake is not None:
-        raise RolloutInputError("NAME", f"{settings.endpoint} is disaggregated (mooncake): no canary")
-    if record.spec.canary is not None:
-        raise RolloutInputError("NAME", f"{settings.endpoint} already has a canary: promote or roll it back")
-    if record.spec.image == settings.image:
-        raise RolloutInputError("--image", f"{settings.endpoint} already runs {settings.image}")
+    check(record, settings)
     waves = record.target_regions if settings.waves else record.target_regions[:1]
     state = RolloutState(
         settings=settings,
