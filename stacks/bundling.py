@@ -67,6 +67,7 @@ LAMBDA_REQUIREMENTS = (
     # the reconcilers never import them.
     "numpy>=1.26,<3",
     "scipy>=1.11,<2",
+    "jsonschema>=4.20,<5",  # the rollout's evidence records are schema-checked before they are written
 )
 # The Lambda Python runtime provides the AWS SDK and its dependencies: never locked nor bundled (a
 # bundled copy would shadow the runtime's on the import path).
