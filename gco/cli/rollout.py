@@ -19,23 +19,18 @@ from pydantic import ValidationError
 from gco import aws
 from gco.cli.common import STRICT_FLOAT, STRICT_INT, connection_options, emit, name_argument, open_store
 from gco.endpoints import operations
-from gco.errors import GcoError
 from gco.evidence.page import render_html
 from gco.evidence.store import EvidenceStore, LocalEvidenceStore, S3EvidenceStore
 from gco.invoke import InvokeFailedError, local_bases, tls_verification
 from gco.regional_outputs import invoke_urls
 from gco.rollout import execution
 from gco.rollout.decision import Rule
-from gco.rollout.errors import RolloutInputError
+from gco.rollout.errors import RolloutInputError, RolloutNotPromotedError
 from gco.rollout.state import DEFAULT_BLOCK_REQUESTS, DEFAULT_WEIGHT, RolloutSettings, RolloutState
 from gco.rollout.steps import Ports, check, run
 from gco.rollout.traffic import HttpTraffic
 
 DEFAULT_RUN_DIR = Path("gco-rollout")
-
-
-class RolloutFailedError(GcoError):
-    """The rollout ended other than promoted (exit 1); the evidence says why."""
 
 
 def _settings(name: str, image: str, options: dict[str, Any]) -> RolloutSettings:
@@ -178,7 +173,7 @@ def rollout(
         path.with_suffix(".html").write_text(render_html(local.get(state.evidence_ids[-1])), encoding="utf-8")
     _report(state, output, run_dir)
     if state.outcome != "promoted":
-        raise RolloutFailedError(f"{name}: {state.outcome}: {state.reason}")
+        raise RolloutNotPromotedError(f"{name}: {state.outcome}: {state.reason}")
 
 
 COMMANDS = (rollout,)

@@ -3,7 +3,8 @@
 RolloutError                 (gco.errors.GcoError)
 ├── RolloutInputError        a bad option or state document (also GcoInputError: exit 2)
 ├── RolloutSupersededError   the endpoint was deleted or re-created since the rollout began (nothing written)
-└── ExecutionStartError      Step Functions refused to start the rollout's execution, or was unreachable
+├── ExecutionStartError      Step Functions refused to start the rollout's execution, or was unreachable
+└── RolloutNotPromotedError  the rollout ended rolled back or inconclusive (the CLI's exit 1; the evidence says why)
 
 A verdict (promoted, rolled back, inconclusive), and a canary that never served (rolled back), is never
 an exception: it is the rollout's outcome,
@@ -34,3 +35,7 @@ class RolloutSupersededError(RolloutError):
 
 class ExecutionStartError(RolloutError):
     """Step Functions refused or could not be reached."""
+
+
+class RolloutNotPromotedError(RolloutError):
+    """The rollout ended other than promoted."""

@@ -12,6 +12,7 @@ import pytest
 
 from gco.endpoints import EndpointStore, operations
 from gco.evidence.store import LocalEvidenceStore
+from gco.invoke import INVOKE_CA_BUNDLE_ENV
 from gco.local.demo import demo_rollout
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -77,7 +78,7 @@ def rollout(
     tolerance: float = 0.05,
 ) -> tuple[RolloutState, Recorded, LocalEvidenceStore]:
     if clusters.ca_bundle is not None:  # nginx's self-signed certificate, as `gco local env` sets it
-        monkeypatch.setenv("GCO_INVOKE_CA_BUNDLE", str(clusters.ca_bundle))
+        monkeypatch.setenv(INVOKE_CA_BUNDLE_ENV, str(clusters.ca_bundle))
     store.create("smol", SPEC, [EAST, WEST])
     for region in (EAST, WEST):
         eventually(functools.partial(running, store, "smol", region, 1), f"smol running in {region}")
