@@ -4,11 +4,11 @@ RolloutError                 (gco.errors.GcoError)
 ├── RolloutInputError        a bad option or state document (also GcoInputError: exit 2)
 ├── RolloutSupersededError   the endpoint was deleted or re-created since the rollout began (nothing written)
 ├── ExecutionStartError      Step Functions refused to start the rollout's execution, or was unreachable
-└── RolloutNotPromotedError  the rollout ended rolled back or inconclusive (the CLI's exit 1; the evidence says why)
+└── RolloutNotPromotedError  the rollout ended rolled back or inconclusive (the CLI's exit 1)
 
-A verdict (promoted, rolled back, inconclusive), and a canary that never served (rolled back), is never
-an exception: it is the rollout's outcome,
-written to its evidence; the CLI exits 1 for any verdict but promoted.
+In the library a verdict (promoted, rolled back, inconclusive), and a canary that never served (rolled
+back), is never an exception: it is the rollout's outcome, written to its evidence; the CLI raises
+RolloutNotPromotedError (exit 1) for any outcome but promoted.
 """
 
 from __future__ import annotations
