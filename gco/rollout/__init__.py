@@ -6,5 +6,6 @@ requests; `state` the rollout's whole state, a JSON document a Step Functions ex
 one step to the next; `steps` one step of a rollout over its ports (the fenced store's canary actions,
 the traffic sender, the evidence store, a clock); `traffic` the sender's real HTTP adapter (requests
 pinned to a version by the proxy's `X-Gco-Version` request header); `evidence` the rollout's evidence
-record. Nothing below this package knows it exists (`docs/rollout.md`).
+record; `service` what the rollout state machine's Lambdas do; `execution` the start of its execution.
+Nothing below this package knows it exists (`docs/rollout.md`).
 """

@@ -5,6 +5,7 @@ first Region with the second never touched; the evidence written and named on th
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,7 +89,7 @@ def rollout(
     settings = RolloutSettings(
         endpoint="smol", image=image, waves=True, ready_timeout_s=60, rule=Rule(tolerance=tolerance)
     )
-    state = run(settings, Ports(store=store, traffic=traffic, evidence=[evidence]), sleep=lambda _: None)
+    state = run(settings, Ports(store=store, traffic=traffic, evidence=[evidence]), sleep=lambda _: time.sleep(0.2))
     return state, traffic, evidence
 
 
