@@ -89,7 +89,9 @@ def rollout(
     settings = RolloutSettings(
         endpoint="smol", image=image, waves=True, ready_timeout_s=60, rule=Rule(tolerance=tolerance)
     )
-    state = run(settings, Ports(store=store, traffic=traffic, evidence=[evidence]), sleep=lambda _: time.sleep(0.2))
+    state = run(
+        settings, Ports(store=store, traffic=traffic, evidence=[evidence]), sleep=lambda _: time.sleep(0.2)
+    )
     return state, traffic, evidence
 
 
