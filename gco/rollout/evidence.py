@@ -3,7 +3,8 @@
 Written after every step that measured or decided something, so an execution that dies still leaves
 what it had measured. The record's metrics are each analysed Region's headline ratios (canary over
 primary, the bench's `ratio_of_medians`) with their plain 95% paired-bootstrap interval; the interval
-the rule read (at the corrected per-look level) is in `data`, beside each block's values.
+the rule read (at the corrected per-look level) is in `data`, beside each block's values, which
+`data.series` also holds in the shape the report page draws per round (a block is the rollout's round).
 """
 
 from __future__ import annotations
@@ -41,6 +42,25 @@ def _metrics(region: RegionAnalysis) -> list[Metric]:
     return found
 
 
+def _series(state: RolloutState) -> list[dict[str, Any]]:
+    """Each block's value per Region, version and metric, in the shape the report page draws per round
+    (`gco.evidence.page`: label, bucket, metric, per_round): a block is the rollout's round."""
+    series: list[dict[str, Any]] = []
+    for region in state.regions:
+        for metric in METRICS:
+            for version in ("primary", "canary"):
+                values = {
+                    str(index): value
+                    for index, block in enumerate(region.blocks, start=1)
+                    if (value := getattr(block, version).value(metric)) is not None
+                }
+                if values:
+                    series.append(
+                        {"label": version, "bucket": region.region, "metric": metric, "per_round": values}
+                    )
+    return series
+
+
 def rollout_record(state: RolloutState, created_at: str | None = None) -> EvidenceRecord:
     """The sealed evidence record of `state` as it stands."""
     settings = state.settings
@@ -62,6 +82,7 @@ def rollout_record(state: RolloutState, created_at: str | None = None) -> Eviden
         "outcome": state.outcome,
         "reason": state.reason,
         "regions": [region.model_dump(mode="json") for region in state.regions],
+        "series": _series(state),
     }
     limitations = [
         LimitationEntry(
