@@ -213,7 +213,7 @@ class Canary(_Strict):
     weight: Annotated[int, Field(ge=0, le=100)] = 10
     replicas: Annotated[int, Field(ge=1, le=1000)] = 1
     regions: list[str] | None = None  # None: every target Region
-    promoted_regions: list[str] = Field(default_factory=list)
+    promoted_regions: list[str] | None = None  # None: none (so a plain canary's JSON is as it was)
 
     @field_validator("image")
     @classmethod
@@ -232,7 +232,8 @@ class Canary(_Strict):
 
     @model_validator(mode="after")
     def _promoted_within(self) -> Self:
-        outside = [r for r in self.promoted_regions if self.regions is not None and r not in self.regions]
+        promoted = self.promoted_regions or []
+        outside = [r for r in promoted if self.regions is not None and r not in self.regions]
         if outside:
             raise FieldValueError("promoted_regions", f"{outside[0]} is not one of the canary's regions")
         return self
@@ -243,7 +244,7 @@ class Canary(_Strict):
 
     def weight_in(self, region: str) -> int:
         """The canary's share of requests in `region`: every request where it was promoted."""
-        return 100 if region in self.promoted_regions else self.weight
+        return 100 if region in (self.promoted_regions or ()) else self.weight
 
 
 class MooncakeRoleAutoscaling(_Strict):
