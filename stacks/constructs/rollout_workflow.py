@@ -45,6 +45,8 @@ from stacks.constructs.runner_workflow import LOG_DELIVERY, XRAY, logged_state_m
 STEP_TIMEOUT_S = 900  # one Lambda invocation: a few blocks of streamed requests, Lambda's maximum
 POLL_S = 15  # between looks while the canary starts
 EXECUTION_TIMEOUT = Duration.hours(24)  # every Region's wait and analysis, with room
+# The statuses of Step Functions' "Step Functions Execution Status Change" events that end an execution
+# other than SUCCEEDED (https://docs.aws.amazon.com/step-functions/latest/dg/cw-events.html).
 ENDED_WITHOUT_VERDICT = ["ABORTED", "TIMED_OUT", "FAILED"]
 LAMBDA_TRANSIENT = [
     "Lambda.ServiceException",
@@ -223,6 +225,8 @@ class RolloutWorkflow(Construct):
                 retry_attempts=3,
                 max_record_age=Duration.hours(1),
                 on_failure=sources.SqsDlq(self.dlq),
+                # Only records whose new image holds the request (Lambda event filtering on a DynamoDB
+                # stream, https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html).
                 filters=[
                     lambda_.FilterCriteria.filter(
                         {"dynamodb": {"NewImage": {REQUEST_ATTRIBUTE: {"M": lambda_.FilterRule.exists()}}}}
@@ -292,7 +296,8 @@ class RolloutWorkflow(Construct):
 
     def _definition(self) -> sfn.IChainable:
         # Every path GiveUp's payload reads exists from the first state on: a missing path is a
-        # States.Runtime error, which no Catch catches.
+        # States.Runtime error, which no Catch catches ("A retrier or catcher on States.ALL doesn't catch
+        # States.Runtime errors", https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html).
         init = sfn.Pass(
             self,
             "Init",
