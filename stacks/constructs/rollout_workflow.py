@@ -296,8 +296,10 @@ class RolloutWorkflow(Construct):
 
     def _definition(self) -> sfn.IChainable:
         # Every path GiveUp's payload reads exists from the first state on: a missing path is a
-        # States.Runtime error, which no Catch catches ("A retrier or catcher on States.ALL doesn't catch
-        # States.Runtime errors", https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html).
+        # States.Runtime error, which no Catch catches (States.ALL "cannot catch States.DataLimitExceeded
+        # terminal error or Runtime error types", docs.aws.amazon.com/step-functions/latest/dg/
+        # concepts-error-handling.html); such a failure, or a state over the payload quota, ends the
+        # execution FAILED, and the EventBridge rule gives up for it.
         init = sfn.Pass(
             self,
             "Init",
