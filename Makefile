@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/route_scale.py
 	$(BIN)/python benchmarks/client_capacity.py
 	$(BIN)/python benchmarks/synth.py
+	$(BIN)/python benchmarks/rollout_decisions.py
 
 # Mutation checks of the store's conditions (minutes each; not part of `make test`), docs/fencing.md.
 # mutmut mutates gco/endpoints/conditions.py and runs the store's fast tests against each mutant.

@@ -356,8 +356,10 @@ def send_stream(
     clock: Callable[[], float] = time.perf_counter,
     headers: Mapping[str, str] | None = None,
 ) -> InvokeResult:
-    """POST `body` to `url` (`headers` added) and hand each streamed event's text (as `framework`
-    reads its events) to `on_text` as it arrives; the Region is named as by `send`.
+    """POST `body` to `url` and hand each streamed event's text (as `framework` reads its events) to
+    `on_text` as it arrives; the Region is named as by `send`. `headers` are sent besides the
+    request's own (unsigned: SigV4 signs the headers it lists, and a receiver checks only those),
+    e.g. the proxy's version pin or the global address's key.
 
     The result's body is `{"text", "events"}` for a 2xx answer (the engine's answer otherwise, not
     streamed); `first_event_ms` says when the first event came.
@@ -368,16 +370,14 @@ def send_stream(
             error event.
     """
     data = json.dumps(body).encode()
-    extra = dict(headers or {})
-    headers = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
-    headers.update(extra)
-    headers["accept"] = "text/event-stream"
+    sent = sigv4_headers("POST", url, data, region) if signed else {"content-type": "application/json"}
+    sent = {**sent, **(headers or {}), "accept": "text/event-stream"}
     started = clock()
     first: float | None = None
     pieces: list[str] = []
     try:
         with httpx.stream(
-            "POST", url, content=data, headers=headers, timeout=timeout, verify=tls_verification()
+            "POST", url, content=data, headers=sent, timeout=timeout, verify=tls_verification()
         ) as answer:
             version = answer.headers.get(VERSION_HEADER)
             region = answer.headers.get(REGION_HEADER, region)

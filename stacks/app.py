@@ -19,6 +19,7 @@ from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
 from stacks.nag.global_suppressions import global_front_door_suppressions
 from stacks.nag.observability_suppressions import api_account_suppressions
+from stacks.nag.rollout_suppressions import rollout_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
     apply,
@@ -132,6 +133,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
             for item in global_front_door_suppressions(stack)
         ],
         *runner_suppressions(runner, config.regions, config.home_region, config.prefix),
+        *rollout_suppressions(global_stack, config.regions, config.prefix),
     ]
     for stack in result.stacks:
         root = f"/{stack.stack_name}/"  # one jsii round trip per stack, not one per suppression

@@ -64,6 +64,11 @@ LAMBDA_REQUIREMENTS = (
     "aws-xray-sdk>=2.14,<3",
     "pydantic>=2.7,<3",
     "httpx>=0.27,<1",
+    # The rollout step (lambdas/rollout.py) decides with the bench's paired bootstrap (gco.bench.analysis);
+    # the reconcilers never import them.
+    "numpy>=1.26,<3",
+    "scipy>=1.11,<2",
+    "jsonschema>=4.20,<5",  # the rollout's evidence records are schema-checked before they are written
 )
 # The Lambda Python runtime provides the AWS SDK and its dependencies: never locked nor bundled (a
 # bundled copy would shadow the runtime's on the import path).

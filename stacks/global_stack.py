@@ -17,12 +17,14 @@ from constructs import Construct
 
 from gco.admission.policy import parameter_name
 from gco.front_door import FRONT_DOOR_PART
+from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.dashboards import GlobalDashboard
 from stacks.constructs.data import EndpointTable, EvidenceBucket
 from stacks.constructs.front_door import STAGE
 from stacks.constructs.keys import RETENTION, replica_key_alias, stack_key, table_key
 from stacks.constructs.keys_table import KeysTable
+from stacks.constructs.rollout_workflow import RolloutWorkflow
 from stacks.constructs.runner_cleanup import RunnerCleanup
 from stacks.constructs.runner_workflow import RunnerNames, RunnerWorkflow
 
@@ -41,7 +43,8 @@ class KeysStack(Stack):
 
 
 class GlobalStack(Stack):
-    """The endpoint table (and its replicas), the evidence bucket and the GPU runner workflow."""
+    """The endpoint table (and its replicas), the evidence bucket, the GPU runner workflow and the rollout
+    state machine (`stacks/constructs/rollout_workflow.py`)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: GcoConfig, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
@@ -137,4 +140,17 @@ class GlobalStack(Stack):
             name=config.name("regions"),
             api_names={region: config.name(FRONT_DOOR_PART, region) for region in config.regions},
             stage=STAGE,
+        )
+        self.rollout = RolloutWorkflow(
+            self,
+            "Rollout",
+            name=config.name("rollout"),
+            prefix=config.prefix,
+            regions=config.regions,
+            table=self.endpoints.table,
+            table_key=self.table_key,
+            bucket=self.evidence.bucket,
+            key=self.key,
+            code=lambda_code(install_dependencies=config.bundle_dependencies),
+            log_retention=retention,
         )

@@ -21,9 +21,10 @@ from gco.errors import GcoError
 def _inference() -> click.Command:
     from gco.cli.forget import COMMANDS as FORGET_COMMANDS
     from gco.cli.inference import inference
+    from gco.cli.rollout import COMMANDS as ROLLOUT_COMMANDS
     from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
 
-    for command in (*TRAFFIC_COMMANDS, *FORGET_COMMANDS):
+    for command in (*TRAFFIC_COMMANDS, *FORGET_COMMANDS, *ROLLOUT_COMMANDS):
         inference.add_command(command)
     return inference
 

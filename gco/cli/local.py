@@ -63,7 +63,8 @@ def engine_option(command: F) -> F:
 )
 def demo(engine: str, run_dir: Path) -> None:
     """Deploy to two Regions, invoke both, canary and promote, scale, stop, start, update, move a
-    Region, delete and purge; then a two-engine benchmark and its report page.
+    Region, delete and purge; two rollouts decided by a paired comparison (one promoted, one rolled
+    back) with their report pages; then a two-engine benchmark and its report page.
 
     \b
     Example:

@@ -1,7 +1,9 @@
 """Canary actions over the fenced store: add or change a canary, promote it, roll it back.
 
-- `set_canary`: the spec gains (or changes) `canary {image, weight, replicas}`; the reconciler
-  renders the canary Deployment and Service and the route's weight;
+- `set_canary`: the spec gains (or changes) `canary {image, weight, replicas}`, optionally limited
+  to some target Regions (`regions`) and taking every request in some of them (`promoted_regions`,
+  a rollout's waves); the reconciler renders the canary Deployment and Service and the route's
+  weight where it runs;
 - `promote`: the canary becomes the spec (its image replaces the spec's image) and the canary is
   removed, so one version answers;
 - `rollback`: the canary is removed and the spec's own version answers.
@@ -13,7 +15,7 @@ On a stopped endpoint each changes what it will run when started, and nothing ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gco.endpoints.admissions import CANARY, PRIMARY, Admissions
@@ -59,17 +61,32 @@ def set_canary(
     replicas: int | None = None,
     *,
     admit: AdmissionHook | None = None,
+    regions: Sequence[str] | None = None,
+    promoted_regions: Sequence[str] = (),
 ) -> EndpointRecord:
     """Give `name` a canary of `image` taking `weight`% of requests (replicas: kept, else 1); `admit`
     gives the admissions written with it (`gco.admission`).
 
+    Parameters:
+        regions: the Regions the canary runs in (None: every target Region).
+        promoted_regions: of those, the Regions where it takes every request.
+
     Raises:
-        InvalidSpecError: a bad image, weight (0-100) or replica count, or a mooncake endpoint.
+        InvalidSpecError: a bad image, weight (0-100), replica count or Region, a promoted Region
+            outside `regions`, or a mooncake endpoint.
     """
 
     def change(spec: dict[str, Any]) -> dict[str, Any]:
         previous = spec.get("canary") or {}
-        canary = {"image": image, "weight": weight, "replicas": replicas or previous.get("replicas", 1)}
+        canary: dict[str, Any] = {
+            "image": image,
+            "weight": weight,
+            "replicas": replicas or previous.get("replicas", 1),
+        }
+        if regions is not None:
+            canary["regions"] = list(regions)
+        if promoted_regions:
+            canary["promoted_regions"] = list(promoted_regions)
         return {**spec, "canary": canary}
 
     return _rewrite(store, name, "canary", change, admit)

@@ -69,6 +69,7 @@ class EndpointRecord(BaseModel):
     deleted_at: str | None = None  # the first move to deleted
     # Region -> role (primary, canary) -> what admitted its image (gco/endpoints/admissions.py).
     admissions: dict[str, dict[str, ImageAdmission]] = Field(default_factory=dict)
+    rollout_evidence: str | None = None  # the id of the last rollout's latest evidence record (gco.rollout)
 
     @property
     def is_legacy(self) -> bool:

@@ -98,7 +98,7 @@ TEXT_FIELDS = (
     *("requests", "limits", "key", "value", "store_global_segment_size", "store_local_buffer_size"),
     "proxy_image",
     *("secret_env", "secret_id", "json_key"),
-    "regions",
+    *("regions", "promoted_regions"),
 )
 
 
@@ -230,14 +230,45 @@ class Autoscaling(_Strict):
 
 
 class Canary(_Strict):
+    """A second version taking `weight`% of requests; where `regions` names Regions, only there (the
+    others serve the spec's version alone), and in `promoted_regions` (a subset) every request."""
+
     image: Image
     weight: Annotated[int, Field(ge=0, le=100)] = 10
     replicas: Annotated[int, Field(ge=1, le=1000)] = 1
+    regions: list[str] | None = None  # None: every target Region
+    promoted_regions: list[str] | None = None  # None: none (so a plain canary's JSON is as it was)
 
     @field_validator("image")
     @classmethod
     def _check_image(cls, value: str) -> str:
         return _image(value)
+
+    @field_validator("regions", "promoted_regions")
+    @classmethod
+    def _check_regions(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        try:  # syntax only: the record's target Regions were checked against the partitions when set
+            return names.region_list(value, "regions", allow_empty=True, allow_new=True)
+        except InvalidSpecError as error:
+            raise ValueError(error.message) from None
+
+    @model_validator(mode="after")
+    def _promoted_within(self) -> Self:
+        promoted = self.promoted_regions or []
+        outside = [r for r in promoted if self.regions is not None and r not in self.regions]
+        if outside:
+            raise FieldValueError("promoted_regions", f"{outside[0]} is not one of the canary's regions")
+        return self
+
+    def runs_in(self, region: str) -> bool:
+        """Whether the canary runs in `region` (a target Region of its endpoint)."""
+        return self.regions is None or region in self.regions
+
+    def weight_in(self, region: str) -> int:
+        """The canary's share of requests in `region`: every request where it was promoted."""
+        return 100 if region in (self.promoted_regions or ()) else self.weight
 
 
 class MooncakeRoleAutoscaling(_Strict):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 # A scan page holds up to 1 MB, so this bounds a listing at about 100 GB of records: never reached,
 # but every loop is bounded.
 MAX_SCAN_PAGES = 100_000
+EVIDENCE_ID = re.compile(r"[0-9a-f]{64}")  # an evidence record's id: the sha256 of its content
 
 
 @dataclass(frozen=True)
@@ -395,6 +397,30 @@ class EndpointStore(ObservationWrites):
             return expression
 
         return self._fenced(name, build, expected_updated_at, "change the Regions of")
+
+    def set_rollout_evidence(
+        self, name: str, evidence_id: str, expected_lifecycle_id: str
+    ) -> EndpointRecord | None:
+        """Name the evidence record of the endpoint's last rollout (a sha256 hex id).
+
+        Fenced as a spec change without a snapshot (`conditions.live`): the lifecycle the rollout
+        ran on, not deleted; it changes nothing a reconciler reads. None when the fence lost.
+
+        Raises:
+            InvalidSpecError: `evidence_id` is not a sha256 hex digest, or no lifecycle id is given.
+            InvalidTransitionError: the record is deleted.
+        """
+        if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
+            raise InvalidSpecError("rollout_evidence", "must be a sha256 hex digest")
+        lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
+
+        def build(now: str) -> Expression:
+            expression = Expression()
+            conditions.live(expression, lifecycle, None)
+            expression.set(evidence_id, "rollout_evidence")
+            return expression
+
+        return self._fenced(name, build, None, "name the rollout evidence of")
 
     def scale(self, name: str, replicas: int, expected_lifecycle_id: str) -> EndpointRecord | None:
         """Set spec.replicas of a live, non-mooncake, non-autoscaled endpoint.

@@ -170,7 +170,7 @@ def _standard(ctx: _Context) -> list[dict[str, Any]]:
         ctx, ctx.name, "server", spec.replicas, spec.autoscaling, _gpu_template(ctx, "server", spec.image)
     )
     objects.append(_service(ctx, ctx.name, "server", spec.port))
-    if spec.canary is not None:
+    if spec.canary is not None and spec.canary.runs_in(ctx.region):
         canary = object_name(ctx.name, "canary")
         template = _gpu_template(ctx, "canary", spec.canary.image)
         objects.append(_deployment(ctx, canary, "canary", spec.canary.replicas, template))
@@ -235,11 +235,11 @@ def _route(ctx: _Context) -> dict[str, Any]:
     namespace = ctx.record.namespace
     meta = ctx.meta(route_name(ctx.name), ROUTE_ROLE, SYSTEM_NAMESPACE)
     meta["annotations"][UPSTREAM_ANNOTATION] = f"http://{ctx.name}.{namespace}.svc:{spec.port}"
-    if spec.canary is not None:
+    if spec.canary is not None and spec.canary.runs_in(ctx.region):
         meta["annotations"][CANARY_UPSTREAM_ANNOTATION] = (
             f"http://{object_name(ctx.name, 'canary')}.{namespace}.svc:{spec.port}"
         )
-        meta["annotations"][CANARY_WEIGHT_ANNOTATION] = str(spec.canary.weight)
+        meta["annotations"][CANARY_WEIGHT_ANNOTATION] = str(spec.canary.weight_in(ctx.region))
     path = ctx.record.ingress_path or ingress_path_for(ctx.name)
     backend = {"service": {"name": PROXY_SERVICE, "port": {"name": PROXY_PORT_NAME}}}
     return {

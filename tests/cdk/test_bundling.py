@@ -67,8 +67,14 @@ def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
     assert (tmp_path / "reconciler.py").is_file() and (tmp_path / "sweep.py").is_file()
     assert (tmp_path / "gco" / "reconcile" / "reconciler.py").is_file()
     assert (tmp_path / "gco" / "endpoints" / "store.py").is_file()
-    for absent in ("local", "bench", "cli", "validation", "evidence"):
+    for absent in ("local", "cli", "validation"):
         assert not (tmp_path / "gco" / absent).exists()
+    # of the benchmarks, the rollout step takes only the statistics (its paired bootstrap)
+    bench = {
+        str(path.relative_to(tmp_path / "gco" / "bench"))
+        for path in (tmp_path / "gco" / "bench").rglob("*.py")
+    }
+    assert bench == {"__init__.py", "errors.py", "analysis/__init__.py", "analysis/stats.py"}
     assert not list(tmp_path.rglob("__pycache__")), "no bytecode a different Python would refuse"
 
 
@@ -128,7 +134,15 @@ def test_bytecode_for_the_functions_python_is_made_by_that_python(
 
 def test_requirements_are_what_the_handlers_import() -> None:
     names = {requirement.split(">")[0].split("=")[0] for requirement in LAMBDA_REQUIREMENTS}
-    assert names == {"aws-lambda-powertools", "aws-xray-sdk", "pydantic", "httpx"}
+    assert names == {
+        "aws-lambda-powertools",
+        "aws-xray-sdk",
+        "pydantic",
+        "httpx",
+        "numpy",
+        "scipy",
+        "jsonschema",
+    }
 
 
 def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Path) -> None:

@@ -67,6 +67,16 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     share = re.search(r"canary share observed (\d+)%, set 30%", transcript)
     assert share and 10 <= int(share.group(1)) <= 50, share
     assert "$ gco inference promote demo-chat" in transcript
+    # two rollouts decided by a paired comparison: one promoted in both Regions, one rolled back in the
+    # first, each with its evidence's report page
+    assert "demo-rollout: promoted" in transcript and "demo-rollout: rolled_back" in transcript
+    assert "us-west-2: pending, 0 blocks" in transcript  # the second Region never had the slower build
+    pages = re.findall(r"# the rollout's report page: (\S+)", transcript)
+    assert len(pages) == 2 and all(Path(found).is_file() for found in pages)
+    assert (
+        validate(json.loads(Path(pages[1]).with_suffix(".json").read_text(encoding="utf-8"))).kind
+        == "rollout"
+    )
     # every wait said so, and how it ended
     assert transcript.count("  ... waiting for ") >= 3
     assert transcript.count(": done in ") >= 2

@@ -8,6 +8,7 @@ The median of the per-round ratios (`paired_ratio_ci`) is kept beside it as a se
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 RESAMPLES = 4000
 SEED = 20240611
-Z_975 = 1.959963984540054
+LEVEL = 0.95  # the intervals' two-sided confidence level unless a caller asks for another
 
 
 class Estimate(BaseModel):
@@ -53,12 +54,24 @@ def _smoothed_medians(
     return np.asarray(np.median(sample, axis=1), dtype=np.float64)
 
 
-def _interval(center: float, medians: NDArray[np.float64], n: int) -> tuple[float, float]:
-    """Percentile interval widened around the center by t(n-1)/z * sqrt((n-1)/n) (small-sample correction)."""
-    from scipy.stats import t as student_t  # type: ignore[import-untyped]  # 1 s to import: only when needed
+@functools.lru_cache(maxsize=1024)
+def _small_sample_factor(level: float, n: int) -> float:
+    """t(n-1)/z * sqrt((n-1)/n) at the two-sided `level` (kept: a rollout asks it at every look)."""
+    from scipy.stats import norm  # type: ignore[import-untyped]  # 1 s to import: only when needed
+    from scipy.stats import t as student_t
 
-    lo, hi = np.percentile(medians, [2.5, 97.5])
-    factor = float(student_t.ppf(0.975, n - 1) / Z_975 * np.sqrt((n - 1) / n))
+    upper = 1 - (1 - level) / 2
+    return float(student_t.ppf(upper, n - 1) / norm.ppf(upper) * np.sqrt((n - 1) / n))
+
+
+def _interval(
+    center: float, medians: NDArray[np.float64], n: int, level: float = LEVEL
+) -> tuple[float, float]:
+    """Percentile interval widened around the center by t(n-1)/z * sqrt((n-1)/n) (small-sample
+    correction), both quantiles taken at the two-sided `level`."""
+    tail = (1 - level) / 2
+    lo, hi = np.percentile(medians, [100 * tail, 100 * (1 - tail)])
+    factor = _small_sample_factor(level, n)
     return center - (center - float(lo)) * factor, center + (float(hi) - center) * factor
 
 
@@ -113,7 +126,12 @@ def _paired_logs(numerator: Sequence[float], denominator: Sequence[float]) -> tu
 
 
 def ratio_of_medians(
-    numerator: Sequence[float], denominator: Sequence[float], *, resamples: int = RESAMPLES, seed: int = SEED
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
 ) -> Estimate:
     """median(numerator) / median(denominator) over paired rounds, with a paired bootstrap 95% CI.
 
@@ -121,7 +139,14 @@ def ratio_of_medians(
     what a round shares (drift, its place in a balanced order) stays paired. The percentile interval of
     the resampled log ratio is widened for small samples as in `median_ci`, then exponentiated; it is
     conservative (simulated coverage about 94% at 4 pairs, 97-98% from 6 on). n is the number of pairs.
+    `level` is the interval's two-sided confidence (0.95 unless a caller corrects for several looks, as
+    `gco.rollout` does); the Estimate's fields keep their names at any level.
+
+    Raises:
+        ValueError: the samples are empty, of unequal length, or not all positive; `level` not in (0, 1).
     """
+    if not 0 < level < 1:
+        raise ValueError(f"level {level} is not between 0 and 1")
     log_num, log_den = _paired_logs(numerator, denominator)
     n = int(log_num.size)
     value = float(np.median(np.exp(log_num)) / np.median(np.exp(log_den)))
@@ -132,7 +157,7 @@ def ratio_of_medians(
     rng = np.random.default_rng(seed)
     idx = _resample_index(n, resamples, rng)
     diffs = np.median(log_num[idx], axis=1) - np.median(log_den[idx], axis=1)
-    log_lo, log_hi = _interval(float(np.log(value)), diffs, n)
+    log_lo, log_hi = _interval(float(np.log(value)), diffs, n, level)
     return Estimate(
         value=value, lo=min(float(np.exp(log_lo)), value), hi=max(float(np.exp(log_hi)), value), n=n
     )

@@ -7,7 +7,9 @@ engines, autoscaler and proxy), so the demo can show what each Region holds betw
 
 The walk: deploy to two Regions, invoke both, refuse bad input, a canary at a weight with the
 split observed through the proxy, promote, scale, stop, start, update, move a Region, refuse a
-stale delete, delete and purge; then `gco bench rounds` of two local engines in Williams order
+stale delete, delete and purge; two rollouts of a second endpoint decided by a paired comparison (one
+build promoted Region by Region, one 20% slower rolled back, each with its evidence's report page);
+then `gco bench rounds` of two local engines in Williams order
 with the evidence written to the run directory and the local S3 bucket, and its report page.
 Every wait prints a progress line; at the end every process it started is gone and its ports
 are free, which it checks and prints.
@@ -37,7 +39,7 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.demo import demo_bench, demo_global
+from gco.local.demo import demo_bench, demo_global, demo_rollout
 from gco.local.errors import DemoStepError
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -148,7 +150,8 @@ def walkthrough(
     Raises:
         DemoStepError: a step did not end as it should (the message names it).
     """
-    table = EngineTable.of_kind(engine)
+    base = EngineTable.of_kind(engine)
+    table = base.model_copy(update={"image_args": {**base.image_args, **demo_rollout.IMAGE_ARGS}})
     bench_dir = run_dir.resolve() / "bench"
     shutil.rmtree(bench_dir, ignore_errors=True)
     with MotoServer() as server, tempfile.TemporaryDirectory(prefix="gco-demo-") as scratch:
@@ -204,6 +207,7 @@ def walkthrough(
                         step, echo, env, clusters, store, "demo-chat"
                     )
                     _walk(step, echo, clusters, spec_file, engine_groups, one_address)
+                    demo_rollout.rollouts(step, echo, run_dir.resolve() / "rollout")
                 except Exception:
                     explain_failure(echo, store, clusters)
                     raise

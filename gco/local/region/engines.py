@@ -7,10 +7,19 @@ renders), and runs, per framework, the command of the engine table on a loopback
 default table runs the project's fake engine for every framework; the `llama` table runs a real
 CPU engine (SmolLM2-135M-Instruct on llama.cpp, `gco.local.llama.llama_engine`) for every framework; any
 other command can be named per framework with `{port}`, `{model}` and `{revision}` placeholders.
+
+A test and demo knob: the replicas of named container images run the fake engine with extra
+arguments, whatever the table (`EngineTable.image_args`; for `gco local up`, env
+`GCO_LOCAL_FAKE_IMAGE_ARGS`, a JSON object of image -> list of the fake engine's arguments, e.g.
+`{"registry.example.com/vllm:slow": ["--ttft-ms", "180"]}`), so two images of one endpoint (its primary
+and its canary) answer at known, different speeds or failure rates. A real kubelet runs whatever the
+image holds; this stands in for "the canary's build is slower".
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +33,18 @@ FAKE_ENGINE = tuple(python_module("gco.bench.fake_engine"))
 LLAMA_ENGINE = tuple(python_module("gco.local.llama.llama_engine"))
 ENGINE_KINDS = ("fake", "llama")  # `gco local up|demo --engine`
 LLAMA_THREADS = 1  # per replica: the local stack runs several on a small machine
+FAKE_ARGV = (
+    *FAKE_ENGINE,
+    "--style",
+    "{framework}",
+    "--port",
+    "{port}",
+    "--model",
+    "{model}",
+    "--revision",
+    "{revision}",
+)
+FAKE_IMAGE_ARGS_ENV = "GCO_LOCAL_FAKE_IMAGE_ARGS"  # image -> extra fake-engine arguments (module docstring)
 
 
 class EngineLaunch(BaseModel):
@@ -35,6 +56,7 @@ class EngineLaunch(BaseModel):
     model: str
     revision: str
     health_path: str
+    image: str = ""
 
 
 def serving_container(template: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -55,7 +77,11 @@ def launch_of(template: Mapping[str, Any]) -> EngineLaunch | None:
     health = str(container["readinessProbe"]["httpGet"].get("path") or DEFAULT_HEALTH_PATH)
     framework, read = engines.launched(args, env)
     return EngineLaunch(
-        framework=framework.name, model=read.model, revision=read.revision, health_path=health
+        framework=framework.name,
+        model=read.model,
+        revision=read.revision,
+        health_path=health,
+        image=str(container.get("image") or ""),
     )
 
 
@@ -65,18 +91,27 @@ class EngineTable(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     commands: dict[str, tuple[str, ...]]
+    image_args: dict[str, tuple[str, ...]] = {}  # per container image, appended (the fake engine's knob)
 
     @classmethod
-    def fake(cls, *extra: str) -> EngineTable:
-        """The fake engine for every framework (its protocol style follows the framework)."""
-        argv = (*FAKE_ENGINE, "--style", "{framework}", "--port", "{port}", "--model", "{model}")
-        return cls(commands={f: (*argv, "--revision", "{revision}", *extra) for f in engines.names()})
+    def fake(cls, *extra: str, image_args: Mapping[str, tuple[str, ...]] | None = None) -> EngineTable:
+        """The fake engine for every framework (its protocol style follows the framework); the
+        replicas of the images in `image_args` get those arguments too."""
+        return cls(
+            commands={f: (*FAKE_ARGV, *extra) for f in engines.names()}, image_args=dict(image_args or {})
+        )
 
     @classmethod
-    def llama(cls, threads: int = LLAMA_THREADS) -> EngineTable:
-        """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id."""
+    def llama(
+        cls, threads: int = LLAMA_THREADS, *, image_args: Mapping[str, tuple[str, ...]] | None = None
+    ) -> EngineTable:
+        """SmolLM2-135M-Instruct on llama.cpp for every framework, served under the pod's model id;
+        the replicas of the images in `image_args` run the fake engine with those arguments."""
         argv = (*LLAMA_ENGINE, "--style", "{framework}", "--port", "{port}", "--model-name", "{model}")
-        return cls(commands={f: (*argv, "--threads", str(threads)) for f in engines.names()})
+        return cls(
+            commands={f: (*argv, "--threads", str(threads)) for f in engines.names()},
+            image_args=dict(image_args or {}),
+        )
 
     @classmethod
     def of_kind(cls, kind: str) -> EngineTable:
@@ -87,10 +122,15 @@ class EngineTable(BaseModel):
         """
         if kind not in ENGINE_KINDS:
             raise ValueError(f"engine kind {kind!r} is not one of {', '.join(ENGINE_KINDS)}")
-        return cls.llama() if kind == "llama" else cls.fake()
+        image_args = fake_image_args(os.environ)
+        return cls.llama(image_args=image_args) if kind == "llama" else cls.fake(image_args=image_args)
 
     def argv(self, launch: EngineLaunch, port: int) -> list[str]:
-        command = self.commands.get(launch.framework) or self.commands[engines.DEFAULT]
+        extra = self.image_args.get(launch.image)
+        if extra is not None:  # the knob: this image runs the fake engine, with these arguments
+            command = (*FAKE_ARGV, *extra)
+        else:
+            command = self.commands.get(launch.framework) or self.commands[engines.DEFAULT]
         values = {
             "port": str(port),
             "model": launch.model,
@@ -98,3 +138,24 @@ class EngineTable(BaseModel):
             "framework": launch.framework,
         }
         return [part.format(**values) for part in command]
+
+
+def fake_image_args(environ: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The fake engine's per-image arguments from `FAKE_IMAGE_ARGS_ENV` (none when unset).
+
+    Raises:
+        ValueError: the variable is not a JSON object of image -> list of strings.
+    """
+    text = environ.get(FAKE_IMAGE_ARGS_ENV)
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    valid = isinstance(value, dict) and all(
+        isinstance(args, list) and all(isinstance(arg, str) for arg in args) for args in value.values()
+    )
+    if not valid:
+        raise ValueError(f"{FAKE_IMAGE_ARGS_ENV} is not a JSON object of image -> list of strings")
+    return {str(image): tuple(args) for image, args in value.items()}

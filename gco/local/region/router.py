@@ -4,7 +4,8 @@ Service, canary honoured.
 It reads, on every request, the routes the route keeper stored for the shared proxy (the route shards'
 tables, `route_shards.py`: what the nginx maps are rendered from; a shard is parsed again only when it
 changed), decides with `routes.pick` (the lookup by name nginx's `map` makes, and the rule its
-`split_clients` applies; the draw from `random`), and relays the request, prefix stripped, to the chosen
+`split_clients` applies, the draw from `random`; or the version the request pins by its
+`X-Gco-Version` header), and relays the request, prefix stripped, to the chosen
 Service's loopback address on the local Service network, answering with the version that answered (`X-Gco-
 Version`). A path the rendered nginx refuses (`gco.endpoints.paths`) is refused here too, with 400.
 `gco.local.region.nginx` runs the real nginx instead where it is installed. It registers itself with
@@ -50,6 +51,7 @@ from gco.reconcile.proxy.routes import (
     VERSION_HEADER,
     RouteTable,
     pick,
+    pinned_version,
 )
 
 LOCAL_PROXY_POD = "inference-proxy-local"  # the local proxy's Pod, as the stand-in lists it
@@ -162,7 +164,7 @@ class LocalRouter:
             return
         with self._rng_lock:
             draw = self.rng.random()
-        chosen = pick(self.routes.table(), path, draw)
+        chosen = pick(self.routes.table(), path, draw, pinned_version(request.headers.get(VERSION_HEADER)))
         match = UPSTREAM.match(chosen[0]) if chosen else None
         if chosen is None or match is None:
             answer(request, 404, b'{"error":"no route"}')

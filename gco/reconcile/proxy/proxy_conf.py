@@ -12,7 +12,12 @@ shards' map files (`route_shards.py`) from the proxy's projected volume (`ROUTES
 - the canary decision is one of a fixed 99 `split_clients` blocks (weights 1-99, each over
   `$request_id` as before), chosen by the route's weight with a `map`; weight 0 is always the
   primary and 100 always the canary. The version header and the upstream are read from that one
-  decision.
+  decision;
+- a request may pin its version by name with the request header `X-Gco-Version: primary|canary`
+  (`routes.VERSION_HEADER`; what a rollout's analysis traffic sends, `gco.rollout`): one more `map`,
+  over the header, whose default is the weighted decision, so a request without it (or with any
+  other value) is split as before and the cost stays one hash lookup whatever the number of routes.
+  A request pinned to the canary of an endpoint that has none is 404, never the primary.
 
 A second server on `STATUS_PORT` (no Service, load balancer or route reaches it; the API server's
 pod proxy does) answers `GET /routes/<name>` with the digest of the route this pod's nginx serves
@@ -72,8 +77,9 @@ def _version_entries() -> str:
     return "\n        ".join(entries)
 
 
-def _variable(header: str) -> str:
-    """nginx's variable of a request header: `X-Gco-Hop` -> `$http_x_gco_hop`."""
+def header_variable(header: str) -> str:
+    """nginx's variable of a request header: `$http_` and its name lowercased, dashes as underscores
+    (https://nginx.org/en/docs/http/ngx_http_core_module.html#var_http_)."""
     return "$http_" + header.lower().replace("-", "_")
 
 
@@ -85,7 +91,7 @@ def _forwarding(forwarding: Forwarding | None) -> tuple[str, str]:
         f'":{region}" {forwarding.remote_name(region)};' for region in forwarding.others
     )
     http = f"""    # Forwarding to the serving Region the front door chose, once (docs/global.md).
-    map "{_variable(HOP_HEADER)}:{_variable(SERVE_REGION_HEADER)}" $gco_remote {{
+    map "{header_variable(HOP_HEADER)}:{header_variable(SERVE_REGION_HEADER)}" $gco_remote {{
         default "";
         {entries}
     }}
@@ -142,6 +148,7 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
         ),
         route_check=NGINX_ROUTE_CHECK,
         version_header=VERSION_HEADER,
+        pin_variable=header_variable(VERSION_HEADER),
         prefix=INGRESS_PREFIX,
         name=NAME_CAPTURE,
         status_port=STATUS_PORT,
@@ -190,11 +197,17 @@ http {{
         default "";
         include {routes}/*{digest_map};
     }}
-    # The canary decision: the split of the route's weight (weight 0: always the primary).
+    # The canary decision: the split of the route's weight (weight 0: always the primary), unless the
+    # request pins a version by name.
     {splits}
-    map $gco_weight $gco_version {{
+    map $gco_weight $gco_split_version {{
         default {primary};
         {versions}
+    }}
+    map {pin_variable} $gco_version {{
+        {primary} {primary};
+        {canary} {canary};
+        default $gco_split_version;
     }}
     map $gco_version $gco_backend {{
         {canary} $gco_canary;
@@ -212,6 +225,7 @@ http {{
         location ~ ^{prefix}(?<gco_name>{name})(/|$) {{
             if ($request_uri !~ "{route_check}") {{ return 400; }}
 {forward_location}            if ($gco_primary = "") {{ return 404; }}
+            if ($gco_backend = "") {{ return 404; }}
             rewrite ^{prefix}{name}/?(.*)$ /$1 break;
             proxy_pass http://$gco_backend;
         }}

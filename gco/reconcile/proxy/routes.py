@@ -21,7 +21,10 @@ Routing rule, the same in every consumer:
   that is not written exactly (`paths.NGINX_ROUTE_CHECK`); `paths.escape_reason` is the same rule
   for a program;
 - every answer through a route says which version answered in `X-Gco-Version` (`primary` or
-  `canary`), from the same decision that picked the upstream.
+  `canary`), from the same decision that picked the upstream;
+- a request carrying `X-Gco-Version: primary` or `canary` is pinned to that version, not split (a
+  rollout's analysis traffic reaches both versions by name); pinned to a canary the route does not
+  have, it is 404. Any other value of the header is ignored.
 
 Upstream hosts are validated (`<service>.<namespace>.svc`, a port) so that a route object edited by
 hand cannot inject configuration.
@@ -203,6 +206,11 @@ def _route_entry(entry: object) -> Route | None:
     return _route(endpoint, path, upstream, canary, weight)
 
 
+def pinned_version(header: str | None) -> str | None:
+    """The version a request's `X-Gco-Version` header pins (PRIMARY or CANARY), or None (split)."""
+    return header if header in (PRIMARY, CANARY) else None
+
+
 def choose(table: RouteTable, path: str, draw: float) -> tuple[str, str] | None:
     """(upstream base URL, path to request there) for `path`, or None (404).
 
@@ -213,10 +221,14 @@ def choose(table: RouteTable, path: str, draw: float) -> tuple[str, str] | None:
     return None if picked is None else (picked[0], picked[1])
 
 
-def pick(table: RouteTable, path: str, draw: float) -> tuple[str, str, str] | None:
+def pick(table: RouteTable, path: str, draw: float, pinned: str | None = None) -> tuple[str, str, str] | None:
     """`choose` with the version chosen: (upstream base URL, path there, PRIMARY or CANARY).
 
     The route is found by the path's first segment under the prefix, as nginx's `map` finds it.
+
+    Parameters:
+        pinned: the version the request pins (`pinned_version`); the draw is then not used, and a
+            canary pinned where the route has none is None (404).
     """
     if not path.startswith(INGRESS_PREFIX):
         return None
@@ -225,6 +237,10 @@ def pick(table: RouteTable, path: str, draw: float) -> tuple[str, str, str] | No
     if route is None:
         return None
     rest = slash + rest or "/"
+    if pinned == CANARY:
+        return None if route.canary_upstream is None else (route.canary_upstream, rest, CANARY)
+    if pinned == PRIMARY:
+        return route.upstream, rest, PRIMARY
     if route.canary_upstream is not None and draw * 100 < route.canary_weight:
         return route.canary_upstream, rest, CANARY
     return route.upstream, rest, PRIMARY

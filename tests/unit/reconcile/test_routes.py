@@ -32,7 +32,7 @@ from gco.reconcile.proxy.route_shards import (
     shard_table,
     split,
 )
-from gco.reconcile.proxy.routes import Route, RouteTable, choose, route_table
+from gco.reconcile.proxy.routes import Route, RouteTable, choose, pick, pinned_version, route_table
 from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
@@ -79,6 +79,28 @@ def test_choose_honours_the_canary_weight_and_strips_the_prefix() -> None:
     assert choose(table(), "/inference/llama", 0.9) == ("http://llama.gco-inference.svc:8000", "/")
     assert choose(table(), "/inference/llamas/v1", 0.5) is None  # a prefix is matched on a path boundary
     assert choose(table(), "/other", 0.5) is None
+
+
+def test_a_pinned_request_reaches_the_version_it_names_whatever_the_draw() -> None:
+    routes = table()
+    for draw in (0.0, 0.5, 0.999):
+        assert pick(routes, "/inference/llama/v1", draw, pinned_version("canary")) == (
+            "http://llama--canary.gco-inference.svc:8000",
+            "/v1",
+            "canary",
+        )
+        assert pick(routes, "/inference/llama/v1", draw, pinned_version("primary"))[2] == "primary"  # type: ignore[index]
+    assert pick(routes, "/inference/plain/v1", 0.0, "canary") is None  # no canary: 404, never the primary
+    assert pinned_version("Canary") is None and pinned_version(None) is None and pinned_version("x") is None
+    assert pick(routes, "/inference/llama/v1", 0.0, pinned_version("other"))[2] == "canary"  # type: ignore[index]
+
+
+def test_nginx_conf_pins_a_version_by_the_request_header_with_one_more_map() -> None:
+    conf = nginx_conf()
+    assert "map $http_x_gco_version $gco_version {" in conf
+    assert "default $gco_split_version;" in conf and "map $gco_weight $gco_split_version {" in conf
+    assert 'if ($gco_backend = "") { return 404; }' in conf  # a pinned canary the route lacks
+    assert conf.count("map ") == 7  # four route maps, the split's, the pin's, the backend's: none per route
 
 
 def test_nginx_conf_looks_routes_up_by_name_whatever_their_number() -> None:

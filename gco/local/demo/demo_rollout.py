@@ -1,0 +1,68 @@
+"""The walk-through's rollouts: a build promoted Region by Region by a paired comparison, one 20% slower
+rolled back in the first Region, each with its evidence's report page (`docs/rollout.md`).
+
+The rollout endpoint's images run the fake engine at known speeds whatever the demo's engine (the
+engine table's per-image knob, `gco.local.region.engines`), so the slower build is slower by design.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from gco.local.errors import DemoStepError
+
+# An endpoint whose images run the fake engine at known speeds, whatever the
+# demo's engine (the engine table's per-image knob, `gco.local.region.engines`): a build of equal
+# speed is promoted Region by Region, one 20% slower is rolled back in the first Region.
+ENDPOINT = "demo-rollout"
+PRIMARY = "registry.example.com/chat:1.0"
+EQUAL = "registry.example.com/chat:1.1"
+SLOWER = "registry.example.com/chat:1.2"
+SPEED = ("--ttft-ms", "300", "--itl-ms", "8")  # 0.55 s a request: well above the loopback's own jitter
+IMAGE_ARGS = {
+    PRIMARY: SPEED,
+    EQUAL: SPEED,
+    SLOWER: ("--ttft-ms", "360", "--itl-ms", "9.6"),
+}
+TOLERANCE = "0.3"  # the loopback's noise on a small shared machine (docs/rollout.md)
+
+
+def rollouts(step: Callable[..., str], echo: Callable[[str], None], rollout_dir: Path) -> None:
+    """One build promoted Region by Region by a paired comparison, one 20% slower rolled back, and the
+    rollout evidence's report page."""
+    shutil.rmtree(rollout_dir, ignore_errors=True)
+    step(
+        "an endpoint for rollouts (its images run the fake engine at known speeds) in two Regions",
+        *("inference", "deploy", ENDPOINT, "--image", PRIMARY, "--model-id", "demo/chat"),
+        *("--region", "us-east-1", "--region", "us-west-2", "--wait", "--timeout", "60"),
+    )
+    echo("  ... each block: 8 requests to each version, pinned by name (X-Gco-Version), in ABBA order")
+    output = step(
+        "roll out a build of equal speed, Region by Region: promoted when the paired interval allows",
+        *("inference", "rollout", ENDPOINT, "--image", EQUAL, "--regions-in-waves"),
+        *("--tolerance", TOLERANCE, "--run-dir", str(rollout_dir / "promoted")),
+    )
+    _page(echo, output)
+    output = step(
+        "roll out a build 20% slower: rolled back in the first Region, the second never touched",
+        *("inference", "rollout", ENDPOINT, "--image", SLOWER, "--regions-in-waves"),
+        *("--run-dir", str(rollout_dir / "rolled-back")),
+        expect=1,
+    )
+    page = _page(echo, output)
+    step("the rolled-back rollout's evidence validates against its schema and digest", "bench", "report",
+         str(page.with_suffix(".json")))  # fmt: skip
+    step("the record names the last rollout's evidence", "inference", "status", ENDPOINT, "-o", "json")
+    step("delete the rollout endpoint", "inference", "delete", ENDPOINT, "--wait", "--timeout", "60")
+
+
+def _page(echo: Callable[[str], None], output: str) -> Path:
+    found = next(
+        (line.split(": ", 1)[1] for line in output.splitlines() if line.startswith("report page: ")), None
+    )
+    if found is None or not Path(found).is_file():
+        raise DemoStepError("gco inference rollout wrote no report page")
+    echo(f"# the rollout's report page: {found}")
+    return Path(found)

@@ -1,0 +1,57 @@
+"""Lambda: one bounded step of a rollout, for the rollout state machine (`gco.rollout.service`).
+
+`handler` begins or advances a rollout (at most `blocks_per_step` blocks per invocation: the state
+machine loops); `give_up_handler` leaves the endpoint on the primary everywhere, called by every
+step's Catch and by the EventBridge rule on an execution that ended ABORTED, TIMED_OUT or FAILED.
+Requests go to each Region's front door (its Regional stack's `InvokeUrl`), signed with this function's
+role; evidence goes to the evidence bucket (env `GCO_EVIDENCE_BUCKET`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from gco import aws
+from gco.endpoints import EndpointStore, operations
+from gco.env import EVIDENCE_BUCKET_ENV
+from gco.evidence.store import S3EvidenceStore
+from gco.regional_outputs import invoke_urls
+from gco.rollout.service import advance, give_up
+from gco.rollout.steps import Ports
+from gco.rollout.traffic import HttpTraffic
+from gco.tracing import LazyTracer
+
+SERVICE = "gco-rollout"
+logger = Logger(service=SERVICE)
+tracer = LazyTracer(service=SERVICE)
+
+
+def ports_for(name: str) -> Ports:
+    """The ports of a rollout of `name`: the table, its Regions' front doors, the evidence bucket."""
+    store = EndpointStore.connect()
+    record = operations.fresh(store, name)
+    found = invoke_urls(
+        name, record.target_regions, lambda region: aws.client("cloudformation", region=region)
+    )
+    bases = {region: url.removesuffix(f"/{name}") for region, url in found.items() if url}
+    traffic = HttpTraffic(name, bases, signed=True, spec=record.spec)
+    return Ports(store=store, traffic=traffic, evidence=[S3EvidenceStore(os.environ[EVIDENCE_BUCKET_ENV])])
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    answer = advance(event, ports_for)
+    logger.info("rollout step", extra={"done": answer["done"], "waiting": answer["waiting"]})
+    return answer
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+def give_up_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    answer = give_up(event, ports_for, EndpointStore.connect())
+    logger.info("rollout given up", extra={"removed": answer.get("removed")})
+    return answer
