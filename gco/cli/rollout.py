@@ -17,6 +17,7 @@ import click
 from pydantic import ValidationError
 
 from gco import aws
+from gco.cli.admission import admitter, allow_unvalidated_option, warn
 from gco.cli.common import STRICT_FLOAT, STRICT_INT, connection_options, emit, name_argument, open_store
 from gco.endpoints import operations
 from gco.evidence.page import render_html
@@ -103,6 +104,7 @@ def _report(state: RolloutState, output: str, run_dir: Path) -> None:
 @click.option(
     "--via-step-functions", is_flag=True, help="Start the rollout state machine's execution instead."
 )
+@allow_unvalidated_option
 @connection_options
 def rollout(
     name: str,
@@ -116,6 +118,7 @@ def rollout(
     run_dir: Path,
     evidence_bucket: str | None,
     via_step_functions: bool,
+    allow_unvalidated: str | None,
     endpoint_url: str | None,
     table_name: str | None,
     output: str,
@@ -165,7 +168,11 @@ def rollout(
         if current is not None:
             click.echo(f"{current.region}: {current.phase}, {len(current.blocks)} blocks", err=True)
 
-    state = run(settings, Ports(store=store, traffic=traffic, evidence=stores), on_step=progress)
+    # The canary's image is admitted (or refused) by the validation policy in each Region it reaches,
+    # as `gco inference canary` is (docs/matrix.md, "Validated builds").
+    hook = admitter("canary", endpoint_url, allow_unvalidated)
+    state = run(settings, Ports(store=store, traffic=traffic, evidence=stores, admit=hook), on_step=progress)
+    warn(hook)
     if state.evidence_ids:  # the last record's report page beside it (`gco bench report` reads it too)
         local = stores[0]
         assert isinstance(local, LocalEvidenceStore)

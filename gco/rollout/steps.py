@@ -29,6 +29,7 @@ from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
 from gco.endpoints.errors import NoCanaryError
 from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
+from gco.endpoints.operations import AdmissionHook
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.evidence.record import now_iso
@@ -54,12 +55,15 @@ class Ports:
         traffic: the analysis requests' sender.
         evidence: where each evidence record is written (a local directory, the S3 bucket).
         clock: seconds since the epoch (the readiness deadline is kept in the state as such).
+        admit: the validation policy's check of the canary's image in each Region it reaches, written
+            with the canary (`gco.endpoints.operations.AdmissionHook`; None: nothing checked).
     """
 
     store: EndpointStore
     traffic: Traffic
     evidence: Sequence[EvidenceStore]
     clock: Callable[[], float] = time.time
+    admit: AdmissionHook | None = None
 
 
 def _record(ports: Ports, state: RolloutState) -> EndpointRecord:
@@ -122,6 +126,7 @@ def _start_wave(state: RolloutState, ports: Ports, index: int) -> None:
         settings.replicas,
         regions=[*passed, region.region],
         promoted_regions=passed,
+        admit=ports.admit,
     )
     region.phase = "waiting"
     region.ready_by = ports.clock() + settings.ready_timeout_s

@@ -44,8 +44,8 @@ from typing import Protocol
 import httpx
 
 from gco.endpoints.errors import EndpointError
-from gco.endpoints.paths import escape_reason
-from gco.endpoints.record import INGRESS_PREFIX, EndpointRecord
+from gco.endpoints.paths import INGRESS_PREFIX, escape_reason
+from gco.endpoints.record import EndpointRecord
 from gco.front_door import GENERATION_TIMEOUT_S
 from gco.global_access import keys
 from gco.global_access.errors import BearerFormatError, KeyStoreError

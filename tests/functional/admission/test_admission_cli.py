@@ -16,6 +16,7 @@ from gco.endpoints import EndpointStore
 from gco.env import LOCAL_REGISTRY_ENV, VALIDATION_POLICY_ENV
 from gco.evidence import EvidenceRecord, S3EvidenceStore
 from gco.evidence.index import S3EvidenceIndex
+from gco.invoke import INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli, table_items
 from tests.unit.evidence.matrix_sample import VLLM, matrix_record
@@ -192,3 +193,19 @@ def test_off_checks_nothing_and_a_deployment_without_the_parameter_is_off(
     item = table_items(store)[0]
     assert "admissions" not in item
     assert json.loads(json.dumps(item))  # the item as before the policy existed
+
+
+def test_a_rollout_s_canary_is_checked_as_a_canary_is(
+    cli: Cli, deployment: Deployment, store: EndpointStore, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    deployment.policy("enforce")
+    deployment.validated("us-east-1")
+    deploy(cli, IMAGE)
+    # A Region's way in is named (nothing answers there: the refusal comes before any request).
+    monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps({"us-east-1": "http://127.0.0.1:9"}))
+    run_dir = str(tmp_path / "rollout")
+    _, err = cli(
+        "inference", "rollout", "chat", "--image", "vllm/vllm-openai:v2", "--run-dir", run_dir, code=1
+    )
+    assert "vllm/vllm-openai:v2" in err and "us-east-1" in err
+    assert cli.json("inference", "status", "chat")["spec"].get("canary") is None  # nothing written
