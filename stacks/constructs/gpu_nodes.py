@@ -16,7 +16,7 @@ label); the tags state the same template on the node group for whoever copies th
 
 Several instance types of one model (g6e.xlarge, g6e.2xlarge) make one group that EC2 can fill from
 whichever type has capacity. With `capacity_type: both` each model gets a Spot and an On-Demand
-group (`...-gpu-l40s-spot`, `...-gpu-l40s-on-demand`); the Cluster Autoscaler's priority expander
+group (`...-gpu-l40s-spot-nvme`, `...-gpu-l40s-on-demand-nvme`); the Cluster Autoscaler's priority expander
 (`priority_expander`) scales the `capacity_priority` kind first and falls to the other when it
 cannot (no Spot capacity: the scale-up times out and the group is backed off).
 """
@@ -46,13 +46,26 @@ def group_id(model: str) -> str:
     return f"Gpu{model.replace('-', '').capitalize()}Nodes"
 
 
+# The name of a group whose pods' storage is its instance store (`_gpu_storage`) ends with this. Its
+# disk then lives in a launch template, and moving a group's disk into one is a change that
+# CloudFormation makes by replacement (AWS::EKS::Nodegroup: `DiskSize` and `LaunchTemplate`,
+# "Update requires: Replacement"), which it refuses for a resource with a custom name ("CloudFormation
+# cannot update a stack when a custom-named resource requires replacing"). A group's name so follows
+# its storage: a deployment made with the root volume updates to new groups under the new names
+# (created first, the old ones then deleted), instead of failing.
+INSTANCE_STORE_SUFFIX = "-nvme"
+
+
 def gpu_group_names(name: str, group: NodeGroupConfig) -> dict[tuple[str, str], str]:
     """Node group names by (GPU model, capacity kind): `{name}-gpu-{model}`, with the kind as a
-    suffix when a model has two groups."""
+    suffix when a model has two groups, and `INSTANCE_STORE_SUFFIX` when its pods' storage is the
+    instance store."""
     kinds = capacity_kinds(group)
     return {
-        (model, kind): f"{name}-gpu-{model}" + (f"-{kind}" if len(kinds) > 1 else "")
-        for model in gpu_models(group.instance_types)
+        (model, kind): f"{name}-gpu-{model}"
+        + (f"-{kind}" if len(kinds) > 1 else "")
+        + (INSTANCE_STORE_SUFFIX if uses_instance_store(types) else "")
+        for model, types in gpu_models(group.instance_types).items()
         for kind in kinds
     }
 
@@ -111,8 +124,7 @@ def add_node_groups(
     )
     models = gpu_models(gpu.instance_types)
     ids = {
-        group_name: group_id(model)
-        + ("" if group_name == f"{name}-gpu-{model}" else kind.title().replace("-", ""))
+        group_name: group_id(model) + ("" if len(capacity_kinds(gpu)) == 1 else kind.title().replace("-", ""))
         for (model, kind), group_name in gpu_group_names(name, gpu).items()
     }
     gpu_groups = {

@@ -79,7 +79,7 @@ def test_both_capacity_types_make_a_spot_and_an_on_demand_group_per_model() -> N
             template.has_resource_properties(
                 "AWS::EKS::Nodegroup",
                 {
-                    "NodegroupName": f"gco-{OTHER}-gpu-{model}-{kind}",
+                    "NodegroupName": f"gco-{OTHER}-gpu-{model}-{kind}-nvme",
                     "InstanceTypes": types,
                     "CapacityType": capacity,
                     "ScalingConfig": {"MinSize": 0, "MaxSize": 3, "DesiredSize": 0},
@@ -109,11 +109,14 @@ def test_priority_expander_and_group_names_are_pure() -> None:
     assert capacity_kinds(group) == ["on-demand", "spot"]
     assert priority_expander("c", group) == {
         1: [".*"],
-        10: [".*c-gpu-l40s-spot.*"],
-        20: [".*c-gpu-l40s-on-demand.*"],
+        10: [".*c-gpu-l40s-spot-nvme.*"],
+        20: [".*c-gpu-l40s-on-demand-nvme.*"],
     }
     single = group.model_copy(update={"capacity_type": "spot"})
-    assert gpu_group_names("c", single) == {("l40s", "spot"): "c-gpu-l40s"}
+    assert gpu_group_names("c", single) == {("l40s", "spot"): "c-gpu-l40s-nvme"}
+    # A type without instance store keeps its root volume, and its group the plain name.
+    root = single.model_copy(update={"instance_types": ["p3.2xlarge"]})
+    assert gpu_group_names("c", root) == {("v100", "spot"): "c-gpu-v100"}
 
 
 def test_network_cidr_nat_per_zone_and_no_endpoints() -> None:

@@ -60,7 +60,7 @@ def test_a_gpu_type_pod_schedules_only_on_its_node_group(synthesized: Synthesize
     assert gpu_groups
     for spelling in ("L40S", "l40s"):
         pod = pod_of({"gpu_count": 1, "gpu_type": spelling})
-        assert [g["NodegroupName"] for g in groups if schedulable(pod, g)] == [f"gco-{OTHER}-gpu-l40s"]
+        assert [g["NodegroupName"] for g in groups if schedulable(pod, g)] == [f"gco-{OTHER}-gpu-l40s-nvme"]
     # A model no node group carries schedules nowhere (it stays pending; nothing can scale up for it).
     assert not any(schedulable(pod_of({"gpu_count": 1, "gpu_type": "H100"}), g) for g in groups)
 
@@ -98,7 +98,7 @@ def test_each_gpu_model_gets_its_node_group(tmp_path: Any) -> None:
         template.has_resource_properties(
             "AWS::EKS::Nodegroup",
             {
-                "NodegroupName": f"gco-{HOME}-gpu-{model}",
+                "NodegroupName": f"gco-{HOME}-gpu-{model}-nvme",  # g6e and g5: instance store
                 "InstanceTypes": types,
                 "Labels": Match.object_like({"gco.io/gpu-type": model}),
                 "Taints": [{"Effect": "NO_SCHEDULE", "Key": GPU_TAINT.key, "Value": GPU_TAINT.value}],

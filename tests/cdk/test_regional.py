@@ -48,7 +48,7 @@ def test_gpu_node_group_tainted_labelled_sized(regional_template: Any) -> None:
     regional_template.has_resource_properties(
         "AWS::EKS::Nodegroup",
         {
-            "NodegroupName": f"gco-{OTHER}-gpu-l40s",
+            "NodegroupName": f"gco-{OTHER}-gpu-l40s-nvme",
             "AmiType": "AL2023_x86_64_NVIDIA",
             "InstanceTypes": ["g6e.xlarge", "g6e.2xlarge"],
             "CapacityType": "ON_DEMAND",
