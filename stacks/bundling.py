@@ -66,8 +66,10 @@ LAMBDA_REQUIREMENTS = (
     "httpx>=0.27,<1",
     # The rollout step (lambdas/rollout.py) decides with the bench's paired bootstrap (gco.bench.analysis);
     # the reconcilers never import them.
-    "numpy>=1.26,<3",
-    "scipy>=1.11,<2",
+    # Below numpy 2.5 and scipy 1.18: those have no wheels for Python 3.11, the project's own, on which
+    # the tests run the bundle's handlers with exactly the lock's versions (test_bundle_imports.py).
+    "numpy>=1.26,<2.5",
+    "scipy>=1.11,<1.18",
     "jsonschema>=4.20,<5",  # the rollout's evidence records are schema-checked before they are written
 )
 # The Lambda Python runtime provides the AWS SDK and its dependencies: never locked nor bundled (a

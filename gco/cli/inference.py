@@ -393,14 +393,16 @@ def regions(
     """
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     if add or remove or replace:
-        before = set(operations.fresh(store, name).target_regions)
         hook = admitter("regions", endpoint_url, allow_unvalidated)
         record = operations.change_regions(
             store, name, add=add, remove=remove, replace=replace or None, admit=hook
         )
         warn(hook)
         watch = reconciler_watch(store.table_name, endpoint_url)
-        for region in [r for r in record.target_regions if r not in before]:
+        # Each Region the command named as a target (checked whole by `change_regions` first: bad input
+        # is refused before any read).
+        named = {*add, *replace}
+        for region in [r for r in record.target_regions if r in named]:
             check = watch.check(region)
             if isinstance(check, Liveness) and not check.live:
                 click.echo(

@@ -264,7 +264,6 @@ class RolloutWorkflow(Construct):
             role=role.without_policy_updates(),
             memory_size=1024,  # numpy and scipy's import, the bootstrap
             timeout=Duration.seconds(STEP_TIMEOUT_S),
-            reserved_concurrent_executions=5,
             environment=environment,
             environment_encryption=key,
             tracing=lambda_.Tracing.ACTIVE,

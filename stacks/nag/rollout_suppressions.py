@@ -41,6 +41,18 @@ def rollout_suppressions(stack: Stack, regions: Sequence[str], prefix: str) -> l
                 "Functions, CloudFormation) and the Regions' IAM-authorized front doors, all over TLS",
             )
         ),
+        *(
+            Suppression(
+                f"{root}/{kind}Function/Resource",
+                f"{pack}-LambdaConcurrency",
+                "called only by the rollout state machine (one task at a time per execution) and by the "
+                "table stream's mapping filtered to rollout requests: a reservation would take from the home "
+                "Region's account pool, which gco's quota arithmetic keeps to the Regional reconcilers' "
+                "(gco/deployment/capacity.py)",
+            )
+            for kind in FUNCTIONS
+            for pack in ("HIPAA.Security", "NIST.800.53.R5")
+        ),
         Suppression(
             f"{root}/DeadLetters/Resource",
             "Serverless-SQSRedrivePolicy",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gco.deployment.dashboards import API_METRICS, API_NAMESPACE, metric_references
+from gco.front_door import FRONT_DOOR_PART
 from gco.reconcile.replica_metrics import NOT_READY_METRIC
 from stacks.constructs.dashboards import FIVE_XX_THRESHOLD, NOT_READY_PERIODS
 from stacks.constructs.front_door import ACCESS_LOG_FORMAT, INFERENCE_PREFIX
@@ -33,8 +34,17 @@ def body_of(dashboard: dict[str, Any], tokens: dict[str, str]) -> dict[str, Any]
 
 
 def api_and_stage(template: Mapping[str, Any]) -> tuple[str, str]:
-    (api,) = of_type(template, "AWS::ApiGateway::RestApi").values()
-    (stage,) = of_type(template, "AWS::ApiGateway::Stage").values()
+    """The Regional front door's API and stage (the global address's API is the other one there)."""
+    ((api_id, api),) = [
+        (k, r)
+        for k, r in of_type(template, "AWS::ApiGateway::RestApi").items()
+        if f"-{FRONT_DOOR_PART}-" in r["Properties"]["Name"]
+    ]
+    (stage,) = [
+        s
+        for s in of_type(template, "AWS::ApiGateway::Stage").values()
+        if s["Properties"]["RestApiId"] == {"Ref": api_id}
+    ]
     return api["Properties"]["Name"], stage["Properties"]["StageName"]
 
 
@@ -42,7 +52,9 @@ def test_each_region_s_dashboard_names_its_api_stage_and_access_log(synthesized:
     for region in (HOME, OTHER):
         template = synthesized.template_json(f"gco-regional-{region}")
         api, stage = api_and_stage(template)
-        (logs_id,) = [k for k in of_type(template, "AWS::Logs::LogGroup") if "FrontDoorAccessLogs" in k]
+        (logs_id,) = [
+            k for k in of_type(template, "AWS::Logs::LogGroup") if k.startswith("FrontDoorAccessLogs")
+        ]
         (dashboard,) = of_type(template, "AWS::CloudWatch::Dashboard").values()
         assert dashboard["Properties"]["DashboardName"] == f"gco-{region}"
         body = body_of(dashboard, {json.dumps({"Ref": logs_id}): "ACCESS-LOG"})

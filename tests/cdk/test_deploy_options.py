@@ -92,8 +92,11 @@ def test_the_autoscaler_prefers_the_priority_kind_and_falls_to_the_other() -> No
     values = helm_values(other_template().to_json(), "cluster-autoscaler")
     assert values["extraArgs"]["expander"] == "priority,least-waste"
     priorities = yaml.safe_load(values["expanderPriorities"])
-    assert priorities[20] == [f".*gco-{OTHER}-gpu-l40s-spot.*", f".*gco-{OTHER}-gpu-a10g-spot.*"]
-    assert priorities[10] == [f".*gco-{OTHER}-gpu-l40s-on-demand.*", f".*gco-{OTHER}-gpu-a10g-on-demand.*"]
+    assert priorities[20] == [f".*gco-{OTHER}-gpu-l40s-spot-nvme.*", f".*gco-{OTHER}-gpu-a10g-spot-nvme.*"]
+    assert priorities[10] == [
+        f".*gco-{OTHER}-gpu-l40s-on-demand-nvme.*",
+        f".*gco-{OTHER}-gpu-a10g-on-demand-nvme.*",
+    ]
     assert priorities[1] == [".*"]
 
 

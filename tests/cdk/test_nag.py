@@ -45,7 +45,7 @@ def test_suppressions_are_few_specific_and_on_one_resource(synthesized: Synthesi
     # and the rollout state machine's three functions in the global stack (stacks/nag/rollout_suppressions.py)
     rollout = [item for item in suppressions if "/Rollout/" in item.path]
     assert len([item for item in runtime if KUBECTL_PROVIDER not in item.path]) == 6 * regional + 6
-    assert len(rollout) <= 19
+    assert len(rollout) <= 25
     assert (
         len(suppressions) - len(provider) - len(front_door) - len(global_door) - 4 * regional - len(rollout)
         <= 45

@@ -42,12 +42,17 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     assert "error: name: 'Bad_Name' is not a DNS-1123 label" in transcript
     assert "demo-chat ready: 2/2" in transcript
     assert "outside the reconciler's grant: 0" in transcript
-    assert (
-        "  us-east-1 shared: ConfigMap/inference-proxy-conf, "
-        "ConfigMap/inference-proxy-routes-* (64 route shards), Deployment/inference-proxy, "
-        "HorizontalPodAutoscaler/inference-proxy-hpa, Namespace/gco-inference, Namespace/gco-system, "
-        "Service/inference-proxy"
-    ) in transcript
+    (shared,) = [line for line in transcript.splitlines() if line.startswith("  us-east-1 shared: ")]
+    assert {
+        "ConfigMap/inference-proxy-conf",
+        "ConfigMap/inference-proxy-routes-* (64 route shards)",
+        "Deployment/inference-proxy",
+        "HorizontalPodAutoscaler/inference-proxy-hpa",
+        "Namespace/gco-inference",
+        "Namespace/gco-system",
+        "NetworkPolicy/gco-default-deny",  # the endpoint namespace's default deny (render_network.py)
+        "Service/inference-proxy",
+    } <= set(shared.removeprefix("  us-east-1 shared: ").split(", "))
     assert "  us-east-1: Deployment/demo-chat, Ingress/route-demo-chat" in transcript
     assert "  eu-west-1: Deployment/demo-chat" in transcript  # after the move
     assert "demo-chat: purged" in transcript

@@ -178,6 +178,11 @@ http {{
     proxy_send_timeout {timeout}s;
     send_timeout {timeout}s;
     client_max_body_size {max_body};
+    # A body up to the limit is held in memory, never written to client_body_temp_path: no prompt
+    # lands on the proxy's disk, and a worker that cannot write that directory (the local stack's
+    # nginx, whose workers run as another user than its master) still serves it. nginx allocates
+    # a smaller Content-Length's own size, not this much (ngx_http_read_client_request_body).
+    client_body_buffer_size {max_body};
     map_hash_max_size {map_max};
     map_hash_bucket_size {map_bucket};
 {forward_http}    # The endpoint's routes, by name ($gco_name, from the routed or the status location).

@@ -45,7 +45,7 @@ def test_served_models_and_metrics_from_a_running_engine() -> None:
 def test_clip_cells_run_bench_clip_or_the_serve_cmd(tmp_path: Path) -> None:
     options = CellOptions(mode="clip", prompts_path=Path("/clips.jsonl"), run_dir=tmp_path)
     argv = serve_argv(MANIFEST.engines[0], MANIFEST, options, tmp_path / "cell", 1)
-    assert argv[1:5] == ["-m", "gco.cli", "bench", "clip"]
+    assert argv[1:6] == ["-P", "-m", "gco.cli", "bench", "clip"]
     assert argv[argv.index("--clips") + 1] == "/clips.jsonl"
     assert argv[argv.index("--warmup") + 1] == "0"
     assert argv[argv.index("--timeout") + 1] == "90.0"

@@ -24,6 +24,7 @@ def body_of(size: int) -> bytes:
 
 def test_the_rendered_proxy_refuses_bodies_over_the_one_limit() -> None:
     assert f"client_max_body_size {MAX_REQUEST_BYTES};" in nginx_conf()
+    assert f"client_body_buffer_size {MAX_REQUEST_BYTES};" in nginx_conf()  # never a temp file
 
 
 def test_a_body_over_the_limit_is_413_and_one_at_the_limit_is_served(
