@@ -135,7 +135,19 @@ def port_in_use(port: int) -> bool:
     """True when something already accepts connections on 127.0.0.1:`port`."""
     with socket.socket() as sock:
         sock.settimeout(1.0)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+        return reaches_listener(sock, port)
+
+
+def reaches_listener(sock: socket.socket, port: int) -> bool:
+    """Connect `sock` to 127.0.0.1:`port`; True when another socket accepted the connection.
+
+    A connection that the kernel happened to give `port` itself as its source port connects to
+    itself (TCP simultaneous open, RFC 793 section 3.4; Linux allows it on loopback when the target
+    lies in the ephemeral range) without any listener: that is not "in use".
+    """
+    if sock.connect_ex(("127.0.0.1", port)) != 0:
+        return False
+    return bool(sock.getsockname() != sock.getpeername())
 
 
 def run_cell(
