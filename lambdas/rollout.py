@@ -4,7 +4,9 @@
 machine loops); `give_up_handler` leaves the endpoint on the primary everywhere, called by every
 step's Catch and by the EventBridge rule on an execution that ended ABORTED, TIMED_OUT or FAILED.
 Requests go to each Region's front door (its Regional stack's `InvokeUrl`), signed with this function's
-role; evidence goes to the evidence bucket (env `GCO_EVIDENCE_BUCKET`).
+role; evidence goes to the evidence bucket (env `GCO_EVIDENCE_BUCKET`). The canary's image is admitted
+by the deployment's validation policy in each Region it reaches before it is written there, as on the
+CLI's path (`admission_for`).
 """
 
 from __future__ import annotations
@@ -16,21 +18,39 @@ from aws_lambda_powertools import Logger
 
 from gco import aws
 from gco.endpoints import EndpointStore, operations
+from gco.endpoints.operations import AdmissionHook
 from gco.env import EVIDENCE_BUCKET_ENV
 from gco.evidence.store import S3EvidenceStore
 from gco.regional_outputs import invoke_urls
 from gco.rollout.service import advance, give_up
+from gco.rollout.state import RolloutSettings
 from gco.rollout.steps import Ports
 from gco.rollout.traffic import HttpTraffic
 from gco.tracing import LazyTracer
 
 SERVICE = "gco-rollout"
+FUNCTION_NAME_ENV = "AWS_LAMBDA_FUNCTION_NAME"  # set by Lambda in every function's environment
 logger = Logger(service=SERVICE)
 tracer = LazyTracer(service=SERVICE)
 
 
-def ports_for(name: str) -> Ports:
-    """The ports of a rollout of `name`: the table, its Regions' front doors, the evidence bucket."""
+def admission_for(settings: RolloutSettings) -> AdmissionHook:
+    """The validation policy's check of the canary's image in each Region it reaches, as `gco
+    inference rollout` and `canary` check it: the deployment's policy (its SSM parameter, read in
+    this, the home, Region), the evidence index, the registries; who admitted is this function.
+
+    Raises:
+        InvalidSpecError: the settings' `allow_unvalidated` reason is not plain text.
+    """
+    from gco.admission import from_environment  # at the first step only: the cold start stays short
+
+    who = f"rollout state machine ({os.environ.get(FUNCTION_NAME_ENV, SERVICE)})"
+    return from_environment("canary", reason=settings.allow_unvalidated, by=who)
+
+
+def ports_for(settings: RolloutSettings) -> Ports:
+    """The ports of a rollout: the table, its Regions' front doors, the evidence bucket, admission."""
+    name = settings.endpoint
     store = EndpointStore.connect()
     record = operations.fresh(store, name)
     found = invoke_urls(
@@ -38,7 +58,8 @@ def ports_for(name: str) -> Ports:
     )
     bases = {region: url.removesuffix(f"/{name}") for region, url in found.items() if url}
     traffic = HttpTraffic(name, bases, signed=True, spec=record.spec)
-    return Ports(store=store, traffic=traffic, evidence=[S3EvidenceStore(os.environ[EVIDENCE_BUCKET_ENV])])
+    evidence = [S3EvidenceStore(os.environ[EVIDENCE_BUCKET_ENV])]
+    return Ports(store=store, traffic=traffic, evidence=evidence, admit=admission_for(settings))
 
 
 @logger.inject_lambda_context

@@ -153,4 +153,5 @@ class GlobalStack(Stack):
             key=self.key,
             code=lambda_code(install_dependencies=config.bundle_dependencies),
             log_retention=retention,
+            validation_policy=self.validation_policy,
         )

@@ -45,6 +45,7 @@ def _settings(name: str, image: str, options: dict[str, Any]) -> RolloutSettings
             waves=options["waves"],
             rule=rule,
             block_requests=options["block_requests"],
+            allow_unvalidated=options["allow_unvalidated"],
         )
     except ValidationError as error:  # the first bad option, named as the command spells it
         first = error.errors()[0]
@@ -136,6 +137,7 @@ def rollout(
         "replicas": replicas,
         "waves": waves,
         "block_requests": block_requests,
+        "allow_unvalidated": allow_unvalidated,
     }
     settings = _settings(name, image, options)
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call

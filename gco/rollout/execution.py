@@ -31,7 +31,10 @@ def execution_name(endpoint: str, lifecycle_id: str, image: str) -> str:
 
 def execution_input(settings: RolloutSettings, lifecycle_id: str) -> dict[str, Any]:
     """The execution's input: the settings, and the lifecycle it must find (or start nothing)."""
-    return {"settings": settings.model_dump(mode="json"), "lifecycle_id": lifecycle_id}
+    # A reason only when one was given: the input of a rollout without one stays what it always was,
+    # so StartExecution of the same name finds the same input (idempotent across an upgrade).
+    unset = {"allow_unvalidated"} if settings.allow_unvalidated is None else None
+    return {"settings": settings.model_dump(mode="json", exclude=unset), "lifecycle_id": lifecycle_id}
 
 
 def start(client: Any, state_machine_arn: str, settings: RolloutSettings, lifecycle_id: str) -> str:

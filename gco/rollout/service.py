@@ -36,25 +36,29 @@ def _answer(state: Any) -> dict[str, Any]:
     }
 
 
-def advance(event: Mapping[str, Any], ports_for: Callable[[str], Ports]) -> dict[str, Any]:
+def advance(event: Mapping[str, Any], ports_for: Callable[[RolloutSettings], Ports]) -> dict[str, Any]:
     """Begin (from the execution's input) or take one step (from a state) of a rollout.
 
     Parameters:
-        ports_for: the ports of a rollout of the endpoint named (the traffic needs its record).
+        ports_for: the ports of a rollout with these settings (the traffic needs the endpoint's
+            record, the admission hook the reason the image may run unvalidated).
 
     Raises:
         RolloutInputError: a malformed event, or an endpoint that cannot be rolled out.
         RolloutSupersededError: the endpoint is not the lifecycle the rollout was started for.
         EndpointError, EvidenceError: the store or the evidence failed (the state machine's Catch).
+        GcoError: the ports' admission hook refused the canary's image in a Region it reaches (an
+            `AdmissionError` of `gco.admission`, which this package does not import), or could not
+            read the policy; nothing was written for that Region.
     """
     if event.get("state") is not None:
         state = parse_state(event["state"])
-        return _answer(step(state, ports_for(state.settings.endpoint)))
+        return _answer(step(state, ports_for(state.settings)))
     settings = parse_settings(event.get("settings"))
     lifecycle = event.get("lifecycle_id")
     if not isinstance(lifecycle, str) or not lifecycle:
         raise RolloutInputError("lifecycle_id", "is required")
-    ports = ports_for(settings.endpoint)
+    ports = ports_for(settings)
     record = operations.fresh(ports.store, settings.endpoint)
     if record.lifecycle_id != lifecycle:
         raise RolloutSupersededError(f"endpoint {settings.endpoint!r} is not lifecycle {lifecycle[:12]}...")
@@ -71,7 +75,7 @@ def _request_of(event: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def give_up(
-    event: Mapping[str, Any], ports_for: Callable[[str], Ports], store: EndpointStore
+    event: Mapping[str, Any], ports_for: Callable[[RolloutSettings], Ports], store: EndpointStore
 ) -> dict[str, Any]:
     """Leave the endpoint on the primary everywhere after a failed, aborted or timed-out execution.
 
@@ -83,7 +87,7 @@ def give_up(
     reason = f"the execution failed: {json.dumps(request.get('error'))[:512]}" if request.get("error") else ""
     if request.get("state"):  # the state machine's {} before Begin answered: no state yet
         state = parse_state(request["state"])
-        ended = abort(state, ports_for(state.settings.endpoint), reason or "the execution ended")
+        ended = abort(state, ports_for(state.settings), reason or "the execution ended")
         return {"state": ended.model_dump(mode="json"), "removed": True}
     settings = parse_settings(request.get("settings"))
     lifecycle = str(request.get("lifecycle_id") or "")

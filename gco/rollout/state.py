@@ -37,6 +37,9 @@ class RolloutSettings(BaseModel):
     block_requests: int = Field(default=DEFAULT_BLOCK_REQUESTS, ge=2, le=256, multiple_of=2)
     blocks_per_step: int = Field(default=1, ge=1, le=50)
     ready_timeout_s: float = Field(default=DEFAULT_READY_TIMEOUT_S, gt=0, le=86_400)
+    # `--allow-unvalidated REASON`: under the validation policy enforce, why the canary's image may run
+    # without passing matrix evidence; the admission hook checks the text (1 to 256 plain characters).
+    allow_unvalidated: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class RegionAnalysis(BaseModel):

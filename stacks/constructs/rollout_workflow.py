@@ -29,6 +29,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ssm as ssm
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -73,6 +74,7 @@ class RolloutWorkflow(Construct):
         key: kms.IKey,
         code: lambda_.Code,
         log_retention: logs.RetentionDays,
+        validation_policy: ssm.IStringParameter,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -111,6 +113,17 @@ class RolloutWorkflow(Construct):
                     "Evidence", ["s3:PutObject", "s3:GetObject"], [bucket.arn_for_objects("evidence/*")]
                 ),
                 statement("EvidenceKey", ["kms:GenerateDataKey", "kms:Decrypt"], [table_key.key_arn]),
+                # The canary's image is admitted as on the CLI's path (docs/deploy.md, "Validated
+                # builds"): the policy parameter; the evidence index under evidence/ (GetObject above),
+                # with ListBucket so a missing index key reads 404, not 403 (GetObject's API reference);
+                # the tags of the account's private ECR repositories in any Region.
+                statement("ValidationPolicy", ["ssm:GetParameter"], [validation_policy.parameter_arn]),
+                statement("EvidenceIndex", ["s3:ListBucket"], [bucket.bucket_arn]),
+                statement(
+                    "ResolvePrivateTags",
+                    ["ecr:DescribeImages"],
+                    [stack.format_arn(service="ecr", region="*", resource="repository", resource_name="*")],
+                ),
                 statement("FrontDoors", ["cloudformation:DescribeStacks"], stacks),
                 statement("Invoke", ["execute-api:Invoke"], invoke),
                 statement(

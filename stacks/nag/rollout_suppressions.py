@@ -64,7 +64,8 @@ def rollout_suppressions(stack: Stack, regions: Sequence[str], prefix: str) -> l
             "evidence records are written under evidence/ by content id (unknown before); a Regional "
             "stack's ARN ends in its generated id; another Region's front door API id cannot be referenced "
             "from this stack, so its POST routes under /inference are named by Region; the function's own "
-            "log streams; X-Ray takes no resource",
+            "log streams; X-Ray takes no resource; a canary's image may be any private ECR repository "
+            "of the account in any Region, whose tag the admission check resolves (ecr:DescribeImages)",
             (
                 "Resource::*",
                 RegexAppliesTo(regex=r"/^Resource::<EvidenceBucket[0-9A-F]{8}\.Arn>\/evidence\/\*$/g"),
@@ -81,6 +82,7 @@ def rollout_suppressions(stack: Stack, regions: Sequence[str], prefix: str) -> l
                     for r in regions
                 ),
                 logs[0],
+                "Resource::arn:<AWS::Partition>:ecr:*:<AWS::AccountId>:repository/*",
             ),
         ),
         Suppression(

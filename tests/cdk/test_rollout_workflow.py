@@ -123,3 +123,17 @@ def test_the_roles_name_their_actions_and_resources(global_template: Any) -> Non
     assert "execute-api:Invoke" in text and "/POST/inference/*" in text
     assert "states:StartExecution" in text and "lambda:InvokeFunction" in text
     assert "dynamodb:DeleteItem" not in text and "dynamodb:Scan" not in text
+
+
+def test_the_step_role_reads_what_the_canary_s_admission_needs(global_template: Any) -> None:
+    """The step function admits the canary's image as the CLI does: the policy parameter, the evidence
+    index (with ListBucket: a missing key is then 404, not 403) and private ECR tags."""
+    policies = global_template.find_resources("AWS::IAM::ManagedPolicy")
+    (step,) = [p for key, p in policies.items() if key.startswith("RolloutStepRolePolicy")]
+    by_sid = {item["Sid"]: item for item in step["Properties"]["PolicyDocument"]["Statement"]}
+    assert by_sid["ValidationPolicy"]["Action"] == "ssm:GetParameter"
+    assert "ValidationPolicy" in json.dumps(by_sid["ValidationPolicy"]["Resource"])
+    assert by_sid["EvidenceIndex"]["Action"] == "s3:ListBucket"
+    assert "EvidenceBucket" in json.dumps(by_sid["EvidenceIndex"]["Resource"])
+    assert by_sid["ResolvePrivateTags"]["Action"] == "ecr:DescribeImages"
+    assert ":repository/*" in json.dumps(by_sid["ResolvePrivateTags"]["Resource"])

@@ -79,3 +79,25 @@ def test_via_step_functions_starts_one_execution_per_rollout(
     assert (
         operations.fresh(store, "smol").spec.canary is None
     )  # the execution changes the record, not the CLI
+
+
+def test_via_step_functions_hands_the_reason_to_the_execution(
+    cli: Cli,
+    store: EndpointStore,
+    moto: MotoServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The state machine's step admits the canary (tests/functional/rollout/test_admission.py): the
+    reason an operator gave for an unvalidated image travels in the execution's input."""
+    store.create("smol", {"image": IMAGE}, [EAST])
+    client = boto3.client("stepfunctions", region_name=EAST, endpoint_url=moto.url)
+    machine = client.create_state_machine(
+        name="gco-rollout",
+        definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+        roleArn="arn:aws:iam::123456789012:role/gco-rollout",
+    )["stateMachineArn"]
+    monkeypatch.setenv(STATE_MACHINE_ENV, machine)
+    reason = "hotfix, matrix tonight"
+    answer = cli.json("inference", "rollout", "smol", "--image", NEXT, "--allow-unvalidated", reason)
+    started = json.loads(client.describe_execution(executionArn=answer["execution_arn"])["input"])
+    assert started["settings"]["allow_unvalidated"] == reason
