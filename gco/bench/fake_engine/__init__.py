@@ -9,9 +9,10 @@ so a test can prove a caller gets the first event while the engine is still gene
 unset), never the value, so a test can prove a secret reached the engine without exposing it. In clip
 mode it stands in for a video engine answering whole clips on POST /v1/videos, where no GPU is
 available. Configurable speed, noise, drift and failures; it logs the start-up lines of real vLLM
-0.11, TGI 2.2 or SGLang output with its own model and flags (`startup`: `--enforce-eager`, `--cpu-offload-gb`, ... as the real engines
-take them). It does not model batching, memory or a tokenizer (a token is a fixed chunk and a clip is
-a fixed-size body after a known time per size), and the flags change only the log, not its speed.
+0.11, TGI 2.2 or SGLang output with its own model and flags (`startup`: `--enforce-eager`,
+`--cpu-offload-gb`, ... as the real engines take them). It does not model batching, memory or a
+tokenizer (a token is a fixed chunk and a clip is a fixed-size body after a known time per size),
+and the flags change only the log, not its speed.
 
 Run as `python -m gco.bench.fake_engine` (`cli`); `server` is the HTTP server, `wire` what it writes
 (server-sent events, TGI's token events) and how it crashes on purpose, `startup` the start-up lines.
