@@ -1,11 +1,13 @@
 """The engine frameworks gco serves, one module each, and the registry the rest of gco reads.
 
-Each module (`vllm`, `tgi`, `sglang`) holds everything that differs by framework (`base.Framework`):
-launch arguments and environment, ports, request and answer shapes (streamed too), metric names,
-its start-up log and launch-command formats, and what the validation matrix launches and reads. The
-spec's allowed `framework` values, the CLI's `--framework` choices, the pod renderer, invoke, the
-local stack's engine table, the fake engine's styles and the bench's log parser all ask the registry
+Each module (`vllm`, `tgi`, `sglang`) holds how a framework launches and how it is spoken to
+(`base.Framework`): launch arguments and environment, ports, request and answer shapes (streamed
+too), metric names. The spec's allowed `framework` values, the CLI's `--framework` choices, the pod
+renderer, invoke, the local stack's engine table and the fake engine's styles ask the registry
 (`registry`), so a new framework is one new module and its line in the registry (docs/engines.md).
+What only a test or a benchmark needs lives with it, in a registry of its own keyed by framework
+name: the bench's log rules (`gco.bench.analysis.logrules`), the fake engine's start-up templates
+(`gco.bench.fake_engine.startup`), the matrix's adapters (`gco.validation.frameworks`).
 
 Pure core: the standard library and `gco.errors` only, no client of any service, nothing else of gco.
 """
@@ -13,8 +15,23 @@ Pure core: the standard library and `gco.errors` only, no client of any service,
 from __future__ import annotations
 
 from gco.engines.base import Framework, Launch, LaunchRead
-from gco.engines.errors import EngineError, FrameworkRegistrationError, UnknownFrameworkError
-from gco.engines.registry import DEFAULT, frameworks, get, launched, names, register, unregister
+from gco.engines.errors import (
+    EngineError,
+    FrameworkRegistrationError,
+    MissingFrameworkEntryError,
+    UnknownFrameworkError,
+)
+from gco.engines.registry import (
+    DEFAULT,
+    entry,
+    frameworks,
+    get,
+    launched,
+    names,
+    register,
+    uncovered,
+    unregister,
+)
 
 __all__ = [
     "DEFAULT",
@@ -23,11 +40,14 @@ __all__ = [
     "FrameworkRegistrationError",
     "Launch",
     "LaunchRead",
+    "MissingFrameworkEntryError",
     "UnknownFrameworkError",
+    "entry",
     "frameworks",
     "get",
     "launched",
     "names",
     "register",
+    "uncovered",
     "unregister",
 ]

@@ -1,10 +1,11 @@
 """What an engine framework is to gco: the one class each framework module fills in.
 
-A framework is everything gco does differently by the `framework` of a spec: how a pod launches the
-engine (arguments, environment, ports), how a client asks it and reads its answer (streamed too),
-which metric says its queue, how its start-up log and launch command show its configuration (the
-bench's hard gates), and how the validation matrix checks what it serves. The rest of gco asks the
-registry (`gco.engines`) for a framework by name and never compares framework names itself.
+A framework is how a pod launches the engine (arguments, environment, ports, and reading that launch
+back), how a client asks it and reads its answer (streamed too), and which metric says its queue:
+what the reconciler, invoke and the local stack need. The rest of gco asks the registry
+(`gco.engines`) for a framework by name and never compares framework names itself. How the bench
+reads its logs, how the fake engine logs as it and how the matrix checks it live with those parts,
+each in a registry keyed by framework name (`registry.entry`).
 
 Standard library only: the fake engine imports this on every start, once per bench cell and local
 replica, and pydantic's import would be most of that start.
@@ -12,17 +13,11 @@ replica, and pydantic's import would be most of that start.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-# The bench's hard-gate evidence kinds, as `LaunchFacts` and the log gates name them.
-OFFLOAD = "offload"
-GRAPHS_OFF = "cuda_graphs_off"
-ATTENTION_FALLBACK = "attention_fallback"
-FACT_KINDS = (OFFLOAD, GRAPHS_OFF, ATTENTION_FALLBACK)
 # The OpenAI chat completions API, which every framework here serves: vLLM's and SGLang's OpenAI
 # servers, and TGI's Messages API (since TGI 1.4.0: huggingface.co/docs/text-generation-inference,
 # "Messages API"). The server frames the messages with the model's own chat template, which an
@@ -70,45 +65,6 @@ class LaunchRead:
     revision: str
 
 
-@dataclass(frozen=True)
-class ConfigBlock:
-    """An engine's own configuration block in its start-up log: engine generation, version, settings."""
-
-    settings: dict[str, str]
-    engine: str | None = None
-    version: str | None = None
-
-
-@dataclass(frozen=True)
-class ArgumentDump:
-    """The engine's dump of its own arguments (self-reported); `lists_all`: absent means default."""
-
-    values: dict[str, str]
-    lists_all: bool
-
-
-@dataclass(frozen=True)
-class LogGates:
-    """CUDA graphs on and GPU offload as the log's configuration decides them (None: undecided)."""
-
-    cuda_graphs: bool | None = None
-    gpu_offload: bool | None = None
-    evidence: dict[str, list[str]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class EngineFlags:
-    """The real-engine flags a stand-in engine accepts and shows in its start-up log."""
-
-    model: str
-    port: int
-    enforce_eager: bool = False
-    cpu_offload_gb: float = 0.0
-    disable_cuda_graph: bool = False
-    enable_hierarchical_cache: bool = False
-    cuda_graphs: str | None = None
-
-
 def flag_value(args: Sequence[str], flag: str) -> str:
     """The value after `flag` in `args` ("" when it is absent or last)."""
     for index, arg in enumerate(args[:-1]):
@@ -128,20 +84,6 @@ class Framework(ABC):
     default_port: int  # where its image listens unless told
     # The Prometheus gauge of requests waiting in its queue (queue_depth autoscaling); None: none.
     queue_metric: str | None = None
-    # Its program or module in a launch command (the bench reads a harness-started engine's family).
-    program: re.Pattern[str] | None = None
-    # Start-up log lines naming the attention backend (group `b`), backends that are fallbacks, and
-    # lines saying the engine fell back.
-    backend_lines: tuple[re.Pattern[str], ...] = ()
-    fallback_backends: tuple[str, ...] = ()
-    fallback_lines: tuple[re.Pattern[str], ...] = ()
-    # Start-up log lines naming a setting the engine did not know (group `k`).
-    unknown_lines: tuple[re.Pattern[str], ...] = ()
-    # The configuration block's setting that names the attention backend, if it has one.
-    backend_setting: str | None = None
-    # Its model-info request (the validation matrix) and the answer field that holds the text.
-    model_info_path: str = ""
-    answer_field: str = ""
 
     # ----- launch ---------------------------------------------------------------------------------
     @abstractmethod
@@ -199,44 +141,3 @@ class Framework(ABC):
     @abstractmethod
     def event_text(self, event: Mapping[str, Any]) -> str:
         """The text one streamed event (a JSON object, not an error) adds."""
-
-    @abstractmethod
-    def served_model(self, body: Any) -> tuple[list[str], str | None]:
-        """The model ids and the revision (None: not reported) its model-info answer names."""
-
-    # ----- logs and launch commands (the bench) ---------------------------------------------------
-    def config_block(self, line: str, following: Sequence[str]) -> ConfigBlock | None:
-        """The configuration block `line` opens (`following`: the lines after it), or None."""
-        return None
-
-    def argument_dump(self, line: str) -> ArgumentDump | None:
-        """The engine's self-reported argument dump on `line`, or None."""
-        return None
-
-    def log_gates(self, block: ConfigBlock | None, dumps: Sequence[ArgumentDump]) -> LogGates:
-        """The gates its logged configuration decides (`block` None: only the dumps speak)."""
-        return LogGates()
-
-    def launch_facts(self, options: Mapping[str, list[str]], env: Mapping[str, str]) -> dict[str, list[str]]:
-        """Gate evidence (FACT_KINDS -> entries) in a launch's options (`--flag` -> values) and env."""
-        return {kind: [] for kind in FACT_KINDS}
-
-    # ----- the fake engine's start-up log ---------------------------------------------------------
-    def startup_values(self, flags: EngineFlags) -> dict[str, str]:
-        """The `${...}` values of its start-up log template for a stand-in launched with `flags`."""
-        return {"model": flags.model, "port": str(flags.port)}
-
-    def startup_kept(self, line: str, flags: EngineFlags) -> bool:
-        """Whether a template line stays in the log of a stand-in launched with `flags`."""
-        return True
-
-    # ----- the validation matrix ------------------------------------------------------------------
-    def matrix_launch(self, model: str, revision: str, port: int) -> tuple[list[str], dict[str, str]]:
-        """(arguments, environment) the live validation matrix deploys it with: its own launch."""
-        launch = Launch(model=model, revision=revision, port=port, gpus=1)
-        return self.launch_args(launch), self.launch_env(launch)
-
-    def launched_revision(self, args: Sequence[str], env: Mapping[str, str]) -> str | None:
-        """The revision a launched container pins (None: none, or not this framework's launch)."""
-        read = self.read_launch(args, env)
-        return (read.revision or None) if read is not None else None

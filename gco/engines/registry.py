@@ -1,13 +1,19 @@
 """The registry of engine frameworks: the built-in ones (vLLM, TGI, SGLang) registered on import, in
 the order the spec's schema and the CLI list them, and any a caller (a test) adds.
+
+What gco does with a framework beyond launching it and speaking its protocol lives with the part that
+does it, in a registry of its own keyed by framework name (the bench's log rules, the fake engine's
+start-up templates, the matrix's adapters); `entry` reads one, `uncovered` says which registered
+frameworks one lacks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TypeVar
 
 from gco.engines.base import Framework, LaunchRead
-from gco.engines.errors import FrameworkRegistrationError, UnknownFrameworkError
+from gco.engines.errors import FrameworkRegistrationError, MissingFrameworkEntryError, UnknownFrameworkError
 from gco.engines.sglang import Sglang
 from gco.engines.tgi import Tgi
 from gco.engines.vllm import Vllm
@@ -15,6 +21,7 @@ from gco.engines.vllm import Vllm
 DEFAULT = Vllm.name  # a spec that names no framework serves vLLM
 
 _REGISTRY: dict[str, Framework] = {}
+Entry = TypeVar("Entry")
 
 
 def register(framework: Framework) -> Framework:
@@ -71,6 +78,26 @@ def launched(args: Sequence[str], env: Mapping[str, str]) -> tuple[Framework, La
         if read is not None:
             return framework, read
     return get(DEFAULT), LaunchRead(model="", revision="")
+
+
+def entry(table: Mapping[str, Entry], name: str, concern: str) -> Entry:
+    """Framework `name`'s entry in `table`, a per-concern registry keyed by framework name (`concern`
+    names it in the error).
+
+    Raises:
+        UnknownFrameworkError: no framework is registered under `name`.
+        MissingFrameworkEntryError: `name` is registered but `table` has no entry for it.
+    """
+    get(name)
+    try:
+        return table[name]
+    except KeyError:
+        raise MissingFrameworkEntryError(f"engine framework {name!r} has no {concern}") from None
+
+
+def uncovered(table: Mapping[str, object]) -> tuple[str, ...]:
+    """The registered frameworks that `table`, a per-concern registry, has no entry for."""
+    return tuple(name for name in _REGISTRY if name not in table)
 
 
 for _builtin in (Vllm(), Tgi(), Sglang()):

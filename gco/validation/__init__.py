@@ -1,6 +1,7 @@
 """The live validation matrix: vLLM and TGI endpoints deployed, checked, autoscaled and destroyed.
 
-The settings and their rules (`settings`), the engine adapters (`adapters`), the run's identity
+The settings and their rules (`settings`), the engine adapters (`adapters`, over each framework's
+matrix adapter in `frameworks`), the run's identity
 (`identity`), the run itself (`run`, `checks`, `destroy`), its checkpoint and evidence, and the
 functions `gco matrix` calls (`service`). `docs/matrix.md` describes it.
 """

@@ -6,11 +6,11 @@ dump, as vLLM logs), UNPROVEN (none). Hard gates: CUDA graphs on, no attention f
 (`enginegates`), each decided from the log's lines and from the launch command (`launchfacts`), whose
 argv and env are facts.
 
-The formats are each engine family's (`gco.engines`: its configuration block, argument dumps, attention
-backend lines and the settings it says it does not know, from real output in tests/fixtures/engine_logs,
-each file naming its source); every registered family's lines are looked for in every log, and the
-first configuration block names the family. Besides, argparse's `unrecognized arguments` and the like
-name an unknown setting in any engine's log.
+The formats are each engine family's (`logrules`, found by framework name: its configuration block,
+argument dumps, attention backend lines and the settings it says it does not know, from real output in
+tests/fixtures/engine_logs, each file naming its source); every registered family's lines are looked
+for in every log, and the first configuration block names the family. Besides, argparse's
+`unrecognized arguments` and the like name an unknown setting in any engine's log.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gco import engines
 from gco.bench.analysis import enginegates as g
+from gco.bench.analysis import logrules
 from gco.bench.analysis.launchfacts import LaunchCommand, launch_facts
-from gco.engines.base import ArgumentDump, ConfigBlock
+from gco.bench.analysis.logrules.base import ArgumentDump, ConfigBlock
 from gco.evidence.redact import REDACTED, redact_text
 
 Status = Literal["RESOLVED", "PARTIAL", "SELF_REPORTED", "UNPROVEN"]
@@ -105,25 +105,26 @@ def _config_block(scan: _Scan, line: str, lines: list[str], index: int) -> None:
     """Record the first configuration block of any family that `line` opens."""
     if scan.family is not None:
         return
-    for framework in engines.frameworks():
-        if (block := framework.config_block(line, lines[index + 1 :])) is not None:
-            scan.family, scan.block = framework.name, block
+    for name, rules in logrules.registered():
+        if (block := rules.config_block(line, lines[index + 1 :])) is not None:
+            scan.family, scan.block = name, block
             return
 
 
 def _line_facts(scan: _Scan, line: str) -> None:
     """Argument dumps, the attention backend, fallback and unknown-setting lines of any family."""
-    for framework in engines.frameworks():
-        if (dump := framework.argument_dump(line)) is not None:
-            scan.dumps.append((framework.name, dump))
-    backend_lines = [p for f in engines.frameworks() for p in f.backend_lines]
+    families = logrules.registered()
+    for name, rules in families:
+        if (dump := rules.argument_dump(line)) is not None:
+            scan.dumps.append((name, dump))
+    backend_lines = [p for _, rules in families for p in rules.backend_lines]
     for pattern in backend_lines:
         if hit := pattern.search(line):
             scan.backends.append(hit["b"].strip())
             break
-    if any(p.search(line) for f in engines.frameworks() for p in f.fallback_lines):
+    if any(p.search(line) for _, rules in families for p in rules.fallback_lines):
         scan.fallback_lines.append(warning_text(line)[:200])
-    unknown = [p for f in engines.frameworks() for p in f.unknown_lines] + UNKNOWN
+    unknown = [p for _, rules in families for p in rules.unknown_lines] + UNKNOWN
     scan.unknown += [hit["k"].strip() for pattern in unknown if (hit := pattern.search(line))]
 
 
@@ -146,14 +147,14 @@ def _log_gates(scan: _Scan, backend: str | None) -> g.Gates:
     """The gates as the log alone decides them."""
     speaker = _speaker(scan)
     found = (
-        engines.get(speaker).log_gates(scan.block, [d for f, d in scan.dumps if f == speaker])
+        logrules.rules_for(speaker).log_gates(scan.block, [d for f, d in scan.dumps if f == speaker])
         if speaker
         else None
     )
     graphs = found.cuda_graphs if found else None
     offload = found.gpu_offload if found else None
     evidence = {key: list(values) for key, values in found.evidence.items()} if found else {}
-    fallbacks = {name for f in engines.frameworks() for name in f.fallback_backends}
+    fallbacks = {name for _, rules in logrules.registered() for name in rules.fallback_backends}
     fallback = bool(scan.fallback_lines) or backend in fallbacks
     if fallback:
         evidence["attention fallback"] = scan.fallback_lines + ([f"backend {backend}"] if backend else [])
@@ -163,7 +164,7 @@ def _log_gates(scan: _Scan, backend: str | None) -> g.Gates:
 
 
 def _backend(scan: _Scan) -> str | None:
-    setting = engines.get(scan.family).backend_setting if scan.family else None
+    setting = logrules.rules_for(scan.family).backend_setting if scan.family else None
     logged = scan.settings.get(setting) if setting else None
     if logged and logged != "None":
         return logged
@@ -180,7 +181,11 @@ def _redacted(settings: dict[str, str]) -> dict[str, str]:
 
 
 def parse_log(lines: Iterable[str], launch: LaunchCommand | None = None) -> ResolvedConfig:
-    """Read a server log (and the command that started the engine) and decide what configuration it proves."""
+    """Read a server log (and the command that started the engine) and decide what configuration it proves.
+
+    Raises:
+        MissingFrameworkEntryError: a registered framework has no log rules (`logrules.LOG_RULES`).
+    """
     text = [raw.rstrip("\n") for raw in lines]
     scan = _scan(text)
     backend = _backend(scan)

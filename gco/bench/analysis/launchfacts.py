@@ -2,8 +2,8 @@
 
 An engine's log can be silent (vLLM's `with config:` line never prints `cpu_offload_gb`) or only
 self-report; the argv and env that `bench rounds` passed are known for certain. The command is read as
-the launch of an engine family (its program names it, `family_hint`), whose module in `gco.engines`
-says which flags and variables turn CUDA graphs off, offload to CPU memory or select a fallback
+the launch of an engine family (its program names it, `family_hint`), whose log rules (`logrules`)
+say which flags and variables turn CUDA graphs off, offload to CPU memory or select a fallback
 attention backend (each citing the engine's own `--help` or documentation).
 
 A `--config FILE` (vLLM, SGLang) can set any option, so such a launch decides no "off"/"no offload" state.
@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco import engines
+from gco.bench.analysis import logrules
 
 Family = str
 CONFIG_FILE_FLAG = "--config"
@@ -63,9 +64,17 @@ def tokens(argv: Sequence[str]) -> list[str]:
 def family_hint(argv: Sequence[str]) -> Family | None:
     """The registered engine family whose program or module the command names, or None. A command
     naming several is read as the first registered one other than the default, then the default: a
-    command may name vLLM in passing (a model or log path) while it launches another engine."""
+    command may name vLLM in passing (a model or log path) while it launches another engine.
+
+    Raises:
+        MissingFrameworkEntryError: a registered framework has no log rules (`logrules.LOG_RULES`).
+    """
     text = " ".join(tokens(argv))
-    marked = [f.name for f in engines.frameworks() if f.program is not None and f.program.search(text)]
+    marked = [
+        name
+        for name, rules in logrules.registered()
+        if rules.program is not None and rules.program.search(text)
+    ]
     marked.sort(key=lambda name: name == engines.DEFAULT)
     return marked[0] if marked else None
 
@@ -89,9 +98,13 @@ def options(argv: Sequence[str]) -> dict[str, list[str]]:
 
 
 def launch_facts(command: LaunchCommand, family: Family | None) -> LaunchFacts:
-    """The gate evidence in `command` read as a launch of `family` (its own hint when None)."""
+    """The gate evidence in `command` read as a launch of `family` (its own hint when None).
+
+    Raises:
+        MissingFrameworkEntryError: a registered framework has no log rules (`logrules.LOG_RULES`).
+    """
     family = family or family_hint(command.argv)
     opts = options(command.argv)
     known = family in engines.names()
-    found = engines.get(family).launch_facts(opts, command.env) if family is not None and known else {}
+    found = logrules.rules_for(family).launch_facts(opts, command.env) if family is not None and known else {}
     return LaunchFacts(**found, offload_decided=known and CONFIG_FILE_FLAG not in opts)

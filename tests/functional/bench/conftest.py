@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gco.bench.fake_engine import Behaviour, FakeEngine
+from gco.bench.fake_engine.server import Behaviour, FakeEngine
 from gco.cli import main
 from gco.evidence import validate
 from gco.local.processes.listen import free_port

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gco.bench import fake_engine
 from gco.bench.analysis.metrics import parse_metrics
 from gco.bench.clients.transport import Client
+from gco.bench.fake_engine import cli, server
 from gco.bench.prefix_blocks import CAPACITY
 from gco.front_door import MAX_REQUEST_BYTES
 from tests.functional.bench.conftest import behaviour, engine_server
@@ -74,7 +74,7 @@ def test_trace_records_arrivals_and_own_timings() -> None:
 
 
 def test_prefix_cache_counts_hits_only_for_shared_prefixes() -> None:
-    engine = fake_engine.FakeEngine(behaviour())
+    engine = server.FakeEngine(behaviour())
     engine.prefix_cache("a" * 64)
     engine.prefix_cache("a" * 64)
     engine.prefix_cache("[warmup x] " + "a" * 64)
@@ -87,7 +87,7 @@ def test_crash_once_marker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(os, "_exit", fake_exit)
     marker = tmp_path / "crashed"
-    engine = fake_engine.FakeEngine(behaviour(crash_after=1, crash_once_file=str(marker)))
+    engine = server.FakeEngine(behaviour(crash_after=1, crash_once_file=str(marker)))
     engine.requests = 2
     with pytest.raises(SystemExit):
         engine.maybe_crash()
@@ -100,12 +100,12 @@ def test_main_prints_start_up_lines_and_serves_until_stopped(
 ) -> None:
     seen: dict[str, Any] = {}
 
-    async def fake_serve(engine: fake_engine.FakeEngine, stop: asyncio.Event | None = None) -> None:
+    async def fake_serve(engine: server.FakeEngine, stop: asyncio.Event | None = None) -> None:
         seen["engine"] = engine
 
-    monkeypatch.setattr(fake_engine, "serve", fake_serve)
+    monkeypatch.setattr(cli, "serve", fake_serve)
     assert (
-        fake_engine.main(
+        cli.main(
             [
                 "--port",
                 "1",
@@ -129,7 +129,7 @@ def test_main_prints_start_up_lines_and_serves_until_stopped(
 
     async def real() -> None:
         stop = asyncio.Event()
-        task = asyncio.create_task(fake_engine.serve(fake_engine.FakeEngine(behaviour()), stop))
+        task = asyncio.create_task(server.serve(server.FakeEngine(behaviour()), stop))
         await asyncio.sleep(0.05)
         stop.set()
         await task
@@ -138,7 +138,7 @@ def test_main_prints_start_up_lines_and_serves_until_stopped(
 
 
 def test_a_large_prompt_keeps_the_prefix_cache_within_its_bound() -> None:
-    engine = fake_engine.FakeEngine(behaviour())
+    engine = server.FakeEngine(behaviour())
     prompt = "".join(f"{index:015d}|" for index in range(MAX_REQUEST_BYTES // 16))  # all blocks distinct
     engine.prefix_cache(prompt)
     assert len(engine.counters.blocks) == CAPACITY

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from gco import aws
-from gco.bench.fake_engine import ENV_DIGEST_PATH
+from gco.bench.fake_engine.wire import ENV_DIGEST_PATH
 from gco.endpoint_secrets import secret_name
 from gco.endpoints import EndpointStore
 from gco.local.moto.motoserver import MotoServer

@@ -1,13 +1,16 @@
-"""The engine registry: adding a framework is one module, which every part of gco then serves.
+"""The engine registry: adding a framework is a module per concern, which every part of gco then serves.
 
-A test framework (`toy`, tests/unit/engines/toy.py) registered by a fixture, and removed after,
-shows up in the spec's schema and validation, the CLI's `--framework` choices, the rendered pods
-and autoscaler query, invoke's requests, the local stack's engine table and the bench's log parser.
+A test framework (`toy`, tests/unit/engines/toy.py) registered by a fixture, and removed after, with
+its entries in the per-concern registries (the bench's log rules, the fake engine's start-up
+templates, the matrix's adapters), shows up in the spec's schema and validation, the CLI's
+`--framework` choices, the rendered pods and autoscaler query, invoke's requests, the local stack's
+engine table, the bench's log parser and the matrix's launch. Every registered framework has an entry
+in each per-concern registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -16,27 +19,51 @@ from click.testing import CliRunner
 from gco import engines
 from gco.bench.analysis.enginelog import parse_log
 from gco.bench.analysis.launchfacts import LaunchCommand, family_hint
-from gco.bench.fake_log import startup_lines, styles
+from gco.bench.analysis.logrules import LOG_RULES, rules_for
+from gco.bench.fake_engine.startup import STARTUP_TEMPLATES, template_for
+from gco.bench.fake_engine.startup.base import EngineFlags, StartupTemplate
+from gco.bench.fake_engine.startup.lines import startup_lines, styles
 from gco.cli import cli
 from gco.cli.inference import FrameworkChoice
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec, spec_json_schema
-from gco.engines.base import EngineFlags, Framework, Launch
+from gco.engines.base import Framework, Launch
 from gco.invoke import default_request, event_text, stream_request
 from gco.local.region.engines import EngineTable, launch_of
 from gco.reconcile.render import render
-from tests.unit.engines.toy import Toy
+from gco.validation import adapters
+from gco.validation.frameworks import MATRIX_ADAPTERS, adapter_for
+from gco.validation.settings import Runtime
+from tests.unit.engines.toy import Toy, ToyLogRules, ToyMatrix
 from tests.unit.reconcile.records import EAST, make_record
 
 BUILTIN = ("vllm", "tgi", "sglang")
 TOY_SPEC: dict[str, Any] = {"framework": "toy", "port": 7000, "model_revision": "v2", "gpu_count": 2}
 
 
+# Every registry keyed by framework name outside gco/engines, and what its entry is for.
+PER_CONCERN: dict[str, Mapping[str, object]] = {
+    "log rules": LOG_RULES,
+    "start-up template": STARTUP_TEMPLATES,
+    "matrix adapter": MATRIX_ADAPTERS,
+}
+
+
 @pytest.fixture
-def toy() -> Iterator[Framework]:
+def bare_toy() -> Iterator[Framework]:
+    """`toy` registered as a framework only, with no entry in any per-concern registry."""
     framework = engines.register(Toy())
     yield framework
     engines.unregister(Toy.name)
+
+
+@pytest.fixture
+def toy(bare_toy: Framework, monkeypatch: pytest.MonkeyPatch) -> Framework:
+    """`toy` registered with its module of each concern: what adding a framework is."""
+    monkeypatch.setitem(LOG_RULES, Toy.name, ToyLogRules())
+    monkeypatch.setitem(STARTUP_TEMPLATES, Toy.name, StartupTemplate())
+    monkeypatch.setitem(MATRIX_ADAPTERS, Toy.name, ToyMatrix())
+    return bare_toy
 
 
 def serving_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -134,3 +161,40 @@ def test_the_registry_refuses_a_second_framework_of_a_name_and_keeps_the_default
         engines.unregister("vllm")
     with pytest.raises(engines.UnknownFrameworkError):
         engines.get("nope")
+
+
+def test_every_registered_framework_has_an_entry_in_each_per_concern_registry() -> None:
+    for concern, table in PER_CONCERN.items():
+        assert engines.uncovered(table) == (), concern
+        assert set(table) == set(engines.names()), concern  # no entry for a framework that is not one
+
+
+def test_the_registered_test_framework_is_covered_too(toy: Framework) -> None:
+    assert all(engines.uncovered(table) == () for table in PER_CONCERN.values())
+    assert rules_for("toy").program is not None
+    assert template_for("toy").lines() == []
+    assert adapter_for("toy").model_info_path == "/about"
+
+
+def test_a_framework_without_its_entries_is_named_where_one_is_asked_for(bare_toy: Framework) -> None:
+    for table in PER_CONCERN.values():
+        assert engines.uncovered(table) == ("toy",)
+    with pytest.raises(engines.MissingFrameworkEntryError, match="'toy' has no log rules"):
+        parse_log(["INFO starting"])
+    with pytest.raises(engines.MissingFrameworkEntryError, match="'toy' has no start-up template"):
+        startup_lines("toy", EngineFlags(model="m", port=1), {}, [])
+    with pytest.raises(engines.MissingFrameworkEntryError, match="'toy' has no matrix adapter"):
+        adapter_for("toy")
+    with pytest.raises(engines.UnknownFrameworkError):
+        rules_for("nope")
+
+
+def test_the_matrix_launches_and_reads_a_registered_framework_as_its_modules_say(toy: Framework) -> None:
+    runtime = Runtime(framework="toy", image="x:1", model_id="org/m", model_revision="abc", port=7000)
+    assert adapters.launch_args(runtime) == ["--weights", "org/m", "--listen-port", "7000", "--shards", "1"]
+    assert adapters.launch_env(runtime) == {"TOY_REVISION": "abc"}
+    assert (adapters.model_info_path(runtime), adapters.response_field(runtime)) == ("/about", "output")
+    assert adapters.served_model(runtime, {"weights": "org/m"}) == (["org/m"], None)
+    container = {"args": adapters.launch_args(runtime), "env": [{"name": "TOY_REVISION", "value": "abc"}]}
+    assert adapters.launched_revision(runtime, container) == "abc"
+    assert adapters.request_path(runtime) == "/infer"

@@ -1,8 +1,10 @@
-"""A made-up engine framework, `toy`, for the tests that adding a framework is one module.
+"""A made-up engine framework, `toy`, for the tests that adding a framework is a module per concern.
 
 It stands in for no real engine: its names (`toy-serve`, `--weights`, `toy_waiting_requests`, the
-`toy-serve config:` JSON line) are invented so that nothing it shows can come from vLLM, TGI or
-SGLang. It models what a framework module declares, not an engine's behaviour.
+`toy-serve config:` JSON line, `/about`) are invented so that nothing it shows can come from vLLM, TGI
+or SGLang. It models what the modules of a framework declare (its launch and protocol, its log rules,
+its matrix adapter; its start-up template is the base one, which logs no lines), not an engine's
+behaviour.
 """
 
 from __future__ import annotations
@@ -12,18 +14,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gco.engines.base import (
+from gco.bench.analysis.logrules.base import (
     ATTENTION_FALLBACK,
     GRAPHS_OFF,
     OFFLOAD,
     ConfigBlock,
-    EngineFlags,
-    Framework,
-    Launch,
-    LaunchRead,
     LogGates,
-    flag_value,
+    LogRules,
 )
+from gco.engines.base import Framework, Launch, LaunchRead, flag_value
+from gco.validation.frameworks.base import MatrixAdapter
 
 CONFIG_LINE = re.compile(r"toy-serve config: (?P<body>\{.*\})$")
 
@@ -33,11 +33,6 @@ class Toy(Framework):
     label = "Toy Serve"
     default_port = 7000
     queue_metric = "toy_waiting_requests"
-    program = re.compile(r"\btoy-serve\b")
-    backend_lines = (re.compile(r"toy kernels: (?P<b>\w+)"),)
-    fallback_backends = ("slowpath",)
-    model_info_path = "/about"
-    answer_field = "output"
 
     def launch_args(self, launch: Launch) -> list[str]:
         args = ["--listen-port", str(launch.port), "--shards", str(max(launch.gpus, 1))]
@@ -64,10 +59,11 @@ class Toy(Framework):
     def event_text(self, event: Mapping[str, Any]) -> str:
         return str(event.get("delta") or "")
 
-    def served_model(self, body: Any) -> tuple[list[str], str | None]:
-        return (
-            ([str(body["weights"])], None) if isinstance(body, Mapping) and "weights" in body else ([], None)
-        )
+
+class ToyLogRules(LogRules):
+    program = re.compile(r"\btoy-serve\b")
+    backend_lines = (re.compile(r"toy kernels: (?P<b>\w+)"),)
+    fallback_backends = ("slowpath",)
 
     def config_block(self, line: str, following: Sequence[str]) -> ConfigBlock | None:
         found = CONFIG_LINE.search(line)
@@ -87,5 +83,12 @@ class Toy(Framework):
         off = ["argv --no-graphs"] if "--no-graphs" in options else []
         return {OFFLOAD: [], GRAPHS_OFF: off, ATTENTION_FALLBACK: []}
 
-    def startup_values(self, flags: EngineFlags) -> dict[str, str]:
-        return {"model": flags.model, "port": str(flags.port)}
+
+class ToyMatrix(MatrixAdapter):
+    model_info_path = "/about"
+    answer_field = "output"
+
+    def served_model(self, body: Any) -> tuple[list[str], str | None]:
+        return (
+            ([str(body["weights"])], None) if isinstance(body, Mapping) and "weights" in body else ([], None)
+        )

@@ -46,6 +46,24 @@ def test_launch_env_and_args() -> None:
     assert adapters.launch_args(TGI) == []
 
 
+def test_a_framework_the_matrix_does_not_run_is_launched_and_read_as_its_own_adapter_says() -> None:
+    sglang = VLLM.model_copy(update={"framework": "sglang", "port": 30000})
+    assert adapters.launch_args(sglang) == [
+        "--model-path",
+        "HuggingFaceTB/SmolLM2-135M",
+        "--host",
+        "0.0.0.0",  # noqa: S104 - SGLang's own launch names the pod's interface
+        "--port",
+        "30000",
+    ]
+    assert adapters.launch_env(sglang) == {}
+    assert (adapters.model_info_path(sglang), adapters.response_field(sglang)) == (
+        "/v1/models",
+        "choices[0].text",
+    )
+    assert adapters.served_model(sglang, {"data": [{"id": "m"}]}) == (["m"], None)
+
+
 def test_the_endpoint_specs_use_the_image_exactly_and_the_hpa_role_autoscales() -> None:
     baseline, hpa = endpoint_spec(PARSED, VLLM, "baseline"), endpoint_spec(PARSED, VLLM, "hpa")
     assert baseline["image"] == VLLM_IMAGE and baseline["require_digest"] is True

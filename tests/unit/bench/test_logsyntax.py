@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from gco.engines.logsyntax import json_object, pairs, python_dict, split_top_level, strip_call, unquote
+from gco.bench.analysis.logrules.syntax import (
+    json_object,
+    pairs,
+    python_dict,
+    split_top_level,
+    strip_call,
+    unquote,
+)
 
 
 def test_commas_inside_brackets_and_quotes_belong_to_the_value() -> None:

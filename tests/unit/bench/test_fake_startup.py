@@ -9,8 +9,8 @@ import pytest
 
 from gco.bench.analysis.enginelog import parse_log
 from gco.bench.analysis.launchfacts import LaunchCommand
-from gco.bench.fake_log import render, startup_lines
-from gco.engines.base import EngineFlags
+from gco.bench.fake_engine.startup.base import EngineFlags
+from gco.bench.fake_engine.startup.lines import render, startup_lines
 from tests.fixtures.logs import log_lines
 
 FIXTURE_VALUES = {

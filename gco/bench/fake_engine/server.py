@@ -1,94 +1,25 @@
-"""A fake OpenAI-compatible engine for tests and the local stack: SSE completions, clips, /health, /metrics.
+"""The fake engine's HTTP server: one coroutine per connection, keep-alive, HTTP/1.1 chunked SSE.
 
-It stands in for vLLM, TGI or SGLang (vLLM's `/v1/completions` and `/v1/models`, streamed as
-server-sent events with `stream: true`; TGI's `/generate`, `/generate_stream` (its SSE events, one
-per token, the last carrying `generated_text`) and `/info`, naming the model id and revision it was
-started with). `--hold-file` holds a streamed answer after its first token until that file exists,
-so a test can prove a caller gets the first event while the engine is still generating.
-`GET /debug/env-digest/<NAME>` answers the SHA-256 of its environment variable NAME (null when
-unset), never the value, so a test can prove a secret reached the engine without exposing it. In clip
-mode it stands in for a video
-engine answering whole clips on POST /v1/videos, where no GPU is available. Configurable speed,
-noise, drift and failures; it logs the start-up lines of real vLLM 0.11, TGI 2.2 or SGLang output with
-its own model and flags (`fake_log`: `--enforce-eager`, `--cpu-offload-gb`, ... as the real engines
-take them). It does not model batching, memory or a tokenizer (a token is a fixed chunk and a clip is
-a fixed-size body after a known time per size), and the flags change only the log, not its speed.
+It answers as vLLM's OpenAI server (`/v1/completions`, `/v1/chat/completions`, `/v1/models`) and
+TGI's (`/generate`, `/generate_stream`, `/info`), with vLLM-named counters on `/metrics`, at the speed,
+noise, drift and failures its `Behaviour` gives (the package's docstring says what it does not model).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import hashlib
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gco import engines
-from gco.bench.fake_log import startup_lines, styles
+from gco.bench.fake_engine import wire
 from gco.bench.prefix_blocks import PrefixBlocks
 from gco.engines import vllm
-from gco.engines.base import EngineFlags
 from gco.front_door import MAX_REQUEST_BYTES
-from gco.processes.interpreter import PYTHON
-
-MAX_TRACE = 1_000_000
-CLIP_PATH = "/v1/videos"
-ENV_DIGEST_PATH = "/debug/env-digest/"
-CLIP_BYTES = 4096
-FAKE_MODEL = "fake/model"
-TOO_LARGE = json.dumps({"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}).encode()
-
-
-def _sse(payload: object) -> bytes:
-    data = b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def _token_chunk(chat: bool) -> bytes:
-    """One OpenAI streaming chunk carrying one token, in the completions or chat shape."""
-    if chat:
-        choice: dict[str, object] = {"index": 0, "delta": {"content": " tok"}, "finish_reason": None}
-        kind = "chat.completion.chunk"
-    else:
-        choice = {"index": 0, "text": " tok", "logprobs": None, "finish_reason": None}
-        kind = "text_completion"
-    return _sse({"id": "cmpl-fake", "object": kind, "created": 0, "model": FAKE_MODEL, "choices": [choice]})
-
-
-TOKEN_CHUNK = {True: _token_chunk(True), False: _token_chunk(False)}
-SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-HOLD_POLL_S = 0.01
-HOLD_MAX_S = 60.0  # a held stream goes on after this even without its file (no test hangs forever)
-
-
-def _tgi_event(index: int, tokens: int) -> bytes:
-    """TGI's event for token `index` of `tokens` (the last one carries the whole text)."""
-    token = {"id": index, "text": " tok", "logprob": 0.0, "special": False}
-    done = index == tokens - 1
-    return _sse(
-        {
-            "index": index + 1,
-            "token": token,
-            "generated_text": " tok" * tokens if done else None,
-            "details": None,
-        }
-    )
-
-
-async def _hold(path: Path) -> float:
-    """Wait (bounded) until `path` exists; the seconds waited."""
-    started = time.perf_counter()
-    while not path.exists() and time.perf_counter() - started < HOLD_MAX_S:
-        await asyncio.sleep(HOLD_POLL_S)
-    return time.perf_counter() - started
 
 
 @dataclass
@@ -123,7 +54,7 @@ class Behaviour:
     seed: int
     tokens: int
     trace: bool = False
-    model: str = FAKE_MODEL
+    model: str = wire.FAKE_MODEL
     revision: str = ""
     empty_output: bool = False
     crash_signal: int = 0
@@ -153,7 +84,7 @@ class FakeEngine:
                 }
                 length = int(headers.get("content-length", "0"))
                 if length > MAX_REQUEST_BYTES:  # refused unread, as TGI's --payload-limit refuses
-                    await self.respond(writer, 413, TOO_LARGE, close=True)
+                    await self.respond(writer, 413, wire.TOO_LARGE, close=True)
                     return
                 body = await reader.readexactly(length) if length else b""
                 # Routed by its path alone, as vLLM's and TGI's routers route: a query string is
@@ -176,8 +107,8 @@ class FakeEngine:
             trace, self.trace = self.trace, []
             rows = [{"arrived": a, "ttft_s": t, "itl_s": i} for a, t, i in trace]
             await self.respond(writer, 200, json.dumps(rows).encode())
-        elif path.startswith(ENV_DIGEST_PATH):
-            digest = env_digest(path.removeprefix(ENV_DIGEST_PATH))
+        elif path.startswith(wire.ENV_DIGEST_PATH):
+            digest = wire.env_digest(path.removeprefix(wire.ENV_DIGEST_PATH))
             await self.respond(writer, 200, json.dumps(digest).encode())
         elif path == "/v1/models":
             entry = {"id": self.behaviour.model, "object": "model", "root": self.behaviour.model}
@@ -190,7 +121,7 @@ class FakeEngine:
             await self.generate_tgi(body, writer)
         elif method == "POST" and path == "/generate_stream":
             await self.generate_tgi(body, writer, stream=True)
-        elif method == "POST" and path == CLIP_PATH and self.behaviour.clip_s:
+        elif method == "POST" and path == wire.CLIP_PATH and self.behaviour.clip_s:
             await self.clip(body, writer)
         elif method == "POST" and path in ("/v1/completions", "/v1/chat/completions"):
             await self.generate(path, body, writer, arrived or time.perf_counter())
@@ -225,7 +156,7 @@ class FakeEngine:
                 if marker is not None:
                     marker.write_text("crashed\n", encoding="utf-8")
                 print("ERROR fake engine crashing on purpose", flush=True)
-                crash(b.crash_signal)
+                wire.crash(b.crash_signal)
 
     async def generate(self, path: str, body: bytes, writer: asyncio.StreamWriter, arrived: float) -> None:
         b = self.behaviour
@@ -307,8 +238,8 @@ class FakeEngine:
         """TGI's stream events (text-generation-inference `router/src/server.rs`, `generate_stream`:
         `StreamResponse {index, token {id, text, logprob, special}, generated_text, details}`,
         `generated_text` set on the last event only)."""
-        writer.write(SSE_HEAD)
-        await self.paced(writer, tokens, factor, lambda i: _tgi_event(i, tokens))
+        writer.write(wire.SSE_HEAD)
+        await self.paced(writer, tokens, factor, lambda i: wire.tgi_event(i, tokens))
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 
@@ -330,7 +261,7 @@ class FakeEngine:
             first = first or last
             await writer.drain()
             if i == 0 and b.hold_file:
-                start += await _hold(Path(b.hold_file))
+                start += await wire.hold(Path(b.hold_file))
         return first, last
 
     def slowdown(self) -> float:
@@ -371,7 +302,7 @@ class FakeEngine:
         finally:
             self.counters.running -= 1
         data = json.dumps({"id": f"video-{self.requests}", "object": "video", "size": size}).encode()
-        data += b" " * max(0, CLIP_BYTES - len(data))
+        data += b" " * max(0, wire.CLIP_BYTES - len(data))
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
         await writer.drain()
         self.counters.success += 1
@@ -386,8 +317,8 @@ class FakeEngine:
         usage: bool,
         arrived: float,
     ) -> None:
-        token = TOKEN_CHUNK[chat]
-        writer.write(SSE_HEAD)
+        token = wire.TOKEN_CHUNK[chat]
+        writer.write(wire.SSE_HEAD)
         first, last = await self.paced(writer, tokens, factor, lambda _: token)
         if usage:
             self.chunk(
@@ -397,13 +328,13 @@ class FakeEngine:
         data = b"data: [DONE]\n\n"
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
         await writer.drain()
-        if self.trace is not None and len(self.trace) < MAX_TRACE:
+        if self.trace is not None and len(self.trace) < wire.MAX_TRACE:
             itl = (last - first) / (tokens - 1) if tokens > 1 else 0.0
             self.trace.append((arrived, first - arrived, itl))
 
     @staticmethod
     def chunk(writer: asyncio.StreamWriter, payload: object) -> None:
-        writer.write(_sse(payload))
+        writer.write(wire.sse(payload))
 
     def metrics(self) -> str:
         c = self.counters
@@ -424,126 +355,6 @@ class FakeEngine:
         return "\n".join(out) + "\n"
 
 
-def env_digest(name: str) -> dict[str, str | None]:
-    """The SHA-256 (hex) of environment variable `name`, None where unset; never the value."""
-    value = os.environ.get(name)
-    return {"name": name, "sha256": None if value is None else hashlib.sha256(value.encode()).hexdigest()}
-
-
-def crash(number: int) -> None:
-    """End the process at once: killed by signal `number` (as a native crash is), or exit 3."""
-    if number:
-        signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-    os._exit(3)
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m gco.bench.fake_engine", description=__doc__)
-    add = parser.add_argument
-    add("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    add("--style", choices=list(styles()), default=engines.DEFAULT)
-    add("--ttft-ms", type=float, default=5.0)
-    add("--itl-ms", type=float, default=1.0)
-    add("--speed", type=float, default=1.0, help="Multiplies the token rate.")
-    add("--noise", type=float, default=0.0, help="Log-normal sigma of a per-request slowdown.")
-    add("--drift", type=float, default=0.0, help="Slowdown added per request served.")
-    add("--tokens", type=int, default=16, help="Output tokens when a request names none.")
-    add("--fail-rate", type=float, default=0.0)
-    add("--crash-after", type=int, default=0, help="Exit abruptly after this many requests.")
-    add("--crash-once-file", default="", help="Crash only if this file is absent, then create it.")
-    add("--crash-signal", default="", help="Crash by this signal (e.g. SIGSEGV) instead of exit 3.")
-    add("--crash-at-start", action="store_true", help="Crash before listening (a model that cannot load).")
-    add("--never-ready", action="store_true")
-    add("--startup-delay", type=float, default=0.0)
-    add("--ignore-sigterm", action="store_true")
-    add("--leave-child", action="store_true", help="Spawn a child in its own session that outlives us.")
-    add("--setting", action="append", default=[], help="key=value overriding a logged config setting.")
-    # the real engines' own flags, logged as each engine logs them (gco.bench.fake_log)
-    add("--enforce-eager", action="store_true", help="vLLM: CUDA graphs off.")
-    add("--cpu-offload-gb", type=float, default=0.0, help="vLLM, SGLang: weights offloaded to CPU memory.")
-    add("--disable-cuda-graph", action="store_true", help="SGLang: CUDA graphs off.")
-    add("--enable-hierarchical-cache", action="store_true", help="SGLang: KV cache kept in host memory.")
-    add("--cuda-graphs", default=None, help="TGI: CUDA graph batch sizes; 0 turns them off.")
-    add("--log-line", action="append", default=[], help="An extra start-up log line.")
-    add("--seed", type=int, default=0)
-    add("--trace", action="store_true", help="Record arrivals and own TTFT/ITL; GET /debug/trace reads them.")
-    add("--model", default=FAKE_MODEL, help="The model id GET /v1/models and /info name.")
-    add("--revision", default="", help="The model revision GET /info names (model_sha).")
-    add(
-        "--empty-output",
-        action="store_true",
-        help="Fault injection: answer non-streamed completions with empty text.",
-    )
-    add(
-        "--clip-ms",
-        action="append",
-        default=[],
-        help="SIZE=MS: clip mode, POST /v1/videos with body size SIZE takes MS (over --speed).",
-    )
-    add(
-        "--hold-file",
-        default="",
-        help="Hold each streamed answer after its first token until this file exists.",
-    )
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the fake engine until SIGTERM (or forever, with --ignore-sigterm, until SIGKILL)."""
-    args = parse_args(argv)
-    flags = EngineFlags(
-        model=args.model,
-        port=args.port,
-        enforce_eager=args.enforce_eager,
-        cpu_offload_gb=args.cpu_offload_gb,
-        disable_cuda_graph=args.disable_cuda_graph,
-        enable_hierarchical_cache=args.enable_hierarchical_cache,
-        cuda_graphs=args.cuda_graphs,
-    )
-    settings = dict(item.split("=", 1) for item in args.setting)
-    try:
-        lines = startup_lines(args.style, flags, settings, args.log_line)
-    except ValueError as error:
-        print(f"error: --setting: {error}", file=sys.stderr)
-        return 2
-    for line in lines:
-        print(line, flush=True)
-    if args.leave_child:
-        subprocess.Popen([*PYTHON, "-c", "import time; time.sleep(120)"], start_new_session=True)
-    if args.ignore_sigterm:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    time.sleep(args.startup_delay)
-    crash_signal = int(signal.Signals[args.crash_signal]) if args.crash_signal else 0
-    if args.crash_at_start:
-        print("ERROR fake engine crashing at start on purpose", flush=True)
-        crash(crash_signal)
-    behaviour = Behaviour(
-        port=args.port,
-        style=args.style,
-        ttft_s=args.ttft_ms / 1000,
-        itl_s=args.itl_ms / 1000,
-        speed=args.speed,
-        noise=args.noise,
-        drift=args.drift,
-        fail_rate=args.fail_rate,
-        crash_after=args.crash_after,
-        crash_once_file=args.crash_once_file,
-        never_ready=args.never_ready,
-        crash_signal=crash_signal,
-        trace=args.trace,
-        seed=args.seed,
-        tokens=args.tokens,
-        model=args.model,
-        revision=args.revision,
-        empty_output=args.empty_output,
-        clip_s={size: float(ms) / 1000 for size, _, ms in (item.partition("=") for item in args.clip_ms)},
-        hold_file=args.hold_file,
-    )
-    asyncio.run(serve(FakeEngine(behaviour)))
-    return 0
-
-
 async def serve(engine: FakeEngine, stop: asyncio.Event | None = None) -> None:
     """Listen on 127.0.0.1 until `stop` is set (by default: on SIGTERM, unless SIGTERM is ignored)."""
     server = await asyncio.start_server(engine.handle, "127.0.0.1", engine.behaviour.port)
@@ -554,7 +365,3 @@ async def serve(engine: FakeEngine, stop: asyncio.Event | None = None) -> None:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     async with server:
         await stop.wait()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,18 +1,12 @@
 """The start-up lines the fake engine prints: real vLLM 0.11, TGI 2.2 and SGLang lines with its own values.
 
 Each family's lines are copied, in order, from a real log in tests/fixtures/engine_logs (which names its
-source) into `fake_logs/<family>.log`, with `${...}` where the fake puts its model, port and the
-settings its flags set (tests/unit/bench/test_fake_log.py renders them with the fixture's own values and
-finds every line in the fixture). The flags mirror the real engines' own, and each family's module of
-`gco.engines` fills its template (`startup_values`, `startup_kept`):
+source) into its template (`<family>.log` beside this module), with `${...}` where the fake puts its
+model, port and the settings its flags set (tests/unit/bench/test_fake_startup.py renders them with the
+fixture's own values and finds every line in the fixture). The flags mirror the real engines' own, and
+each family's template (`STARTUP_TEMPLATES`) fills its values and drops the lines its flags remove.
 
-- vLLM: `--enforce-eager` (the config line's `enforce_eager=True`, `cudagraph_mode` 0: CUDAGraphMode.NONE)
-  and `--cpu-offload-gb N`, which, as in vLLM 0.9 on, shows only in `non-default args: {...}`.
-- SGLang: `--disable-cuda-graph`, `--cpu-offload-gb N`, `--enable-hierarchical-cache` (ServerArgs fields).
-- TGI: `--cuda-graphs 0` (`Args { cuda_graphs: Some([0]) }`; the "Using default cuda graphs" line then
-  goes, as the launcher logs it only for the default).
-
-The styles are the registered frameworks; one without a template here logs no start-up lines.
+The styles are the registered frameworks; one whose entry copies no log logs no start-up lines.
 
 What is not modelled: the lines between (weights, KV cache, graph capture), timing, and the settings the
 template does not carry. `settings` overrides (`--setting key=value`) replace a setting already in the
@@ -23,13 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from string import Template
 
 from gco import engines
-from gco.engines.base import EngineFlags
-
-TEMPLATES = "fake_logs"
+from gco.bench.fake_engine.startup import template_for
+from gco.bench.fake_engine.startup.base import EngineFlags
 
 
 def styles() -> tuple[str, ...]:
@@ -37,22 +29,14 @@ def styles() -> tuple[str, ...]:
     return engines.names()
 
 
-def template_lines(style: str) -> list[str]:
-    """The family's template lines (comment lines dropped); none for a family without a template."""
-    template = resources.files("gco.bench").joinpath(TEMPLATES, f"{style}.log")
-    if not template.is_file():
-        return []
-    return [line for line in template.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
-
-
-def values(style: str, flags: EngineFlags) -> dict[str, str]:
-    """The `${...}` values of a family's template for `flags`."""
-    return engines.get(style).startup_values(flags)
-
-
 def render(style: str, fill: Mapping[str, str]) -> list[str]:
-    """The family's template lines with `fill` substituted."""
-    return [Template(line).substitute(fill) for line in template_lines(style)]
+    """The family's template lines with `fill` substituted.
+
+    Raises:
+        UnknownFrameworkError: `style` is no registered framework.
+        MissingFrameworkEntryError: it has no start-up template (`STARTUP_TEMPLATES`).
+    """
+    return [Template(line).substitute(fill) for line in template_for(style).lines()]
 
 
 def _override(lines: list[str], style: str, key: str, value: str) -> list[str]:
@@ -75,11 +59,13 @@ def startup_lines(
 
     Raises:
         ValueError: an unknown style, or a setting the family's configuration line does not carry.
+        MissingFrameworkEntryError: the style has no start-up template (`STARTUP_TEMPLATES`).
     """
     if style not in styles():
         raise ValueError(f"unknown style {style!r}")
-    framework = engines.get(style)
-    lines = [line for line in render(style, values(style, flags)) if framework.startup_kept(line, flags)]
+    template = template_for(style)
+    fill = template.values(flags)
+    lines = [line for line in render(style, fill) if template.kept(line, flags)]
     for key, value in settings.items():
         lines = _override(lines, style, key, value)
     return [*lines, *extra]
