@@ -95,18 +95,15 @@ class FencedTable:
             expression.set(self.clock.after(pinned), "updated_at")
             return self.records.update(name, expression)
         now = self.clock.now()
-        for attempt in range(CLOCK_ATTEMPTS):
-            expression = build(now)
-            conditions.advancing(expression, now)
-            expression.set(now, "updated_at")
+        for _ in range(CLOCK_ATTEMPTS - 1):
             try:
-                return self.records.update(name, expression)
+                return self.records.update(name, _advancing(build, now))
             except ConditionLost as lost:
                 stored = lost.old.updated_at if lost.old is not None else None
-                if stored is None or stored < now or attempt == CLOCK_ATTEMPTS - 1:
-                    raise
+                if stored is None or stored < now:
+                    raise  # lost to a clause other than the clock's
                 now = self.clock.after(stored)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self.records.update(name, _advancing(build, now))
 
     def backfill(self, record: EndpointRecord) -> EndpointRecord | None:
         """Give a legacy record (written before lifecycle fences) its fences, from this strong
@@ -133,3 +130,11 @@ class FencedTable:
         except ConditionLost:
             log.info("back-fill lost: endpoint=%s", record.endpoint_name)
             return None
+
+
+def _advancing(build: Callable[[str], Expression], now: str) -> Expression:
+    """The clauses `build(now)` gives, conditioned on `updated_at < now` and setting it to `now`."""
+    expression = build(now)
+    conditions.advancing(expression, now)
+    expression.set(now, "updated_at")
+    return expression

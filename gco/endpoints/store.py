@@ -276,6 +276,8 @@ class EndpointStore:
         """stopped -> running only, of the lifecycle the caller read.
 
         Raises:
+            InvalidSpecError: `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is not stopped, or is deleted.
         """
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
@@ -318,6 +320,11 @@ class EndpointStore:
             stopped: whether the caller read the record stopped (None: read it now). The write
                 lands only while that still holds (`conditions.spec_change`); None when it lost.
             admissions: the whole `admissions` map to write in the same update (None: untouched).
+
+        Raises:
+            InvalidSpecError: an invalid spec, or `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
+            InvalidTransitionError: the record is deleted.
         """
         parsed = checked_spec(spec)
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
@@ -352,6 +359,8 @@ class EndpointStore:
         `admissions`, when given, replaces the map in the same update.
 
         Raises:
+            InvalidSpecError: a bad Region, or `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is deleted.
         """
         regions = names.region_list(targets, allow_new=self.allow_new_regions)
@@ -389,6 +398,7 @@ class EndpointStore:
 
         Raises:
             InvalidSpecError: `evidence_id` is not a sha256 hex digest, or no lifecycle id is given.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is deleted.
         """
         if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
@@ -408,6 +418,7 @@ class EndpointStore:
 
         Raises:
             InvalidSpecError: `replicas` is not an integer from 0 to 1000.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the endpoint is deleted, autoscaled or disaggregated (mooncake).
         """
         if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:

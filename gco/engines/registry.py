@@ -70,7 +70,7 @@ def launched(args: Sequence[str], env: Mapping[str, str]) -> tuple[Framework, La
         read = framework.read_launch(args, env)
         if read is not None:
             return framework, read
-    return get(DEFAULT), LaunchRead(model="", revision="")
+    return _REGISTRY[DEFAULT], LaunchRead(model="", revision="")  # registered below; never removed
 
 
 for _builtin in (Vllm(), Tgi(), Sglang()):
