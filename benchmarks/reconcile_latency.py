@@ -183,7 +183,7 @@ def settled_sweep(moto: MotoServer, endpoints: int, regions: list[str]) -> tuple
                 for region in regions:
                     for obj in render(record, region):
                         stack.regions[region].api.apply_as(FIELD_MANAGER, obj)
-                    store.update_region_status(
+                    store.region_writes.update_region_status(
                         record.endpoint_name,
                         region,
                         "running",

@@ -1,7 +1,8 @@
 """Cost of fencing: the store's conditional writes against plain unconditioned writes, same run.
 
 Starts a local moto server, then alternates rounds (to cancel drift) of:
-  fenced   EndpointStore.create / update_region_status / update_desired_state (conditions, parsed record)
+  fenced   EndpointStore.create / .region_writes.update_region_status / .update_desired_state
+           (conditions, parsed record)
   plain    client.put_item / update_item of the same items with the same SET clauses, no condition
 and prints operations per second of each and the ratio (target: fenced costs at most 1.3x).
 
@@ -73,7 +74,7 @@ def main() -> None:
 
             def fenced_status(index: int, names: list[str] = names) -> object:
                 record = records[names[index]]
-                return store.update_region_status(
+                return store.region_writes.update_region_status(
                     record.endpoint_name,
                     "us-east-1",
                     "running",

@@ -178,6 +178,9 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
 
     Made by botocore directly: boto3's session adds only resources and S3's transfer methods, which
     gco does not use, and would add its data path to the shared loader once per client.
+
+    Raises:
+        GcoInputError: no `region` is given and the home Region's variable is not a Region name.
     """
     url = endpoint_url_from_env(endpoint_url)
     current = session()

@@ -154,6 +154,9 @@ def gpu_pod_requests(instance_types: Iterable[str], gpus: int, model: str | None
     Derived from the smallest share among the node groups' instance types that could hold the pod
     (that GPU model, at least `gpus` GPUs), so the pod fits whichever of them the autoscaler starts;
     `{}` when none could (the pod stays pending, as it would with any request).
+
+    Raises:
+        ValueError: an instance type that is not a known x86_64 NVIDIA GPU type and size.
     """
     fitting = [
         instance_size(item)

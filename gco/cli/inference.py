@@ -30,10 +30,10 @@ from gco.cli.common import (
 )
 from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
 from gco.cli.wait import wait_for
-from gco.endpoints import EndpointRecord, default_table_name, init_table, names, observed, operations
+from gco.endpoints import EndpointRecord, default_table_name, init_table, names, observed_state, operations
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.limits import checked_spec
-from gco.endpoints.observed import OBSERVED_STATES
+from gco.endpoints.observed_state import OBSERVED_STATES
 from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.specfile import load_spec_file
@@ -103,14 +103,14 @@ def spec_changes(options: dict[str, Any]) -> dict[str, Any]:
 
 def show(record: EndpointRecord, output: str, stale: views.Stale | None = None) -> None:
     """The record: `--output json|yaml` its stored fields and `observed`; a table otherwise, the
-    desired state as `observed.desired_shown` reads it (the stored value in parentheses when it
+    desired state as `observed_state.desired_shown` reads it (the stored value in parentheses when it
     differs). `stale`: the Regions whose observation is stale (`list` and `status` read them)."""
     if output != "table":
         emit({**record.to_json(), "observed": views.observed_json(record, stale)}, output)
         return
     spec = record.spec
-    total = observed.aggregate(record, stale)
-    shown = observed.desired_shown(record, total)
+    total = observed_state.aggregate(record, stale)
+    shown = observed_state.desired_shown(record, total)
     stored = f" (stored: {record.desired_state})" if shown != record.desired_state else ""
     click.echo(f"name:          {record.endpoint_name}")
     click.echo(f"desired_state: {shown}{stored}")
@@ -237,7 +237,7 @@ def list_(
     records = [
         record
         for record in listing.records
-        if state is None or observed.matches(record, state, stale[record.endpoint_name])
+        if state is None or observed_state.matches(record, state, stale[record.endpoint_name])
     ]
     if output != "table":
         emit(

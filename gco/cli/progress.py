@@ -13,7 +13,7 @@ import click
 
 from gco import aws
 from gco.cli.wait import Progress
-from gco.endpoints import EndpointRecord, EndpointStore, observed, operations
+from gco.endpoints import EndpointRecord, EndpointStore, observed_state, operations
 from gco.endpoints.errors import EndpointNotFoundError
 from gco.endpoints.tokens import parse_timestamp
 from gco.invoke import local_bases
@@ -165,7 +165,7 @@ def ready_progress(
     pending = ", ".join(
         (
             f"{r} {s.state} {s.replicas_ready}/{s.replicas_desired} ready"
-            + (f" ({note})" if (note := observed.region_note(s)) else "")
+            + (f" ({note})" if (note := observed_state.region_note(s)) else "")
             if s
             else f"{r} pending"
         )

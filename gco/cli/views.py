@@ -1,5 +1,5 @@
 """What `list` and `status` print about what runs: observed states, per Region and in aggregate, and
-the canary. Pure functions of a record (`gco.endpoints.observed`), kept apart from the commands.
+the canary. Pure functions of a record (`gco.endpoints.observed_state`), kept apart from the commands.
 """
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gco.endpoints import observed
-from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
+from gco.endpoints import observed_state
+from gco.endpoints.observed_state import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.record import EndpointRecord
 
 LIST_HEADERS = ("NAME", "DESIRED", "OBSERVED", "REGIONS", "READY", "CANARY", "IMAGE", "CREATED")
@@ -21,16 +21,16 @@ Stale = Mapping[str, str]  # Region -> why its observation is stale (`Reconciler
 def observed_json(record: EndpointRecord, stale: Stale | None = None) -> dict[str, Any]:
     """The observed aggregate and each Region's, for `--output json` (beside the record's fields,
     whose `desired_state` stays as stored; `desired_shown` is how `list` and `status` read it)."""
-    total = observed.aggregate(record, stale)
+    total = observed_state.aggregate(record, stale)
     return {
-        "desired_shown": observed.desired_shown(record, total),
+        "desired_shown": observed_state.desired_shown(record, total),
         "state": total.state,
         "ready": total.ready,
         "desired": total.desired,
         "reason": total.reason or None,
         "regions": {
             region: {"state": o.state, "ready": o.ready, "desired": o.desired, "reason": o.reason or None}
-            for region, o in observed.per_region(record, stale).items()
+            for region, o in observed_state.per_region(record, stale).items()
         },
     }
 
@@ -63,11 +63,11 @@ def canary_line(record: EndpointRecord) -> str | None:
 def region_rows(record: EndpointRecord, stale: Stale | None = None) -> list[list[str]]:
     """`status`'s table: each Region the record was ever in, what its reconciler reported and what
     that means (`observed`; a removed Region reads `deleting` until cleaned, a stale one `stale`)."""
-    regions = observed.per_region(record, stale)
+    regions = observed_state.per_region(record, stale)
     rows = []
     for region in record.cleanup_regions:
         status = record.region_status.get(region)
-        seen = regions.get(region) or observed.in_region(record, region, stale)
+        seen = regions.get(region) or observed_state.in_region(record, region, stale)
         rows.append(
             [
                 region,
@@ -76,24 +76,29 @@ def region_rows(record: EndpointRecord, stale: Stale | None = None) -> list[list
                 seen.state,
                 f"{status.replicas_ready}/{status.replicas_desired}" if status else "-",
                 canary_ready(record, region),
-                seen.reason if seen.state == "stale" else observed.region_note(status) if status else "",
+                seen.reason
+                if seen.state == "stale"
+                else observed_state.region_note(status)
+                if status
+                else "",
             ]
         )
     return rows
 
 
 def list_rows(records: Sequence[EndpointRecord], stale: Mapping[str, Stale] | None = None) -> list[list[Any]]:
-    """`list`'s table: desired (as `observed.desired_shown` reads it) and observed state, each
+    """`list`'s table: desired (as `observed_state.desired_shown` reads it) and observed state, each
     Region's observed state, the canary; `stale` is per endpoint name."""
     rows = []
     for record in records:
         old = (stale or {}).get(record.endpoint_name)
-        total = observed.aggregate(record, old)
-        regions = ", ".join(f"{region} {o.state}" for region, o in observed.per_region(record, old).items())
+        total = observed_state.aggregate(record, old)
+        seen = observed_state.per_region(record, old)
+        regions = ", ".join(f"{region} {o.state}" for region, o in seen.items())
         rows.append(
             [
                 record.endpoint_name,
-                observed.desired_shown(record, total),
+                observed_state.desired_shown(record, total),
                 total.state,
                 regions or "-",
                 f"{total.ready}/{total.desired}",

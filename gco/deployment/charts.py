@@ -62,7 +62,11 @@ class ChartRelease:
     source: str
 
     def supports(self, kubernetes_version: str) -> bool:
-        """Whether `kubernetes_version` (`1.NN`) is inside the documented range."""
+        """Whether `kubernetes_version` (`1.NN`) is inside the documented range.
+
+        Raises:
+            ValueError: a version (the one asked or the chart's own) is not `1.NN`.
+        """
         minor = _minor(kubernetes_version)
         if minor < _minor(self.kubernetes_min):
             return False

@@ -6,7 +6,7 @@ every Regional stack gets an ACM certificate, the API Gateway custom domains `<d
 check and its latency record, and the global stack gets the keys table (`docs/global.md`).
 
 The hosted zone is named by id and name, never looked up, so `cdk synth` needs no account: the
-stacks build it with `HostedZone.from_hosted_zone_attributes`. `gco doctor` checks that the zone
+stacks build it with `aws_route53.HostedZone.from_hosted_zone_attributes`. `gco doctor` checks that the zone
 exists, is public and holds the name (`gco.doctor.global_checks`).
 """
 

@@ -72,7 +72,12 @@ def converted(call: str) -> Iterator[None]:
 
 
 class BotoAccountReader:
-    """`AccountReader` over boto3 clients."""
+    """`AccountReader` over boto3 clients.
+
+    Raises:
+        NoCredentialsError: from every read: no AWS credentials are configured.
+        AccountReadError: from every read: the call failed for another reason.
+    """
 
     def __init__(self, clients: ClientFactory | None = None) -> None:
         self._clients = clients or default_clients()

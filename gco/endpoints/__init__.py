@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gco.endpoints.dynamo import Listing
     from gco.endpoints.errors import (
         EndpointError,
         EndpointExistsError,
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     )
     from gco.endpoints.record import EndpointRecord, RegionStatus
     from gco.endpoints.spec import EndpointSpec, parse_spec, spec_json_schema
-    from gco.endpoints.store import EndpointStore, Listing, default_table_name
+    from gco.endpoints.store import EndpointStore, default_table_name
     from gco.endpoints.table import init_table
     from gco.env import DEFAULT_TABLE
 
@@ -44,7 +45,7 @@ _HOMES = {
     "parse_spec": "gco.endpoints.spec",
     "spec_json_schema": "gco.endpoints.spec",
     "EndpointStore": "gco.endpoints.store",
-    "Listing": "gco.endpoints.store",
+    "Listing": "gco.endpoints.dynamo",
     "default_table_name": "gco.endpoints.store",
     "init_table": "gco.endpoints.table",
 }

@@ -74,6 +74,9 @@ def set_canary(
     Raises:
         InvalidSpecError: a bad image, weight (0-100), replica count or Region, a promoted Region
             outside `regions`, or a mooncake endpoint.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt.
     """
 
     def change(spec: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +100,9 @@ def promote(store: EndpointStore, name: str) -> EndpointRecord:
 
     Raises:
         NoCanaryError: the endpoint has no canary.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt.
     """
 
     def change(spec: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +119,9 @@ def rollback(store: EndpointStore, name: str) -> EndpointRecord:
 
     Raises:
         NoCanaryError: the endpoint has no canary.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt.
     """
 
     def change(spec: dict[str, Any]) -> dict[str, Any]:

@@ -105,17 +105,30 @@ def _number(text: str) -> int | float:
 
 
 def to_attribute(value: Any, field: str = "value") -> dict[str, Any]:
-    """One Python value as a DynamoDB AttributeValue."""
+    """One Python value as a DynamoDB AttributeValue.
+
+    Raises:
+        InvalidSpecError: a value DynamoDB cannot store (a number not finite or out of its range,
+            an integer of more than 38 digits, a value of another type).
+    """
     return _encode(_prepare(value, field))
 
 
 def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A mapping of attribute names to Python values as a DynamoDB item."""
+    """A mapping of attribute names to Python values as a DynamoDB item.
+
+    Raises:
+        InvalidSpecError: a value DynamoDB cannot store (as `to_attribute`).
+    """
     return {name: to_attribute(value, name) for name, value in values.items()}
 
 
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A DynamoDB item as plain Python values (int, float, str, bool, None, bytes, list, dict)."""
+    """A DynamoDB item as plain Python values (int, float, str, bool, None, bytes, list, dict).
+
+    Raises:
+        ValueError: an attribute of a type DynamoDB does not define.
+    """
     return {name: _decode(value) for name, value in item.items()}
 
 

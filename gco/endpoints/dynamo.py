@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gco.endpoints.codec import from_item, to_item
-from gco.endpoints.errors import StoreUnavailableError
+from gco.endpoints.errors import MalformedRecordError, StoreUnavailableError
 from gco.endpoints.expressions import Expression
 from gco.endpoints.record import EndpointRecord, parse_record
 
@@ -34,6 +35,9 @@ ITEM_MEMBERS = {
     "Scan": "Items",
     "Query": "Items",
 }
+# A scan page holds up to 1 MB, so this bounds a listing at about 100 GB of records: never reached,
+# but every loop is bounded.
+MAX_SCAN_PAGES = 100_000
 
 
 def keep_wire_items(
@@ -69,8 +73,24 @@ class ConditionLost(Exception):  # noqa: N818 - an internal signal, never raised
         self.old = old
 
 
+@dataclass(frozen=True)
+class Listing:
+    """A scan's outcome: the readable records, newest first, and one error per unreadable item."""
+
+    records: list[EndpointRecord]
+    unreadable: list[MalformedRecordError]
+
+
 class RecordTable:
-    """Reads and conditional writes of endpoint records in one table, by endpoint name."""
+    """Reads and conditional writes of endpoint records in one table, by endpoint name.
+
+    A write takes its condition as an `Expression` and raises `ConditionLost` (with the record as
+    it stood) when the condition fails; the caller decides what a lost condition means.
+
+    Raises:
+        StoreUnavailableError: from every method: a DynamoDB call failed (after the client's
+            retries) other than by a lost condition.
+    """
 
     def __init__(self, client: Any, table_name: str) -> None:
         self.client = client
@@ -78,21 +98,59 @@ class RecordTable:
         keep_items_unparsed(client)
 
     def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
+        """The record of `name`, or None.
+
+        Raises:
+            MalformedRecordError: the stored item does not parse as a record.
+        """
         response = self._call("get_item", Key=self._key(name), ConsistentRead=consistent_read)
         item = response.get("Item")
         return parse_record(from_item(item)) if item else None
 
-    def _key(self, name: str) -> dict[str, Any]:
-        return {"endpoint_name": {"S": name}}
+    def scan(self, where: Expression, *, consistent_read: bool) -> Listing:
+        """Every item (all pages) that `where` keeps (a filter: no condition), newest first; an item
+        that does not parse is in `unreadable`, never hiding the others."""
+        arguments: dict[str, Any] = {"ConsistentRead": consistent_read}
+        request = where.request()
+        if "ConditionExpression" in request:
+            arguments["FilterExpression"] = request.pop("ConditionExpression")
+            arguments.update(request)
+        records: list[EndpointRecord] = []
+        unreadable: list[MalformedRecordError] = []
+        for _ in range(MAX_SCAN_PAGES):
+            page = self._call("scan", **arguments)
+            for item in page.get("Items", []):
+                try:
+                    records.append(parse_record(from_item(item)))
+                except MalformedRecordError as error:
+                    unreadable.append(error)
+            if "LastEvaluatedKey" not in page:
+                break
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        records.sort(key=lambda record: (record.created_at or "", record.endpoint_name), reverse=True)
+        return Listing(records, unreadable)
 
-    def _update(self, name: str, expression: Expression) -> EndpointRecord:
+    def put(self, fields: dict[str, Any], condition: Expression) -> None:
+        """Write a whole new item under `condition`; `ConditionLost` when it fails."""
+        self._write("put_item", Item=to_item(fields), **condition.request())
+
+    def update(self, name: str, expression: Expression) -> EndpointRecord:
+        """Apply `expression` (its SETs under its condition); the record as written, or `ConditionLost`.
+
+        Raises:
+            MalformedRecordError: the written item does not parse as a record.
+        """
         response = self._write(
             "update_item", Key=self._key(name), ReturnValues="ALL_NEW", **expression.request()
         )
         return parse_record(from_item(response["Attributes"]))
 
-    def _put(self, fields: dict[str, Any], expression: Expression) -> None:
-        self._write("put_item", Item=to_item(fields), **expression.request())
+    def delete(self, name: str, condition: Expression) -> None:
+        """Remove the record of `name` under `condition`; `ConditionLost` when it fails."""
+        self._write("delete_item", Key=self._key(name), **condition.request())
+
+    def _key(self, name: str) -> dict[str, Any]:
+        return {"endpoint_name": {"S": name}}
 
     def _write(self, operation: str, **arguments: Any) -> dict[str, Any]:
         """A conditional put/update/delete; raises `ConditionLost` when its condition fails."""

@@ -1,22 +1,22 @@
-"""The fenced table: token minting, a clock that only moves updated_at forward, and the
-shared diagnosis of a lost condition. The store's writes are built on it.
+"""The table as both faces of the store write it: tokens minted here, `updated_at` only forward.
+
+`FencedTable` holds a `RecordTable` (the DynamoDB edge), the clock and the token source; the
+operator's writes (`gco.endpoints.store.EndpointStore`) and the reconcilers' writes
+(`gco.endpoints.region_writes.RegionWrites`) each hold the same one, so both move one record's
+`updated_at` with one clock. What a lost condition means is each write's own business: this module
+only raises `ConditionLost` on.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection
-from typing import Any
 
 from gco.endpoints import conditions
 from gco.endpoints.dynamo import ConditionLost, RecordTable
-from gco.endpoints.errors import (
-    EndpointError,
-    EndpointNotFoundError,
-    InvalidSpecError,
-    InvalidTransitionError,
-)
+from gco.endpoints.errors import EndpointError, InvalidSpecError
 from gco.endpoints.expressions import Expression
+from gco.endpoints.lifecycle import plan_backfill, tokens_of
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.tokens import MonotonicClock, is_token, new_token
 
@@ -41,22 +41,28 @@ def require_token(value: str | None, field: str) -> str:
     return value
 
 
-class FencedTable(RecordTable):
-    """Endpoint records with minted tokens and a strictly increasing updated_at."""
+class FencedTable:
+    """Endpoint records with minted tokens and a strictly increasing `updated_at`.
+
+    Parameters:
+        records: the DynamoDB edge every read and write goes through.
+        clock: the readings `updated_at` takes (injected in tests).
+        token: the token source (the OS CSPRNG; a test's replays collisions).
+
+    Raises:
+        StoreUnavailableError: from every method that reads or writes: DynamoDB failed.
+    """
 
     def __init__(
         self,
-        client: Any,
-        table_name: str,
+        records: RecordTable,
         *,
         clock: MonotonicClock | None = None,
         token: Callable[[], str] = new_token,
-        allow_new_regions: bool | None = None,
     ) -> None:
-        super().__init__(client, table_name)
+        self.records = records
         self.clock = clock or MonotonicClock()
         self.token = token
-        self.allow_new_regions = allow_new_regions
 
     def mint(self, taken: Collection[str] = ()) -> str:
         """A new token that is none of `taken` (the tokens the record already holds).
@@ -70,68 +76,65 @@ class FencedTable(RecordTable):
                 return token
         raise EndpointError("the token source keeps repeating tokens: it is not a CSPRNG")
 
-    # -- plumbing ------------------------------------------------------------------------------
+    def advance(
+        self, name: str, build: Callable[[str], Expression], pinned: str | None = None
+    ) -> EndpointRecord:
+        """An update (`build(now)` gives its clauses) that moves `updated_at` strictly forward.
 
-    def _advance(self, name: str, build: Callable[[str], Expression]) -> EndpointRecord:
-        """An update that moves updated_at strictly past the stored value.
+        With `pinned` (the `updated_at` the caller read, which `build` conditions the write on) the
+        write moves past that value, once. Without, the condition `updated_at < now` is added; it
+        fails when this host's clock is behind the last writer's, and then the write is built
+        again with a reading past the stored value (its other clauses evaluated afresh), at most
+        `CLOCK_ATTEMPTS` times. Raises `ConditionLost` (with the record as it stood) otherwise.
 
-        The condition `updated_at < now` fails when this host's clock is behind the last
-        writer's; then the write is built again with a reading past the stored value (the
-        other clauses are evaluated afresh each time). Raises `ConditionLost` otherwise.
+        Raises:
+            MalformedRecordError: the written record does not parse.
         """
+        if pinned is not None:
+            expression = build(pinned)
+            expression.set(self.clock.after(pinned), "updated_at")
+            return self.records.update(name, expression)
         now = self.clock.now()
-        for attempt in range(CLOCK_ATTEMPTS):
-            expression = build(now)
-            conditions.advancing(expression, now)
-            expression.set(now, "updated_at")
+        for _ in range(CLOCK_ATTEMPTS - 1):
             try:
-                return self._update(name, expression)
+                return self.records.update(name, _advancing(build, now))
             except ConditionLost as lost:
                 stored = lost.old.updated_at if lost.old is not None else None
-                if stored is None or stored < now or attempt == CLOCK_ATTEMPTS - 1:
-                    raise
+                if stored is None or stored < now:
+                    raise  # lost to a clause other than the clock's
                 now = self.clock.after(stored)
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self.records.update(name, _advancing(build, now))
 
-    def _fenced(
-        self, name: str, build: Callable[[str], Expression], updated_at: str | None, operation: str
-    ) -> EndpointRecord | None:
-        """A write fenced by lifecycle (and snapshot, when given); a deleted record raises."""
-        try:
-            if updated_at is None:
-                return self._advance(name, build)
-            expression = build(updated_at)
-            expression.set(self.clock.after(updated_at), "updated_at")  # past the pinned value
-            return self._update(name, expression)
-        except ConditionLost as lost:
-            old = self._present(name, lost.old)
-            if old.is_deleted:
-                raise InvalidTransitionError(name, operation, "deleted", "redeploy it") from None
-            log.info("stale write lost: endpoint=%s operation=%s", name, operation)
-            return None
+    def backfill(self, record: EndpointRecord) -> EndpointRecord | None:
+        """Give a legacy record (written before lifecycle fences) its fences, from this strong
+        snapshot: a minted lifecycle id and Region generations. The record itself when it is not
+        legacy; None (and a log line) when it changed meanwhile.
 
-    def _update_or_none(self, name: str, expression: Expression, operation: str) -> EndpointRecord | None:
-        try:
-            return self._update(name, expression)
-        except ConditionLost:
-            log.info("conditional write lost: endpoint=%s operation=%s", name, operation)
-            return None
-
-    @staticmethod
-    def _fences_hold(
-        old: EndpointRecord,
-        lifecycle_id: str | None,
-        desired_state: str | None,
-        label: tuple[str, str] | None,
-    ) -> bool:
-        return (
-            (lifecycle_id is None or old.lifecycle_id == lifecycle_id)
-            and (desired_state is None or old.desired_state == desired_state)
-            and (label is None or old.labels.get(label[0]) == label[1])
+        Raises:
+            EndpointError: the token source repeats tokens.
+            MalformedRecordError: the written record does not parse.
+        """
+        if not record.is_legacy:
+            return record
+        taken = tokens_of(record)
+        fields = plan_backfill(record, lambda: self.mint(taken), self.clock.after(record.updated_at))
+        expression = Expression()
+        conditions.backfill(expression, record.updated_at)
+        for field, value in fields.items():
+            expression.set(value, field)
+        expression.set_expression(
+            f"if_not_exists({expression.path('region_status')}, {expression.value({})})", "region_status"
         )
+        try:
+            return self.records.update(record.endpoint_name, expression)
+        except ConditionLost:
+            log.info("back-fill lost: endpoint=%s", record.endpoint_name)
+            return None
 
-    @staticmethod
-    def _present(name: str, record: EndpointRecord | None) -> EndpointRecord:
-        if record is None:
-            raise EndpointNotFoundError(name)
-        return record
+
+def _advancing(build: Callable[[str], Expression], now: str) -> Expression:
+    """The clauses `build(now)` gives, conditioned on `updated_at < now` and setting it to `now`."""
+    expression = build(now)
+    conditions.advancing(expression, now)
+    expression.set(now, "updated_at")
+    return expression

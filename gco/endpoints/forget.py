@@ -114,7 +114,7 @@ def forget_region(
         "forgotten_at": format_timestamp(moment),
         "forgotten_after_s": int(quiet),
     }
-    written = store.forget_region(
+    written = store.region_writes.forget_region(
         name,
         region,
         expected_deletion_generation=record.deletion_generation,
@@ -127,7 +127,7 @@ def forget_region(
         )
     if written.pending_deletion_regions():
         return Forgotten(written, False, quiet)
-    purged = store.purge(
+    purged = store.region_writes.purge(
         name,
         expected_lifecycle_id=written.lifecycle_id,
         expected_deletion_generation=record.deletion_generation,

@@ -1,4 +1,4 @@
-"""Pure planners for the fenced record: Region membership changes and legacy back-fill.
+"""Pure planners for the fenced record: a new lifecycle, Region membership changes, legacy back-fill.
 
 They compute new field values from one snapshot; the store writes them conditioned on that
 snapshot, so a concurrent change makes the write lose instead of being overwritten.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from gco.endpoints.record import DEFAULT_NAMESPACE, EndpointRecord, ingress_path_for
 
@@ -37,6 +38,36 @@ def tokens_of(record: EndpointRecord) -> set[str]:
     for status in record.region_status.values():
         held.update((status.lifecycle_id, status.region_generation, status.deletion_generation))
     return {token for token in held if token}
+
+
+def plan_create(
+    name: str,
+    spec: dict[str, Any],
+    regions: list[str],
+    mint: Callable[[Collection[str]], str],
+    now: str,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The fields of a new lifecycle: deploying, a minted token per Region (none equal to another or
+    to the lifecycle id), cleanup = targets; `fields` (namespace, labels, created_by, ...) as given."""
+    lifecycle = mint(())
+    generations: dict[str, str] = {}
+    for region in regions:
+        generations[region] = mint({lifecycle, *generations.values()})
+    return {
+        "endpoint_name": name,
+        "lifecycle_id": lifecycle,
+        "desired_state": "deploying",
+        "target_regions": regions,
+        "cleanup_regions": list(regions),
+        "region_generations": generations,
+        "spec": spec,
+        "ingress_path": ingress_path_for(name),
+        "created_at": now,
+        "updated_at": now,
+        "region_status": {},
+        **fields,
+    }
 
 
 def plan_target_regions(

@@ -71,7 +71,10 @@ def stop(store: EndpointStore, name: str) -> EndpointRecord:
     `updated_at`: docs/cli.md, "A stopped endpoint"); a deleted one is refused.
 
     Raises:
+        InvalidSpecError: `name` is not an endpoint name.
         InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt (`ATTEMPTS` fresh reads).
     """
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
@@ -86,7 +89,14 @@ def stop(store: EndpointStore, name: str) -> EndpointRecord:
 
 def start(store: EndpointStore, name: str) -> EndpointRecord:
     """stopped -> running; an endpoint already deploying or running is returned unchanged (as `stop`
-    of a stopped one is: either command run twice succeeds); a deleted one says "redeploy"."""
+    of a stopped one is: either command run twice succeeds); a deleted one says "redeploy".
+
+    Raises:
+        InvalidSpecError: `name` is not an endpoint name.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt (`ATTEMPTS` fresh reads).
+    """
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
         if record.desired_state in LIVE_STATES:
@@ -102,6 +112,8 @@ def scale(store: EndpointStore, name: str, replicas: int) -> EndpointRecord:
     Raises:
         InvalidSpecError: an invalid name, or `replicas` not an integer from 0 to 1000.
         InvalidTransitionError: the endpoint cannot be scaled (deleted, autoscaled or disaggregated).
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt (`ATTEMPTS` fresh reads).
     """
     names.endpoint_name(name)
     if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
@@ -124,7 +136,14 @@ def update_spec(
 ) -> EndpointRecord:
     """Apply `changes` over `replace` (a whole new spec) or over the current spec; a live endpoint
     becomes deploying, a stopped one stays stopped (`EndpointStore.update_spec`). `admit` is asked,
-    on each fresh read, for the admissions written in the same fenced update."""
+    on each fresh read, for the admissions written in the same fenced update.
+
+    Raises:
+        InvalidSpecError: a bad name, or the new spec is invalid or not resident in the targets.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt (`ATTEMPTS` fresh reads).
+    """
 
     def write(record: EndpointRecord) -> EndpointRecord | None:
         base = (
@@ -155,7 +174,14 @@ def change_regions(
     replace: Iterable[str] | None = None,
     admit: AdmissionHook | None = None,
 ) -> EndpointRecord:
-    """New target Regions: `replace` them, or `add` and `remove` some; `admit` as for `update_spec`."""
+    """New target Regions: `replace` them, or `add` and `remove` some; `admit` as for `update_spec`.
+
+    Raises:
+        InvalidSpecError: a bad name or Region, no Region left, or the spec's residency outside them.
+        InvalidTransitionError: the endpoint is deleted.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: other writers won every attempt (`ATTEMPTS` fresh reads).
+    """
     names.endpoint_name(name)
     allow = store.allow_new_regions
     additions = names.region_list(add, "--add", allow_empty=True, allow_new=allow)
@@ -190,7 +216,10 @@ def delete(
     """Mark deleted (idempotent); with a pinned lifecycle or owner label, only that record.
 
     Raises:
-        LostRaceError: the record is not the pinned lifecycle, or lacks the pinned owner label.
+        InvalidSpecError: a bad name, lifecycle id or label.
+        EndpointNotFoundError: no record has that name.
+        LostRaceError: the record is not the pinned lifecycle, or lacks the pinned owner label; or,
+            unpinned, other writers won every attempt.
     """
     names.endpoint_name(name)
     if expected_lifecycle_id is not None:

@@ -1,12 +1,15 @@
-"""The fenced endpoint store: every write is one conditional DynamoDB request.
+"""The operator's face of the fenced endpoint store: every write is one conditional DynamoDB request.
 
-A write that loses its condition returns None (False for purge) and logs; when the failure is
-a definite fact about the current record (missing, deleted, wrong state) it raises instead.
-The diagnosis uses the item DynamoDB returns with the failed condition: no extra read.
-The conditions themselves are in `conditions.py`; docs/fencing.md explains each clause.
+A write that loses its condition returns None and logs; when the failure is a definite fact about
+the current record (missing, deleted, wrong state) it raises instead. The diagnosis uses the item
+DynamoDB returns with the failed condition: no extra read. The conditions themselves are in
+`conditions.py`; docs/fencing.md explains each clause.
 
-Every token is minted here, from the CSPRNG, never proposed by a caller. Every write moves
-`updated_at` strictly forward, even when this host's clock is behind the last writer's.
+Every token is minted by the table (`FencedTable.mint`), from the CSPRNG, never proposed by a
+caller. Every write moves `updated_at` strictly forward, even when this host's clock is behind the
+last writer's (`FencedTable.advance`). The reconcilers' writes (Region status, acknowledgement,
+purge) are the other face, `region_writes` (`gco.endpoints.region_writes.RegionWrites`), on the
+same table.
 """
 
 from __future__ import annotations
@@ -15,60 +18,59 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from gco import aws
 from gco.endpoints import conditions, names
 from gco.endpoints.admissions import Admissions, admissions_data
-from gco.endpoints.codec import from_item
-from gco.endpoints.dynamo import ConditionLost
+from gco.endpoints.dynamo import ConditionLost, Listing, RecordTable
 from gco.endpoints.errors import (
     EndpointExistsError,
+    EndpointNotFoundError,
     InvalidSpecError,
     InvalidTransitionError,
-    MalformedRecordError,
 )
 from gco.endpoints.expressions import Expression
-from gco.endpoints.fenced import require_token
-from gco.endpoints.lifecycle import plan_backfill, plan_target_regions, tokens_of
+from gco.endpoints.fenced import FencedTable, require_token
+from gco.endpoints.lifecycle import plan_create, plan_target_regions
 from gco.endpoints.limits import check_item_size, checked_spec
-from gco.endpoints.observations import ObservationWrites
 from gco.endpoints.record import (
     DEFAULT_NAMESPACE,
     LIVE_STATES,
     EndpointRecord,
     check_desired_state,
-    ingress_path_for,
     parse_record,
 )
+from gco.endpoints.region_writes import RegionWrites
 from gco.endpoints.spec import EndpointSpec, check_residency
 from gco.endpoints.tokens import MonotonicClock, new_token
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 
+__all__ = ["EndpointStore", "Listing", "default_table_name"]
 log = logging.getLogger(__name__)
-
-
-# A scan page holds up to 1 MB, so this bounds a listing at about 100 GB of records: never reached,
-# but every loop is bounded.
-MAX_SCAN_PAGES = 100_000
 EVIDENCE_ID = re.compile(r"[0-9a-f]{64}")  # an evidence record's id: the sha256 of its content
 
 
-@dataclass(frozen=True)
-class Listing:
-    """A scan's outcome: the readable records, newest first, and one error per unreadable item."""
-
-    records: list[EndpointRecord]
-    unreadable: list[MalformedRecordError]
-
-
 def default_table_name() -> str:
+    """The table named by `INFERENCE_ENDPOINTS_TABLE_NAME`, else the default."""
     return os.environ.get(TABLE_ENV) or DEFAULT_TABLE
 
 
-class EndpointStore(ObservationWrites):
-    """Conditional reads and writes of endpoint records in the home Region's table."""
+class EndpointStore:
+    """Conditional reads and the operator's writes of endpoint records in the home Region's table.
+
+    Parameters:
+        client: a DynamoDB client; table_name: the table.
+        clock, token: the table's clock and token source (`FencedTable`), injected in tests.
+        allow_new_regions: accept a Region botocore's table does not list yet (`names.region`).
+
+    Raises:
+        StoreUnavailableError: from every method: DynamoDB failed after the client's retries.
+        MalformedRecordError: from every method that returns a record: the stored item does not
+            parse (`list` and `scan` leave such items out instead).
+        EndpointError: from every method that mints a token: the token source repeats tokens (an
+            injected one; the CSPRNG does not).
+    """
 
     def __init__(
         self,
@@ -79,7 +81,9 @@ class EndpointStore(ObservationWrites):
         token: Callable[[], str] = new_token,
         allow_new_regions: bool | None = None,
     ) -> None:
-        super().__init__(client, table_name, clock=clock, token=token, allow_new_regions=allow_new_regions)
+        self.table = FencedTable(RecordTable(client, table_name), clock=clock, token=token)
+        self.allow_new_regions = allow_new_regions
+        self.region_writes = RegionWrites(self.table)  # the reconcilers' face, on the same table
 
     @classmethod
     def connect(
@@ -96,7 +100,26 @@ class EndpointStore(ObservationWrites):
             allow_new_regions=allow_new_regions,
         )
 
-    # -- reads ---------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The DynamoDB client (a test or benchmark may wrap it: both faces then use the wrapper)."""
+        return self.table.records.client
+
+    @client.setter
+    def client(self, client: Any) -> None:
+        self.table.records.client = client
+
+    @property
+    def table_name(self) -> str:
+        return self.table.records.table_name
+
+    @property
+    def clock(self) -> MonotonicClock:
+        return self.table.clock
+
+    def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
+        """The record of `name`, or None (strongly consistent unless asked otherwise)."""
+        return self.table.records.get(name, consistent_read)
 
     def list(
         self,
@@ -126,35 +149,14 @@ class EndpointStore(ObservationWrites):
 
         Raises:
             InvalidSpecError: a bad filter value.
-            StoreUnavailableError: DynamoDB failed after retries.
         """
-        expression = Expression()
+        where = Expression()
         if desired_state is not None:
-            expression.equals("list.state", check_desired_state(desired_state), "desired_state")
+            where.equals("list.state", check_desired_state(desired_state), "desired_state")
         if target_region is not None:
             names.region(target_region, "target_region", allow_new=self.allow_new_regions)
-            expression.contains("list.region", target_region, "target_regions")
-        arguments: dict[str, Any] = {"ConsistentRead": consistent_read}
-        request = expression.request()
-        if "ConditionExpression" in request:
-            arguments["FilterExpression"] = request.pop("ConditionExpression")
-            arguments.update(request)
-        records: list[EndpointRecord] = []
-        unreadable: list[MalformedRecordError] = []
-        for _ in range(MAX_SCAN_PAGES):
-            page = self._call("scan", **arguments)
-            for item in page.get("Items", []):
-                try:
-                    records.append(parse_record(from_item(item)))
-                except MalformedRecordError as error:
-                    unreadable.append(error)
-            if "LastEvaluatedKey" not in page:
-                break
-            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        records.sort(key=lambda record: (record.created_at or "", record.endpoint_name), reverse=True)
-        return Listing(records, unreadable)
-
-    # -- lifecycle -----------------------------------------------------------------------------
+            where.contains("list.region", target_region, "target_regions")
+        return self.table.records.scan(where, consistent_read=consistent_read)
 
     def create(
         self,
@@ -181,52 +183,31 @@ class EndpointStore(ObservationWrites):
         names.namespace(namespace)
         label_map = names.labels(dict(labels or {}))
         creator = names.text(created_by or "unknown", "created_by", max_length=256)
-        now = self.clock.now()
-        lifecycle = self.mint()
-        generations: dict[str, str] = {}
-        for region in regions:
-            generations[region] = self.mint({lifecycle, *generations.values()})
-        fields: dict[str, Any] = {
-            "endpoint_name": name,
-            "lifecycle_id": lifecycle,
-            "desired_state": "deploying",
-            "target_regions": regions,
-            "cleanup_regions": list(regions),
-            "region_generations": generations,
-            "namespace": namespace,
-            "spec": parsed.model_dump(mode="json", exclude_none=True),
-            "ingress_path": ingress_path_for(name),
-            "created_at": now,
-            "updated_at": now,
-            "region_status": {},
-            "labels": label_map,
-            "created_by": creator,
-        }
+        fields = plan_create(
+            name,
+            parsed.model_dump(mode="json", exclude_none=True),
+            regions,
+            self.table.mint,
+            self.clock.now(),
+            namespace=namespace,
+            labels=label_map,
+            created_by=creator,
+        )
         if admissions:
             fields["admissions"] = admissions_data(admissions)
         check_item_size(fields)
         expression = Expression()
         conditions.create(expression)
         try:
-            self._put(fields, expression)
+            self.table.records.put(fields, expression)
         except ConditionLost as lost:
             raise EndpointExistsError(name, lost.old.desired_state if lost.old else None) from None
         return parse_record(fields)
 
     def ensure_lifecycle_metadata(self, record: EndpointRecord) -> EndpointRecord | None:
-        """Back-fill a legacy record from this strong snapshot; None if it changed meanwhile."""
-        if not record.is_legacy:
-            return record
-        taken = tokens_of(record)
-        fields = plan_backfill(record, lambda: self.mint(taken), self.clock.after(record.updated_at))
-        expression = Expression()
-        conditions.backfill(expression, record.updated_at)
-        for field, value in fields.items():
-            expression.set(value, field)
-        expression.set_expression(
-            f"if_not_exists({expression.path('region_status')}, {expression.value({})})", "region_status"
-        )
-        return self._update_or_none(record.endpoint_name, expression, "ensure_lifecycle_metadata")
+        """Back-fill a legacy record from this strong snapshot; None if it changed meanwhile
+        (`FencedTable.backfill`)."""
+        return self.table.backfill(record)
 
     def update_desired_state(
         self,
@@ -259,15 +240,15 @@ class EndpointStore(ObservationWrites):
             )
             expression.set(state, "desired_state")
             if state == "deleted":
-                expression.set(self.mint(), "deletion_generation")
+                expression.set(self.table.mint(), "deletion_generation")
                 expression.set_expression(expression.path("cleanup_regions"), "deletion_regions")
                 expression.set(now, "deleted_at")  # from when a Region's silence counts (`forget`)
             return expression
 
         try:
-            return self._advance(name, build)
+            return self.table.advance(name, build)
         except ConditionLost as lost:
-            old = self._present(name, lost.old)
+            old = _present(name, lost.old)
             if old.is_legacy:
                 raise InvalidTransitionError(
                     name,
@@ -278,7 +259,7 @@ class EndpointStore(ObservationWrites):
             if (
                 old.is_deleted
                 and state == "deleted"
-                and self._fences_hold(old, expected_lifecycle_id, expected_desired_state, expected_label)
+                and _fences_hold(old, expected_lifecycle_id, expected_desired_state, expected_label)
             ):
                 return old  # delete is idempotent: the generation stays
             if old.is_deleted and state != "deleted":
@@ -295,6 +276,8 @@ class EndpointStore(ObservationWrites):
         """stopped -> running only, of the lifecycle the caller read.
 
         Raises:
+            InvalidSpecError: `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is not stopped, or is deleted.
         """
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
@@ -306,9 +289,9 @@ class EndpointStore(ObservationWrites):
             return expression
 
         try:
-            return self._advance(name, build)
+            return self.table.advance(name, build)
         except ConditionLost as lost:
-            old = self._present(name, lost.old)
+            old = _present(name, lost.old)
             if old.is_deleted:
                 raise InvalidTransitionError(
                     name, "start", "deleted", "redeploy it under a new lifecycle"
@@ -337,6 +320,11 @@ class EndpointStore(ObservationWrites):
             stopped: whether the caller read the record stopped (None: read it now). The write
                 lands only while that still holds (`conditions.spec_change`); None when it lost.
             admissions: the whole `admissions` map to write in the same update (None: untouched).
+
+        Raises:
+            InvalidSpecError: an invalid spec, or `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
+            InvalidTransitionError: the record is deleted.
         """
         parsed = checked_spec(spec)
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
@@ -371,6 +359,8 @@ class EndpointStore(ObservationWrites):
         `admissions`, when given, replaces the map in the same update.
 
         Raises:
+            InvalidSpecError: a bad Region, or `expected_lifecycle_id` is not a token.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is deleted.
         """
         regions = names.region_list(targets, allow_new=self.allow_new_regions)
@@ -378,13 +368,13 @@ class EndpointStore(ObservationWrites):
             cleanup, "cleanup_regions", allow_empty=True, allow_new=self.allow_new_regions
         )
         lifecycle = require_token(expected_lifecycle_id, "expected_lifecycle_id")
-        snapshot = self._present(name, self.get(name))
+        snapshot = _present(name, self.get(name))
         if snapshot.updated_at != expected_updated_at or snapshot.lifecycle_id != lifecycle:
             if snapshot.is_deleted:
                 raise InvalidTransitionError(name, "change the Regions of", "deleted")
             log.info("stale region change lost: endpoint=%s", name)
             return None
-        plan = plan_target_regions(snapshot, regions, extra_cleanup, self.mint)
+        plan = plan_target_regions(snapshot, regions, extra_cleanup, self.table.mint)
 
         def build(now: str) -> Expression:
             expression = Expression()
@@ -408,6 +398,7 @@ class EndpointStore(ObservationWrites):
 
         Raises:
             InvalidSpecError: `evidence_id` is not a sha256 hex digest, or no lifecycle id is given.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the record is deleted.
         """
         if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
@@ -427,6 +418,7 @@ class EndpointStore(ObservationWrites):
 
         Raises:
             InvalidSpecError: `replicas` is not an integer from 0 to 1000.
+            EndpointNotFoundError: there is no record.
             InvalidTransitionError: the endpoint is deleted, autoscaled or disaggregated (mooncake).
         """
         if isinstance(replicas, bool) or not isinstance(replicas, int) or not 0 <= replicas <= 1000:
@@ -440,9 +432,9 @@ class EndpointStore(ObservationWrites):
             return expression
 
         try:
-            return self._advance(name, build)
+            return self.table.advance(name, build)
         except ConditionLost as lost:
-            old = self._present(name, lost.old)
+            old = _present(name, lost.old)
             if old.desired_state not in LIVE_STATES:
                 raise InvalidTransitionError(
                     name, "scale", old.desired_state, "only a deploying or running endpoint can be scaled"
@@ -460,3 +452,43 @@ class EndpointStore(ObservationWrites):
                 ) from None
             log.info("stale scale lost: endpoint=%s", name)
             return None
+
+    def _fenced(
+        self, name: str, build: Callable[[str], Expression], updated_at: str | None, operation: str
+    ) -> EndpointRecord | None:
+        """A write fenced by lifecycle (and by the `updated_at` snapshot, when given): None when it
+        lost to a newer write of the same lifecycle.
+
+        Raises:
+            EndpointNotFoundError: there is no record.
+            InvalidTransitionError: the record is deleted.
+        """
+        try:
+            return self.table.advance(name, build, pinned=updated_at)
+        except ConditionLost as lost:
+            old = _present(name, lost.old)
+            if old.is_deleted:
+                raise InvalidTransitionError(name, operation, "deleted", "redeploy it") from None
+            log.info("stale write lost: endpoint=%s operation=%s", name, operation)
+            return None
+
+
+def _present(name: str, record: EndpointRecord | None) -> EndpointRecord:
+    """The record a lost condition returned, or `EndpointNotFoundError` when there was none."""
+    if record is None:
+        raise EndpointNotFoundError(name)
+    return record
+
+
+def _fences_hold(
+    old: EndpointRecord,
+    lifecycle_id: str | None,
+    desired_state: str | None,
+    label: tuple[str, str] | None,
+) -> bool:
+    """Whether `old` still matches every fence the caller gave (None: not fenced by it)."""
+    return (
+        (lifecycle_id is None or old.lifecycle_id == lifecycle_id)
+        and (desired_state is None or old.desired_state == desired_state)
+        and (label is None or old.labels.get(label[0]) == label[1])
+    )

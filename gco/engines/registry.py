@@ -77,7 +77,7 @@ def launched(args: Sequence[str], env: Mapping[str, str]) -> tuple[Framework, La
         read = framework.read_launch(args, env)
         if read is not None:
             return framework, read
-    return get(DEFAULT), LaunchRead(model="", revision="")
+    return _REGISTRY[DEFAULT], LaunchRead(model="", revision="")  # registered below; never removed
 
 
 def entry(table: Mapping[str, Entry], name: str, concern: str) -> Entry:

@@ -165,6 +165,11 @@ def policy(decision: Decision, method_arn: str) -> dict[str, Any]:
     """
     if decision.effect == "Unauthorized":
         raise ValueError("an Unauthorized decision has no policy: raise UnauthorizedError")
+    return _answer(decision, method_arn)
+
+
+def _answer(decision: Decision, method_arn: str) -> dict[str, Any]:
+    """The policy of an Allow or Deny decision (the caller has answered Unauthorized already)."""
     context = {KEY_ID_CONTEXT: decision.key_id or ""}
     if decision.serve_region is not None:
         context[SERVE_REGION_CONTEXT] = decision.serve_region
@@ -194,4 +199,4 @@ def handle(event: Mapping[str, Any], tables: Tables, settings: Settings, now: da
     decision = decide(event, tables, settings, now)
     if decision.effect == "Unauthorized":
         raise UnauthorizedError
-    return policy(decision, str(event.get("methodArn") or ""))
+    return _answer(decision, str(event.get("methodArn") or ""))

@@ -117,7 +117,12 @@ def connect_eks(
     grant: Grant = RECONCILER_GRANT,
 ) -> KubeCluster:
     """A `KubeCluster` for the Region's EKS cluster, authenticated with the caller's IAM identity;
-    `grant` is what that identity's RBAC allows (its lists go to the grant's scopes)."""
+    `grant` is what that identity's RBAC allows (its lists go to the grant's scopes).
+
+    Raises:
+        ClusterConfigError: eks:DescribeCluster failed, or the cluster has no endpoint or
+            certificate authority (yet), or that authority is not base64 PEM.
+    """
     eks = eks_client or aws.client("eks", region=region)
     sts = sts_client or aws.client("sts", region=region)
     endpoint, pem = describe_cluster(cluster_name, eks)

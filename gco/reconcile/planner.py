@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
+from gco.endpoints.observed_state import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
 from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.pods import trouble

@@ -81,7 +81,7 @@ class RecordWriter:
     def write_status(
         self, name: str, record: EndpointRecord | None, status: StatusWrite, tally: Tally
     ) -> EndpointRecord | None:
-        written = self.store.update_region_status(
+        written = self.store.region_writes.update_region_status(
             name,
             self.region,
             status.state,
@@ -104,7 +104,7 @@ class RecordWriter:
     def purge(self, name: str, record: EndpointRecord | None, tally: Tally) -> None:
         if record is None or record.deletion_generation is None or tally.purged:
             return
-        tally.purged = self.store.purge(
+        tally.purged = self.store.region_writes.purge(
             name,
             expected_lifecycle_id=record.lifecycle_id,
             expected_deletion_generation=record.deletion_generation,

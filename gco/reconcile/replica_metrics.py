@@ -5,7 +5,7 @@ Where they go: the sweep Lambda prints them as CloudWatch embedded metric format
 (`lambdas/sweep.py`, through Powertools), which CloudWatch Logs turns into metrics of namespace
 `gco` ("Embedding metrics within logs", CloudWatch User Guide). EMF needs no `cloudwatch:PutMetricData`
 grant: the function writes only its own log group. The Regional dashboard reads them
-(`gco.dashboards`) and the Regional stack alarms on `EndpointsNotReady`.
+(`gco.deployment.dashboards`) and the Regional stack alarms on `EndpointsNotReady`.
 
 Counted from the sweep's snapshot (one list per managed kind) before it reconciles: an endpoint's
 Deployments (its stable version and a canary), `spec.replicas` desired (Kubernetes' default 1) and

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
 from gco.endpoints.errors import NoCanaryError
-from gco.endpoints.observed import CANARY_DESIRED, CANARY_READY
+from gco.endpoints.observed_state import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.operations import AdmissionHook
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore

@@ -91,13 +91,21 @@ class EksClusters:
 
 
 def environment_clusters(selected_region: str) -> UrlClusters | EksClusters:
-    """The local stack's clusters where `GCO_CLUSTER_URLS` is set, else the selected Region's EKS cluster."""
+    """The local stack's clusters where `GCO_CLUSTER_URLS` is set, else the selected Region's EKS cluster.
+
+    Raises:
+        UnreachableError: `GCO_CLUSTER_URLS` is not a JSON object of Region -> URL.
+    """
     raw = os.environ.get(CLUSTER_URLS_ENV)
     return UrlClusters(_url_map(raw, CLUSTER_URLS_ENV)) if raw else EksClusters([selected_region])
 
 
 class ProxyHttp:
-    """Requests through each Region's way in (local proxy, or the signed API Gateway front door)."""
+    """Requests through each Region's way in (local proxy, or the signed API Gateway front door).
+
+    Raises:
+        UnreachableError: from every request: no invoke URL is known for the Region.
+    """
 
     def __init__(
         self,

@@ -47,6 +47,11 @@ def load_settings(path: Path) -> MatrixSettings:
 
 
 def identity_of(path: Path) -> dict[str, Any]:
+    """What identifies a run of the settings at `path` (`gco.validation.identity.identity`).
+
+    Raises:
+        SettingsError: the settings are unreadable, unparsable or break a rule.
+    """
     return identity(load_settings(path))
 
 
@@ -92,6 +97,9 @@ def start(
     `run_uri` (`s3://bucket/prefix/`): where each checkpoint revision and the evidence files are
     also written as the run goes, so another machine can resume it; default, with an evidence
     bucket, `s3://<bucket>/matrix-runs/<run id>/`.
+
+    Raises:
+        SettingsError: the settings are unreadable, unparsable or break a rule.
     """
     settings = load_settings(settings_path)
     run = run_id or new_run_id()

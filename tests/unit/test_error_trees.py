@@ -5,8 +5,13 @@ The rules (docs/layout.md, "Errors"):
 1. An exception class of gco is an `Error` below its package's root: the one class of the nearest
    `errors` module (the package's own, else its parent's, else `gco/errors.py`) that derives from
    none of that module's others. The tree drawn in that module's docstring names it.
-2. A public function or method (no leading underscore, at module level or in a public class) whose
-   own body raises an exception class by name lists that name under `Raises:` in its docstring.
+2. A public function or method (no leading underscore, at module level or in a public class) that
+   raises an exception class by name lists that name under `Raises:` in its docstring, or its
+   class's docstring does (errors every method can raise, stated once). What it raises is what its
+   own body raises and what the functions of its own module it calls raise, followed through
+   (`_helper(...)`, `helper(...)`, `self._method(...)`, `cls._method(...)` of its own class), less
+   what a `try` around the raise or the call catches (by name, by a base class the module
+   imports, or `Exception`). Calls into other modules are their Raises' business, not followed.
    Not held to it: pydantic validators (pydantic turns what they raise into its ValidationError,
    converted where the model is parsed), click commands (their docstring is the `--help` text; the
    CLI maps errors to exit statuses) and `__dunder__` methods.
@@ -39,6 +44,11 @@ SIGNALS = {
 }
 # Held to the rules once their modules are reworked; an entry that keeps its rule must leave the list.
 AWAITING: set[str] = set()
+SIGNAL_NAMES = {qualified.rpartition(".")[2] for qualified in SIGNALS}
+# Files another branch of this round rewrites (the reconcile pass): held to the rule once merged. For
+# the integrator: drop this set after the merge and name the errors its methods raise (for
+# `KubeCluster`, ClusterAuthError and ClusterUnavailableError from `_request`, on the class).
+REWRITTEN_ELSEWHERE = {"gco/reconcile/kubeapi.py"}
 VALIDATORS = {"field_validator", "model_validator"}
 CLICK = {"command", "group", "option", "argument", "pass_context", "pass_obj"}
 
@@ -118,50 +128,145 @@ def _decorator_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[st
     return names
 
 
-def raised_classes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """The exception classes `function`'s own body raises by name (nested functions are their own)."""
-    found: set[str] = set()
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _name(node: ast.expr) -> str:
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+
+def _caught(handlers: list[ast.ExceptHandler]) -> set[str]:
+    names: set[str] = set()
+    for handler in handlers:
+        if handler.type is None:
+            names.add("BaseException")
+        else:
+            types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            names.update(_name(kind) for kind in types)
+    return names
+
+
+class Raises:
+    """What each function of one module raises, its calls into the module's own functions followed.
+
+    `namespace` resolves a class name to the class (the module's globals) so that an `except` of a
+    base class is seen to catch a subclass; without it, names are compared as written.
+    """
+
+    def __init__(self, tree: ast.Module, namespace: dict[str, object] | None = None) -> None:
+        self.namespace = namespace or {}
+        self.functions: dict[str, Function] = {}
+        self.methods: dict[tuple[str, str], Function] = {}
+        for node in tree.body:
+            if isinstance(node, Function):
+                self.functions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, Function):
+                        self.methods[(node.name, item.name)] = item
+        self._known: dict[tuple[str | None, str], set[str]] = {}
+
+    def of(self, function: Function, owner: str | None = None) -> set[str]:
+        """The classes `function` raises (nested functions and lambdas are their own)."""
+        key = (owner, function.name)
+        if key not in self._known:
+            self._known[key] = set()  # a recursive call adds nothing new
+            found: set[str] = set()
+            for statement in function.body:
+                self._walk(statement, frozenset(), owner, found)
+            self._known[key] = found
+        return self._known[key]
+
+    def _walk(self, node: ast.AST, caught: frozenset[str], owner: str | None, found: set[str]) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            continue
+            return
+        if isinstance(node, ast.Try | ast.TryStar):
+            inner = caught | _caught(node.handlers)
+            for statement in node.body:
+                self._walk(statement, inner, owner, found)
+            rest: list[ast.AST] = [*node.handlers, *node.orelse, *node.finalbody]
+            for part in rest:
+                self._walk(part, caught, owner, found)
+            return
         if isinstance(node, ast.Raise) and node.exc is not None:
-            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            name = raised.attr if isinstance(raised, ast.Attribute) else getattr(raised, "id", "")
-            if name[:1].isupper():  # a class, not a helper that builds the exception
+            name = _name(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+            if name[:1].isupper() and not self._catches(caught, name):  # a class, not a builder
                 found.add(name)
-        pending.extend(ast.iter_child_nodes(node))
-    return found
+        if isinstance(node, ast.Call):
+            for target, target_owner in self._callee(node.func, owner):
+                found.update(
+                    name for name in self.of(target, target_owner) if not self._catches(caught, name)
+                )
+        for child in ast.iter_child_nodes(node):
+            self._walk(child, caught, owner, found)
+
+    def _callee(self, func: ast.expr, owner: str | None) -> list[tuple[Function, str | None]]:
+        if isinstance(func, ast.Name) and func.id in self.functions:
+            return [(self.functions[func.id], None)]
+        if (
+            owner is not None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+            and (owner, func.attr) in self.methods
+        ):
+            return [(self.methods[(owner, func.attr)], owner)]
+        return []
+
+    def _catches(self, caught: frozenset[str], name: str) -> bool:
+        if name in caught or caught & {"Exception", "BaseException"}:
+            return True
+        raised = self.namespace.get(name)
+        return inspect.isclass(raised) and any(
+            inspect.isclass(base := self.namespace.get(handler)) and issubclass(raised, base)
+            for handler in caught
+        )
 
 
-def public_functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    def walk(
-        body: list[ast.stmt], owner: str
-    ) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-        for node in body:
-            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-                yield from walk(node.body, f"{owner}{node.name}.")
-            elif (
-                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                and not node.name.startswith("_")
-                and not _decorator_names(node) & (VALIDATORS | CLICK)
-            ):
-                yield f"{owner}{node.name}", node
+def public_functions(tree: ast.Module) -> Iterator[tuple[str, str | None, Function, str]]:
+    """(qualified name, owning class, function, the class docstring's Raises section) of each public
+    function and method that is held to the rule."""
 
-    yield from walk(tree.body, "")
+    def held(node: ast.stmt) -> bool:
+        return (
+            isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and not node.name.startswith("_")
+            and not _decorator_names(node) & (VALIDATORS | CLICK)
+        )
+
+    for node in tree.body:
+        if held(node):
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            yield node.name, None, node, ""
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            stated = (ast.get_docstring(node) or "").partition("Raises:")[2]
+            for item in node.body:
+                if held(item):
+                    assert isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    yield f"{node.name}.{item.name}", node.name, item, stated
+
+
+def lacking(tree: ast.Module, namespace: dict[str, object] | None = None) -> dict[str, set[str]]:
+    """Each public function's raised classes that neither its nor its class's Raises: names."""
+    raises = Raises(tree, namespace)
+    missing: dict[str, set[str]] = {}
+    for name, owner, function, stated in public_functions(tree):
+        section = (ast.get_docstring(function) or "").partition("Raises:")[2] + "\n" + stated
+        unnamed = {
+            cls for cls in raises.of(function, owner) - SIGNAL_NAMES if not re.search(rf"\b{cls}\b", section)
+        }
+        if unnamed:
+            missing[name] = unnamed
+    return missing
 
 
 def undocumented_raises() -> dict[str, set[str]]:
     missing: dict[str, set[str]] = {}
     for path in sorted(ROOT.rglob("*.py")):
-        for name, function in public_functions(ast.parse(path.read_text(encoding="utf-8"))):
-            raised = raised_classes(function)
-            doc = ast.get_docstring(function) or ""
-            section = doc.partition("Raises:")[2]
-            lacking = {cls for cls in raised if not re.search(rf"\b{cls}\b", section)}
-            if lacking:
-                missing[f"{path.relative_to(ROOT.parent)}:{name}"] = lacking
+        dotted = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
+        namespace = vars(importlib.import_module(dotted)) if not dotted.endswith("__main__") else {}
+        for name, names in lacking(ast.parse(path.read_text(encoding="utf-8")), namespace).items():
+            missing[f"{path.relative_to(ROOT.parent)}:{name}"] = names
     return missing
 
 
@@ -171,6 +276,7 @@ def test_every_public_function_that_raises_says_so() -> None:
         f"{where} raises {sorted(names)} without saying so under Raises:" for where, names in missing.items()
     ]
     problems = [p for p in problems if p.split(" ")[0] not in AWAITING]
+    problems = [p for p in problems if p.split(":")[0] not in REWRITTEN_ELSEWHERE]
     problems += [f"{entry} keeps the rule now" for entry in AWAITING if ":" in entry and entry not in missing]
     assert not problems, "\n".join(problems)
 
@@ -200,6 +306,56 @@ def quiet(x):
 def _private(x):
     raise ValueError(x)
 '''
-    tree = ast.parse(source)
-    found = {name: raised_classes(function) for name, function in public_functions(tree)}
-    assert found == {"loud": {"ValueError"}, "documented": {"InputError"}, "quiet": set()}
+    assert lacking(ast.parse(source)) == {"loud": {"ValueError"}}
+
+
+def test_the_raises_rule_follows_the_modules_own_helpers_less_what_is_caught() -> None:
+    source = '''
+class Store:
+    """A store.
+
+    Raises:
+        Unavailable: from every method.
+    """
+
+    def read(self):
+        """Summary."""
+        return self._call()
+
+    def write(self):
+        """Summary."""
+        return _present(self._call())
+
+    def careful(self):
+        """Summary."""
+        try:
+            return _present(None)
+        except LookupError:
+            return None
+
+    def _call(self):
+        raise Unavailable()
+
+
+def _present(record):
+    if record is None:
+        raise NotFound()
+    return _again(record)
+
+
+def _again(record):
+    return _present(record)  # a cycle ends
+
+
+def outer():
+    """Summary."""
+    return _present(None)
+'''
+
+    class NotFoundError(LookupError):
+        pass
+
+    found = lacking(ast.parse(source), {"NotFound": NotFoundError, "LookupError": LookupError})
+    # Unavailable is stated on the class; NotFound reaches `write` and `outer` through `_present`,
+    # and `careful` catches it by its base class.
+    assert found == {"Store.write": {"NotFound"}, "outer": {"NotFound"}}

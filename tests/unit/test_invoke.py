@@ -141,7 +141,7 @@ def test_the_global_address_and_its_key_come_from_the_environment() -> None:
 
 def test_invoke_without_region_prefers_a_fresh_region() -> None:
     from gco.invoke import serving_region
-    from tests.unit.endpoints.test_observed import status
+    from tests.unit.endpoints.test_observed_state import status
     from tests.unit.reconcile.records import EAST, WEST, make_record
 
     record = make_record(region_status={EAST: status("running", 1), WEST: status("running", 1)})

@@ -100,6 +100,9 @@ def paired_ratio_ci(
 
     Pairing by round cancels what a round shares (drift, position in a balanced order); the
     interval is a smoothed bootstrap of the median per-round log ratio, exponentiated.
+
+    Raises:
+        ValueError: the samples are empty, of unequal length, or not all positive.
     """
     log_num, log_den = _paired_logs(numerator, denominator)
     logs = log_num - log_den

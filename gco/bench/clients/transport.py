@@ -121,7 +121,11 @@ async def _body_pieces(reader: asyncio.StreamReader, headers: dict[str, str]) ->
 
 
 class Client:
-    """POST JSON and read either a whole JSON response or a stream of SSE `data:` payloads."""
+    """POST JSON and read either a whole JSON response or a stream of SSE `data:` payloads.
+
+    Raises:
+        HttpError: from every request: no connection, no or a bad status line, or a body cut short.
+    """
 
     def __init__(self, base_url: str) -> None:
         self.target = Target.parse(base_url)

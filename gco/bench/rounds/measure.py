@@ -127,7 +127,12 @@ def clip_argv(engine: Engine, manifest: Manifest, options: MeasureOptions, cell_
 def serve_argv(
     engine: Engine, manifest: Manifest, options: MeasureOptions, cell_dir: Path, round_no: int
 ) -> list[str]:
-    """The measurement command of a cell: `--serve-cmd` with its placeholders, or gco's own."""
+    """The measurement command of a cell: `--serve-cmd` with its placeholders, or gco's own.
+
+    Raises:
+        ValueError: `--serve-cmd` does not split into words, is empty, or has a brace that is not
+            one of its placeholders.
+    """
     if options.serve_cmd:
         return _serve_cmd(options.serve_cmd, engine, options, cell_dir, round_no)
     if options.mode == "clip":

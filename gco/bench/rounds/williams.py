@@ -53,12 +53,20 @@ def williams_sequences(n: int) -> list[list[int]]:
 
 
 def period(n: int) -> int:
-    """Rounds in one whole Williams period for n engines."""
+    """Rounds in one whole Williams period for n engines.
+
+    Raises:
+        ValueError: `n` is not positive.
+    """
     return len(williams_sequences(n))
 
 
 def default_rounds(n: int) -> int:
-    """The default round count: the smallest multiple of the period that is >= 3."""
+    """The default round count: the smallest multiple of the period that is >= 3.
+
+    Raises:
+        ValueError: `n` is not positive.
+    """
     if n in DEFAULT_ROUNDS:
         return DEFAULT_ROUNDS[n]
     p = period(n)
@@ -66,7 +74,11 @@ def default_rounds(n: int) -> int:
 
 
 def adaptive_max_rounds(n: int, maximum: int = ADAPTIVE_MAX_ROUNDS) -> int:
-    """The adaptive maximum, rounded up to whole periods."""
+    """The adaptive maximum, rounded up to whole periods.
+
+    Raises:
+        ValueError: `n` is not positive.
+    """
     p = period(n)
     return p * max(1, -(-maximum // p))
 

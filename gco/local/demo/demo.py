@@ -36,7 +36,7 @@ from gco import aws
 from gco.bench.rounds.lock import GPU_LOCK_ENV
 from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
-from gco.endpoints.observed import region_note
+from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.demo import demo_bench, demo_global, demo_rollout

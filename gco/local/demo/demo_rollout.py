@@ -31,7 +31,11 @@ TOLERANCE = "0.3"  # the loopback's noise on a small shared machine (docs/rollou
 
 def rollouts(step: Callable[..., str], echo: Callable[[str], None], rollout_dir: Path) -> None:
     """One build promoted Region by Region by a paired comparison, one 20% slower rolled back, and the
-    rollout evidence's report page."""
+    rollout evidence's report page.
+
+    Raises:
+        DemoStepError: a rollout printed no report page, or the page is not a file.
+    """
     shutil.rmtree(rollout_dir, ignore_errors=True)
     step(
         "an endpoint for rollouts (its images run the fake engine at known speeds) in two Regions",

@@ -51,6 +51,7 @@ def holding(state_dir: Path) -> Iterator[None]:
     """Hold the directory's `up` lock for the block.
 
     Raises:
+        GcoInputError: on `--state-dir`, when it cannot be created or written.
         StackBusyError: another process holds it (its pid is named when it wrote one).
     """
     path = usable(state_dir) / LOCK_FILE

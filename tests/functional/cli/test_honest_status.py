@@ -31,7 +31,7 @@ def beat(run: Run, region: str, at: datetime) -> None:
 def running_in(store: EndpointStore, name: str, regions: list[str], seen: datetime | None = None) -> None:
     record = store.create(name, {"image": IMAGE}, regions)
     for region in regions:
-        written = store.update_region_status(
+        written = store.region_writes.update_region_status(
             name,
             region,
             "running",

@@ -181,10 +181,10 @@ def test_delete_wait_until_purged(cli: Cli, store: EndpointStore, monkeypatch: p
         polls["count"] += 1
         current = original(name, consistent_read)
         if polls["count"] == 2 and current is not None and current.is_deleted:
-            store.update_region_status(
+            store.region_writes.update_region_status(
                 name, "us-east-1", "deleted", expected_deletion_generation=current.deletion_generation
             )
-            assert store.purge(
+            assert store.region_writes.purge(
                 name,
                 expected_lifecycle_id=record["lifecycle_id"],
                 expected_deletion_generation=current.deletion_generation or "",
@@ -227,7 +227,7 @@ def test_deploy_wait_reports_ready_and_errors(
         calls["count"] += 1
         record = store.get("chat")
         assert record is not None
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat",
             "us-east-1",
             "running",
@@ -246,7 +246,7 @@ def test_deploy_wait_reports_ready_and_errors(
     def fail(_: float) -> None:
         record = store.get("bad")
         assert record is not None
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "bad",
             "us-east-1",
             "error",

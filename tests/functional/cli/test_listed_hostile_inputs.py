@@ -179,7 +179,7 @@ def test_a_password_in_an_invoke_url_is_never_printed(
     record = store.get("chat")
     assert record is not None and record.lifecycle_id is not None
     generation = record.region_generations["us-east-1"]
-    store.update_region_status(
+    store.region_writes.update_region_status(
         "chat", "us-east-1", "running", replicas_ready=1, replicas_desired=1,
         expected_lifecycle_id=record.lifecycle_id, expected_region_generation=generation,
     )  # fmt: skip

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from gco.cli import main
-from gco.endpoints import observed
+from gco.endpoints import observed_state
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import spec_json_schema
 from tests.functional.cli.test_hostile_input import Run, deploy, run
-from tests.unit.endpoints.test_observed import status
+from tests.unit.endpoints.test_observed_state import status
 from tests.unit.reconcile.records import EAST, make_record
 
 __all__ = ["run"]  # the fixture, imported to be used here
@@ -70,15 +70,15 @@ def test_schema_o_yaml_prints_yaml(run: Run, capsys: pytest.CaptureFixture[str])
 def test_replicas_0_is_observed_stopped_not_pending() -> None:
     record: EndpointRecord = make_record({"replicas": 0}, target_regions=[EAST], region_status={
         EAST: status("running", 0, 0)})  # fmt: skip
-    seen = observed.in_region(record, EAST)
-    assert (seen.state, seen.reason) == ("stopped", observed.SCALED_TO_ZERO)
-    assert observed.aggregate(record).state == "stopped"
+    seen = observed_state.in_region(record, EAST)
+    assert (seen.state, seen.reason) == ("stopped", observed_state.SCALED_TO_ZERO)
+    assert observed_state.aggregate(record).state == "stopped"
     creating = make_record(
         {"replicas": 0}, target_regions=[EAST], region_status={EAST: status("creating", 0, 0)}
     )
-    assert observed.in_region(creating, EAST).state == "stopped"
+    assert observed_state.in_region(creating, EAST).state == "stopped"
     one = make_record(target_regions=[EAST], region_status={EAST: status("creating", 0, 0)})
-    assert observed.in_region(one, EAST).state == "pending"  # one replica asked: it is coming
+    assert observed_state.in_region(one, EAST).state == "pending"  # one replica asked: it is coming
 
 
 def test_a_deploy_wait_racing_a_delete_ends_promptly_naming_the_delete(run: Run) -> None:

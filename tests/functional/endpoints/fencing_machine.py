@@ -220,7 +220,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 self.write(
                     "fresh",
                     True,
-                    lambda region=region: self.store.update_region_status(  # type: ignore[misc]
+                    lambda region=region: self.store.region_writes.update_region_status(  # type: ignore[misc]
                         self.name, region, "deleted", expected_deletion_generation=record.deletion_generation
                     ),
                 )
@@ -230,7 +230,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             self.write(
                 "fresh",
                 True,
-                lambda: self.store.purge(
+                lambda: self.store.region_writes.purge(
                     self.name, expected_deletion_generation=done.deletion_generation or ""
                 ),
             )
@@ -409,7 +409,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             "regions": lambda: self.store.update_target_regions(
                 self.name, REGIONS, expected_lifecycle_id=lid, expected_updated_at=record.updated_at or ""
             ),
-            "observe": lambda: self.store.update_region_status(
+            "observe": lambda: self.store.region_writes.update_region_status(
                 self.name,
                 region,
                 "running",
@@ -484,7 +484,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             ),
             "scale": lambda: self.store.scale(self.name, 2, old_lid),
             "spec": lambda: self.store.update_spec(self.name, SPECS["plain"], old_lid),
-            "observe": lambda: self.store.update_region_status(
+            "observe": lambda: self.store.region_writes.update_region_status(
                 self.name,
                 region,
                 "running",
@@ -526,7 +526,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 self.write(
                     "fresh",
                     True,
-                    lambda region=region: self.store.update_region_status(  # type: ignore[misc]
+                    lambda region=region: self.store.region_writes.update_region_status(  # type: ignore[misc]
                         self.name, region, "deleted", expected_deletion_generation=generation
                     ),
                 )
@@ -536,7 +536,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             self.write(
                 "purged" if record is None else "slow_purge",
                 False,
-                lambda: slow.purge(
+                lambda: slow.region_writes.purge(
                     self.name,
                     expected_deletion_generation=old.deletion_generation or "",
                     expected_lifecycle_id=old_lid,
@@ -546,7 +546,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             self.write(
                 kind,
                 False,
-                lambda: self.host(host).purge(
+                lambda: self.host(host).region_writes.purge(
                     self.name, expected_deletion_generation=generation, expected_lifecycle_id=old_lid
                 ),
             )
@@ -555,7 +555,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             self.write(
                 kind,
                 False,
-                lambda: self.host(host).update_region_status(
+                lambda: self.host(host).region_writes.update_region_status(
                     self.name,
                     region,
                     "deleted",
@@ -716,7 +716,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.write(
             kind,
             lands,
-            lambda: self.host(host).update_region_status(
+            lambda: self.host(host).region_writes.update_region_status(
                 self.name,
                 region,
                 "deleted" if removal else "running",
@@ -758,7 +758,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.write(
             kind,
             lands,
-            lambda: self.host(host).update_region_status(
+            lambda: self.host(host).region_writes.update_region_status(
                 self.name,
                 region,
                 "deleted",
@@ -778,7 +778,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.write(
             "fresh",
             region in pending,
-            lambda: self.store.update_region_status(
+            lambda: self.store.region_writes.update_region_status(
                 self.name, region, "deleted", expected_deletion_generation=record.deletion_generation
             ),
         )
@@ -807,7 +807,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
         self.write(
             kind,
             lands,
-            lambda: store.purge(
+            lambda: store.region_writes.purge(
                 self.name,
                 expected_deletion_generation=generation,
                 expected_lifecycle_id=snapshot.lifecycle_id,

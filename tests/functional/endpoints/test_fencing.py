@@ -49,12 +49,12 @@ def test_a_rejoining_region_never_gets_a_token_of_an_earlier_membership(store: E
     record = store.create("chat", SPEC, [EAST, WEST])
     first = record.region_generations[WEST]
     left = move(store, record, [EAST])
-    acked = store.update_region_status(
+    acked = store.region_writes.update_region_status(
         "chat", WEST, "deleted", expected_lifecycle_id=left.lifecycle_id, expected_region_generation=first
     )
     assert acked is not None
     # The token source offers the first membership's token and another Region's token again.
-    store.token = replaying([first, record.region_generations[EAST], record.lifecycle_id or ""])
+    store.table.token = replaying([first, record.region_generations[EAST], record.lifecycle_id or ""])
     second = move(store, acked, [EAST, WEST])
     assert second.region_generations[WEST] not in {
         first,
@@ -65,7 +65,7 @@ def test_a_rejoining_region_never_gets_a_token_of_an_earlier_membership(store: E
     assert len({first, second.region_generations[WEST], third.region_generations[WEST]}) == 3
     # A delayed acknowledgement of the first membership cannot land on the third.
     before = scan(store)
-    late = store.update_region_status(
+    late = store.region_writes.update_region_status(
         "chat", WEST, "deleted", expected_lifecycle_id=third.lifecycle_id, expected_region_generation=first
     )
     assert late is None and scan(store) == before
@@ -84,7 +84,7 @@ def test_callers_cannot_propose_tokens(store: EndpointStore) -> None:
 
 
 def test_a_token_source_that_keeps_repeating_is_refused(store: EndpointStore) -> None:
-    store.token = lambda: "a" * 64
+    store.table.token = lambda: "a" * 64
     with pytest.raises(EndpointError, match="CSPRNG"):
         store.create("chat", SPEC, [EAST, WEST])
     assert scan(store) == []
@@ -104,7 +104,7 @@ def test_a_status_write_without_its_fences_is_refused(
     record = store.create("chat", SPEC, [EAST])
     before = scan(store)
     with pytest.raises(InvalidSpecError, match=f"^{missing}: is required"):
-        store.update_region_status(  # a fence not given is None, the keyword's default
+        store.region_writes.update_region_status(  # a fence not given is None, the keyword's default
             "chat",
             EAST,
             "running",
@@ -122,7 +122,7 @@ def test_start_and_purge_need_their_fences(store: EndpointStore) -> None:
     with pytest.raises(InvalidSpecError, match=r"^expected_lifecycle_id"):
         store.start("chat", None)  # type: ignore[arg-type]
     with pytest.raises(InvalidSpecError, match=r"^expected_deletion_generation"):
-        store.purge("chat", expected_deletion_generation=None)  # type: ignore[arg-type]
+        store.region_writes.purge("chat", expected_deletion_generation=None)  # type: ignore[arg-type]
     assert scan(store) == before
 
 
@@ -131,7 +131,7 @@ def test_status_details_cannot_set_fence_fields(store: EndpointStore, field: str
     record = store.create("chat", SPEC, [EAST])
     before = scan(store)
     with pytest.raises(InvalidSpecError, match=rf"^details\.{field}: is a status field"):
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat",
             EAST,
             "running",
@@ -156,9 +156,9 @@ def test_status_details_are_bounded_scalars(store: EndpointStore) -> None:
         ({f"k{i}": i for i in range(9)}, "details"),
     ]:
         with pytest.raises(InvalidSpecError, match=rf"^{field}"):
-            store.update_region_status("chat", EAST, "running", details=details, **fences)  # type: ignore[arg-type]
+            store.region_writes.update_region_status("chat", EAST, "running", details=details, **fences)  # type: ignore[arg-type]
     assert scan(store) == before
-    written = store.update_region_status(
+    written = store.region_writes.update_region_status(
         "chat",
         EAST,
         "error",
@@ -180,7 +180,7 @@ def test_updated_at_moves_forward_when_a_host_clock_is_behind(store: EndpointSto
     stamps = [record.updated_at or ""]
     lid, token = record.lifecycle_id or "", record.region_generations[EAST]
     for writer in (behind, store, behind, behind, store):
-        written = writer.update_region_status(
+        written = writer.region_writes.update_region_status(
             "chat", EAST, "running", expected_lifecycle_id=lid, expected_region_generation=token
         )
         assert written is not None
@@ -253,8 +253,8 @@ def test_two_hosts_reading_the_same_microsecond_still_move_updated_at(store: End
         "expected_region_generation": record.region_generations[EAST],
     }
     # The second host's first reading equals the stored stamp: it must still move past it.
-    b = second.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
-    a = first.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
+    b = second.region_writes.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
+    a = first.region_writes.update_region_status("chat", EAST, "running", **fences)  # type: ignore[arg-type]
     assert a is not None and b is not None
     assert (record.updated_at or "") < (b.updated_at or "") < (a.updated_at or "")
 
@@ -312,12 +312,16 @@ def test_a_purge_pinned_to_the_current_snapshot_lands(store: EndpointStore) -> N
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
     generation = deleted.deletion_generation or ""
-    acked = store.update_region_status("chat", EAST, "deleted", expected_deletion_generation=generation)
+    acked = store.region_writes.update_region_status(
+        "chat", EAST, "deleted", expected_deletion_generation=generation
+    )
     assert acked is not None
-    assert not store.purge(
+    assert not store.region_writes.purge(
         "chat", expected_deletion_generation=generation, expected_updated_at=deleted.updated_at
     )
-    assert store.purge("chat", expected_deletion_generation=generation, expected_updated_at=acked.updated_at)
+    assert store.region_writes.purge(
+        "chat", expected_deletion_generation=generation, expected_updated_at=acked.updated_at
+    )
     assert store.get("chat") is None
 
 
@@ -343,7 +347,7 @@ def test_a_token_of_a_region_that_is_no_member_lets_no_status_in(store: Endpoint
     assert filled is not None and "ap-south-1" not in filled.cleanup_regions
     assert filled.region_generations["ap-south-1"] == stray
     before = scan(store)
-    written = store.update_region_status(
+    written = store.region_writes.update_region_status(
         "old",
         "ap-south-1",
         "running",

@@ -29,7 +29,7 @@ def deleted(store: EndpointStore, regions: tuple[str, ...] = (EAST, GONE)) -> En
 
 
 def acknowledge(store: EndpointStore, region: str, record: EndpointRecord) -> EndpointRecord | None:
-    return store.update_region_status(
+    return store.region_writes.update_region_status(
         "chat", region, "deleted", expected_deletion_generation=record.deletion_generation
     )
 
@@ -73,7 +73,7 @@ def test_a_reconciler_that_writes_meanwhile_wins(store: EndpointStore) -> None:
     record = deleted(store)
     assert record.deletion_generation is not None
     acknowledge(store, GONE, record)  # the Region's reconciler acknowledged after the operator's read
-    lost = store.forget_region(
+    lost = store.region_writes.forget_region(
         "chat",
         GONE,
         expected_deletion_generation=record.deletion_generation,
@@ -134,7 +134,7 @@ def test_forget_region_tells_the_truth_about_what_it_saw(store: EndpointStore) -
     """A Region whose reconciler last wrote before the delete is named with the delete and that
     earlier write, never as having "written N s ago"."""
     created = store.create("chat", SPEC, [EAST, GONE])
-    written = store.update_region_status(
+    written = store.region_writes.update_region_status(
         "chat",
         GONE,
         "running",

@@ -46,7 +46,7 @@ def raw(store: EndpointStore, name: str) -> dict[str, Any] | None:
 
 def ack_all(store: EndpointStore, record: EndpointRecord) -> None:
     for region in record.deletion_regions or []:
-        assert store.update_region_status(
+        assert store.region_writes.update_region_status(
             record.endpoint_name, region, "deleted", expected_deletion_generation=record.deletion_generation
         )
 
@@ -213,12 +213,12 @@ def test_missing_records_raise_not_found(store: EndpointStore) -> None:
     with pytest.raises(EndpointNotFoundError):
         store.update_spec("ghost", SPEC, expected_lifecycle_id=OTHER)
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "ghost", "us-east-1", "running", expected_lifecycle_id=OTHER, expected_region_generation=OTHER
         )
         is None
     )
-    assert store.purge("ghost", expected_deletion_generation=OTHER) is True
+    assert store.region_writes.purge("ghost", expected_deletion_generation=OTHER) is True
 
 
 # -- start / spec / scale --------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_region_removal_keeps_cleanup_and_readd_rotates_the_token(store: Endpoin
     assert removed.target_regions == ["us-east-1"]
     assert removed.cleanup_regions == ["us-east-1", "us-west-2"]
     assert removed.region_generations["us-west-2"] == old_token  # the removal is acknowledged with it
-    acked = store.update_region_status(
+    acked = store.region_writes.update_region_status(
         "chat", "us-west-2", "deleted", expected_lifecycle_id=lid, expected_region_generation=old_token
     )
     assert acked is not None and acked.region_status["us-west-2"].region_generation == old_token
@@ -334,12 +334,12 @@ def test_region_removal_keeps_cleanup_and_readd_rotates_the_token(store: Endpoin
     assert readded.cleanup_regions == ["us-east-1", "us-west-2", "eu-west-1"]
     # The acknowledgement of the earlier membership cannot stand for the current one.
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat", "us-west-2", "deleted", expected_lifecycle_id=lid, expected_region_generation=old_token
         )
         is None
     )
-    assert store.update_region_status(
+    assert store.region_writes.update_region_status(
         "chat", "us-west-2", "running", expected_lifecycle_id=lid, expected_region_generation=new_token
     )
 
@@ -396,7 +396,7 @@ def test_ordinary_status_is_fenced_and_never_lands_on_a_deleted_record(store: En
     record = create(store)
     lid = record.lifecycle_id
     token = record.region_generations["us-east-1"]
-    written = store.update_region_status(
+    written = store.region_writes.update_region_status(
         "chat",
         "us-east-1",
         "running",
@@ -417,49 +417,61 @@ def test_ordinary_status_is_fenced_and_never_lands_on_a_deleted_record(store: En
     assert status.model_extra == {"ratio_percent": 50, "reason": "ok", "rollout": True}
     fences = StatusFences(expected_lifecycle_id=lid, expected_region_generation=token)
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat", "us-east-1", "running", expected_lifecycle_id=OTHER, expected_region_generation=token
         )
         is None
     )
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat", "us-east-1", "running", expected_lifecycle_id=lid, expected_region_generation=OTHER
         )
         is None
     )
-    assert store.update_region_status("chat", "ap-south-1", "running", **fences) is None  # never a member
+    assert (
+        store.region_writes.update_region_status("chat", "ap-south-1", "running", **fences) is None
+    )  # never a member
     with pytest.raises(InvalidSpecError, match="state"):
-        store.update_region_status("chat", "us-east-1", "sleeping", **fences)
+        store.region_writes.update_region_status("chat", "us-east-1", "sleeping", **fences)
     with pytest.raises(InvalidSpecError, match="expected_region_generation"):
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat", "us-east-1", "running", expected_lifecycle_id=lid, expected_region_generation="abc"
         )
     store.update_desired_state("chat", "deleted")
     before = raw(store, "chat")
-    assert store.update_region_status("chat", "us-east-1", "running", **fences) is None
+    assert store.region_writes.update_region_status("chat", "us-east-1", "running", **fences) is None
     assert raw(store, "chat") == before
 
 
 def test_deletion_acknowledgement_rules(store: EndpointStore) -> None:
     record = create(store)
     with pytest.raises(InvalidSpecError, match="state"):
-        store.update_region_status("chat", "us-east-1", "running", expected_deletion_generation=OTHER)
+        store.region_writes.update_region_status(
+            "chat", "us-east-1", "running", expected_deletion_generation=OTHER
+        )
     # Not deleted yet: an acknowledgement cannot land.
     assert (
-        store.update_region_status("chat", "us-east-1", "deleted", expected_deletion_generation=OTHER) is None
+        store.region_writes.update_region_status(
+            "chat", "us-east-1", "deleted", expected_deletion_generation=OTHER
+        )
+        is None
     )
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
     generation = deleted.deletion_generation
     assert (
-        store.update_region_status("chat", "us-east-1", "deleted", expected_deletion_generation=OTHER) is None
-    )
-    assert (
-        store.update_region_status("chat", "eu-west-1", "deleted", expected_deletion_generation=generation)
+        store.region_writes.update_region_status(
+            "chat", "us-east-1", "deleted", expected_deletion_generation=OTHER
+        )
         is None
     )
-    first = store.update_region_status(
+    assert (
+        store.region_writes.update_region_status(
+            "chat", "eu-west-1", "deleted", expected_deletion_generation=generation
+        )
+        is None
+    )
+    first = store.region_writes.update_region_status(
         "chat",
         "us-east-1",
         "deleted",
@@ -469,34 +481,47 @@ def test_deletion_acknowledgement_rules(store: EndpointStore) -> None:
     assert first is not None and first.pending_deletion_regions() == ["us-west-2"]
     # That Region already acknowledged this generation: a duplicate changes nothing.
     assert (
-        store.update_region_status("chat", "us-east-1", "deleted", expected_deletion_generation=generation)
+        store.region_writes.update_region_status(
+            "chat", "us-east-1", "deleted", expected_deletion_generation=generation
+        )
         is None
     )
 
 
 def test_purge_only_after_every_acknowledgement(store: EndpointStore) -> None:
     record = create(store)
-    assert store.purge("chat", expected_deletion_generation=OTHER) is False  # not deleted
+    assert store.region_writes.purge("chat", expected_deletion_generation=OTHER) is False  # not deleted
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
     generation = deleted.deletion_generation or ""
-    assert store.purge("chat", expected_deletion_generation=generation) is False  # nobody acknowledged
-    store.update_region_status("chat", "us-east-1", "deleted", expected_deletion_generation=generation)
-    assert store.purge("chat", expected_deletion_generation=generation) is False  # us-west-2 pending
+    assert (
+        store.region_writes.purge("chat", expected_deletion_generation=generation) is False
+    )  # nobody acknowledged
+    store.region_writes.update_region_status(
+        "chat", "us-east-1", "deleted", expected_deletion_generation=generation
+    )
+    assert (
+        store.region_writes.purge("chat", expected_deletion_generation=generation) is False
+    )  # us-west-2 pending
     assert store.get("chat") is not None
-    store.update_region_status(
+    store.region_writes.update_region_status(
         "chat", "us-west-2", "deleted", expected_deletion_generation=deleted.deletion_generation
     )
-    assert store.purge("chat", expected_deletion_generation=OTHER) is False
-    assert store.purge("chat", expected_deletion_generation=generation, expected_lifecycle_id=OTHER) is False
+    assert store.region_writes.purge("chat", expected_deletion_generation=OTHER) is False
     assert (
-        store.purge(
+        store.region_writes.purge(
+            "chat", expected_deletion_generation=generation, expected_lifecycle_id=OTHER
+        )
+        is False
+    )
+    assert (
+        store.region_writes.purge(
             "chat", expected_deletion_generation=generation, expected_updated_at="2000-01-01T00:00:00.000000Z"
         )
         is False
     )
     assert (
-        store.purge(
+        store.region_writes.purge(
             "chat",
             expected_lifecycle_id=record.lifecycle_id,
             expected_deletion_generation=generation,
@@ -504,7 +529,7 @@ def test_purge_only_after_every_acknowledgement(store: EndpointStore) -> None:
         is True
     )
     assert store.get("chat") is None
-    assert store.purge("chat", expected_deletion_generation=generation) is True  # already gone
+    assert store.region_writes.purge("chat", expected_deletion_generation=generation) is True  # already gone
 
 
 def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
@@ -512,12 +537,12 @@ def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
     deleted = store.update_desired_state("chat", "deleted")
     assert deleted is not None
     ack_all(store, deleted)
-    assert store.purge("chat", expected_deletion_generation=deleted.deletion_generation or "")
+    assert store.region_writes.purge("chat", expected_deletion_generation=deleted.deletion_generation or "")
     second = create(store)
     assert second.lifecycle_id != first.lifecycle_id
     # Stale writers of the first lifecycle change nothing on the second.
     assert (
-        store.purge(
+        store.region_writes.purge(
             "chat",
             expected_lifecycle_id=first.lifecycle_id,
             expected_deletion_generation=deleted.deletion_generation or "",
@@ -526,13 +551,13 @@ def test_purge_loses_to_a_replacement_lifecycle(store: EndpointStore) -> None:
     )
     assert store.update_desired_state("chat", "deleted", expected_lifecycle_id=first.lifecycle_id) is None
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat", "us-east-1", "deleted", expected_deletion_generation=deleted.deletion_generation
         )
         is None
     )
     assert (
-        store.update_region_status(
+        store.region_writes.update_region_status(
             "chat",
             "us-east-1",
             "running",
@@ -684,4 +709,4 @@ def test_backfill_of_legacy_without_timestamps_or_status(store: EndpointStore) -
     assert filled.region_status == {}
     assert filled.deletion_regions == ["us-east-1"] and is_token(filled.deletion_generation)
     ack_all(store, filled)
-    assert store.purge("bare", expected_deletion_generation=filled.deletion_generation or "")
+    assert store.region_writes.purge("bare", expected_deletion_generation=filled.deletion_generation or "")

@@ -63,8 +63,10 @@ def test_a_record_that_changed_after_the_read_is_not_touched(store: EndpointStor
     record = store.get("mx-old", consistent_read=True)
     assert record is not None and record.deletion_generation is not None
     generation = record.deletion_generation
-    assert store.update_region_status("mx-old", EAST, "deleted", expected_deletion_generation=generation)
-    assert store.purge("mx-old", expected_deletion_generation=record.deletion_generation)
+    assert store.region_writes.update_region_status(
+        "mx-old", EAST, "deleted", expected_deletion_generation=generation
+    )
+    assert store.region_writes.purge("mx-old", expected_deletion_generation=record.deletion_generation)
     _create(store, "mx-old", {OWNER_LABEL: "run9", DEADLINE_LABEL: str(NOW + 600)})
     assert [r.endpoint_name for r in stale] == ["mx-old"]
     report = destroy_expired(StaleListing(store, stale), region=EAST, now=NOW)

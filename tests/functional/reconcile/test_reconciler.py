@@ -126,7 +126,7 @@ def test_lost_status_race_is_reread(
     store: EndpointStore, reconciler: Reconciler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.create("llama", SPEC, [EAST])
-    real = store.update_region_status
+    real = store.region_writes.update_region_status
     lost: list[int] = []
 
     def lose_once(*args: Any, **kwargs: Any) -> Any:
@@ -135,7 +135,7 @@ def test_lost_status_race_is_reread(
             return None
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "update_region_status", lose_once)
+    monkeypatch.setattr(store.region_writes, "update_region_status", lose_once)
     assert reconciler.reconcile("llama", wait=10.0).kind == "done"
     assert lost == [1]
     assert state(store) == ("running", 1, 1)

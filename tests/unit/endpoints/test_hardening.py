@@ -14,7 +14,7 @@ from gco.endpoints import InvalidSpecError, names
 from gco.endpoints.codec import from_item, item_size, largest_field, to_item, value_size
 from gco.endpoints.record import parse_record
 from gco.endpoints.spec import parse_spec
-from gco.endpoints.status import checked_details, one_line
+from gco.endpoints.status_map import checked_details, one_line
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
-"""The reconcilers' writes: one Region's status under its fences, and the purge.
+"""The reconcilers' face of the store: one Region's status under its fences, and the purge.
 
 An ordinary observation is fenced by the lifecycle id and the Region's membership token; a
 deletion acknowledgement by the deletion generation. A stale writer gets None / False and a
-log line, never an exception, and changes nothing.
+log line, never an exception, and changes nothing. The operator's writes are
+`gco.endpoints.store.EndpointStore`'s, which holds one of these (`EndpointStore.region_writes`) on
+the same table; the reconciler writes records through it only (`gco.reconcile.record_writes`).
 """
 
 from __future__ import annotations
@@ -17,13 +19,24 @@ from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.expressions import Expression
 from gco.endpoints.fenced import FencedTable, require_token
 from gco.endpoints.record import EndpointRecord, check_region_state
-from gco.endpoints.status import status_fields
+from gco.endpoints.status_map import status_fields
 
 log = logging.getLogger(__name__)
 
 
-class ObservationWrites(FencedTable):
-    """Region status and purge: what each Region's reconciler writes."""
+class RegionWrites:
+    """Region status, acknowledgement and purge: what each Region's reconciler writes.
+
+    Parameters:
+        table: the fenced table, shared with the operator's face (one clock for both).
+
+    Raises:
+        StoreUnavailableError: from every method: DynamoDB failed after the client's retries.
+        MalformedRecordError: from every method: the written or read record does not parse.
+    """
+
+    def __init__(self, table: FencedTable) -> None:
+        self.table = table
 
     def update_region_status(
         self,
@@ -80,7 +93,7 @@ class ObservationWrites(FencedTable):
             return expression
 
         try:
-            return self._advance(name, build)
+            return self.table.advance(name, build)
         except ConditionLost:
             log.info("stale region status ignored: endpoint=%s region=%s state=%s", name, region, state)
             return None
@@ -102,6 +115,9 @@ class ObservationWrites(FencedTable):
         meanwhile makes this lose (`ack.once`: None). `details` record who forgot the Region,
         when and after how long a silence; the status keeps the Region's last write time
         (`expected_last_sync`, as the caller read it).
+
+        Raises:
+            InvalidSpecError: a bad Region, deletion generation or detail.
         """
         names.region(region, allow_new=True)
         generation = require_token(expected_deletion_generation, "expected_deletion_generation")
@@ -115,7 +131,7 @@ class ObservationWrites(FencedTable):
             return expression
 
         try:
-            return self._advance(name, build)
+            return self.table.advance(name, build)
         except ConditionLost:
             log.info("forget lost a race: endpoint=%s region=%s", name, region)
             return None
@@ -130,12 +146,16 @@ class ObservationWrites(FencedTable):
     ) -> bool:
         """Remove a deleted record once every deletion Region acknowledged its generation.
 
-        Returns True when the record is gone (also when it already was), False otherwise.
+        Returns:
+            True when the record is gone (also when it already was), False otherwise.
+
+        Raises:
+            InvalidSpecError: a fence that is not a token.
         """
         generation = require_token(expected_deletion_generation, "expected_deletion_generation")
         if expected_lifecycle_id is not None:
             require_token(expected_lifecycle_id, "expected_lifecycle_id")
-        snapshot = self.get(name)
+        snapshot = self.table.records.get(name)
         if snapshot is None:
             return True
         pending = snapshot.pending_deletion_regions()
@@ -151,7 +171,7 @@ class ObservationWrites(FencedTable):
             expected_updated_at,
         )
         try:
-            self._write("delete_item", Key=self._key(name), **expression.request())
+            self.table.records.delete(name, expression)
         except ConditionLost:
             log.info("purge lost a race: endpoint=%s", name)
             return False

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gco.endpoints import observed
+from gco.endpoints import observed_state
 from tests.unit.reconcile.records import DELETION, EAST, LIFECYCLE, OTHER_LIFECYCLE, WEST, make_record
 
 
@@ -37,65 +37,65 @@ def test_the_aggregate_says_what_runs(
 ) -> None:
     statuses = {region: value for region, value in ((EAST, east), (WEST, west)) if value is not None}
     record = make_record(desired_state="deploying", region_status=statuses)
-    assert observed.aggregate(record).state == aggregate
-    assert observed.matches(record, aggregate) and observed.matches(record, "deploying")
-    assert not observed.matches(record, "stopped")
+    assert observed_state.aggregate(record).state == aggregate
+    assert observed_state.matches(record, aggregate) and observed_state.matches(record, "deploying")
+    assert not observed_state.matches(record, "stopped")
 
 
 def test_an_error_names_its_region_and_reason() -> None:
     record = make_record(region_status={EAST: status("running", 1), WEST: status("error", error="no KEDA")})
-    total = observed.aggregate(record)
+    total = observed_state.aggregate(record)
     assert (total.state, total.reason) == ("error", f"{WEST}: no KEDA")
-    assert str(observed.per_region(record)[WEST]) == "error 0/1 (no KEDA)"
-    assert str(observed.per_region(record)[EAST]) == "running 1/1"
+    assert str(observed_state.per_region(record)[WEST]) == "error 0/1 (no KEDA)"
+    assert str(observed_state.per_region(record)[EAST]) == "running 1/1"
 
 
 def test_stopped_and_deleted_records() -> None:
     stopping = make_record(
         desired_state="stopped", region_status={EAST: status("stopping", 1), WEST: status("stopped", 0, 0)}
     )
-    assert observed.aggregate(stopping).state == "stopping"
+    assert observed_state.aggregate(stopping).state == "stopping"
     stopped = make_record(
         desired_state="stopped", region_status={EAST: status("stopped", 0, 0), WEST: status("stopped", 0, 0)}
     )
-    assert observed.aggregate(stopped).state == "stopped"
+    assert observed_state.aggregate(stopped).state == "stopped"
     deleted = make_record(
         desired_state="deleted",
         deletion_generation=DELETION,
         deletion_regions=[EAST, WEST],
         region_status={EAST: {"state": "deleted", "deletion_generation": DELETION}},
     )
-    assert {r: o.state for r, o in observed.per_region(deleted).items()} == {
+    assert {r: o.state for r, o in observed_state.per_region(deleted).items()} == {
         EAST: "deleted",
         WEST: "deleting",
     }
-    assert observed.aggregate(deleted).state == "deleting"
+    assert observed_state.aggregate(deleted).state == "deleting"
 
 
 def test_a_removed_region_does_not_show_observed_pending() -> None:
     removing = make_record(
         target_regions=[EAST], region_status={EAST: status("running", 1), WEST: status("running", 1)}
     )
-    assert observed.in_region(removing, WEST).state == "deleting"
-    assert observed.in_region(removing, WEST).state != "pending"
+    assert observed_state.in_region(removing, WEST).state == "deleting"
+    assert observed_state.in_region(removing, WEST).state != "pending"
     gone = make_record(
         target_regions=[EAST], region_status={EAST: status("running", 1), WEST: status("deleted", 0, 0)}
     )
-    assert observed.in_region(gone, WEST).state == "deleted"
+    assert observed_state.in_region(gone, WEST).state == "deleted"
     never = make_record(target_regions=[EAST], region_status={EAST: status("running", 1)})
-    assert observed.in_region(never, WEST).state == "deleting"  # its reconciler has not reported yet
-    assert observed.aggregate(gone).state == "running"  # over the target Regions only
+    assert observed_state.in_region(never, WEST).state == "deleting"  # its reconciler has not reported yet
+    assert observed_state.aggregate(gone).state == "running"  # over the target Regions only
 
 
 def test_degraded_3_3_is_wrong_every_replica_ready_reads_updating() -> None:
     record = make_record(target_regions=[EAST], region_status={EAST: status("updating", 3, 3)})
-    assert str(observed.in_region(record, EAST)) == "updating 3/3"
-    assert str(observed.aggregate(record)) == "updating 3/3"
+    assert str(observed_state.in_region(record, EAST)) == "updating 3/3"
+    assert str(observed_state.aggregate(record)) == "updating 3/3"
     both = make_record(region_status={EAST: status("running", 3, 3), WEST: status("updating", 3, 3)})
-    assert observed.aggregate(both).state == "updating"
+    assert observed_state.aggregate(both).state == "updating"
     # A Region not yet counted wants the spec's replicas: one running, one pending is 1 of 2, not 1/1.
     half = make_record(region_status={EAST: status("running", 1)})
-    assert str(observed.aggregate(half)) == "degraded 1/2"
+    assert str(observed_state.aggregate(half)) == "degraded 1/2"
 
 
 def test_desired_state_deploying_on_a_running_endpoint_reads_as_what_it_is() -> None:
@@ -103,20 +103,20 @@ def test_desired_state_deploying_on_a_running_endpoint_reads_as_what_it_is() -> 
         desired_state="deploying", region_status={EAST: status("running", 1), WEST: status("running", 1)}
     )
     assert running.desired_state == "deploying"  # the stored value is unchanged
-    assert observed.desired_shown(running, observed.aggregate(running)) == "running"
+    assert observed_state.desired_shown(running, observed_state.aggregate(running)) == "running"
     rolling = make_record(desired_state="deploying", region_status={EAST: status("running", 1)})
-    assert observed.desired_shown(rolling, observed.aggregate(rolling)) == "rolling out"
+    assert observed_state.desired_shown(rolling, observed_state.aggregate(rolling)) == "rolling out"
     stopped = make_record(desired_state="stopped")
-    assert observed.desired_shown(stopped, observed.aggregate(stopped)) == "stopped"
+    assert observed_state.desired_shown(stopped, observed_state.aggregate(stopped)) == "stopped"
 
 
 def test_a_stale_region_is_shown_stale_and_named_in_the_aggregate() -> None:
     record = make_record(region_status={EAST: status("running", 1), WEST: status("running", 1)})
     stale = {WEST: "last confirmed 2 min ago"}
-    assert str(observed.in_region(record, WEST, stale)) == (
+    assert str(observed_state.in_region(record, WEST, stale)) == (
         "stale 0/1 (last confirmed 2 min ago; it said running 1/1)"
     )
-    total = observed.aggregate(record, stale)
+    total = observed_state.aggregate(record, stale)
     assert (total.state, total.reason) == ("degraded", f"stale: {WEST}")
-    assert observed.aggregate(record, {EAST: "x", WEST: "y"}).state == "stale"
-    assert observed.matches(record, "stale", {EAST: "x", WEST: "y"})
+    assert observed_state.aggregate(record, {EAST: "x", WEST: "y"}).state == "stale"
+    assert observed_state.matches(record, "stale", {EAST: "x", WEST: "y"})
