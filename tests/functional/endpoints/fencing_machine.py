@@ -19,6 +19,7 @@ after every deletion Region acknowledged) are checked after every step too.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -343,7 +344,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
 
     @rule(
         snapshot=snapshots,
-        action=st.sampled_from(["stop", "start", "delete", "scale", "spec", "spec-blind"]),
+        action=st.sampled_from(["stop", "start", "delete", "scale", "spec", "spec-blind", "evidence"]),
         spec=st.sampled_from(sorted(SPECS)),
         host=st.integers(0, 2),
     )
@@ -375,6 +376,10 @@ class FencedStoreMachine(RuleBasedStateMachine):
                 and not before.spec.autoscaled
             )
             act = lambda: store.scale(self.name, 3, lid)  # noqa: E731
+        elif action == "evidence":  # a rollout names its evidence: fenced by its lifecycle alone
+            evidence = hashlib.sha256(uuid.uuid4().bytes).hexdigest()
+            lands = live
+            act = lambda: store.set_rollout_evidence(self.name, evidence, lid)  # noqa: E731
         elif action == "spec-blind":  # fenced by the lifecycle alone, not by a snapshot
             blind = {**SPECS[spec], "image": f"{IMAGE}{uuid.uuid4().hex[:6]}"}
             lands = live
@@ -452,7 +457,10 @@ class FencedStoreMachine(RuleBasedStateMachine):
         )
         return record
 
-    @rule(pick=st.integers(0, 10**6), action=st.sampled_from(["start", "stop", "scale", "spec", "observe"]))
+    @rule(
+        pick=st.integers(0, 10**6),
+        action=st.sampled_from(["start", "stop", "scale", "spec", "evidence", "observe"]),
+    )
     def an_operator_of_an_ended_lifecycle(self, pick: int, action: str) -> None:
         """A writer that read a lifecycle which has ended since writes to its successor. When no
         lifecycle of this run has ended, or the current one is not live, fresh actors turn the
@@ -484,6 +492,7 @@ class FencedStoreMachine(RuleBasedStateMachine):
             ),
             "scale": lambda: self.store.scale(self.name, 2, old_lid),
             "spec": lambda: self.store.update_spec(self.name, SPECS["plain"], old_lid),
+            "evidence": lambda: self.store.set_rollout_evidence(self.name, "e" * 64, old_lid),
             "observe": lambda: self.store.region_writes.update_region_status(
                 self.name,
                 region,
