@@ -138,12 +138,17 @@ def read_ttft(cluster: PodProxyCluster) -> TtftReading:
     server = str(pods[0]["metadata"]["name"])
     for metric, quantile in TTFT_QUANTILES.items():
         path = f"{QUERY_PATH}?{urlencode({'query': ttft_query(quantile)})}"
+        where = f"{metric} from {PROMETHEUS_NAMESPACE}/{server}"
+        problem = None
         try:
             status, body = cluster.proxy_get(PROMETHEUS_NAMESPACE, server, PROMETHEUS_PORT, path)
-            if status != 200:
-                raise MetricsAnswerError(f"HTTP {status}: {body[:200]}")
-            reading.values[metric] = parse_vector(body)
+            if status == 200:
+                reading.values[metric] = parse_vector(body)
+            else:
+                problem = f"{where}: HTTP {status}: {body[:200]}"
         except (ClusterError, MetricsAnswerError) as error:
-            reading.problem = f"{metric} from {PROMETHEUS_NAMESPACE}/{server}: {error}"
-            log.warning("time to first token not read: %s", reading.problem)
+            problem = f"{where}: {error}"
+        if problem is not None:
+            reading.problem = problem
+            log.warning("time to first token not read: %s", problem)
     return reading
