@@ -36,6 +36,7 @@ AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 AGENT_POLICY = "CloudWatchAgentServerPolicy"
 NAMESPACE = "ContainerInsights"
 CLUSTER_DIMENSION = "ClusterName"
+SERVICE_DIMENSION = "Service"
 
 POD_GPU_UTILISATION = "pod_gpu_utilization"
 NODE_GPU_UTILISATION = "node_gpu_utilization"
@@ -56,7 +57,7 @@ GPU_DECLARATIONS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
 }
 # The per-endpoint dimension set the dashboards draw: an endpoint's pods are selected by its Service.
-ENDPOINT_GPU_DIMENSIONS = ("ClusterName", "Namespace", "Service")
+ENDPOINT_GPU_DIMENSIONS = (CLUSTER_DIMENSION, "Namespace", SERVICE_DIMENSION)
 
 
 def addon_configuration() -> dict[str, Any]:

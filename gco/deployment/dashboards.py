@@ -85,14 +85,26 @@ def front_door_widgets(region: str, api_name: str, stage: str, label: str = "") 
 
 
 def _search(
-    namespace: str, dimensions: tuple[str, ...], metric: str, stat: str, ident: str, region: str, **fixed: str
+    namespace: str,
+    dimensions: tuple[str, ...],
+    metric: str,
+    stat: str,
+    ident: str,
+    region: str,
+    *,
+    per: str,
+    what: str,
+    **fixed: str,
 ) -> list[Any]:
     """A SEARCH expression line: every metric `metric` of that exact dimension set (the schema), those
-    of `fixed` dimension values only (CloudWatch, "CloudWatch search expression syntax")."""
+    of `fixed` dimension values only (CloudWatch, "CloudWatch search expression syntax"). Each line it
+    returns is labelled by its dimension `per` and `what` (a dynamic label, `${PROP('Dim.<name>')}`,
+    applies to every metric a search returns: CloudWatch, "Use dynamic labels")."""
     terms = " ".join(f'{key}="{value}"' for key, value in fixed.items())
     query = f'{{{namespace},{",".join(dimensions)}}} MetricName="{metric}"' + (f" {terms}" if terms else "")
     expression = f"SEARCH('{query}', '{stat}', {PERIOD})"
-    return [{"expression": expression, "id": ident, "region": region, "label": metric}]
+    label = f"${{PROP('Dim.{per}')}} {what}"
+    return [{"expression": expression, "id": ident, "region": region, "label": label}]
 
 
 def replica_widgets(region: str, label: str = "") -> list[dict[str, Any]]:
@@ -106,8 +118,26 @@ def replica_widgets(region: str, label: str = "") -> list[dict[str, Any]]:
             f"{prefix}replicas ready per endpoint",
             region,
             [
-                _search(METRICS_NAMESPACE, dims, REPLICAS_READY_METRIC, "Maximum", "ready", region),
-                _search(METRICS_NAMESPACE, dims, REPLICAS_DESIRED_METRIC, "Maximum", "desired", region),
+                _search(
+                    METRICS_NAMESPACE,
+                    dims,
+                    REPLICAS_READY_METRIC,
+                    "Maximum",
+                    "ready",
+                    region,
+                    per=ENDPOINT_DIMENSION,
+                    what="ready",
+                ),
+                _search(
+                    METRICS_NAMESPACE,
+                    dims,
+                    REPLICAS_DESIRED_METRIC,
+                    "Maximum",
+                    "desired",
+                    region,
+                    per=ENDPOINT_DIMENSION,
+                    what="desired",
+                ),
             ],
             stat="Maximum",
         ),
@@ -121,8 +151,17 @@ def ttft_widget(region: str, label: str = "") -> dict[str, Any]:
     prefix = f"{label}: " if label else ""
     dims = (ENDPOINT_DIMENSION, "service")
     lines = [
-        _search(METRICS_NAMESPACE, dims, metric, "Maximum", metric.lower(), region)
-        for metric in TTFT_QUANTILES
+        _search(
+            METRICS_NAMESPACE,
+            dims,
+            metric,
+            "Maximum",
+            metric.lower(),
+            region,
+            per=ENDPOINT_DIMENSION,
+            what=f"p{round(quantile * 100)}",
+        )
+        for metric, quantile in TTFT_QUANTILES.items()
     ]
     return _metric(f"{prefix}time to first token per endpoint (s)", region, lines, stat="Maximum")
 
@@ -138,6 +177,8 @@ def gpu_widgets(region: str, cluster_name: str, label: str = "") -> list[dict[st
         "Average",
         "gpu",
         region,
+        per=ci.SERVICE_DIMENSION,
+        what="GPU %",
         **{ci.CLUSTER_DIMENSION: cluster_name},
     )
     node = [ci.NAMESPACE, ci.NODE_GPU_UTILISATION, ci.CLUSTER_DIMENSION, cluster_name]
