@@ -8,7 +8,10 @@ drops histograms ("Prometheus metric type conversion by the CloudWatch agent", C
 cluster's Prometheus server already scrapes every endpoint pod's /metrics (its chart's
 `kubernetes-pods` job, through the pods' `prometheus.io/*` annotations; the endpoint's NetworkPolicy
 admits it, `render_network.py`), so each sweep asks it for the quantiles and the sweep Lambda prints
-them as embedded metric format records, as it does the replica counts (`lambdas/sweep.py`).
+them as embedded metric format records, as it does the replica counts (`lambdas/sweep.py`). TGI has
+no such metric: its metrics reference (huggingface.co/docs/text-generation-inference/reference/metrics)
+lists request histograms (`tgi_request_duration`, `tgi_request_queue_duration`,
+`tgi_request_inference_duration`, ...), none of them to the first token; SGLang's is not read.
 
 The query (Prometheus, "Query functions", `histogram_quantile`): the `q`-quantile of the bucket rates
 over the last `WINDOW`, summed over an endpoint's pods, by the endpoint's pod label. The chart's job
