@@ -18,7 +18,7 @@ from cdk_nag import (
 from stacks.config import DEPLOYMENT_TAG, GcoConfig
 from stacks.global_stack import GlobalStack, KeysStack
 from stacks.nag.global_suppressions import global_front_door_suppressions
-from stacks.nag.observability_suppressions import api_account_suppressions
+from stacks.nag.observability_suppressions import api_account_suppressions, container_insights_suppressions
 from stacks.nag.rollout_suppressions import rollout_suppressions
 from stacks.nag.suppression import Suppression
 from stacks.nag.suppressions import (
@@ -126,6 +126,7 @@ def build_app(config: GcoConfig, *, app: App | None = None, nag: bool = True, **
         ],
         *[item for stack in regional.values() for item in kubectl_provider_suppressions(stack)],
         *[item for stack in regional.values() for item in api_account_suppressions(stack)],
+        *[item for stack in regional.values() for item in container_insights_suppressions(stack)],
         *[
             item
             for stack in regional.values()

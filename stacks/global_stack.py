@@ -139,6 +139,8 @@ class GlobalStack(Stack):
             "Dashboard",
             name=config.name("regions"),
             api_names={region: config.name(FRONT_DOOR_PART, region) for region in config.regions},
+            # Each Regional stack names its cluster so (stacks/regional.py).
+            cluster_names={region: config.name(region) for region in config.regions},
             stage=STAGE,
         )
         self.rollout = RolloutWorkflow(

@@ -33,6 +33,7 @@ from stacks.constructs.ingress import LoadBalancerController
 from stacks.constructs.keys import RETENTION, stack_key
 from stacks.constructs.model_access import ModelAccess
 from stacks.constructs.network import Network
+from stacks.constructs.observability import ContainerInsights
 from stacks.constructs.operators import OperatorAccess, endpoint_access
 from stacks.constructs.reconciler import Reconciler, dead_letter_queue
 from stacks.constructs.runner_workflow import RunnerNames
@@ -106,6 +107,15 @@ class RegionalStack(Stack):
             expander_priorities=priority_expander(cluster_name, config.gpu_nodes)
             if config.gpu_nodes.capacity_type == "both"
             else None,
+        )
+        # GPU utilisation to CloudWatch (the dashboards' per-endpoint and per-Region GPU widgets).
+        self.container_insights = ContainerInsights(
+            self,
+            "ContainerInsights",
+            cluster=self.eks.cluster_interface,
+            cluster_name=cluster_name,
+            pod_identity_agent=self.addons.pod_identity_agent,
+            system_nodes=self.eks.system,
         )
         name = config.name("reconciler", region)
         security_group = ec2.SecurityGroup(
@@ -248,6 +258,7 @@ class RegionalStack(Stack):
             api_name=config.name(FRONT_DOOR_PART, region),
             stage=STAGE,
             access_log_group=self.front_door.access_logs.log_group_name,
+            cluster_name=cluster_name,
             sweep_minutes=config.sweep_minutes,
             alarm_targets=self.reconciler.alarm_targets,
         )

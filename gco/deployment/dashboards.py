@@ -17,18 +17,26 @@ Syntax", CloudWatch API reference):
 - **Replicas ready per endpoint**, and the endpoints short of ready: the sweep publishes them as
   embedded metric format records (`gco.reconcile.replica_metrics`, namespace `gco`, dimensions
   `service` and `endpoint`); a `SEARCH` expression draws every endpoint there is.
-- **Time to first token and GPU utilisation**: the engines report TTFT on their Prometheus endpoint
-  (vLLM's `vllm:time_to_first_token_seconds` histogram; TGI reports no TTFT metric) and the DCGM
-  exporter GPU utilisation (`DCGM_FI_DEV_GPU_UTIL`), both scraped by the cluster's Prometheus server
-  where `keda_regions` installs it. None of it reaches CloudWatch today: the dashboard says so and
-  where to read them (docs/deploy.md, "Dashboards", says what would bring them over).
+- **Time to first token p50/p99 per endpoint**: vLLM reports it as the Prometheus histogram
+  `vllm:time_to_first_token_seconds`; the CloudWatch agent drops histograms, so each sweep asks the
+  Region's Prometheus server for the quantiles and prints them as EMF records beside the replicas
+  (`gco.reconcile.engine_metrics`; namespace `gco`, `TimeToFirstTokenP50` and `TimeToFirstTokenP99` in
+  seconds, dimensions `service` and `endpoint`). TGI and SGLang endpoints have no line (docs/deploy.md).
+- **GPU utilisation per endpoint and per Region**: the Amazon CloudWatch Observability EKS add-on's
+  agent, from its DCGM exporter (`gco.deployment.container_insights`; namespace `ContainerInsights`,
+  `pod_gpu_utilization` by `ClusterName`, `Namespace`, `Service`, which is the endpoint's Service, and
+  `node_gpu_utilization` by `ClusterName`).
+
+`metric_references` lists what a body draws; the tests hold each against what its collector emits.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from gco.engines.vllm import TTFT_METRIC
+from gco.deployment import container_insights as ci
+from gco.reconcile.engine_metrics import TTFT_QUANTILES
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE
 from gco.reconcile.replica_metrics import (
     ENDPOINT_DIMENSION,
@@ -41,12 +49,6 @@ API_NAMESPACE = "AWS/ApiGateway"
 API_METRICS = ("Count", "4XXError", "5XXError", "Latency")
 PERIOD = 300
 WIDTH = 24
-# The engine metrics that stay in the cluster's Prometheus (named on the dashboards, not drawn).
-GPU_UTILISATION = "DCGM_FI_DEV_GPU_UTIL"  # the DCGM exporter's, which KEDA's `gpu` trigger reads too
-PROMETHEUS_ONLY = {
-    "time to first token": f"{TTFT_METRIC} (vLLM; TGI and SGLang: see docs/deploy.md)",
-    "GPU utilisation": f"{GPU_UTILISATION} (DCGM exporter)",
-}
 
 
 def _metric(
@@ -82,25 +84,111 @@ def front_door_widgets(region: str, api_name: str, stage: str, label: str = "") 
     ]
 
 
+def _search(
+    namespace: str,
+    dimensions: tuple[str, ...],
+    metric: str,
+    stat: str,
+    ident: str,
+    region: str,
+    *,
+    per: str,
+    what: str,
+    **fixed: str,
+) -> list[Any]:
+    """A SEARCH expression line: every metric `metric` of that exact dimension set (the schema), those
+    of `fixed` dimension values only (CloudWatch, "CloudWatch search expression syntax"). Each line it
+    returns is labelled by its dimension `per` and `what` (a dynamic label, `${PROP('Dim.<name>')}`,
+    applies to every metric a search returns: CloudWatch, "Use dynamic labels")."""
+    terms = " ".join(f'{key}="{value}"' for key, value in fixed.items())
+    query = f'{{{namespace},{",".join(dimensions)}}} MetricName="{metric}"' + (f" {terms}" if terms else "")
+    expression = f"SEARCH('{query}', '{stat}', {PERIOD})"
+    label = f"${{PROP('Dim.{per}')}} {what}"
+    return [{"expression": expression, "id": ident, "region": region, "label": label}]
+
+
 def replica_widgets(region: str, label: str = "") -> list[dict[str, Any]]:
     """Replicas ready and desired of every endpoint (a SEARCH over the sweep's metrics), and the number
     of endpoints short of ready."""
     prefix = f"{label}: " if label else ""
-    schema = f"{{{METRICS_NAMESPACE},{ENDPOINT_DIMENSION},service}}"
-
-    def search(metric: str, ident: str) -> list[Any]:
-        expression = f"SEARCH('{schema} MetricName=\"{metric}\"', 'Maximum', {PERIOD})"
-        return [{"expression": expression, "id": ident, "region": region, "label": metric}]
-
+    dims = (ENDPOINT_DIMENSION, "service")
     not_ready = [METRICS_NAMESPACE, NOT_READY_METRIC, "service", SWEEP_SERVICE, {"region": region}]
     return [
         _metric(
             f"{prefix}replicas ready per endpoint",
             region,
-            [search(REPLICAS_READY_METRIC, "ready"), search(REPLICAS_DESIRED_METRIC, "desired")],
+            [
+                _search(
+                    METRICS_NAMESPACE,
+                    dims,
+                    REPLICAS_READY_METRIC,
+                    "Maximum",
+                    "ready",
+                    region,
+                    per=ENDPOINT_DIMENSION,
+                    what="ready",
+                ),
+                _search(
+                    METRICS_NAMESPACE,
+                    dims,
+                    REPLICAS_DESIRED_METRIC,
+                    "Maximum",
+                    "desired",
+                    region,
+                    per=ENDPOINT_DIMENSION,
+                    what="desired",
+                ),
+            ],
             stat="Maximum",
         ),
         _metric(f"{prefix}endpoints not ready", region, [not_ready], stat="Maximum"),
+    ]
+
+
+def ttft_widget(region: str, label: str = "") -> dict[str, Any]:
+    """Time to first token p50 and p99 (seconds) of every endpoint whose engine reports it, as the
+    sweep prints them (a SEARCH over namespace `gco`)."""
+    prefix = f"{label}: " if label else ""
+    dims = (ENDPOINT_DIMENSION, "service")
+    lines = [
+        _search(
+            METRICS_NAMESPACE,
+            dims,
+            metric,
+            "Maximum",
+            metric.lower(),
+            region,
+            per=ENDPOINT_DIMENSION,
+            what=f"p{round(quantile * 100)}",
+        )
+        for metric, quantile in TTFT_QUANTILES.items()
+    ]
+    return _metric(f"{prefix}time to first token per endpoint (s)", region, lines, stat="Maximum")
+
+
+def gpu_widgets(region: str, cluster_name: str, label: str = "") -> list[dict[str, Any]]:
+    """GPU utilisation (%) of each endpoint's pods (a SEARCH over the Region's cluster, one line per
+    endpoint's Service) and of the Region's GPU nodes (average and busiest), from Container Insights."""
+    prefix = f"{label}: " if label else ""
+    per_endpoint = _search(
+        ci.NAMESPACE,
+        ci.ENDPOINT_GPU_DIMENSIONS,
+        ci.POD_GPU_UTILISATION,
+        "Average",
+        "gpu",
+        region,
+        per=ci.SERVICE_DIMENSION,
+        what="GPU %",
+        **{ci.CLUSTER_DIMENSION: cluster_name},
+    )
+    node = [ci.NAMESPACE, ci.NODE_GPU_UTILISATION, ci.CLUSTER_DIMENSION, cluster_name]
+    nodes = [
+        [*node, {"stat": stat, "label": f"GPU nodes {stat.lower()}", "region": region}]
+        for stat in ("Average", "Maximum")
+    ]
+    return [
+        _metric(f"{prefix}GPU utilisation per endpoint (%)", region, [per_endpoint], stat="Average"),
+        _metric(f"{prefix}GPU utilisation of the Region's GPU nodes (%)", region, nodes, stat="Average"),
     ]
 
 
@@ -140,50 +228,47 @@ def endpoint_log_widgets(region: str, log_group: str, stage: str) -> list[dict[s
     ]
 
 
-def prometheus_note() -> dict[str, Any]:
-    lines = [f"- **{what}**: `{metric}`" for what, metric in PROMETHEUS_ONLY.items()]
-    return {
-        "type": "text",
-        "width": WIDTH,
-        "height": 3,
-        "properties": {
-            "markdown": "In the cluster's Prometheus (`prometheus-server.gco-system`), not in CloudWatch:\n"
-            + "\n".join(lines)
-        },
-    }
-
-
-def regional_dashboard(*, region: str, api_name: str, stage: str, access_log_group: str) -> dict[str, Any]:
-    """One Region: its front door, per endpoint from its access log, its endpoints' replicas."""
+def regional_dashboard(
+    *, region: str, api_name: str, stage: str, access_log_group: str, cluster_name: str
+) -> dict[str, Any]:
+    """One Region: its front door, per endpoint from its access log, its endpoints' replicas, time to
+    first token and GPU utilisation, and its GPU nodes'."""
     return {
         "widgets": [
             *front_door_widgets(region, api_name, stage),
             *endpoint_log_widgets(region, access_log_group, stage),
             *replica_widgets(region),
-            prometheus_note(),
+            ttft_widget(region),
+            *gpu_widgets(region, cluster_name),
         ]
     }
 
 
-def global_dashboard(*, api_names: dict[str, str], stage: str) -> dict[str, Any]:
-    """Every Region side by side: each front door and each Region's endpoints' replicas."""
+def global_dashboard(
+    *, api_names: dict[str, str], cluster_names: dict[str, str], stage: str
+) -> dict[str, Any]:
+    """Every Region side by side: each front door, and each Region's endpoints' replicas, time to first
+    token and GPU utilisation (`cluster_names`: Region -> its cluster's name)."""
     widgets: list[dict[str, Any]] = []
     for region, api_name in api_names.items():
         widgets += front_door_widgets(region, api_name, stage, label=region)
         widgets += replica_widgets(region, label=region)
-    return {"widgets": [*widgets, prometheus_note()]}
+        widgets += [
+            ttft_widget(region, label=region),
+            *gpu_widgets(region, cluster_names[region], label=region),
+        ]
+    return {"widgets": widgets}
 
 
 def metric_references(body: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
     """(namespace, metric name, dimensions) of every metric a body draws, SEARCH expressions included
-    (their schema's namespace and dimension names, with the dimension values `*`)."""
+    (their schema's namespace and dimension names, each with the value the expression fixes or `*`)."""
     found: list[tuple[str, str, dict[str, str]]] = []
     for widget in body["widgets"]:
         for line in widget.get("properties", {}).get("metrics", []):
             for item in line:
                 if isinstance(item, dict) and "expression" in item:
-                    schema, name = _search_parts(str(item["expression"]))
-                    found.append((schema[0], name, dict.fromkeys(schema[1:], "*")))
+                    found.append(_search_parts(str(item["expression"])))
             if line and isinstance(line[0], str):
                 plain = [part for part in line if isinstance(part, str)]
                 namespace, name, rest = plain[0], plain[1], plain[2:]
@@ -191,7 +276,9 @@ def metric_references(body: dict[str, Any]) -> list[tuple[str, str, dict[str, st
     return found
 
 
-def _search_parts(expression: str) -> tuple[list[str], str]:
+def _search_parts(expression: str) -> tuple[str, str, dict[str, str]]:
     schema = expression[expression.index("{") + 1 : expression.index("}")].split(",")
-    name = expression.split('MetricName="', 1)[1].split('"', 1)[0]
-    return schema, name
+    query = expression.split("'", 2)[1]
+    terms = dict(re.findall(r'(\w+)="([^"]*)"', query))
+    name = terms.pop("MetricName")
+    return schema[0], name, {dim: terms.get(dim, "*") for dim in schema[1:]}

@@ -28,6 +28,8 @@ The grant, and why each part:
   an endpoint is reported running only once every ready proxy pod says, on its status port reached
   through the API server's pod proxy, that it serves the route (`proxy_probe.py`); and `patch` of
   those Pods, to annotate each after a route change so that its kubelet loads the route shards at once.
+  The same `get` of `pods/proxy` lets the sweep ask the Prometheus server, which the Region's chart
+  also runs in `gco-system`, for the endpoints' time to first token (`engine_metrics.py`).
 - Cluster scope: only `get`, `create` and `patch` of the gco namespaces themselves, by name (RBAC's
   `resourceNames`), so the reconciler can create them idempotently with server-side apply (the
   create check of an apply carries the name, so a `resourceNames` rule matches it; a `POST`
@@ -127,8 +129,10 @@ class Rule:
 
 # In gco-system: the proxy's Pods listed, each asked through the API server's pod proxy what it
 # routes (`proxy_probe.py`): `get` on the `pods/proxy` subresource; and each annotated after a route
-# change (`patch`), which makes its kubelet load the route shards at once. Only the proxy runs in
-# gco-system, so neither reaches anything else, and `patch` of a proxy Pod grants nothing the
+# change (`patch`), which makes its kubelet load the route shards at once. Besides the proxy,
+# gco-system holds only what the Regional stack's charts install there (the Prometheus server, which
+# the sweep queries through the same `pods/proxy` for TTFT, `engine_metrics.py`, and the DCGM
+# exporter), and `patch` of a proxy Pod grants nothing the
 # reconciler's `patch` of the proxy's Deployment does not already (pod names are generated, so a
 # `resourceNames` rule cannot narrow it further).
 PROXY_POD_VERBS: tuple[str, ...] = ("list", "patch")

@@ -12,7 +12,8 @@
     ├── SecretUnavailableError     Secrets Manager could not answer for an endpoint's secret (retry later)
     ├── PoisonRecordError          a stream record that names no endpoint: it can never succeed
     ├── SweepFailedError           the sweep could not list its Region: nothing was reconciled
-    └── HeartbeatError             the reconciler's heartbeat parameter cannot be written or read
+    ├── HeartbeatError             the reconciler's heartbeat parameter cannot be written or read
+    └── MetricsAnswerError         the Region's Prometheus answered a query with no instant vector
 
 httpx errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
 errors are converted at the client boundary with `raise ... from`; docs/reconciler.md tabulates
@@ -95,3 +96,8 @@ class SweepFailedError(ReconcileError):
 
 class HeartbeatError(ReconcileError):
     """The reconciler's heartbeat parameter cannot be written or read, or holds no heartbeat."""
+
+
+class MetricsAnswerError(ReconcileError):
+    """The Region's Prometheus server answered a query with something other than a successful instant
+    vector (`gco.reconcile.engine_metrics`)."""

@@ -42,13 +42,18 @@ class RegionalDashboard(Construct):
         api_name: str,
         stage: str,
         access_log_group: str,
+        cluster_name: str,
         sweep_minutes: int,
         alarm_targets: Sequence[sns.ITopic],
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         body = regional_dashboard(
-            region=stack.region, api_name=api_name, stage=stage, access_log_group=access_log_group
+            region=stack.region,
+            api_name=api_name,
+            stage=stage,
+            access_log_group=access_log_group,
+            cluster_name=cluster_name,
         )
         self.dashboard = cloudwatch.CfnDashboard(
             self, "Dashboard", dashboard_name=name, dashboard_body=stack.to_json_string(body)
@@ -93,10 +98,17 @@ class GlobalDashboard(Construct):
     """One dashboard across every Region of the deployment."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, name: str, api_names: dict[str, str], stage: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        name: str,
+        api_names: dict[str, str],
+        cluster_names: dict[str, str],
+        stage: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        body = global_dashboard(api_names=api_names, stage=stage)
+        body = global_dashboard(api_names=api_names, cluster_names=cluster_names, stage=stage)
         self.dashboard = cloudwatch.CfnDashboard(
             self, "Dashboard", dashboard_name=name, dashboard_body=Stack.of(self).to_json_string(body)
         )

@@ -162,7 +162,7 @@ class Handler(BaseHTTPRequestHandler):
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         proxied = POD_PROXY_PATH.match(url.path)
         if proxied is not None:
-            return self._pod_proxy(method, proxied, identity)
+            return self._pod_proxy(method, proxied, identity, url.query)
         match = PATH.match(url.path)
         if not match:
             return 404, not_served()
@@ -260,10 +260,12 @@ class Handler(BaseHTTPRequestHandler):
         return (200, patched) if patched is not None else (404, not_found("", POD.plural, name))
 
     def _pod_proxy(
-        self, method: str, match: re.Match[str], identity: Identity
+        self, method: str, match: re.Match[str], identity: Identity, query: str = ""
     ) -> tuple[int, dict[str, Any] | bytes]:
         """A request through a pod's proxy subresource, authorized as `<verb>` on `pods/proxy`; a GET is
-        relayed to what the pod registered (`StandInKubeAPI.register_pod`), anything else is 405."""
+        relayed to what the pod registered (`StandInKubeAPI.register_pod`), with its query string, as
+        the API server's proxy passes it on (the sweep's Prometheus query, `gco.reconcile.engine_metrics`);
+        anything else is 405."""
         api = self.server_api
         attributes = Attributes(
             user=identity.user,
@@ -278,7 +280,8 @@ class Handler(BaseHTTPRequestHandler):
             return 403, forbidden(attributes)
         if method != "GET":
             return 405, _status(405, f"the stand-in does not serve {attributes.verb} of pods/proxy")
-        answer = api.proxy_to_pod(match["ns"], match["pod"], int(match["port"] or 0), match["rest"] or "/")
+        path = (match["rest"] or "/") + (f"?{query}" if query else "")
+        answer = api.proxy_to_pod(match["ns"], match["pod"], int(match["port"] or 0), path)
         if answer is None:
             return 404, not_found("", POD.plural, match["pod"])
         code, text = answer

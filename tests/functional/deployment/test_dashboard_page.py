@@ -23,9 +23,12 @@ BODIES = {
         api_name="gco-inference-us-east-1",
         stage="v1",
         access_log_group="/gco-inference-us-east-1/api-access-1a2b3c4d",
+        cluster_name="gco-us-east-1",
     ),
     "gco-regions": global_dashboard(
-        api_names={"us-east-1": "gco-inference-us-east-1", "us-west-2": "gco-inference-us-west-2"}, stage="v1"
+        api_names={"us-east-1": "gco-inference-us-east-1", "us-west-2": "gco-inference-us-west-2"},
+        cluster_names={"us-east-1": "gco-us-east-1", "us-west-2": "gco-us-west-2"},
+        stage="v1",
     ),
 }
 

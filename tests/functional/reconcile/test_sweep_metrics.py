@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from gco.deployment.dashboards import global_dashboard, metric_references, regional_dashboard
+from gco.reconcile.engine_metrics import TTFT_P50_METRIC, TTFT_P99_METRIC, TtftReading
 from gco.reconcile.failures import METRICS_NAMESPACE
 from gco.reconcile.replica_metrics import not_ready, replica_counts
 from gco.reconcile.sweep import SweepReport
@@ -28,12 +29,17 @@ def test_replicas_are_counted_over_an_endpoint_s_deployments() -> None:
     assert not_ready({"a": (1, 3), "b": (2, 2), "c": (0, 0)}) == ["a"]
 
 
-def emitted(capsys: pytest.CaptureFixture[str], report: SweepReport) -> list[dict[str, Any]]:
-    """The EMF records the sweep Lambda prints for `report` (its replica metrics and its count)."""
+def emitted(
+    capsys: pytest.CaptureFixture[str], report: SweepReport, ttft: TtftReading | None = None
+) -> list[dict[str, Any]]:
+    """The EMF records the sweep Lambda prints for `report` (its replica metrics and its count) and
+    for a TTFT reading."""
     from lambdas import sweep as entry
 
     capsys.readouterr()
     entry.publish_replicas(report)
+    if ttft is not None:
+        entry.publish_ttft(ttft)
     with warnings.catch_warnings():  # Powertools warns when a flush has nothing (a failed listing)
         warnings.simplefilter("ignore", UserWarning)
         entry.metrics.flush_metrics()
@@ -80,16 +86,50 @@ def test_a_sweep_that_listed_nothing_prints_no_count(capsys: pytest.CaptureFixtu
     assert "EndpointsNotReady" not in metrics_of(emitted(capsys, SweepReport(error="denied")))
 
 
+def test_the_sweep_prints_ttft_p50_and_p99_in_seconds_per_endpoint(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    reading = TtftReading(values={TTFT_P50_METRIC: {"chat": 0.125}, TTFT_P99_METRIC: {"chat": 0.9}})
+    records = [r for r in emitted(capsys, SweepReport(error="denied"), reading) if "endpoint" in r]
+    printed = {
+        (r["endpoint"], m["Name"], m["Unit"]): r[m["Name"]]
+        for r in records
+        for d in r["_aws"]["CloudWatchMetrics"]
+        for m in d["Metrics"]
+    }
+    assert printed == {
+        ("chat", TTFT_P50_METRIC, "Seconds"): [0.125],
+        ("chat", TTFT_P99_METRIC, "Seconds"): [0.9],
+    }
+
+
 def test_every_gco_metric_the_dashboards_draw_is_one_the_sweep_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    found = metrics_of(emitted(capsys, SweepReport(replicas={"chat": (0, 1)})))
+    reading = TtftReading(values={TTFT_P50_METRIC: {"chat": 0.1}, TTFT_P99_METRIC: {"chat": 0.2}})
+    found = metrics_of(emitted(capsys, SweepReport(replicas={"chat": (0, 1)}), reading))
     bodies = [
-        regional_dashboard(region="us-east-1", api_name="api", stage="v1", access_log_group="/logs"),
-        global_dashboard(api_names={"us-east-1": "a", "us-west-2": "b"}, stage="v1"),
+        regional_dashboard(
+            region="us-east-1",
+            api_name="api",
+            stage="v1",
+            access_log_group="/logs",
+            cluster_name="gco-us-east-1",
+        ),
+        global_dashboard(
+            api_names={"us-east-1": "a", "us-west-2": "b"},
+            cluster_names={"us-east-1": "gco-us-east-1", "us-west-2": "gco-us-west-2"},
+            stage="v1",
+        ),
     ]
     references = [r for body in bodies for r in metric_references(body) if r[0] == METRICS_NAMESPACE]
-    assert {name for _, name, _ in references} == {"ReplicasReady", "ReplicasDesired", "EndpointsNotReady"}
+    assert {name for _, name, _ in references} == {
+        "ReplicasReady",
+        "ReplicasDesired",
+        "EndpointsNotReady",
+        TTFT_P50_METRIC,
+        TTFT_P99_METRIC,
+    }
     for namespace, name, dims in references:
         assert name in found, f"the dashboards draw {namespace}/{name}, which the sweep does not print"
         printed = [d for ns, d in found[name] if ns == namespace]
