@@ -30,6 +30,7 @@ from collections.abc import Iterable
 
 from gco.nodes import INSTANCE_SIZES, gpu_type, instance_size
 
+SIZE_FIELD = "model_size_gib"  # the spec field this module sizes storage from
 HEADROOM_PERCENT = 10  # beyond the weights: tokenizer files, the sync's temporary files, logs
 GIB_PER_GB = 10**9 / 2**30  # the table is in GB (10^9 bytes), Kubernetes quantities in GiB
 # (size, GB) rows per family; the g5, g6 and g6e sizes share their smaller sizes' disks.
@@ -72,16 +73,17 @@ def model_volume_gib(model_size_gib: int) -> int:
     return math.ceil(model_size_gib * (100 + HEADROOM_PERCENT) / 100)
 
 
-def refusal(
-    model_size_gib: int | None,
+def shortfall(
+    model_size_gib: int,
     *,
     gpus: int,
     model: str | None,
     instance_types: Iterable[str],
     root_gib: int | None,
 ) -> str | None:
-    """Why a model of `model_size_gib` fits no node that could run the pod (`gpus` GPUs of `model`,
-    or any), or None (it fits one, no size is given, or the instance types are not known).
+    """How a model of `model_size_gib` GiB falls short of every node that could run the pod (`gpus`
+    GPUs of `model`, or any), as the words after its size; None where it fits one or the instance
+    types are not known.
 
     Raises:
         ValueError: an instance type has no known size (`gco.nodes.instance_size`).
@@ -91,7 +93,7 @@ def refusal(
         for item in instance_types
         if instance_size(item).gpus >= gpus and (model is None or gpu_type(item) == model.lower())
     ]
-    if model_size_gib is None or not candidates:
+    if not candidates:
         return None
     needed = model_volume_gib(model_size_gib)
     offered = {item: node_storage_gib(item, root_gib) for item in candidates}
@@ -102,9 +104,31 @@ def refusal(
         for item, size in offered.items()
     )
     return (
-        f"model_size_gib: {model_size_gib} GiB needs {needed} GiB of node storage (with "
-        f"{HEADROOM_PERCENT}% headroom), more than any GPU node here offers ({listed})"
+        f"needs {needed} GiB of node storage (with {HEADROOM_PERCENT}% headroom), more than any GPU "
+        f"node here offers ({listed})"
     )
+
+
+def refusal(
+    model_size_gib: int | None,
+    *,
+    gpus: int,
+    model: str | None,
+    instance_types: Iterable[str],
+    root_gib: int | None,
+) -> str | None:
+    """Why a model of `model_size_gib` fits no node that could run the pod (`shortfall`, naming the
+    field), or None (it fits one, no size is given, or the instance types are not known).
+
+    Raises:
+        ValueError: an instance type has no known size (`gco.nodes.instance_size`).
+    """
+    if model_size_gib is None:
+        return None
+    reason = shortfall(
+        model_size_gib, gpus=gpus, model=model, instance_types=instance_types, root_gib=root_gib
+    )
+    return None if reason is None else f"{SIZE_FIELD}: {model_size_gib} GiB {reason}"
 
 
 # Every GPU instance type gco sizes pods for has an entry above or is known to have no instance store.
