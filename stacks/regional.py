@@ -148,7 +148,7 @@ class RegionalStack(Stack):
                 load_balancer_cidrs=tuple(
                     subnet.ipv4_cidr_block for subnet in self.network.vpc.private_subnets
                 ),
-                gpu_disk_gib=config.gpu_nodes.disk_size_gib,
+                gpu_disk_gib=config.gpu_nodes.model_root_gib,  # model storage where no instance store
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,
