@@ -218,12 +218,17 @@ class NetworkConfig(_Model):
     gateway serves both zones unless `nat_per_zone` (a zone's outage then leaves the other's egress
     up, at one more gateway's hourly price). `vpc_endpoints` keeps ECR, S3, STS, DynamoDB and
     CloudWatch Logs traffic inside the VPC (image pulls, the reconciler's calls) instead of the NAT.
+    `load_balancer_subnet_mask` sizes the front door's load balancer subnets, one per zone, which
+    hold only its internal ALB and VPC link, so the proxy's NetworkPolicy can admit exactly them
+    (gco/reconcile/render_network.py); an ALB needs "at least a /27 bitmask" and 8 free addresses per
+    subnet (Elastic Load Balancing, Application Load Balancers guide, "Subnets for your load balancer").
     """
 
     vpc_cidrs: dict[str, str] = Field(default_factory=dict)
     base_cidr: str = "10.64.0.0/12"
     nat_per_zone: bool = False
     vpc_endpoints: bool = True
+    load_balancer_subnet_mask: int = Field(default=26, ge=20, le=27)
     # The two Availability Zones of a Region's VPC, by name (`us-east-1c`), where the default (what
     # CloudFormation's Fn::GetAZs answers at deploy) lacks a GPU type; `gco doctor` names the zones that
     # offer every one (gco/doctor/zones.py).

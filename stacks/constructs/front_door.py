@@ -40,6 +40,7 @@ from constructs import Construct
 
 from gco.front_door import GENERATION_TIMEOUT_S, INVOKE_URL_OUTPUT
 from gco.reconcile.proxy.routes import HEALTH_PATH, PROXY_PORT
+from stacks.constructs.network import LOAD_BALANCER_SUBNETS
 from stacks.constructs.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"
@@ -70,7 +71,8 @@ class FrontDoor(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        # Subnets of their own (stacks/constructs/network.py): the proxy's NetworkPolicy admits them.
+        subnets = ec2.SubnetSelection(subnet_group_name=LOAD_BALANCER_SUBNETS)
         self.link_security_group = ec2.SecurityGroup(
             self,
             "VpcLinkSecurityGroup",
@@ -104,7 +106,7 @@ class FrontDoor(Construct):
             "Alb",
             load_balancer_name=name,
             vpc=vpc,
-            vpc_subnets=private,
+            vpc_subnets=subnets,
             internet_facing=False,
             security_group=self.alb_security_group,
             drop_invalid_header_fields=True,
@@ -135,7 +137,7 @@ class FrontDoor(Construct):
             "VpcLink",
             vpc_link_name=name,
             vpc=vpc,
-            subnets=private,
+            subnets=subnets,
             security_groups=[self.link_security_group],
         )
         self.access_logs = logs.LogGroup(
