@@ -54,6 +54,23 @@ ACCESS_LOG_FORMAT = (
 )
 
 
+# What the stage's deployment snapshots of the VPC link: a change here makes a new deployment.
+LINK_PLACEMENT = {"connection": "VPC_LINK", "subnets": LOAD_BALANCER_SUBNETS}
+
+
+def redeploy_with_link(api: restapi.RestApi) -> None:
+    """Make `api`'s deployment depend on where the VPC link lives.
+
+    A REST API stage serves a deployment, a snapshot of the methods' integrations with the VPC link's
+    id; CDK names the deployment by a hash of the methods as written, which the property overrides
+    that set the link are not part of. Moving the link to other subnets replaces it (CloudFormation:
+    `AWS::ApiGatewayV2::VpcLink` `SubnetIds`, "Update requires: Replacement"), so without this the
+    stage would keep serving a snapshot naming the deleted link."""
+    deployment = api.latest_deployment
+    if deployment is not None:
+        deployment.add_to_logical_id(LINK_PLACEMENT)
+
+
 class FrontDoor(Construct):
     """The internal ALB and its target group, the VPC link, the IAM-authorized streaming REST API and
     its outputs."""
@@ -228,4 +245,5 @@ class FrontDoor(Construct):
         cfn.add_property_override("Integration.ConnectionType", "VPC_LINK")
         cfn.add_property_override("Integration.ConnectionId", self.vpc_link.vpc_link_id)
         cfn.add_property_override("Integration.IntegrationTarget", self.alb.load_balancer_arn)
+        redeploy_with_link(self.api)
         return method
