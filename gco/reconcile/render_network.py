@@ -34,8 +34,9 @@ subnet that also holds nodes admits every pod there. So the ALB and its VPC link
 their own that hold no node, pod or cluster interface (`stacks/constructs/network.py`, as the EKS
 User Guide's "Cluster VPC and subnet considerations" recommends: "Other resources, such as nodes and
 load balancers, should be launched in separate subnets"), and those subnets' CIDRs are the serving
-port's only peer: exactly the ALB's addresses and no pod's. The ALB's security group admits only
-the VPC link's, so nothing else in those subnets can reach it either.
+port's only peer: exactly the ALB's addresses and no pod's. The VPC link's interfaces share those
+subnets, but their security group lets them reach only the ALB's listener
+(stacks/constructs/front_door.py), not the proxy.
 
 The status port is read by the reconciler's route probe through the API server's pod proxy
 (`proxy/proxy_probe.py`), whose connections come from the EKS control plane's cross-account ENIs in
