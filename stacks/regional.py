@@ -32,7 +32,7 @@ from stacks.constructs.gpu_nodes import priority_expander
 from stacks.constructs.ingress import LoadBalancerController
 from stacks.constructs.keys import RETENTION, stack_key
 from stacks.constructs.model_access import ModelAccess
-from stacks.constructs.network import Network
+from stacks.constructs.network import LOAD_BALANCER_SUBNETS, Network
 from stacks.constructs.observability import ContainerInsights
 from stacks.constructs.operators import OperatorAccess, endpoint_access
 from stacks.constructs.reconciler import Reconciler, dead_letter_queue
@@ -82,6 +82,7 @@ class RegionalStack(Stack):
             nat_per_zone=config.network.nat_per_zone,
             endpoints=config.network.vpc_endpoints,
             zones=config.network.availability_zones.get(region),
+            load_balancer_mask=config.network.load_balancer_subnet_mask,
         )
         cluster_name = config.name(region)
         self.eks = GpuCluster(
@@ -154,11 +155,19 @@ class RegionalStack(Stack):
                 gpu_instance_types=tuple(config.gpu_nodes.instance_types),
                 model_sources=tuple(config.model_sources),
                 endpoint_secrets=tuple(config.endpoint_secrets),
-                # The front door's ALB lives in the private subnets (stacks/constructs/front_door.py).
+                # The front door's ALB and VPC link have subnets of their own; the cluster's interfaces,
+                # where the API server's pod proxy connects from, are in the private subnets
+                # (stacks/constructs/network.py, gco/reconcile/render_network.py).
                 load_balancer_cidrs=tuple(
+                    subnet.ipv4_cidr_block
+                    for subnet in self.network.vpc.select_subnets(
+                        subnet_group_name=LOAD_BALANCER_SUBNETS
+                    ).subnets
+                ),
+                control_plane_cidrs=tuple(
                     subnet.ipv4_cidr_block for subnet in self.network.vpc.private_subnets
                 ),
-                gpu_disk_gib=config.gpu_nodes.disk_size_gib,
+                gpu_disk_gib=config.gpu_nodes.model_root_gib,  # model storage where no instance store
             ),
             stream_arn=lookup.stream_arn,
             cluster_arn=self.eks.cluster.cluster_arn,

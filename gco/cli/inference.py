@@ -14,7 +14,14 @@ import click
 
 from gco import aws, engines
 from gco.cli import views
-from gco.cli.admission import admitter, allow_unvalidated_option, warn
+from gco.cli.admission import (
+    admitter,
+    allow_unvalidated_option,
+    deploy_size,
+    fitting,
+    update_size,
+    warn,
+)
 from gco.cli.common import (
     STRICT_INT,
     CheckedPath,
@@ -74,6 +81,12 @@ SPEC_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("--model-id", "model_id", str, "Model id served."),
     ("--model-revision", "model_revision", str, "Model revision (commit)."),
     ("--model-source", "model_source", str, "s3:// URI synced by an init container."),
+    (
+        "--model-size-gib",
+        "model_size_gib",
+        STRICT_INT,
+        "Model size on disk (GiB), the node storage the pod asks; read from --model-source if not given.",
+    ),
     ("--health-check-path", "health_check_path", str, "Health path probed."),
 )
 
@@ -179,6 +192,7 @@ def deploy(
         raise InvalidSpecError("namespace", ungranted)
     store = open_store(endpoint_url, table_name, allow_new_regions=allow_new_regions or None)
     parsed = checked_spec(spec)  # bad input before the policy is read: exit 2, nothing asked
+    parsed = deploy_size(spec, parsed, endpoint_url)  # model_size_gib read from the source, checked
     targets = names.region_list(regions, allow_new=store.allow_new_regions)
     hook = admitter("deploy", endpoint_url, allow_unvalidated)
     record = store.create(
@@ -357,10 +371,14 @@ def update(
     changes = spec_changes(options)
     if replace is None and not changes:
         raise InvalidSpecError("--spec", "give --spec FILE or at least one field flag")
-    _check_model_source({**(replace or {}), **changes})
+    given = {**(replace or {}), **changes}
+    _check_model_source(given)
+    read = update_size(given, endpoint_url)  # model_size_gib from a new source that names none
+    changes.update(read)
     store = open_store(endpoint_url, table_name)
     hook = admitter("update", endpoint_url, allow_unvalidated)
-    show(operations.update_spec(store, name, changes, replace=replace, admit=hook), output)
+    admit = fitting(hook, read_from=given.get("model_source") if read else None)
+    show(operations.update_spec(store, name, changes, replace=replace, admit=admit), output)
     warn(hook)
 
 

@@ -39,6 +39,7 @@ from gco.endpoints.admissions import Policy
 from gco.env import DEFAULT_TABLE
 from gco.errors import GcoInputError
 from gco.model_sources import parse_prefixes
+from gco.node_storage import instance_store_gib
 from gco.nodes import gpu_type, instance_size
 from gco.reconcile.proxy_settings import ProxySettings
 
@@ -67,6 +68,11 @@ class NodeGroupConfig(_Model):
     `capacity_type` `both` makes a Spot and an On-Demand group of each GPU model (same sizes each),
     and the Cluster Autoscaler's priority expander tries `capacity_priority` first, so a pending pod
     gets the other kind when the first has no capacity (stacks/constructs/gpu_nodes.py).
+
+    `disk_size_gib` is each node's root volume. `model_disk_gib` (GPU nodes only) replaces it on the
+    GPU groups whose instance types have no instance store (p3): there the root volume is where the
+    pods' models live (gco.node_storage), so it is sized for the largest model to serve, while the
+    groups on instance store keep a small root volume. Unset: `disk_size_gib`.
     """
 
     instance_types: list[str] = Field(min_length=1)
@@ -76,6 +82,7 @@ class NodeGroupConfig(_Model):
     capacity_type: Literal["on-demand", "spot", "both"] = "on-demand"
     capacity_priority: Literal["spot", "on-demand"] = "spot"
     disk_size_gib: int = Field(default=100, ge=20, le=16384)
+    model_disk_gib: int | None = Field(default=None, ge=20, le=16384)  # gp3 holds up to 16 TiB
 
     @field_validator("instance_types")
     @classmethod
@@ -90,6 +97,11 @@ class NodeGroupConfig(_Model):
         if not self.min_size <= self.desired_size <= self.max_size:
             raise ValueError("needs min_size <= desired_size <= max_size")
         return self
+
+    @property
+    def model_root_gib(self) -> int:
+        """The root volume of a GPU node without instance store, which holds its pods' models."""
+        return self.model_disk_gib if self.model_disk_gib is not None else self.disk_size_gib
 
 
 ECR_IMAGE = re.compile(
@@ -206,12 +218,17 @@ class NetworkConfig(_Model):
     gateway serves both zones unless `nat_per_zone` (a zone's outage then leaves the other's egress
     up, at one more gateway's hourly price). `vpc_endpoints` keeps ECR, S3, STS, DynamoDB and
     CloudWatch Logs traffic inside the VPC (image pulls, the reconciler's calls) instead of the NAT.
+    `load_balancer_subnet_mask` sizes the front door's load balancer subnets, one per zone, which
+    hold only its internal ALB and VPC link, so the proxy's NetworkPolicy can admit exactly them
+    (gco/reconcile/render_network.py); an ALB needs "at least a /27 bitmask" and 8 free addresses per
+    subnet (Elastic Load Balancing, Application Load Balancers guide, "Subnets for your load balancer").
     """
 
     vpc_cidrs: dict[str, str] = Field(default_factory=dict)
     base_cidr: str = "10.64.0.0/12"
     nat_per_zone: bool = False
     vpc_endpoints: bool = True
+    load_balancer_subnet_mask: int = Field(default=26, ge=20, le=27)
     # The two Availability Zones of a Region's VPC, by name (`us-east-1c`), where the default (what
     # CloudFormation's Fn::GetAZs answers at deploy) lacks a GPU type; `gco doctor` names the zones that
     # offer every one (gco/doctor/zones.py).
@@ -366,6 +383,12 @@ class GcoConfig(_Model):
         for item in value.instance_types:
             gpu_type(item)  # a ValueError naming the type and the known families
             instance_size(item)  # its pods' CPU and memory are derived from its size
+        if value.model_disk_gib is not None and all(instance_store_gib(t) for t in value.instance_types):
+            # A size that sizes nothing: every group here keeps its models on the instance store.
+            raise ValueError(
+                "model_disk_gib sizes the root volume of instance types without instance store (p3); "
+                f"every one of {', '.join(value.instance_types)} has instance store"
+            )
         return value
 
     @field_validator("kubernetes_version")
@@ -408,6 +431,8 @@ class GcoConfig(_Model):
                     )
         if self.system_nodes.capacity_type == "both":
             raise ValueError("system_nodes.capacity_type both applies to GPU node groups only")
+        if self.system_nodes.model_disk_gib is not None:
+            raise ValueError("system_nodes.model_disk_gib applies to GPU node groups only")
         return self
 
     @model_validator(mode="after")

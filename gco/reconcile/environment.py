@@ -19,8 +19,11 @@ GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-sep
                                   known, and GPU pods request no CPU or memory of their own)
 GCO_GPU_DISK_GIB                  the GPU nodes' root volume in GiB (model storage where an instance type
                                   has no instance store: gco.node_storage; unset: not known)
-GCO_LOAD_BALANCER_CIDRS           the CIDRs of the load balancer's subnets, comma-separated: the only
-                                  peers of the proxy's NetworkPolicy (unset: no policy isolates the proxy)
+GCO_LOAD_BALANCER_CIDRS           the CIDRs of the load balancer's own subnets, comma-separated: the only
+                                  peers of the proxy's serving port (unset: no policy isolates the proxy)
+GCO_CONTROL_PLANE_CIDRS           the CIDRs of the cluster's subnets (the API server's pod proxy comes
+                                  from there), comma-separated: the only peers of the proxy's status
+                                  port (unset: no policy isolates the proxy)
 
 `stacks/regional.py` builds a `ReconcilerEnvironment` and sets `to_env()` on both functions;
 `gco.reconcile.runtime` parses it back with `from_env`, so a name or a format cannot drift between
@@ -55,6 +58,7 @@ from gco.nodes import instance_size
 from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
 LOAD_BALANCER_CIDRS_ENV = "GCO_LOAD_BALANCER_CIDRS"
+CONTROL_PLANE_CIDRS_ENV = "GCO_CONTROL_PLANE_CIDRS"
 GPU_DISK_GIB_ENV = "GCO_GPU_DISK_GIB"
 
 # Each field's variable (the error of a bad value names the variable, not the field).
@@ -71,6 +75,7 @@ VARIABLES = {
     "model_sources": MODEL_SOURCES_ENV,
     "endpoint_secrets": ENDPOINT_SECRETS_ENV,
     "load_balancer_cidrs": LOAD_BALANCER_CIDRS_ENV,
+    "control_plane_cidrs": CONTROL_PLANE_CIDRS_ENV,
     "gpu_disk_gib": GPU_DISK_GIB_ENV,
 }
 
@@ -91,6 +96,7 @@ class ReconcilerEnvironment(BaseModel):
         model_sources: the S3 prefixes endpoint pods may read models from, or None where not known.
         endpoint_secrets: the secrets endpoints may name in `secret_env`, or None where not known.
         load_balancer_cidrs: the load balancer's subnets (IPv4 CIDRs), or None where not known.
+        control_plane_cidrs: the cluster's subnets (IPv4 CIDRs), or None where not known.
         gpu_disk_gib: the GPU nodes' root volume (GiB), or None where not known.
     """
 
@@ -108,9 +114,10 @@ class ReconcilerEnvironment(BaseModel):
     model_sources: tuple[str, ...] | None = None
     endpoint_secrets: tuple[str, ...] | None = None
     load_balancer_cidrs: tuple[str, ...] | None = None
+    control_plane_cidrs: tuple[str, ...] | None = None
     gpu_disk_gib: int | None = Field(None, ge=1)
 
-    @field_validator("load_balancer_cidrs")
+    @field_validator("load_balancer_cidrs", "control_plane_cidrs")
     @classmethod
     def _cidrs(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
         for item in value or ():
@@ -158,6 +165,8 @@ class ReconcilerEnvironment(BaseModel):
             env[ENDPOINT_SECRETS_ENV] = ",".join(self.endpoint_secrets)
         if self.load_balancer_cidrs is not None:
             env[LOAD_BALANCER_CIDRS_ENV] = ",".join(self.load_balancer_cidrs)
+        if self.control_plane_cidrs is not None:
+            env[CONTROL_PLANE_CIDRS_ENV] = ",".join(self.control_plane_cidrs)
         if self.gpu_disk_gib is not None:
             env[GPU_DISK_GIB_ENV] = str(self.gpu_disk_gib)
         return env
@@ -184,6 +193,7 @@ class ReconcilerEnvironment(BaseModel):
             "model_sources": _sources(env.get(MODEL_SOURCES_ENV)),
             "endpoint_secrets": _sources(env.get(ENDPOINT_SECRETS_ENV)),
             "load_balancer_cidrs": _sources(present.get(LOAD_BALANCER_CIDRS_ENV)),
+            "control_plane_cidrs": _sources(present.get(CONTROL_PLANE_CIDRS_ENV)),
             "gpu_disk_gib": present.get(GPU_DISK_GIB_ENV),
         }
         for required in ("cluster_name", "region"):

@@ -20,14 +20,31 @@ What is rendered:
   every role names) from the shared proxy's pods in `gco-system` and from the Prometheus server that
   scrapes their /metrics; with mooncake, also from the endpoint's own pods on any port (the prefill,
   decode, store and proxy roles talk to each other).
-- `inference-proxy` in `gco-system` (`proxy_policy`): the proxy's pods accept their TLS and status
-  ports only from the load balancer's subnets (`RenderSettings.load_balancer_cidrs`). A policy can
-  name a pod, a namespace or an IP block, and an ALB is no pod and has no fixed addresses (its nodes
-  take any address of its subnets), so its subnets' CIDRs are the narrowest peer that admits it; the
-  API server's pod proxy (the reconciler's route probe, `proxy_probe.py`) reaches the status port
-  from the cluster's ENIs in the same subnets. With the VPC CNI, pods take addresses from the nodes'
-  subnets too, so a pod in those subnets also matches that block: docs/deploy.md says so and what
-  would close it (subnets of the load balancer's own).
+- `inference-proxy` in `gco-system` (`proxy_policy`): the proxy's pods accept their TLS (serving)
+  port only from the load balancer's own subnets (`RenderSettings.load_balancer_cidrs`), and their
+  status port only from the cluster's subnets (`RenderSettings.control_plane_cidrs`).
+
+Why those peers. A policy can name a pod, a namespace or an IP block. The front door's ALB is no pod
+and has no fixed addresses: it sends to its IP targets (the proxy's pods, registered by the AWS Load
+Balancer Controller's TargetGroupBinding) from its nodes' private addresses, any address of the
+subnets it is placed in. An `ipBlock` "should be cluster-external IPs, since Pod IPs are ephemeral
+and unpredictable" (the Kubernetes page above), yet with the VPC CNI a pod takes its address from its
+node's subnet and the network policy agent matches an `ipBlock` on that address, so a block of a
+subnet that also holds nodes admits every pod there. So the ALB and its VPC link live in subnets of
+their own that hold no node, pod or cluster interface (`stacks/constructs/network.py`, as the EKS
+User Guide's "Cluster VPC and subnet considerations" recommends: "Other resources, such as nodes and
+load balancers, should be launched in separate subnets"), and those subnets' CIDRs are the serving
+port's only peer: exactly the ALB's addresses and no pod's. The VPC link's interfaces share those
+subnets, but their security group lets them reach only the ALB's listener
+(stacks/constructs/front_door.py), not the proxy.
+
+The status port is read by the reconciler's route probe through the API server's pod proxy
+(`proxy/proxy_probe.py`), whose connections come from the EKS control plane's cross-account ENIs in
+the cluster's subnets; the control plane is no pod either, and EKS offers no selector for it, so the
+subnets are the peer (the VPC CNI network policy agent's maintainers, aws/aws-network-policy-agent
+issue 281: "no easy way to select API Server (control plane) IPs ... allow the subnet"). Those subnets
+hold nodes and pods too, so pods there can read the status port's route digests (no request passes
+through it); docs/deploy.md says what would close that (cluster subnets of their own).
 """
 
 from __future__ import annotations
@@ -113,14 +130,24 @@ def endpoint_policy(
 
 
 def proxy_policy(
-    labels: Mapping[str, str], ports: Sequence[str], load_balancer_cidrs: Sequence[str]
+    labels: Mapping[str, str],
+    *,
+    serving: Sequence[str],
+    status: Sequence[str],
+    load_balancer_cidrs: Sequence[str],
+    control_plane_cidrs: Sequence[str],
 ) -> dict[str, Any]:
-    """The shared proxy's pods (`labels`): `ports` only from the load balancer's subnets (sealed)."""
+    """The shared proxy's pods (`labels`): the `serving` ports only from the load balancer's subnets,
+    the `status` ports only from the control plane's (module docstring; sealed)."""
     spec = {
         "podSelector": {"matchLabels": dict(labels)},
         "policyTypes": ["Ingress"],
         "ingress": [
-            {"from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs], "ports": _ports(*ports)}
+            {
+                "from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs],
+                "ports": _ports(*serving),
+            },
+            {"from": [{"ipBlock": {"cidr": cidr}} for cidr in control_plane_cidrs], "ports": _ports(*status)},
         ],
     }
     return _sealed(_policy(PROXY_SERVICE, SYSTEM_NAMESPACE, {"labels": {MANAGED_BY: MANAGER}}, spec))

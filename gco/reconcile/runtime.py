@@ -52,6 +52,7 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
             model_sources=None if settings.model_sources is None else parse_prefixes(settings.model_sources),
             endpoint_secrets=settings.endpoint_secrets,
             load_balancer_cidrs=settings.load_balancer_cidrs,
+            control_plane_cidrs=settings.control_plane_cidrs,
             gpu_root_gib=settings.gpu_disk_gib,
         ),
         secrets=secrets,

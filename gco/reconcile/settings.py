@@ -35,9 +35,12 @@ class RenderSettings:
             `prefix/*`, ARNs: gco.endpoint_secrets), or None where not known (nothing refused here).
         gpu_root_gib: the GPU nodes' root volume (GiB), the model storage of an instance type
             without instance store (gco.node_storage); None where not known.
-        load_balancer_cidrs: the CIDRs of the subnets of the load balancer in front of the proxy,
-            the only peers the proxy's NetworkPolicy admits (`render_network.py`); None where not
-            known (the local stack): then no policy isolates the proxy.
+        load_balancer_cidrs: the CIDRs of the load balancer's own subnets (no node or pod there), the
+            only peers the proxy's NetworkPolicy admits to its serving port (`render_network.py`);
+            None where not known (the local stack): then no policy isolates the proxy.
+        control_plane_cidrs: the CIDRs of the cluster's subnets, where the API server's pod proxy
+            connects from: the only peers admitted to the proxy's status port; None where not known
+            (then, too, no policy isolates the proxy).
     """
 
     ingress_class: str = PROXY_INGRESS_CLASS
@@ -53,6 +56,7 @@ class RenderSettings:
     model_sources: tuple[S3Prefix, ...] | None = None
     endpoint_secrets: tuple[str, ...] | None = None
     load_balancer_cidrs: tuple[str, ...] | None = None
+    control_plane_cidrs: tuple[str, ...] | None = None
     gpu_root_gib: int | None = None
 
 

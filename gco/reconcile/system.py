@@ -57,12 +57,18 @@ def namespace_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def network_objects(settings: RenderSettings, grant: Grant) -> list[dict[str, Any]]:
-    """The default deny of each endpoint namespace and, where the load balancer's subnets are known,
-    the proxy's policy (render_network.py)."""
+    """The default deny of each endpoint namespace and, where the load balancer's and the control
+    plane's subnets are known, the proxy's policy (render_network.py)."""
     objects = [default_deny(namespace) for namespace in grant.endpoint_namespaces]
-    if settings.load_balancer_cidrs is not None:
-        ports = (PROXY_PORT_NAME, STATUS_PORT_NAME)
-        objects.append(proxy_policy(proxy_labels(), ports, settings.load_balancer_cidrs))
+    if settings.load_balancer_cidrs is not None and settings.control_plane_cidrs is not None:
+        policy = proxy_policy(
+            proxy_labels(),
+            serving=(PROXY_PORT_NAME,),
+            status=(STATUS_PORT_NAME,),
+            load_balancer_cidrs=settings.load_balancer_cidrs,
+            control_plane_cidrs=settings.control_plane_cidrs,
+        )
+        objects.append(policy)
     return objects
 
 

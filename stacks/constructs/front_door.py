@@ -40,6 +40,7 @@ from constructs import Construct
 
 from gco.front_door import GENERATION_TIMEOUT_S, INVOKE_URL_OUTPUT
 from gco.reconcile.proxy.routes import HEALTH_PATH, PROXY_PORT
+from stacks.constructs.network import LOAD_BALANCER_SUBNETS
 from stacks.constructs.retained import retained_name
 
 INFERENCE_PREFIX = "/inference"
@@ -51,6 +52,23 @@ ACCESS_LOG_FORMAT = (
     '"path":"$context.path","status":"$context.status","latency":"$context.integration.latency",'
     '"error":"$context.integration.error"}'
 )
+
+
+# What the stage's deployment snapshots of the VPC link: a change here makes a new deployment.
+LINK_PLACEMENT = {"connection": "VPC_LINK", "subnets": LOAD_BALANCER_SUBNETS}
+
+
+def redeploy_with_link(api: restapi.RestApi) -> None:
+    """Make `api`'s deployment depend on where the VPC link lives.
+
+    A REST API stage serves a deployment, a snapshot of the methods' integrations with the VPC link's
+    id; CDK names the deployment by a hash of the methods as written, which the property overrides
+    that set the link are not part of. Moving the link to other subnets replaces it (CloudFormation:
+    `AWS::ApiGatewayV2::VpcLink` `SubnetIds`, "Update requires: Replacement"), so without this the
+    stage would keep serving a snapshot naming the deleted link."""
+    deployment = api.latest_deployment
+    if deployment is not None:
+        deployment.add_to_logical_id(LINK_PLACEMENT)
 
 
 class FrontDoor(Construct):
@@ -70,7 +88,8 @@ class FrontDoor(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        private = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        # Subnets of their own (stacks/constructs/network.py): the proxy's NetworkPolicy admits them.
+        subnets = ec2.SubnetSelection(subnet_group_name=LOAD_BALANCER_SUBNETS)
         self.link_security_group = ec2.SecurityGroup(
             self,
             "VpcLinkSecurityGroup",
@@ -104,7 +123,7 @@ class FrontDoor(Construct):
             "Alb",
             load_balancer_name=name,
             vpc=vpc,
-            vpc_subnets=private,
+            vpc_subnets=subnets,
             internet_facing=False,
             security_group=self.alb_security_group,
             drop_invalid_header_fields=True,
@@ -135,7 +154,7 @@ class FrontDoor(Construct):
             "VpcLink",
             vpc_link_name=name,
             vpc=vpc,
-            subnets=private,
+            subnets=subnets,
             security_groups=[self.link_security_group],
         )
         self.access_logs = logs.LogGroup(
@@ -226,4 +245,5 @@ class FrontDoor(Construct):
         cfn.add_property_override("Integration.ConnectionType", "VPC_LINK")
         cfn.add_property_override("Integration.ConnectionId", self.vpc_link.vpc_link_id)
         cfn.add_property_override("Integration.IntegrationTarget", self.alb.load_balancer_arn)
+        redeploy_with_link(self.api)
         return method

@@ -59,7 +59,13 @@ from gco.global_access.authorizer import (
 from gco.global_access.key_store import KEYS_TABLE_ENV
 from gco.reconcile.proxy.routes import HEALTH_PATH
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
-from stacks.constructs.front_door import ACCESS_LOG_FORMAT, INFERENCE_PREFIX, STAGE, FrontDoor
+from stacks.constructs.front_door import (
+    ACCESS_LOG_FORMAT,
+    INFERENCE_PREFIX,
+    STAGE,
+    FrontDoor,
+    redeploy_with_link,
+)
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.reconciler import ENI_ACTIONS, XRAY_ACTIONS, function_logs
 from stacks.constructs.retained import retained_name
@@ -149,6 +155,7 @@ class GlobalFrontDoor(Construct):
         self._error_responses()
         self.method = self._inference_method(front_door)
         self.health_method = self._health_method(front_door)
+        redeploy_with_link(self.api)  # its methods name the front door's VPC link too
         self.domains = {
             kind: restapi.DomainName(
                 self,

@@ -97,15 +97,19 @@ def _sizes(group: NodeGroupConfig, instance_types: list[str], kind: str) -> dict
 def _gpu_storage(
     scope: Construct, construct_id: str, group: NodeGroupConfig, instance_types: list[str], kind: str
 ) -> dict[str, object]:
-    """The group's sizes, with the instance store launch template where every type has instance store
-    (`stacks/constructs/node_storage.py`; the root volume then moves into the template)."""
+    """The group's sizes: the instance store launch template where every type has instance store
+    (`stacks/constructs/node_storage.py`; the root volume then moves into the template), else a root
+    volume of `model_disk_gib`, which holds the models."""
     sizes = _sizes(group, instance_types, kind)
-    if uses_instance_store(instance_types):
-        template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
-        del sizes["disk_size"]
-        sizes["launch_template_spec"] = eks.LaunchTemplateSpec(
-            id=template.ref, version=template.attr_latest_version_number
-        )
+    if not uses_instance_store(instance_types):
+        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib` (gco.node_storage).
+        sizes["disk_size"] = group.model_root_gib
+        return sizes
+    template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
+    del sizes["disk_size"]
+    sizes["launch_template_spec"] = eks.LaunchTemplateSpec(
+        id=template.ref, version=template.attr_latest_version_number
+    )
     return sizes
 
 

@@ -1,4 +1,14 @@
-"""The Region's network: a VPC of two AZs, its NAT, flow logs and VPC endpoints."""
+"""The Region's network: a VPC of two AZs, its NAT, flow logs and VPC endpoints.
+
+Three kinds of subnet per zone: public (the NAT gateway only), private (nodes and their pods, the
+EKS cluster's interfaces, Lambdas, the runner) and load balancer (`LOAD_BALANCER_SUBNETS`: the front
+door's internal ALB and its VPC link, nothing else). The last are isolated (no route out: an internal
+ALB and a VPC link reach only the VPC) and hold no node, so no pod takes an address there (the VPC
+CNI gives a pod an address of its node's subnet): their CIDRs admit the load balancer and no pod in
+the proxy's NetworkPolicy (gco/reconcile/render_network.py), as the EKS User Guide recommends load
+balancers in "separate subnets" ("Cluster VPC and subnet considerations"). They come after the
+others in the VPC's address plan, so adding them left the existing subnets' CIDRs as they were.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,8 @@ from constructs import Construct
 from gco.deployment.config import ZONES_PER_VPC
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.retained import retained_name
+
+LOAD_BALANCER_SUBNETS = "load-balancer"  # the subnet group of the front door's ALB and VPC link
 
 # Interface endpoints (private DNS on) for what nodes and functions call most: image pulls (ECR's API
 # and registry; the layers themselves come from S3), role credentials (STS, Pod Identity's token
@@ -28,8 +40,9 @@ GATEWAY_ENDPOINTS = {
 
 
 class Network(Construct):
-    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner, flow
-    logs; one NAT gateway or one per zone; VPC endpoints for ECR, S3, STS, DynamoDB and Logs."""
+    """Two AZs, public subnets for NAT only, private subnets for nodes, Lambdas and the runner,
+    isolated subnets for the front door's load balancer alone, flow logs; one NAT gateway or one per
+    zone; VPC endpoints for ECR, S3, STS, DynamoDB and Logs."""
 
     def __init__(
         self,
@@ -43,6 +56,7 @@ class Network(Construct):
         nat_per_zone: bool = False,
         endpoints: bool = True,
         zones: list[str] | None = None,
+        load_balancer_mask: int = 26,
     ) -> None:
         super().__init__(scope, construct_id)
         # Named zones where the config names them; else two, which CDK takes from Fn::GetAZs at deploy.
@@ -64,6 +78,11 @@ class Network(Construct):
                 ec2.SubnetConfiguration(
                     name="private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=19
                 ),
+                ec2.SubnetConfiguration(
+                    name=LOAD_BALANCER_SUBNETS,
+                    subnet_type=ec2.SubnetType.PRIVATE_ISOLATED,
+                    cidr_mask=load_balancer_mask,
+                ),
             ],
         )
         # One NAT gateway (in the first public subnet) serves both AZs' private subnets: the other
@@ -71,6 +90,7 @@ class Network(Construct):
         if not nat_per_zone:
             for subnet in self.vpc.public_subnets[1:]:
                 subnet.node.try_remove_child("DefaultRoute")
+        self.load_balancer_subnets = ec2.SubnetSelection(subnet_group_name=LOAD_BALANCER_SUBNETS)
         if endpoints:
             self._endpoints(name, cidr)
         flow_logs = logs.LogGroup(

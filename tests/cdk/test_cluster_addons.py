@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match, Template
 
 from gco.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
 from gco.deployment.charts import CHART_RELEASES, installed_charts
-from gco.reconcile.environment import LOAD_BALANCER_CIDRS_ENV
+from gco.reconcile.environment import CONTROL_PLANE_CIDRS_ENV, LOAD_BALANCER_CIDRS_ENV
 from gco.reconcile.settings import DEFAULT_SETTINGS
 from stacks.config import ConfigError, parse_config
 from stacks.constructs.cluster_addons import CHARTS, chart_values
@@ -75,34 +75,43 @@ def test_the_vpc_cni_enforces_network_policies_and_the_reconciler_knows_the_load
     synthesized: Synthesized,
 ) -> None:
     """The managed VPC CNI add-on runs its network policy agent (taking over the self-managed CNI's
-    fields), and the proxy's NetworkPolicy admits the subnets the front door's ALB lives in."""
+    fields); the proxy's NetworkPolicy admits to its serving port the subnets the front door's ALB and
+    VPC link live in, which hold nothing else (isolated, no node group's), and to its status port the
+    cluster's subnets (where the API server's pod proxy connects from)."""
     template = synthesized.template_json(f"gco-regional-{OTHER}")
+    resources = template["Resources"]
     (cni,) = [
         r["Properties"]
-        for r in template["Resources"].values()
+        for r in resources.values()
         if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == "vpc-cni"
     ]
     assert json.loads(cni["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
     assert cni["ResolveConflicts"] == "OVERWRITE"
-    cidrs = reconciler_env(template)[LOAD_BALANCER_CIDRS_ENV].split(",")
-    subnets = {
-        r["Properties"]["CidrBlock"]: r["Properties"]
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::EC2::Subnet"
+    env = reconciler_env(template)
+    by_cidr = {
+        r["Properties"]["CidrBlock"]: key for key, r in resources.items() if r["Type"] == "AWS::EC2::Subnet"
     }
-    assert len(cidrs) == 2 and all(cidr in subnets for cidr in cidrs)
+    balancer = {by_cidr[cidr] for cidr in env[LOAD_BALANCER_CIDRS_ENV].split(",")}
+    control = {by_cidr[cidr] for cidr in env[CONTROL_PLANE_CIDRS_ENV].split(",")}
+    assert len(balancer) == 2 and len(control) == 2 and not balancer & control
     (alb,) = [
         r["Properties"]
-        for r in template["Resources"].values()
+        for r in resources.values()
         if r["Type"] == "AWS::ElasticLoadBalancingV2::LoadBalancer"
     ]
-    alb_subnets = {ref["Ref"] for ref in alb["Subnets"]}
-    by_id = {
-        r["Properties"]["CidrBlock"]: key
-        for key, r in template["Resources"].items()
-        if r["Type"] == "AWS::EC2::Subnet"
+    assert {ref["Ref"] for ref in alb["Subnets"]} == balancer
+    (link,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::VpcLink"]
+    assert {ref["Ref"] for ref in link["SubnetIds"]} == balancer
+    for group in (r["Properties"] for r in resources.values() if r["Type"] == "AWS::EKS::Nodegroup"):
+        assert not {ref["Ref"] for ref in group["Subnets"]} & balancer  # no node, so no pod, there
+    routes = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::Route"]
+    tables = {
+        r["Properties"]["RouteTableId"]["Ref"]
+        for r in resources.values()
+        if r["Type"] == "AWS::EC2::SubnetRouteTableAssociation"
+        and r["Properties"]["SubnetId"]["Ref"] in balancer
     }
-    assert {by_id[cidr] for cidr in cidrs} == alb_subnets
+    assert not [route for route in routes if route["RouteTableId"]["Ref"] in tables]  # isolated
 
 
 def test_keda_prometheus_dcgm_in_every_region_by_default(synthesized: Synthesized) -> None:

@@ -127,9 +127,10 @@ def test_network_cidr_nat_per_zone_and_no_endpoints() -> None:
     template.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.80.0.0/16"})
     template.resource_count_is("AWS::EC2::NatGateway", 2)
     template.resource_count_is("AWS::EC2::VPCEndpoint", 0)
-    # The zones the config names, written as names (not Fn::GetAZs), one public and one private each.
+    # The zones the config names, written as names (not Fn::GetAZs), one public, one private and one
+    # load balancer subnet each.
     subnets = template.find_resources("AWS::EC2::Subnet")
-    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets.values()) == sorted(ZONES * 2)
+    assert sorted(s["Properties"]["AvailabilityZone"] for s in subnets.values()) == sorted(ZONES * 3)
     # The home Region keeps its default network: the base's first /16.
     Template.from_stack(options_app().regional[HOME]).has_resource_properties(
         "AWS::EC2::VPC", {"CidrBlock": "10.64.0.0/16"}

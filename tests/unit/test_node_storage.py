@@ -3,8 +3,12 @@ the refusal of a model no GPU node of the Region can hold."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
+import moto
 import pytest
 
 from gco import node_storage
@@ -30,10 +34,42 @@ def test_every_gpu_instance_type_has_its_instance_store_listed_or_is_known_to_ha
     assert set(node_storage.INSTANCE_STORE_GB) <= set(INSTANCE_SIZES)
     assert {"p3.2xlarge", "p3.8xlarge", "p3.16xlarge"} == node_storage.WITHOUT_INSTANCE_STORE
     assert node_storage.instance_store_gib("g6e.xlarge") == 232  # 250 GB
-    assert node_storage.instance_store_gib("p5.48xlarge") == 28610  # 8 x 3840 GB
+    assert node_storage.instance_store_gib("p5.48xlarge") == 28312  # 8 x 3800 GB
     assert node_storage.instance_store_gib("p3.2xlarge") == 0
     assert node_storage.node_storage_gib("p3.2xlarge", 500) == 500
     assert node_storage.node_storage_gib("p3.2xlarge", None) is None
+
+
+def test_the_table_agrees_with_what_ec2_describe_instance_types_answers() -> None:
+    """moto keeps EC2's DescribeInstanceTypes answers (`InstanceStorageInfo`) for every type it
+    knows; each row here has the same disks and total, and a type moto lists without instance store
+    is not in the table. (moto has no P3: see gco.node_storage.)"""
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    answers: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    checked = 0
+    for item in INSTANCE_SIZES:
+        if item not in answers:
+            continue
+        storage = answers[item].get("InstanceStorageInfo")
+        if storage is None:
+            assert item not in node_storage.INSTANCE_STORE_GB
+            continue
+        disks = [(disk["Count"], disk["SizeInGB"]) for disk in storage["Disks"]]
+        assert [node_storage.INSTANCE_STORE_DISKS[item]] == disks, item
+        assert node_storage.INSTANCE_STORE_GB[item] == storage["TotalSizeInGB"], item
+        checked += 1
+    assert checked == len(node_storage.INSTANCE_STORE_GB)  # every row was checked
+
+
+def test_the_deploy_guide_lists_every_type_as_the_table_does() -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for item in INSTANCE_SIZES:
+        (row,) = [line for line in guide.splitlines() if line.startswith(f"| {item} |")]
+        if item in node_storage.INSTANCE_STORE_DISKS:
+            count, gb = node_storage.INSTANCE_STORE_DISKS[item]
+            assert f"| {count} x {gb} GB NVMe SSD | {node_storage.instance_store_gib(item)} GiB |" in row
+        else:
+            assert "| none (EBS only) | root volume, `gpu_nodes.model_disk_gib` |" in row
 
 
 def test_a_sized_model_gets_its_room_on_the_node_and_its_synced_directory_is_limited_to_it() -> None:

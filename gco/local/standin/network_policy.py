@@ -16,8 +16,13 @@ kubernetes.io/docs/concepts/services-networking/network-policies/:
   given).
 - A peer with `podSelector` only: pods of the policy's own namespace; `namespaceSelector` only: every
   pod of the selected namespaces; both: the pods so labelled in those namespaces (one peer, not two);
-  `ipBlock`: source addresses in the CIDR and not in an `except`. A namespace is selected by its
-  labels, to which the API server adds `kubernetes.io/metadata.name: <name>`.
+  `ipBlock`: source addresses in the CIDR and not in an `except`, a pod's address as well as any
+  other. Kubernetes leaves that open ("These should be cluster-external IPs, since Pod IPs are
+  ephemeral and unpredictable"); the VPC CNI's network policy agent matches the block on the packet's
+  source address, which for a pod is an address of its node's subnet, and so does this model: a block
+  that covers a node subnet admits its pods (why the proxy's policy names subnets without nodes,
+  gco/reconcile/render_network.py). A namespace is selected by its labels, to which the API server
+  adds `kubernetes.io/metadata.name: <name>`.
 - Selectors: `matchLabels` and `matchExpressions` (In, NotIn, Exists, DoesNotExist), all of them.
 
 What it does not model: egress (no rendered policy has egress rules, so `Egress` isolation is not

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gco import aws
 from gco.endpoints import EndpointStore
 from gco.local.moto.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli, table_items
@@ -29,7 +30,10 @@ def test_deploy_and_update_refuse_a_source_outside_the_prefixes(
         "(s3://models/llama/)\n"
     )
     assert table_items(store) == []
-    cli(*deploy, "--model-source", "s3://models/llama/8b")
+    s3 = aws.client("s3", endpoint_url=cli.server.url, region="us-east-1")
+    s3.create_bucket(Bucket="models")
+    s3.put_object(Bucket="models", Key="llama/8b/model.safetensors", Body=b"weights")
+    cli(*deploy, "--model-source", "s3://models/llama/8b")  # sized from the source (test_model_size.py)
     before = table_items(store)
     _, err = cli("inference", "update", "m", "--model-source", "s3://elsewhere/x", code=2)
     assert "model_source: s3://elsewhere/x is outside" in err and err.count("\n") == 1

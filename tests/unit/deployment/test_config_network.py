@@ -43,6 +43,10 @@ def test_an_explicit_network_replaces_the_default_of_its_region() -> None:
             "gco.network.vpc_cidrs: '10.0.0.0/8' must be",
         ),
         ({"network": {"base_cidr": "nonsense"}}, "gco.network.base_cidr: 'nonsense' is not an IPv4 network"),
+        (  # an ALB needs at least a /27 per subnet
+            {"network": {"load_balancer_subnet_mask": 28}},
+            "gco.network.load_balancer_subnet_mask: Input should be less than or equal to 27",
+        ),
         (
             {"network": {"availability_zones": {"us-east-1": ["us-east-1a"]}}},
             "gco.network.availability_zones: us-east-1: name 2 different zones",

@@ -94,3 +94,19 @@ def test_label_selector_expressions() -> None:
     assert selects({"matchExpressions": [{"key": "app", "operator": "Exists"}]}, labels)
     assert not selects({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}, labels)
     assert selects({}, labels) and selects(None, {})
+
+
+def test_an_ip_block_matches_a_pods_address_as_the_vpc_cni_agent_does() -> None:
+    """With the VPC CNI a pod's address is one of its node's subnet and the agent matches `ipBlock`s on
+    it, so a block admits the pods inside it: why the proxy admits only subnets that hold no node."""
+    block = policy(
+        {
+            "podSelector": {},
+            "ingress": [{"from": [{"ipBlock": {"cidr": "10.64.96.0/26"}}], "ports": [{"port": "pg"}]}],
+        }
+    )
+    pod_in_block = Peer("other", {"app": "curl"}, ip="10.64.96.9")
+    pod_outside = Peer("other", {"app": "curl"}, ip="10.64.40.9")
+    assert admits([block], {}, TARGET, TCP_5432, pod_in_block)
+    assert not admits([block], {}, TARGET, TCP_5432, pod_outside)
+    assert not admits([block], {}, TARGET, TCP_5432, Peer("other", {"app": "curl"}))  # address unknown

@@ -12,7 +12,11 @@ from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.endpoints.errors import InvalidSpecError
 from gco.local.standin.network_policy import Peer, Port, admits
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
-from gco.reconcile.environment import LOAD_BALANCER_CIDRS_ENV, ReconcilerEnvironment
+from gco.reconcile.environment import (
+    CONTROL_PLANE_CIDRS_ENV,
+    LOAD_BALANCER_CIDRS_ENV,
+    ReconcilerEnvironment,
+)
 from gco.reconcile.objects import (
     ENDPOINT_LABEL,
     HASH_ANNOTATION,
@@ -87,22 +91,43 @@ def test_mooncake_roles_admit_each_other_on_any_port() -> None:
     assert len(policies_of({})[0]["spec"]["ingress"]) == 2  # a plain endpoint: no such rule
 
 
+LB_SUBNETS = ("10.64.96.0/26", "10.64.96.64/26")  # the load balancer's own (stacks/constructs/network.py)
+NODE_SUBNETS = ("10.64.32.0/19", "10.64.64.0/19")  # nodes, pods and the cluster's interfaces
+
+
 def test_the_system_objects_deny_by_default_and_isolate_the_proxy_where_the_subnets_are_known() -> None:
     unknown = network_objects(RenderSettings(), RECONCILER_GRANT)
     assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in unknown] == [
         (NAMESPACE, DEFAULT_DENY)
     ]
     assert unknown[0]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
-    cidrs = ("10.64.32.0/19", "10.64.64.0/19")
-    known = network_objects(RenderSettings(load_balancer_cidrs=cidrs), RECONCILER_GRANT)
+    half = RenderSettings(load_balancer_cidrs=LB_SUBNETS)  # without the control plane's: no probe path
+    assert len(network_objects(half, RECONCILER_GRANT)) == 1
+    settings = RenderSettings(load_balancer_cidrs=LB_SUBNETS, control_plane_cidrs=NODE_SUBNETS)
+    known = network_objects(settings, RECONCILER_GRANT)
     proxy_policy = known[-1]
     assert proxy_policy["metadata"]["namespace"] == SYSTEM_NAMESPACE
-    proxy_pod = Peer(SYSTEM_NAMESPACE, proxy_labels())
-    for port in ("https", "status"):
-        assert admits(known, {}, proxy_pod, Port(name=port), Peer("", ip="10.64.40.7"))
-    assert not admits(known, {}, proxy_pod, Port(name="https"), Peer("", ip="10.64.0.9"))
-    assert not admits(known, {}, proxy_pod, Port(name="https"), Peer("default", {"app": "curl"}))
     assert proxy_labels() == PROXY_POD_LABELS  # the endpoint renderer's copy holds
+
+
+def test_the_proxy_serves_only_the_load_balancer_and_answers_its_status_only_to_the_cluster_subnets() -> None:
+    """The ALB's nodes take addresses of its own subnets; a pod takes one of its node's subnet, and the
+    VPC CNI's agent matches an ipBlock on it (the stand-in models that): so a pod, even one whose
+    address lies in the cluster's subnets, never reaches the serving port."""
+    settings = RenderSettings(load_balancer_cidrs=LB_SUBNETS, control_plane_cidrs=NODE_SUBNETS)
+    known = network_objects(settings, RECONCILER_GRANT)
+    proxy_pod = Peer(SYSTEM_NAMESPACE, proxy_labels())
+    https, status = Port(name="https"), Port(name="status")
+    alb = Peer("", ip="10.64.96.70")
+    api_server = Peer("", ip="10.64.33.4")  # the control plane's ENI in a cluster subnet
+    pod = Peer("default", {"app": "curl"}, ip="10.64.40.7")  # a pod of a node in a private subnet
+    assert admits(known, {}, proxy_pod, https, alb)
+    assert not admits(known, {}, proxy_pod, status, alb)
+    assert admits(known, {}, proxy_pod, status, api_server)
+    assert not admits(known, {}, proxy_pod, https, api_server)
+    assert not admits(known, {}, proxy_pod, https, pod)  # the gap the old subnets-shared rule left
+    assert admits(known, {}, proxy_pod, status, pod)  # route digests only: docs/deploy.md says so
+    assert not admits(known, {}, proxy_pod, https, Peer("", ip="10.64.0.9"))  # the NAT's subnet
 
 
 def test_the_reconciler_may_write_network_policies_where_it_renders_them_and_the_runner_only_reads() -> None:
@@ -116,10 +141,20 @@ def test_the_reconciler_may_write_network_policies_where_it_renders_them_and_the
 
 
 def test_the_stack_tells_the_reconciler_the_load_balancer_subnets_and_a_bad_one_names_the_variable() -> None:
-    environment = ReconcilerEnvironment(cluster_name="c", region=EAST, load_balancer_cidrs=("10.64.32.0/19",))
+    environment = ReconcilerEnvironment(
+        cluster_name="c",
+        region=EAST,
+        load_balancer_cidrs=("10.64.32.0/19",),
+        control_plane_cidrs=NODE_SUBNETS,
+    )
     env = environment.to_env()
     assert env[LOAD_BALANCER_CIDRS_ENV] == "10.64.32.0/19"
+    assert env[CONTROL_PLANE_CIDRS_ENV] == "10.64.32.0/19,10.64.64.0/19"
     assert ReconcilerEnvironment.from_env(env).load_balancer_cidrs == ("10.64.32.0/19",)
+    assert ReconcilerEnvironment.from_env(env).control_plane_cidrs == NODE_SUBNETS
+    with pytest.raises(InvalidSpecError) as raised:
+        ReconcilerEnvironment.from_env({**env, CONTROL_PLANE_CIDRS_ENV: "10.64.32.0/40"})
+    assert raised.value.field == CONTROL_PLANE_CIDRS_ENV
     assert ReconcilerEnvironment.from_env({**env, LOAD_BALANCER_CIDRS_ENV: ""}).load_balancer_cidrs is None
     with pytest.raises(InvalidSpecError) as raised:
         ReconcilerEnvironment.from_env({**env, LOAD_BALANCER_CIDRS_ENV: "10.64.32.0/33"})
