@@ -30,19 +30,16 @@ from gco.endpoint_secrets import SecretValue
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
-from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
-from gco.reconcile.objects import (
-    ENDPOINT_LABEL,
-    POD,
-    ObjectRef,
-    labels_of,
-)
-from gco.reconcile.ownership import claim
+from gco.reconcile.acting import act
+from gco.reconcile.errors import ClusterRejectedError
+from gco.reconcile.objects import ENDPOINT_LABEL, POD, labels_of
+from gco.reconcile.observation import Acted, Observation, PassResult, Planned, Rejected, plan_of
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy.route_keeper import RouteKeeper, is_route_key, note_applied, note_deleted
+from gco.reconcile.proxy.route_keeper import RouteKeeper
+from gco.reconcile.proxy.routes import Route
 from gco.reconcile.record_writes import Outcome, RecordWriter, Tally
 from gco.reconcile.refusals import refusal
 from gco.reconcile.secret_sync import EndpointSecret
@@ -50,14 +47,6 @@ from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import SystemReport, ensure_system
 
 log = logging.getLogger(__name__)
-MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
-
-
-def _replace(observed: Sequence[dict[str, Any]], answers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`observed` with each object the API server answered for replaced by its answer."""
-    fresh = {ObjectRef.of(obj).key: obj for obj in answers}
-    kept = [obj for obj in observed if ObjectRef.of(obj).key not in fresh]
-    return kept + list(fresh.values())
 
 
 class Reconciler:
@@ -218,62 +207,35 @@ class Reconciler:
         tally: Tally,
         listed: list[dict[str, Any]] | None = None,
     ) -> Outcome:
+        """Passes of observe, plan (gathering what the plan asks for), act, until done or out of time.
+
+        Each pass starts from one `Observation`: the API server's answers to the last pass's applies
+        when it only applied (`Acted.next`), else a fresh read of the record and of the objects (the
+        batch's list on the first pass). Every terminal reason, wherever found, ends here.
+        """
         deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
-        carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
+        carried: Observation | None = None
         for _ in range(self.max_passes):
-            if carried is None and listed is not None:
-                record, observed, listed = self.records.read(name), listed, None
-            elif carried is None:
-                record = self.records.read(name)
-                observed = self.cluster.list({ENDPOINT_LABEL: name})
-            else:
-                record, observed = carried
-                carried = None
-            refused = refusal(record, self.region, self.grant, self.settings)
-            if refused is not None:
-                self.records.record_error(name, record, refused, tally)
-                return tally.outcome("terminal", refused)
-            # The secrets' versions before the plan: their digest is on the pod template, so a
-            # rotation rolls the pods (secret_sync.py).
-            read = self.secrets.read(record, secret_reads)
-            digest = read.digest if read is not None else None
-            step = plan(name, record, self.region, observed, self.settings, secret_digest=digest)
-            if step.needs_pods and record is not None:
-                pods = self._pods(record)
-                step = plan(name, record, self.region, observed, self.settings, pods, secret_digest=digest)
-            if step.needs_route is not None:
-                route = self._ask(step, tally)
-                step = plan(
-                    name, record, self.region, observed, self.settings, route=route, secret_digest=digest
-                )
-            last = step.reason
-            if step.acts_on_cluster:
-                rejected = self.secrets.sync(
-                    name, record, read=read, applies=bool(step.apply), deletes=step.delete, observed=observed
-                )
-                if rejected is not None:
-                    self.records.record_error(name, record, rejected, tally)
-                    return tally.outcome("terminal", rejected)
-                answers: list[dict[str, Any]] = []
-                rejected = self._act(name, record, step, tally, answers, observed)
-                if rejected is not None:
-                    return tally.outcome("terminal", rejected)
-                if step.status is not None:
-                    self.records.write_status(name, record, step.status, tally)
-                elif not step.delete:
-                    # Only applies: the API server's answers are the new observation, and this
-                    # read of the record still fences the status write that follows.
-                    carried = (record, _replace(observed, answers))
+            seen = carried or self._observe(name, listed, secret_reads)
+            carried, listed = None, None
+            result = self._pass(name, seen, tally)
+            if isinstance(result, Rejected):
+                self.records.record_error(name, seen.record, result.message, tally)
+                return tally.outcome("terminal", result.message)
+            last = result.step.reason
+            if isinstance(result, Acted):
+                carried = result.next
                 continue  # observe the result before deciding anything else
+            step = result.step
             if (
                 step.status is not None
-                and self.records.write_status(name, record, step.status, tally) is None
+                and self.records.write_status(name, seen.record, step.status, tally) is None
             ):
                 continue  # lost a race with another writer: read again
             if step.purge:
-                self.records.purge(name, record, tally)
+                self.records.purge(name, seen.record, tally)
             if step.converged:
                 return tally.outcome("done", last)
             if self._clock() >= deadline:
@@ -281,15 +243,64 @@ class Reconciler:
             self._sleep(self.poll)
         return tally.outcome("requeue", f"pass limit reached: {last}", self.poll)
 
-    def _ask(self, step: Plan, tally: Tally) -> RouteCheck:
-        """What the proxy says of the route `step` would report running. With a proxy to ask, a route
-        this call changed is stored first (it is otherwise stored as the batch ends), so the proxy
-        can have it; without one, a route is served once stored, and it is (as the batch ends)."""
-        assert step.needs_route is not None
+    def _observe(
+        self, name: str, listed: list[dict[str, Any]] | None, secret_reads: dict[str, SecretValue]
+    ) -> Observation:
+        """The record read now, the endpoint's objects (`listed` by the batch, or listed now), and its
+        secrets' versions (their digest is on the pod template, so a rotation rolls the pods)."""
+        record = self.records.read(name)
+        objects = listed if listed is not None else self.cluster.list({ENDPOINT_LABEL: name})
+        return Observation(record, tuple(objects), self.secrets.read(record, secret_reads))
+
+    def _pass(self, name: str, seen: Observation, tally: Tally) -> PassResult:
+        """One pass on `seen`: refuse, or plan (gathering what the plan asks for) and act."""
+        refused = refusal(seen.record, self.region, self.grant, self.settings)
+        if refused is not None:
+            return Rejected(refused)
+        step, seen = self._gather(name, seen, tally)
+        if not step.acts_on_cluster:
+            return Planned(step)
+        record = seen.record
+        rejected = self.secrets.sync(
+            name,
+            record,
+            read=seen.secret,
+            applies=bool(step.apply),
+            deletes=step.delete,
+            observed=seen.objects,
+        )
+        if rejected is not None:
+            return Rejected(rejected)
+        done = act(self.cluster, self.region, name, seen, step, tally)
+        if done.rejected is not None:
+            return Rejected(done.rejected)
+        if step.status is not None:
+            self.records.write_status(name, record, step.status, tally)
+            return Acted(step, None)
+        # Only applies: the API server's answers are the new observation, and this read of the
+        # record still fences the status write that follows. After deletes, list afresh.
+        return Acted(step, None if step.delete else seen.after_applies(done.answers))
+
+    def _gather(self, name: str, seen: Observation, tally: Tally) -> tuple[Plan, Observation]:
+        """Plan on `seen`, adding what the plan asks for and planning again until it asks for nothing
+        (at most twice: `planner` module docstring); returns the last plan and what it was made on."""
+        step = plan_of(name, seen, self.region, self.settings)
+        while step.needs_pods or step.needs_route is not None:
+            if step.needs_route is not None:
+                seen = seen.with_route(self._ask(step.needs_route, tally))
+            else:
+                seen = seen.with_pods(self._pods(name, seen.record))
+            step = plan_of(name, seen, self.region, self.settings)
+        return step, seen
+
+    def _ask(self, route: Route, tally: Tally) -> RouteCheck:
+        """What the proxy says of `route`. With a proxy to ask, a route this call changed is stored
+        first (it is otherwise stored as the batch ends), so the proxy can have it; without one, a
+        route is served once stored, and it is (as the batch ends)."""
         if tally.routes and self.routes.probe is not None:
             self.routes.refresh(tally.routes)
             tally.routes = RouteChanges()
-        return RouteCheck(self.routes.unserved(step.needs_route))
+        return RouteCheck(self.routes.unserved(route))
 
     def reconcile_snapshot(self, record: EndpointRecord, observed: Sequence[dict[str, Any]]) -> Outcome:
         """The sweep's fast path: no I/O when a consistent snapshot shows nothing to do.
@@ -304,82 +315,12 @@ class Reconciler:
             return Outcome("done", detail=step.reason)
         return self.reconcile(record.endpoint_name, wait=0.0)
 
-    # -- steps ---------------------------------------------------------------------------------
-
-    def _act(
-        self,
-        name: str,
-        record: EndpointRecord | None,
-        step: Plan,
-        tally: Tally,
-        answers: list[dict[str, Any]],
-        observed: Sequence[dict[str, Any]] = (),
-    ) -> str | None:
-        if step.delete:
-            try:
-                self.cluster.delete(step.delete)
-            except Exception:  # the deletes may or may not have been made
-                if any(is_route_key(ref.kind, ref.namespace) for ref in step.delete):
-                    tally.routes.rebuild = True
-                raise
-            note_deleted(tally.routes, name, step.delete)
-            tally.deleted += len(step.delete)
-            log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
-        owned = {ObjectRef.of(obj).key for obj in observed}
-        results = self._apply_all(name, record, step.apply, owned)
-        note_applied(tally.routes, name, step.apply, results)
-        answered = [result for result in results if isinstance(result, dict)]
-        answers.extend(answered)
-        tally.applied += len(answered)
-        for error in results:
-            if isinstance(error, ClusterRejectedError):
-                log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
-                message = str(error)
-                if isinstance(error, KindNotServedError):
-                    message = f"{error.kind.kind} needs {error.needs} in {self.region}"
-                self.records.record_error(name, record, message, tally)
-                return message
-            if isinstance(error, Exception):
-                raise error
-        return None
-
-    def _apply_all(
-        self,
-        name: str,
-        record: EndpointRecord | None,
-        objects: Sequence[dict[str, Any]],
-        owned: set[tuple[str, str, str]],
-    ) -> list[dict[str, Any] | Exception]:
-        """Apply independent objects concurrently (one round trip, not one per object), in plan order.
-
-        Every object of a plan is independent: its namespace exists (`ensure_system`), and no
-        object's admission depends on another (a Service or autoscaler may name a Deployment that
-        does not exist yet). Each result is the API server's answer or the error it raised. An
-        object not among `owned` (the keys listed under the endpoint's label) is applied only
-        once a read shows its name is free or already the endpoint's (`_claim`).
-        """
-
-        def one(obj: dict[str, Any]) -> dict[str, Any] | Exception:
-            try:
-                if ObjectRef.of(obj).key not in owned:
-                    claim(self.cluster, name, record, obj)
-                return self.cluster.apply(obj)
-            except Exception as error:  # returned in plan order; `_act` decides
-                return error
-
-        if len(objects) <= 1:
-            return [one(obj) for obj in objects]
-        with ThreadPoolExecutor(
-            max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply"
-        ) as pool:
-            return list(pool.map(one, objects))
-
-    def _pods(self, record: EndpointRecord) -> list[dict[str, Any]]:
+    def _pods(self, name: str, record: EndpointRecord | None) -> list[dict[str, Any]]:
         """The endpoint's Pods (why replicas are not ready); none when they cannot be listed."""
+        if record is None:
+            return []
         try:
-            return self.cluster.list_in(POD, record.namespace, {ENDPOINT_LABEL: record.endpoint_name})
+            return self.cluster.list_in(POD, record.namespace, {ENDPOINT_LABEL: name})
         except ClusterRejectedError as error:  # a grant without Pods: report readiness without reasons
-            log.warning(
-                "pods not listed: endpoint=%s region=%s: %s", record.endpoint_name, self.region, error
-            )
+            log.warning("pods not listed: endpoint=%s region=%s: %s", name, self.region, error)
             return []
