@@ -9,8 +9,9 @@ again for what the observation already holds, so the loop ends.
 
 A pass ends as one `PassResult`: `Rejected` (a terminal reason, the one path that records the
 Region's `error` status), `Acted` (objects were applied or deleted: observe again, from `next` when
-the API server's answers are the new observation) or `Planned` (nothing to act on: write the status
-the plan carries, purge, finish or wait).
+the API server's answers are the new observation), `Planned` (nothing to act on: write the status
+the plan carries, purge, finish or wait) or `AwaitRoute` (the plan asks the proxy about the route,
+which the batch does for all its endpoints at once, after it merged their route changes).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from gco.endpoints.record import EndpointRecord
 from gco.reconcile.objects import ObjectRef
 from gco.reconcile.planner import Plan, RouteCheck, plan
+from gco.reconcile.proxy.routes import Route
 from gco.reconcile.secret_sync import SecretRead
 from gco.reconcile.settings import RenderSettings
 
@@ -101,7 +103,16 @@ class Planned:
     step: Plan
 
 
-PassResult = Rejected | Acted | Planned
+@dataclass(frozen=True)
+class AwaitRoute:
+    """The plan on `seen` asks what the proxy says of `route`, and the batch asks for every such
+    route at once after its route changes are in their shards (`Reconciler._run_batch`)."""
+
+    seen: Observation
+    route: Route
+
+
+PassResult = Rejected | Acted | Planned | AwaitRoute
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from gco import endpoint_secrets
@@ -31,14 +31,15 @@ from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.acting import act
+from gco.reconcile.batches import run_each, settled
 from gco.reconcile.errors import ClusterRejectedError
 from gco.reconcile.objects import ENDPOINT_LABEL, POD, labels_of
-from gco.reconcile.observation import Acted, Observation, PassResult, Planned, Rejected, plan_of
+from gco.reconcile.observation import Acted, AwaitRoute, Observation, PassResult, Planned, Rejected, plan_of
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy.route_keeper import RouteKeeper
+from gco.reconcile.proxy.route_keeper import Published, RouteKeeper
 from gco.reconcile.proxy.routes import Route
 from gco.reconcile.record_writes import Outcome, RecordWriter, Tally
 from gco.reconcile.refusals import refusal
@@ -159,27 +160,59 @@ class Reconciler:
     def _run_batch(
         self, names: Sequence[str], wait: float | None, concurrency: int, changes: RouteChanges
     ) -> dict[str, Future[Outcome]]:
-        """Each endpoint's reconcile; what they did to routes is added to `changes`."""
+        """Each endpoint's reconcile; what they did to routes is added to `changes`.
+
+        With a proxy to ask, in two phases (`docs/reconciler.md` draws it): each endpoint observes,
+        plans and acts until its plan asks what the proxy says of its route (`AwaitRoute`); then the
+        batch's route changes are merged into their shards at once and the proxy's pods told to load
+        them (`RouteKeeper.publish`), those pods are asked for every waiting endpoint's route, and
+        those endpoints go on with the answer.
+        """
         tallies = {name: Tally() for name in dict.fromkeys(names)}
         observed = self._observe_batch(list(tallies))
+        park = self.routes.probe is not None
+        first = run_each(
+            list(tallies),
+            lambda name: self._reconcile(name, wait, tallies[name], observed.get(name), park=park),
+            concurrency,
+        )
         futures: dict[str, Future[Outcome]] = {}
-        workers = max(1, min(concurrency, len(tallies)))
-        if workers == 1:
-            for name, tally in tallies.items():
-                futures[name] = Future()
-                try:
-                    futures[name].set_result(self._reconcile(name, wait, tally, observed.get(name)))
-                except Exception as error:  # handed to the caller through the future
-                    futures[name].set_exception(error)
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
-                futures = {
-                    name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
-                    for name, tally in tallies.items()
-                }
+        parked: dict[str, AwaitRoute] = {}
+        for name, future in first.items():
+            error = future.exception()
+            result = future.result() if error is None else None
+            if isinstance(result, AwaitRoute):
+                parked[name] = result
+            else:
+                futures[name] = settled(result, error)
+        if parked:
+            futures.update(self._resume(parked, tallies, wait, concurrency))
         for tally in tallies.values():
             changes.update(tally.routes)
         return futures
+
+    def _resume(
+        self, parked: dict[str, AwaitRoute], tallies: dict[str, Tally], wait: float | None, concurrency: int
+    ) -> dict[str, Future[Outcome]]:
+        """Publish the batch's route changes, answer each parked endpoint's route, and go on with it."""
+        pending = RouteChanges()
+        for tally in tallies.values():
+            pending.update(tally.routes)
+            tally.routes = RouteChanges()
+        try:
+            published = self.routes.publish(pending) if pending else Published()
+            asked = self.routes.unserved_all([waiting.route for waiting in parked.values()], published.pods)
+        except Exception as error:  # every parked endpoint fails with it (its changes stay recorded)
+            return {name: settled(error=error) for name in parked}
+        checks = {name: RouteCheck(asked[waiting.route.endpoint]) for name, waiting in parked.items()}
+
+        def go_on(name: str) -> Outcome:
+            start = parked[name].seen.with_route(checks[name])
+            result = self._reconcile(name, wait, tallies[name], start=start)
+            assert isinstance(result, Outcome)  # not parked again: park is off
+            return result
+
+        return run_each(list(parked), go_on, concurrency)
 
     def refresh_routes(self, changes: RouteChanges | None = None) -> None:
         """Hand route changes to the route keeper (None: not known, so it rebuilds the shards)."""
@@ -206,21 +239,28 @@ class Reconciler:
         wait: float | None,
         tally: Tally,
         listed: list[dict[str, Any]] | None = None,
-    ) -> Outcome:
+        *,
+        start: Observation | None = None,
+        park: bool = False,
+    ) -> Outcome | AwaitRoute:
         """Passes of observe, plan (gathering what the plan asks for), act, until done or out of time.
 
-        Each pass starts from one `Observation`: the API server's answers to the last pass's applies
-        when it only applied (`Acted.next`), else a fresh read of the record and of the objects (the
-        batch's list on the first pass). Every terminal reason, wherever found, ends here.
+        Each pass starts from one `Observation`: `start` (a parked endpoint's, with the proxy's
+        answer), the API server's answers to the last pass's applies when it only applied
+        (`Acted.next`), else a fresh read of the record and of the objects (the batch's list on the
+        first pass). Every terminal reason, wherever found, ends here. With `park`, a plan that asks
+        the proxy about the route ends the call with `AwaitRoute` (`_run_batch` asks for the batch).
         """
         deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
-        carried: Observation | None = None
+        carried = start
         for _ in range(self.max_passes):
             seen = carried or self._observe(name, listed, secret_reads)
             carried, listed = None, None
-            result = self._pass(name, seen, tally)
+            result = self._pass(name, seen, tally, park)
+            if isinstance(result, AwaitRoute):
+                return result
             if isinstance(result, Rejected):
                 self.records.record_error(name, seen.record, result.message, tally)
                 return tally.outcome("terminal", result.message)
@@ -252,12 +292,14 @@ class Reconciler:
         objects = listed if listed is not None else self.cluster.list({ENDPOINT_LABEL: name})
         return Observation(record, tuple(objects), self.secrets.read(record, secret_reads))
 
-    def _pass(self, name: str, seen: Observation, tally: Tally) -> PassResult:
+    def _pass(self, name: str, seen: Observation, tally: Tally, park: bool) -> PassResult:
         """One pass on `seen`: refuse, or plan (gathering what the plan asks for) and act."""
         refused = refusal(seen.record, self.region, self.grant, self.settings)
         if refused is not None:
             return Rejected(refused)
-        step, seen = self._gather(name, seen, tally)
+        step, seen = self._gather(name, seen, tally, park)
+        if step.needs_route is not None:
+            return AwaitRoute(seen, step.needs_route)
         if not step.acts_on_cluster:
             return Planned(step)
         record = seen.record
@@ -281,12 +323,15 @@ class Reconciler:
         # record still fences the status write that follows. After deletes, list afresh.
         return Acted(step, None if step.delete else seen.after_applies(done.answers))
 
-    def _gather(self, name: str, seen: Observation, tally: Tally) -> tuple[Plan, Observation]:
+    def _gather(self, name: str, seen: Observation, tally: Tally, park: bool) -> tuple[Plan, Observation]:
         """Plan on `seen`, adding what the plan asks for and planning again until it asks for nothing
-        (at most twice: `planner` module docstring); returns the last plan and what it was made on."""
+        (at most twice: `planner` module docstring); returns the last plan and what it was made on.
+        With `park`, a plan that asks about the route is returned as it is (the batch asks)."""
         step = plan_of(name, seen, self.region, self.settings)
         while step.needs_pods or step.needs_route is not None:
             if step.needs_route is not None:
+                if park:
+                    return step, seen
                 seen = seen.with_route(self._ask(step.needs_route, tally))
             else:
                 seen = seen.with_pods(self._pods(name, seen.record))

@@ -43,7 +43,14 @@ from gco.reconcile.objects import (
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import PendingRouteChanges, RouteChanges
-from gco.reconcile.proxy.route_shards import SHARDS, route_digest, shard_data, shard_name, shard_of, split
+from gco.reconcile.proxy.route_shards import (
+    SHARDS,
+    route_digest,
+    shard_data,
+    shard_name,
+    shard_of,
+    split,
+)
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore, RouteStore, StoredShard
 from gco.reconcile.proxy.routes import Route, route_of, route_table
 from gco.reconcile.render import ROUTE_ROLE, route_name
@@ -56,6 +63,14 @@ ROUTE_REFRESH_MAX_DELAY = 1.0
 # rebuilds the shard from the route objects instead.
 MERGE_ATTEMPTS = 3
 MAX_SHARD_WRITES = 8  # shard merges of one refresh in flight at once
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `RouteKeeper.publish` did: the ready proxy pods it told to load the shards it wrote
+    (None: it wrote none, or could not tell them; the pods are then listed when asked)."""
+
+    pods: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -130,11 +145,42 @@ class RouteKeeper:
         self._drain()
         return report
 
+    def publish(self, changes: RouteChanges) -> Published:
+        """Merge `changes` into their shards now, then have the proxy's pods load what was written.
+
+        For a batch that asks the proxy next (`Reconciler`): the pods told are returned, so that
+        asking them (`unserved_all`) needs no second list of them. When a refresh is running on
+        another thread, the changes are left to it (it merges them before it lets go).
+
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
+        """
+        self._pending.record(changes)
+        if not self._lock.acquire(blocking=False):
+            return Published()
+        try:
+            report = RouteReport()
+            self._refresh_pending_locked(report, nudge=False)
+            told = self._nudge(self.probe) if report.applied and self.probe is not None else None
+        finally:
+            self._lock.release()
+        self._drain()
+        return Published(None if told is None else tuple(told))
+
     def unserved(self, route: Route) -> str | None:
         """None once a request through every ready proxy pod would take `route`; else why not."""
         if self.probe is None:
             return None
         return self.probe.unserved(route.endpoint, route_digest(route))
+
+    def unserved_all(
+        self, routes: Sequence[Route], pods: Sequence[str] | None = None
+    ) -> dict[str, str | None]:
+        """`unserved` of each route, keyed by endpoint, from one list of the proxy's pods (none when
+        `pods` are given: `Published.pods`)."""
+        if self.probe is None or not routes:
+            return {route.endpoint: None for route in routes}
+        return self.probe.unserved_all({route.endpoint: route_digest(route) for route in routes}, pods)
 
     # -- refreshing ----------------------------------------------------------------------------
 
@@ -147,7 +193,7 @@ class RouteKeeper:
             finally:
                 self._lock.release()
 
-    def _refresh_pending_locked(self, report: RouteReport) -> None:
+    def _refresh_pending_locked(self, report: RouteReport, *, nudge: bool = True) -> None:
         while self._pending.stale:
             changes = self._pending.take()
             try:
@@ -157,18 +203,19 @@ class RouteKeeper:
                 raise
         if report.applied:
             log.info("route shards written: %s", ", ".join(report.applied))
-            if self.probe is not None:
+            if self.probe is not None and nudge:
                 self._nudge(self.probe)
 
     @staticmethod
-    def _nudge(probe: ProxyProbe) -> None:
+    def _nudge(probe: ProxyProbe) -> list[str] | None:
         """Have the proxy's kubelets load the written shards now (`proxy_probe.py`). Only a speed-up:
         the shards are stored, and each kubelet's periodic sync loads them anyway, so a failure is
         logged, never raised (`unserved` asks again for any pod still behind)."""
         try:
-            probe.refresh()
+            return probe.refresh()
         except ClusterError as error:
             log.warning("could not have the proxy's pods load the route shards now: %s", error)
+            return None
 
     def _apply_locked(self, changes: RouteChanges, report: RouteReport) -> None:
         if changes.rebuild:
