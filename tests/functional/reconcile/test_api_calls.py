@@ -10,7 +10,7 @@ injected clock), as the reachability probe asks them in EKS.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -62,15 +62,18 @@ def cluster(api: StandInKubeAPI) -> Iterator[KubeCluster]:
     client.close()
 
 
+def answering(reader: ShardReader) -> Callable[[int, str], tuple[int, str]]:
+    """A proxy pod's status port, answering from the shards its kubelet mounted."""
+    return lambda port, path: status_answer(reader.table(), port, path)
+
+
 def proxies(api: StandInKubeAPI, count: int) -> None:
     """`count` ready proxy pods answering from their mounted shards (loaded when annotated)."""
     clock = Clock()
     for index in range(count):
         name = f"proxy-{index}"
         reader = ShardReader(api, MountedShards(api, name, sync_s=KUBELET_SYNC_S, clock=clock, rng=Draw()))
-        api.register_pod(
-            proxy_pod(name, True), lambda port, path, reader=reader: status_answer(reader.table(), port, path)
-        )
+        api.register_pod(proxy_pod(name, True), answering(reader))
         reader.table()  # mounted when the pod started
 
 
