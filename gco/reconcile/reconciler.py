@@ -1,20 +1,22 @@
-"""The Regional reconciler: key in, fresh strong read, plan, act, observe, write.
+"""The Regional reconciler: endpoint names in, each endpoint brought to its record in one Region.
 
-Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), it
-reads the record with a strongly consistent read of the home table and the endpoint's objects
-from the Region's cluster, and acts on those alone. Outcomes, as in controller-runtime:
+Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), a
+reconcile reads the record with a strongly consistent read of the home table and the endpoint's
+objects from the Region's cluster, and acts on those alone. One pass observes (`Observation`),
+plans (`planner.plan`, gathering the Pods or the proxy's answer when the plan asks), and acts
+(`acting.act`); passes repeat until the plan has nothing left to do or the call's wait is over.
+`docs/reconciler.md` draws one batch. Outcomes, as in controller-runtime:
 
 - `done`: the Region is as desired (nothing is left to wait for);
 - `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
-- `terminal`: the API server rejected an object, an object the endpoint renders is held under its
-  name by another endpoint, another lifecycle or no gco endpoint (`ObjectOwnedElsewhereError`:
-  never applied over, the Region's status names the holder), the cluster does not serve a kind the endpoint
-  needs (`ScaledObject needs KEDA in <region>`), the stack says the Region lacks an add-on the
-  endpoint's autoscaling needs (`ScaledObject needs keda, prometheus in <region>`), or the
-  endpoint's namespace is not one gco is granted; logged and recorded as status `error`, not
-  retried until the record changes;
-- an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`): retry
-  with backoff (the stream redelivers the record; the sweep picks it up in any case).
+- `terminal`: the endpoint cannot be served here as it stands (`refusals.refusal`: namespace not
+  granted, an add-on, model source, secret or storage the Region lacks), or the API server rejected
+  an object, or holds a rendered name under another owner (`ObjectOwnedElsewhereError`, never
+  applied over), or does not serve a kind the endpoint needs (`ScaledObject needs KEDA in
+  <region>`); recorded as the Region's status `error`, not retried until the record changes;
+- an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`,
+  `SecretUnavailableError`): retry with backoff (the stream redelivers the record; the sweep picks
+  it up in any case).
 """
 
 from __future__ import annotations
@@ -124,10 +126,13 @@ class Reconciler:
     def reconcile(self, name: str, *, wait: float | None = None) -> Outcome:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
 
-        The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
-        a call that changed a route refreshes the proxy's route table before it returns (or leaves
-        the refresh to another thread that is refreshing it, or to a batch still running:
-        `reconcile_many`).
+        The first call of a reconciler (its start) first ensures the Region's namespaces and proxy.
+        A batch of one (`reconcile_many`).
+
+        Raises:
+            ClusterError: the cluster could not be reached or refused the credentials.
+            StoreUnavailableError: the home table could not be read or written.
+            SecretUnavailableError: Secrets Manager could not answer.
         """
         return self.reconcile_many([name], wait=wait)[name].result()
 
@@ -136,16 +141,13 @@ class Reconciler:
     ) -> dict[str, Future[Outcome]]:
         """Reconcile each endpoint of `names` once, up to `concurrency` at a time; returns when all did.
 
-        Endpoints are independent (each reads its own record and objects), so they run
-        concurrently; the proxy's route table is refreshed once afterwards if any of them changed
-        a route, rather than once per endpoint. Each future holds the outcome or the exception.
+        The batch's objects are listed once per scope for all of its endpoints; the route changes
+        its endpoints made are handed to the route keeper as the batch ends (`RouteKeeper.end_batch`,
+        which may leave them to a concurrent batch of this process that is still running), or
+        before the proxy is asked about them (`_run_batch`).
 
-        Batches of one execution environment that run at once (the local stack's concurrent
-        batches of a poll; in Lambda an environment runs one batch at a time) share one refresh: a
-        batch that ends while another is still running leaves its route changes to the last one
-        to end, unless the oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old
-        (`PendingRouteChanges.end_batch`). A refresh costs a read and a write of the whole route
-        table, so one per batch made the table's size a cost of every batch.
+        Returns:
+            Each endpoint's future: its `Outcome`, or the exception its reconcile raised.
         """
         if not self.system_ready:
             self.ensure_system()

@@ -1,22 +1,25 @@
 """The route keeper: a Region's route shards kept equal to its route Ingresses, its own reconciler.
 
-The endpoint reconciler applies and deletes each endpoint's route Ingress (`<name>--route` in
+The endpoint reconciler applies and deletes each endpoint's route Ingress (`route-<name>` in
 `gco-system`) and hands what that did to the routes over as values (`RouteChanges`); the keeper
-stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps) and answers whether the
-proxy serves a route yet (`ProxyProbe`).
+stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps), has the proxy's pods
+load what it wrote (`ProxyProbe.refresh`), and answers whether the proxy serves a route yet
+(`unserved`, `unserved_all`).
 
-- `rebuild` (on start and in every sweep) reads the shards, lists the route Ingresses, and writes
-  each shard whose routes differ from them over the version it read (`_rebuild_locked`): this
-  heals any drift (a route edited by hand, a change a failed write lost), and costs reads only
-  when nothing drifted.
-- After a batch, `end_batch` merges the batch's changes into the shards they touch: one read (none
-  when this process wrote the shard last) and one write per touched shard, whatever the Region's
-  size. Batches of one execution environment that run at once share one refresh: a batch that ends
-  while another is still running leaves its changes to the last one to end, unless the oldest change
-  waiting is `ROUTE_REFRESH_MAX_DELAY` old (`PendingRouteChanges.end_batch`).
-- A write carries the resourceVersion it merged into; another writer's change in between makes it
-  fail with 409, and the shard is read and merged again (`MERGE_ATTEMPTS`), then rebuilt from the
-  listed routes. A change not known exactly (`RouteChanges.rebuild`) rebuilds every shard.
+Contract:
+
+- `rebuild` (on start and in every sweep) makes every shard equal to the route Ingresses listed
+  now, and heals any drift (a route edited by hand, a change a failed write lost).
+- `end_batch`, `refresh` and `publish` merge changes into the shards they touch. A change is never
+  lost: one a write could not store stays recorded, ahead of later ones, for the next refresh; one
+  not known exactly (`RouteChanges.rebuild`) rebuilds every shard; a write carries the version it
+  merged into, so a concurrent writer's change is merged, not overwritten.
+- Safe to call from any thread. Changes recorded while another thread refreshes are written by that
+  thread before it lets go, so a caller may return before its changes are stored (`publish` then
+  reports no pods told); the next sweep's rebuild bounds how long any drift can last.
+
+`docs/proxy.md` ("The route keeper's threads") explains how the lock, the pending changes and the
+pool that writes shards fit together, and draws one batch.
 """
 
 from __future__ import annotations
@@ -110,20 +113,25 @@ class RouteKeeper:
     # -- batches -------------------------------------------------------------------------------
 
     def begin_batch(self) -> None:
+        """A batch of this process starts (its changes come with `end_batch`)."""
         self._pending.begin_batch()
 
     def end_batch(self, changes: RouteChanges) -> None:
-        """A batch ended with these changes: refresh now if it is the last one running (module docstring)."""
+        """A batch ended with these changes: store them now if it is the last batch running, or the
+        oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old; else the last batch to end does.
+
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
+        """
         if self._pending.end_batch(changes):
             self._drain()
 
     def refresh(self, changes: RouteChanges | None = None) -> None:
-        """Store route changes (None: not known, so rebuild), coalescing with concurrent refreshes.
+        """Store route changes now (None: not known, so rebuild every shard), or leave them to a
+        refresh running on another thread, which stores them before it lets go.
 
-        The changes are recorded, then taken by whoever refreshes: a caller whose changes find a
-        refresh running returns, and the running caller refreshes again with them before it lets go
-        (and re-checks after letting go). A refresh that fails leaves its changes recorded, ahead of
-        any recorded since, for the next refresh.
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
         """
         self._pending.record(RouteChanges(rebuild=True) if changes is None else changes)
         self._drain()
@@ -133,6 +141,9 @@ class RouteKeeper:
 
         Every change recorded before is in the list, so those are dropped rather than merged again
         (they are put back if the rebuild fails).
+
+        Raises:
+            ClusterError: the routes could not be listed, or a shard read or written.
         """
         with self._lock:
             taken = self._pending.take()
