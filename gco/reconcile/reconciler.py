@@ -170,12 +170,13 @@ class Reconciler:
         them (`RouteKeeper.publish`), those pods are asked for every waiting endpoint's route, and
         those endpoints go on with the answer.
         """
+        deadline = self._clock() + (self.wait if wait is None else wait)  # one for both phases
         tallies = {name: Tally() for name in dict.fromkeys(names)}
         observed = self._observe_batch(list(tallies))
         park = self.routes.probe is not None
         first = run_each(
             list(tallies),
-            lambda name: self._reconcile(name, wait, tallies[name], observed.get(name), park=park),
+            lambda name: self._reconcile(name, deadline, tallies[name], observed.get(name), park=park),
             concurrency,
         )
         futures: dict[str, Future[Outcome]] = {}
@@ -188,13 +189,13 @@ class Reconciler:
             else:
                 futures[name] = settled(result, error)
         if parked:
-            futures.update(self._resume(parked, tallies, wait, concurrency))
+            futures.update(self._resume(parked, tallies, deadline, concurrency))
         for tally in tallies.values():
             changes.update(tally.routes)
         return futures
 
     def _resume(
-        self, parked: dict[str, AwaitRoute], tallies: dict[str, Tally], wait: float | None, concurrency: int
+        self, parked: dict[str, AwaitRoute], tallies: dict[str, Tally], deadline: float, concurrency: int
     ) -> dict[str, Future[Outcome]]:
         """Publish the batch's route changes, answer each parked endpoint's route, and go on with it."""
         pending = RouteChanges()
@@ -210,7 +211,7 @@ class Reconciler:
 
         def go_on(name: str) -> Outcome:
             start = parked[name].seen.with_route(checks[name])
-            result = self._reconcile(name, wait, tallies[name], start=start)
+            result = self._reconcile(name, deadline, tallies[name], start=start)
             assert isinstance(result, Outcome)  # not parked again: park is off
             return result
 
@@ -238,14 +239,15 @@ class Reconciler:
     def _reconcile(
         self,
         name: str,
-        wait: float | None,
+        deadline: float,
         tally: Tally,
         listed: list[dict[str, Any]] | None = None,
         *,
         start: Observation | None = None,
         park: bool = False,
     ) -> Outcome | AwaitRoute:
-        """Passes of observe, plan (gathering what the plan asks for), act, until done or out of time.
+        """Passes of observe, plan (gathering what the plan asks for), act, until done or `deadline`
+        (monotonic seconds) has passed.
 
         Each pass starts from one `Observation`: `start` (a parked endpoint's, with the proxy's
         answer), the API server's answers to the last pass's applies when it only applied
@@ -253,7 +255,6 @@ class Reconciler:
         first pass). Every terminal reason, wherever found, ends here. With `park`, a plan that asks
         the proxy about the route ends the call with `AwaitRoute` (`_run_batch` asks for the batch).
         """
-        deadline = self._clock() + (self.wait if wait is None else wait)
         last = "no pass ran"
         secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
         carried = start
