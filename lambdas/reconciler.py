@@ -2,8 +2,9 @@
 
 Reports partial batch failures (ReportBatchItemFailures); a record that keeps failing goes to
 the dead-letter queue after the mapping's bounded retries. The reconciler is built once per
-execution environment. Each failed endpoint is counted by its kind (`gco.reconcile.failures`);
-an unreadable record also under `UnreadableRecords`, which the Regional stack alarms on.
+execution environment. Each failed endpoint is logged with its kind (`gco.reconcile.failures`);
+only an unreadable record is also counted, as the metric `UnreadableRecords`, which the Regional
+stack alarms on (`count_failure`).
 
 The handler module imports only what the cold start needs (Powertools, the failure kinds, the lazy
 reconciler); the reconciler's code (pydantic models, botocore) is imported by the first invocation
@@ -28,6 +29,7 @@ reconciler = LazyReconciler()
 
 
 def count_failure(kind: FailureKind) -> None:
+    """Count an unreadable record as `UnreadableRecords`; every other kind is only logged."""
     if kind == "unreadable":
         metrics.add_metric(name=UNREADABLE_METRIC, unit=MetricUnit.Count, value=1)
 

@@ -9,7 +9,7 @@ store, the Kubernetes client, the record parser), so only a bug reaches here as 
 it is logged with its traceback as `unexpected`, and handled like the rest. docs/reconciler.md
 tabulates each error and its outcome.
 
-Kinds (the `kind=` of the log line, and what the Lambdas count):
+Kinds (the `kind=` of the log line; the Lambdas count only `unreadable`, as `UNREADABLE_METRIC`):
     unreadable   the stored record does not parse (`MalformedRecordError`): fixed by rewriting it
     unavailable  DynamoDB, the Kubernetes API or Secrets Manager kept failing after retries: retried later
     denied       the API server refused the reconciler's credentials (`ClusterAuthError`)

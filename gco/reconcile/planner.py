@@ -2,6 +2,12 @@
 
 `plan` never performs I/O. The reconciler executes a plan, observes again and re-plans until a
 plan has nothing left to do; so every decision is taken on a fresh observation.
+
+A plan may ask for one more reading before it decides a status (`Plan.needs_pods`: why replicas are
+not ready; `Plan.needs_route`: whether the proxy serves the route). It asks for at most one of them
+(`Plan.__post_init__` enforces it): the Pods only while replicas are short of ready, the route only
+once every replica is ready and rolled out. Given what it asked for, it never asks for it again, so
+the reconciler's gather-then-plan loop (`gco.reconcile.observation`) ends after at most two asks.
 """
 
 from __future__ import annotations
@@ -24,6 +30,28 @@ class RouteCheck:
     """What the Region's proxy said of the endpoint's route: None when it serves it, else why not."""
 
     unserved: str | None = None
+
+
+@dataclass(frozen=True)
+class MayRun:
+    """`running` may be written: the proxy serves the route, there is none, or it was reported."""
+
+
+@dataclass(frozen=True)
+class AskProxy:
+    """`running` waits for what the proxy says of `route` (not asked yet)."""
+
+    route: Route
+
+
+@dataclass(frozen=True)
+class NotServed:
+    """The proxy does not serve the route yet: the endpoint stays progressing, with `reason`."""
+
+    reason: str
+
+
+RouteGate = MayRun | AskProxy | NotServed
 
 
 @dataclass(frozen=True)
@@ -67,6 +95,19 @@ class Plan:
     needs_pods: bool = False
     # The endpoint would be reported running: plan again with what the proxy says of this route.
     needs_route: Route | None = None
+
+    def __post_init__(self) -> None:
+        """A plan asks for at most one reading (module docstring); one that asks acts on nothing.
+
+        Raises:
+            ValueError: a plan asks for both the Pods and the route, or asks while it acts.
+        """
+        if self.needs_pods and self.needs_route is not None:
+            raise ValueError("a plan asks for the Pods or for the route, never both")
+        if (self.needs_pods or self.needs_route is not None) and (
+            self.delete or self.apply or self.status or self.purge
+        ):
+            raise ValueError("a plan that asks for a reading acts on nothing until it has it")
 
     @property
     def acts_on_cluster(self) -> bool:
@@ -256,11 +297,11 @@ def _plan_live(
         done = ready == 0
     elif rolled:
         state, done = "running", True
-        served = _route_served(record, region, desired, previous, ready, total, canary, route)
-        if isinstance(served, Route):
-            return Plan(converged=False, reason="observed running: asking the proxy", needs_route=served)
-        if served is not None:
-            state, done, unserved = progressing, False, served
+        gate = _route_gate(record, region, desired, previous, ready, total, canary, route)
+        if isinstance(gate, AskProxy):
+            return Plan(converged=False, reason="observed running: asking the proxy", needs_route=gate.route)
+        if isinstance(gate, NotServed):
+            state, done, unserved = progressing, False, gate.reason
     else:
         state, done = progressing, False
     found = None
@@ -306,7 +347,7 @@ def _readiness(
     return ready, total, rolled, canary
 
 
-def _route_served(
+def _route_gate(
     record: EndpointRecord,
     region: str,
     desired: Sequence[dict[str, Any]],
@@ -315,9 +356,9 @@ def _route_served(
     total: int,
     canary: tuple[int, int] | None,
     route: RouteCheck | None,
-) -> Route | str | None:
-    """Whether `running` may be written: None (yes: served, no route, or already reported), the
-    route to ask the proxy about (no answer yet), or why the proxy does not serve it yet.
+) -> RouteGate:
+    """Whether `running` may be written (`MayRun`: served, no route, or already reported), the
+    route to ask the proxy about (`AskProxy`: no answer yet), or why not yet (`NotServed`).
 
     Asked only when the running status would be a change: an endpoint already reported running was
     served then, so steady state costs no request to the proxy.
@@ -332,7 +373,7 @@ def _route_served(
     )
     wanted = next((found for obj in desired if (found := route_of(obj)) is not None), None)
     if wanted is None or not _changed(previous, running):
-        return None
+        return MayRun()
     if route is None:
-        return wanted
-    return route.unserved
+        return AskProxy(wanted)
+    return MayRun() if route.unserved is None else NotServed(route.unserved)

@@ -1,20 +1,22 @@
-"""The Regional reconciler: key in, fresh strong read, plan, act, observe, write.
+"""The Regional reconciler: endpoint names in, each endpoint brought to its record in one Region.
 
-Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), it
-reads the record with a strongly consistent read of the home table and the endpoint's objects
-from the Region's cluster, and acts on those alone. Outcomes, as in controller-runtime:
+Level-triggered and idempotent: whatever triggered it (a stream record, the sweep, a retry), a
+reconcile reads the record with a strongly consistent read of the home table and the endpoint's
+objects from the Region's cluster, and acts on those alone. One pass observes (`Observation`),
+plans (`planner.plan`, gathering the Pods or the proxy's answer when the plan asks), and acts
+(`acting.act`); passes repeat until the plan has nothing left to do or the call's wait is over.
+`docs/reconciler.md` draws one batch. Outcomes, as in controller-runtime:
 
 - `done`: the Region is as desired (nothing is left to wait for);
 - `requeue`: progressing (waiting for readiness or termination): look again after `after` s;
-- `terminal`: the API server rejected an object, an object the endpoint renders is held under its
-  name by another endpoint, another lifecycle or no gco endpoint (`ObjectOwnedElsewhereError`:
-  never applied over, the Region's status names the holder), the cluster does not serve a kind the endpoint
-  needs (`ScaledObject needs KEDA in <region>`), the stack says the Region lacks an add-on the
-  endpoint's autoscaling needs (`ScaledObject needs keda, prometheus in <region>`), or the
-  endpoint's namespace is not one gco is granted; logged and recorded as status `error`, not
-  retried until the record changes;
-- an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`): retry
-  with backoff (the stream redelivers the record; the sweep picks it up in any case).
+- `terminal`: the endpoint cannot be served here as it stands (`refusals.refusal`: namespace not
+  granted, an add-on, model source, secret or storage the Region lacks), or the API server rejected
+  an object, or holds a rendered name under another owner (`ObjectOwnedElsewhereError`, never
+  applied over), or does not serve a kind the endpoint needs (`ScaledObject needs KEDA in
+  <region>`); recorded as the Region's status `error`, not retried until the record changes;
+- an exception (`ClusterUnavailableError`, `ClusterAuthError`, `StoreUnavailableError`,
+  `SecretUnavailableError`): retry with backoff (the stream redelivers the record; the sweep picks
+  it up in any case).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from gco import endpoint_secrets
@@ -30,19 +32,17 @@ from gco.endpoint_secrets import SecretValue
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
-from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
-from gco.reconcile.objects import (
-    ENDPOINT_LABEL,
-    POD,
-    ObjectRef,
-    labels_of,
-)
-from gco.reconcile.ownership import claim
+from gco.reconcile.acting import act
+from gco.reconcile.batches import run_each, settled
+from gco.reconcile.errors import ClusterRejectedError
+from gco.reconcile.objects import ENDPOINT_LABEL, POD, labels_of
+from gco.reconcile.observation import Acted, AwaitRoute, Observation, PassResult, Planned, Rejected, plan_of
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy.route_keeper import RouteKeeper, is_route_key, note_applied, note_deleted
+from gco.reconcile.proxy.route_keeper import Published, RouteKeeper
+from gco.reconcile.proxy.routes import Route
 from gco.reconcile.record_writes import Outcome, RecordWriter, Tally
 from gco.reconcile.refusals import refusal
 from gco.reconcile.secret_sync import EndpointSecret
@@ -50,14 +50,6 @@ from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import SystemReport, ensure_system
 
 log = logging.getLogger(__name__)
-MAX_APPLIES = 8  # applies of one plan in flight at once (a plan has at most a dozen objects)
-
-
-def _replace(observed: Sequence[dict[str, Any]], answers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`observed` with each object the API server answered for replaced by its answer."""
-    fresh = {ObjectRef.of(obj).key: obj for obj in answers}
-    kept = [obj for obj in observed if ObjectRef.of(obj).key not in fresh]
-    return kept + list(fresh.values())
 
 
 class Reconciler:
@@ -134,10 +126,13 @@ class Reconciler:
     def reconcile(self, name: str, *, wait: float | None = None) -> Outcome:
         """Bring endpoint `name` to its desired state in this Region, from fresh reads only.
 
-        The first call of a reconciler (its start) first ensures the Region's namespaces and proxy;
-        a call that changed a route refreshes the proxy's route table before it returns (or leaves
-        the refresh to another thread that is refreshing it, or to a batch still running:
-        `reconcile_many`).
+        The first call of a reconciler (its start) first ensures the Region's namespaces and proxy.
+        A batch of one (`reconcile_many`).
+
+        Raises:
+            ClusterError: the cluster could not be reached or refused the credentials.
+            StoreUnavailableError: the home table could not be read or written.
+            SecretUnavailableError: Secrets Manager could not answer.
         """
         return self.reconcile_many([name], wait=wait)[name].result()
 
@@ -146,16 +141,13 @@ class Reconciler:
     ) -> dict[str, Future[Outcome]]:
         """Reconcile each endpoint of `names` once, up to `concurrency` at a time; returns when all did.
 
-        Endpoints are independent (each reads its own record and objects), so they run
-        concurrently; the proxy's route table is refreshed once afterwards if any of them changed
-        a route, rather than once per endpoint. Each future holds the outcome or the exception.
+        The batch's objects are listed once per scope for all of its endpoints; the route changes
+        its endpoints made are handed to the route keeper as the batch ends (`RouteKeeper.end_batch`,
+        which may leave them to a concurrent batch of this process that is still running), or
+        before the proxy is asked about them (`_run_batch`).
 
-        Batches of one execution environment that run at once (the local stack's concurrent
-        batches of a poll; in Lambda an environment runs one batch at a time) share one refresh: a
-        batch that ends while another is still running leaves its route changes to the last one
-        to end, unless the oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old
-        (`PendingRouteChanges.end_batch`). A refresh costs a read and a write of the whole route
-        table, so one per batch made the table's size a cost of every batch.
+        Returns:
+            Each endpoint's future: its `Outcome`, or the exception its reconcile raised.
         """
         if not self.system_ready:
             self.ensure_system()
@@ -170,27 +162,60 @@ class Reconciler:
     def _run_batch(
         self, names: Sequence[str], wait: float | None, concurrency: int, changes: RouteChanges
     ) -> dict[str, Future[Outcome]]:
-        """Each endpoint's reconcile; what they did to routes is added to `changes`."""
+        """Each endpoint's reconcile; what they did to routes is added to `changes`.
+
+        With a proxy to ask, in two phases (`docs/reconciler.md` draws it): each endpoint observes,
+        plans and acts until its plan asks what the proxy says of its route (`AwaitRoute`); then the
+        batch's route changes are merged into their shards at once and the proxy's pods told to load
+        them (`RouteKeeper.publish`), those pods are asked for every waiting endpoint's route, and
+        those endpoints go on with the answer.
+        """
+        deadline = self._clock() + (self.wait if wait is None else wait)  # one for both phases
         tallies = {name: Tally() for name in dict.fromkeys(names)}
         observed = self._observe_batch(list(tallies))
+        park = self.routes.probe is not None
+        first = run_each(
+            list(tallies),
+            lambda name: self._reconcile(name, deadline, tallies[name], observed.get(name), park=park),
+            concurrency,
+        )
         futures: dict[str, Future[Outcome]] = {}
-        workers = max(1, min(concurrency, len(tallies)))
-        if workers == 1:
-            for name, tally in tallies.items():
-                futures[name] = Future()
-                try:
-                    futures[name].set_result(self._reconcile(name, wait, tally, observed.get(name)))
-                except Exception as error:  # handed to the caller through the future
-                    futures[name].set_exception(error)
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
-                futures = {
-                    name: pool.submit(self._reconcile, name, wait, tally, observed.get(name))
-                    for name, tally in tallies.items()
-                }
+        parked: dict[str, AwaitRoute] = {}
+        for name, future in first.items():
+            error = future.exception()
+            result = future.result() if error is None else None
+            if isinstance(result, AwaitRoute):
+                parked[name] = result
+            else:
+                futures[name] = settled(result, error)
+        if parked:
+            futures.update(self._resume(parked, tallies, deadline, concurrency))
         for tally in tallies.values():
             changes.update(tally.routes)
         return futures
+
+    def _resume(
+        self, parked: dict[str, AwaitRoute], tallies: dict[str, Tally], deadline: float, concurrency: int
+    ) -> dict[str, Future[Outcome]]:
+        """Publish the batch's route changes, answer each parked endpoint's route, and go on with it."""
+        pending = RouteChanges()
+        for tally in tallies.values():
+            pending.update(tally.routes)
+            tally.routes = RouteChanges()
+        try:
+            published = self.routes.publish(pending) if pending else Published()
+            asked = self.routes.unserved_all([waiting.route for waiting in parked.values()], published.pods)
+        except Exception as error:  # every parked endpoint fails with it (its changes stay recorded)
+            return {name: settled(error=error) for name in parked}
+        checks = {name: RouteCheck(asked[waiting.route.endpoint]) for name, waiting in parked.items()}
+
+        def go_on(name: str) -> Outcome:
+            start = parked[name].seen.with_route(checks[name])
+            result = self._reconcile(name, deadline, tallies[name], start=start)
+            assert isinstance(result, Outcome)  # not parked again: park is off
+            return result
+
+        return run_each(list(parked), go_on, concurrency)
 
     def refresh_routes(self, changes: RouteChanges | None = None) -> None:
         """Hand route changes to the route keeper (None: not known, so it rebuilds the shards)."""
@@ -214,66 +239,46 @@ class Reconciler:
     def _reconcile(
         self,
         name: str,
-        wait: float | None,
+        deadline: float,
         tally: Tally,
         listed: list[dict[str, Any]] | None = None,
-    ) -> Outcome:
-        deadline = self._clock() + (self.wait if wait is None else wait)
+        *,
+        start: Observation | None = None,
+        park: bool = False,
+    ) -> Outcome | AwaitRoute:
+        """Passes of observe, plan (gathering what the plan asks for), act, until done or `deadline`
+        (monotonic seconds) has passed.
+
+        Each pass starts from one `Observation`: `start` (a parked endpoint's, with the proxy's
+        answer), the API server's answers to the last pass's applies when it only applied
+        (`Acted.next`), else a fresh read of the record and of the objects (the batch's list on the
+        first pass). Every terminal reason, wherever found, ends here. With `park`, a plan that asks
+        the proxy about the route ends the call with `AwaitRoute` (`_run_batch` asks for the batch).
+        """
         last = "no pass ran"
         secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
-        carried: tuple[EndpointRecord | None, list[dict[str, Any]]] | None = None
+        carried = start
         for _ in range(self.max_passes):
-            if carried is None and listed is not None:
-                record, observed, listed = self.records.read(name), listed, None
-            elif carried is None:
-                record = self.records.read(name)
-                observed = self.cluster.list({ENDPOINT_LABEL: name})
-            else:
-                record, observed = carried
-                carried = None
-            refused = refusal(record, self.region, self.grant, self.settings)
-            if refused is not None:
-                self.records.record_error(name, record, refused, tally)
-                return tally.outcome("terminal", refused)
-            # The secrets' versions before the plan: their digest is on the pod template, so a
-            # rotation rolls the pods (secret_sync.py).
-            read = self.secrets.read(record, secret_reads)
-            digest = read.digest if read is not None else None
-            step = plan(name, record, self.region, observed, self.settings, secret_digest=digest)
-            if step.needs_pods and record is not None:
-                pods = self._pods(record)
-                step = plan(name, record, self.region, observed, self.settings, pods, secret_digest=digest)
-            if step.needs_route is not None:
-                route = self._ask(step, tally)
-                step = plan(
-                    name, record, self.region, observed, self.settings, route=route, secret_digest=digest
-                )
-            last = step.reason
-            if step.acts_on_cluster:
-                rejected = self.secrets.sync(
-                    name, record, read=read, applies=bool(step.apply), deletes=step.delete, observed=observed
-                )
-                if rejected is not None:
-                    self.records.record_error(name, record, rejected, tally)
-                    return tally.outcome("terminal", rejected)
-                answers: list[dict[str, Any]] = []
-                rejected = self._act(name, record, step, tally, answers, observed)
-                if rejected is not None:
-                    return tally.outcome("terminal", rejected)
-                if step.status is not None:
-                    self.records.write_status(name, record, step.status, tally)
-                elif not step.delete:
-                    # Only applies: the API server's answers are the new observation, and this
-                    # read of the record still fences the status write that follows.
-                    carried = (record, _replace(observed, answers))
+            seen = carried or self._observe(name, listed, secret_reads)
+            carried, listed = None, None
+            result = self._pass(name, seen, tally, park)
+            if isinstance(result, AwaitRoute):
+                return result
+            if isinstance(result, Rejected):
+                self.records.record_error(name, seen.record, result.message, tally)
+                return tally.outcome("terminal", result.message)
+            last = result.step.reason
+            if isinstance(result, Acted):
+                carried = result.next
                 continue  # observe the result before deciding anything else
+            step = result.step
             if (
                 step.status is not None
-                and self.records.write_status(name, record, step.status, tally) is None
+                and self.records.write_status(name, seen.record, step.status, tally) is None
             ):
                 continue  # lost a race with another writer: read again
             if step.purge:
-                self.records.purge(name, record, tally)
+                self.records.purge(name, seen.record, tally)
             if step.converged:
                 return tally.outcome("done", last)
             if self._clock() >= deadline:
@@ -281,15 +286,69 @@ class Reconciler:
             self._sleep(self.poll)
         return tally.outcome("requeue", f"pass limit reached: {last}", self.poll)
 
-    def _ask(self, step: Plan, tally: Tally) -> RouteCheck:
-        """What the proxy says of the route `step` would report running. With a proxy to ask, a route
-        this call changed is stored first (it is otherwise stored as the batch ends), so the proxy
-        can have it; without one, a route is served once stored, and it is (as the batch ends)."""
-        assert step.needs_route is not None
+    def _observe(
+        self, name: str, listed: list[dict[str, Any]] | None, secret_reads: dict[str, SecretValue]
+    ) -> Observation:
+        """The record read now, the endpoint's objects (`listed` by the batch, or listed now), and its
+        secrets' versions (their digest is on the pod template, so a rotation rolls the pods)."""
+        record = self.records.read(name)
+        objects = listed if listed is not None else self.cluster.list({ENDPOINT_LABEL: name})
+        return Observation(record, tuple(objects), self.secrets.read(record, secret_reads))
+
+    def _pass(self, name: str, seen: Observation, tally: Tally, park: bool) -> PassResult:
+        """One pass on `seen`: refuse, or plan (gathering what the plan asks for) and act."""
+        refused = refusal(seen.record, self.region, self.grant, self.settings)
+        if refused is not None:
+            return Rejected(refused)
+        step, seen = self._gather(name, seen, tally, park)
+        if step.needs_route is not None:
+            return AwaitRoute(seen, step.needs_route)
+        if not step.acts_on_cluster:
+            return Planned(step)
+        record = seen.record
+        rejected = self.secrets.sync(
+            name,
+            record,
+            read=seen.secret,
+            applies=bool(step.apply),
+            deletes=step.delete,
+            observed=seen.objects,
+        )
+        if rejected is not None:
+            return Rejected(rejected)
+        done = act(self.cluster, self.region, name, seen, step, tally)
+        if done.rejected is not None:
+            return Rejected(done.rejected)
+        if step.status is not None:
+            self.records.write_status(name, record, step.status, tally)
+            return Acted(step, None)
+        # Only applies: the API server's answers are the new observation, and this read of the
+        # record still fences the status write that follows. After deletes, list afresh.
+        return Acted(step, None if step.delete else seen.after_applies(done.answers))
+
+    def _gather(self, name: str, seen: Observation, tally: Tally, park: bool) -> tuple[Plan, Observation]:
+        """Plan on `seen`, adding what the plan asks for and planning again until it asks for nothing
+        (at most twice: `planner` module docstring); returns the last plan and what it was made on.
+        With `park`, a plan that asks about the route is returned as it is (the batch asks)."""
+        step = plan_of(name, seen, self.region, self.settings)
+        while step.needs_pods or step.needs_route is not None:
+            if step.needs_route is not None:
+                if park:
+                    return step, seen
+                seen = seen.with_route(self._ask(step.needs_route, tally))
+            else:
+                seen = seen.with_pods(self._pods(name, seen.record))
+            step = plan_of(name, seen, self.region, self.settings)
+        return step, seen
+
+    def _ask(self, route: Route, tally: Tally) -> RouteCheck:
+        """What the proxy says of `route`. With a proxy to ask, a route this call changed is stored
+        first (it is otherwise stored as the batch ends), so the proxy can have it; without one, a
+        route is served once stored, and it is (as the batch ends)."""
         if tally.routes and self.routes.probe is not None:
             self.routes.refresh(tally.routes)
             tally.routes = RouteChanges()
-        return RouteCheck(self.routes.unserved(step.needs_route))
+        return RouteCheck(self.routes.unserved(route))
 
     def reconcile_snapshot(self, record: EndpointRecord, observed: Sequence[dict[str, Any]]) -> Outcome:
         """The sweep's fast path: no I/O when a consistent snapshot shows nothing to do.
@@ -304,82 +363,12 @@ class Reconciler:
             return Outcome("done", detail=step.reason)
         return self.reconcile(record.endpoint_name, wait=0.0)
 
-    # -- steps ---------------------------------------------------------------------------------
-
-    def _act(
-        self,
-        name: str,
-        record: EndpointRecord | None,
-        step: Plan,
-        tally: Tally,
-        answers: list[dict[str, Any]],
-        observed: Sequence[dict[str, Any]] = (),
-    ) -> str | None:
-        if step.delete:
-            try:
-                self.cluster.delete(step.delete)
-            except Exception:  # the deletes may or may not have been made
-                if any(is_route_key(ref.kind, ref.namespace) for ref in step.delete):
-                    tally.routes.rebuild = True
-                raise
-            note_deleted(tally.routes, name, step.delete)
-            tally.deleted += len(step.delete)
-            log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, self.region)
-        owned = {ObjectRef.of(obj).key for obj in observed}
-        results = self._apply_all(name, record, step.apply, owned)
-        note_applied(tally.routes, name, step.apply, results)
-        answered = [result for result in results if isinstance(result, dict)]
-        answers.extend(answered)
-        tally.applied += len(answered)
-        for error in results:
-            if isinstance(error, ClusterRejectedError):
-                log.warning("rejected: endpoint=%s region=%s: %s", name, self.region, error)
-                message = str(error)
-                if isinstance(error, KindNotServedError):
-                    message = f"{error.kind.kind} needs {error.needs} in {self.region}"
-                self.records.record_error(name, record, message, tally)
-                return message
-            if isinstance(error, Exception):
-                raise error
-        return None
-
-    def _apply_all(
-        self,
-        name: str,
-        record: EndpointRecord | None,
-        objects: Sequence[dict[str, Any]],
-        owned: set[tuple[str, str, str]],
-    ) -> list[dict[str, Any] | Exception]:
-        """Apply independent objects concurrently (one round trip, not one per object), in plan order.
-
-        Every object of a plan is independent: its namespace exists (`ensure_system`), and no
-        object's admission depends on another (a Service or autoscaler may name a Deployment that
-        does not exist yet). Each result is the API server's answer or the error it raised. An
-        object not among `owned` (the keys listed under the endpoint's label) is applied only
-        once a read shows its name is free or already the endpoint's (`_claim`).
-        """
-
-        def one(obj: dict[str, Any]) -> dict[str, Any] | Exception:
-            try:
-                if ObjectRef.of(obj).key not in owned:
-                    claim(self.cluster, name, record, obj)
-                return self.cluster.apply(obj)
-            except Exception as error:  # returned in plan order; `_act` decides
-                return error
-
-        if len(objects) <= 1:
-            return [one(obj) for obj in objects]
-        with ThreadPoolExecutor(
-            max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply"
-        ) as pool:
-            return list(pool.map(one, objects))
-
-    def _pods(self, record: EndpointRecord) -> list[dict[str, Any]]:
+    def _pods(self, name: str, record: EndpointRecord | None) -> list[dict[str, Any]]:
         """The endpoint's Pods (why replicas are not ready); none when they cannot be listed."""
+        if record is None:
+            return []
         try:
-            return self.cluster.list_in(POD, record.namespace, {ENDPOINT_LABEL: record.endpoint_name})
+            return self.cluster.list_in(POD, record.namespace, {ENDPOINT_LABEL: name})
         except ClusterRejectedError as error:  # a grant without Pods: report readiness without reasons
-            log.warning(
-                "pods not listed: endpoint=%s region=%s: %s", record.endpoint_name, self.region, error
-            )
+            log.warning("pods not listed: endpoint=%s region=%s: %s", name, self.region, error)
             return []

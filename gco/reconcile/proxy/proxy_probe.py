@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from gco.reconcile.errors import ClusterError
@@ -58,10 +58,24 @@ class ProxyProbe(Protocol):
         """None when every ready proxy pod serves the endpoint's route with this digest; else why not."""
         ...
 
-    def refresh(self) -> None:
-        """Have every ready proxy pod load the route shards as stored now, rather than after the
-        kubelet's next periodic sync."""
+    def unserved_all(
+        self, digests: Mapping[str, str], pods: Sequence[str] | None = None
+    ) -> dict[str, str | None]:
+        """`unserved` of each endpoint (key) and route digest (value), from one list of the ready
+        pods (`pods`: as `refresh` just listed them; None: list them now)."""
         ...
+
+    def refresh(self) -> list[str]:
+        """Have every ready proxy pod load the route shards as stored now, rather than after the
+        kubelet's next periodic sync; returns the pods told."""
+        ...
+
+
+def behind(pods: int, total: int) -> str:
+    """Why `running` waits: `pods` of the `total` ready proxy pods do not serve the route yet."""
+    if total == 0:
+        return "no proxy pod is ready"
+    return f"waiting for the proxy to serve the route ({pods} of {total} proxy pods)"
 
 
 class PodProxyCluster(Protocol):
@@ -88,31 +102,46 @@ class PodProxyProbe:
         self._count = itertools.count(1)  # two refreshes in one clock tick still differ
 
     def unserved(self, endpoint: str, digest: str) -> str | None:
-        pods = self._ready_pods()
-        if not pods:
-            return "no proxy pod is ready"
-        behind: list[str] = []
-        for name in pods:
-            code, body = self.cluster.proxy_get(
-                SYSTEM_NAMESPACE, name, STATUS_PORT, STATUS_ROUTE_PATH + endpoint
-            )
-            if code != 200 or body.strip() != digest:
-                behind.append(name)
-        if behind:
-            try:  # a pod synced before its kubelet had the shard: sync it again
-                self._annotate(behind)
-            except ClusterError as error:  # only a speed-up: the periodic sync loads the shard anyway
-                log.warning("could not have proxy pods %s sync now: %s", ", ".join(behind), error)
-            return f"waiting for the proxy to serve the route ({len(behind)} of {len(pods)} proxy pods)"
-        return None
+        return self.unserved_all({endpoint: digest})[endpoint]
 
-    def refresh(self) -> None:
-        """Annotate every ready proxy pod (module docstring).
+    def unserved_all(
+        self, digests: Mapping[str, str], pods: Sequence[str] | None = None
+    ) -> dict[str, str | None]:
+        """One list of the ready proxy pods (none when `pods` are given: as `refresh` just listed
+        them), then each pod asked for each route's digest; every pod behind on any route is
+        annotated once, so that its kubelet syncs it again.
+
+        Raises:
+            ClusterAuthError: the API server refused the list or a pod-proxy request (401, 403).
+            ClusterUnavailableError: no answer after the client's retries.
+        """
+        pods = list(pods) if pods is not None else self._ready_pods()
+        answers: dict[str, str | None] = {}
+        lagging: dict[str, None] = {}  # pods behind on some route, in order, once each
+        for endpoint, digest in digests.items():
+            late = [name for name in pods if not self._serves(name, endpoint, digest)]
+            lagging.update(dict.fromkeys(late))
+            answers[endpoint] = behind(len(late), len(pods)) if late or not pods else None
+        if lagging:
+            try:  # a pod synced before its kubelet had the shard: sync it again
+                self._annotate(list(lagging))
+            except ClusterError as error:  # only a speed-up: the periodic sync loads the shard anyway
+                log.warning("could not have proxy pods %s sync now: %s", ", ".join(lagging), error)
+        return answers
+
+    def refresh(self) -> list[str]:
+        """Annotate every ready proxy pod (module docstring); returns them.
 
         Raises:
             ClusterError: the API server refused or did not answer a list or a patch.
         """
-        self._annotate(self._ready_pods())
+        pods = self._ready_pods()
+        self._annotate(pods)
+        return pods
+
+    def _serves(self, pod: str, endpoint: str, digest: str) -> bool:
+        code, body = self.cluster.proxy_get(SYSTEM_NAMESPACE, pod, STATUS_PORT, STATUS_ROUTE_PATH + endpoint)
+        return code == 200 and body.strip() == digest
 
     def _ready_pods(self) -> list[str]:
         listed = self.cluster.list_in(POD, SYSTEM_NAMESPACE, proxy_labels())

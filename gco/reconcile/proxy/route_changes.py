@@ -1,8 +1,8 @@
 """What reconciles changed in a Region's routes, and that change merged into the proxy's route table.
 
-After a batch the reconciler refreshes the proxy's route table from the batch's own changes
-(`system.refresh_route_table`) instead of listing every route of the Region: the cost of a refresh
-then follows the batch, not the Region's size. A change is known exactly from what the batch did:
+After a batch the route keeper (`route_keeper.py`) merges the batch's own changes into the route
+shards they touch instead of listing every route of the Region: the cost of a refresh then follows
+the batch, not the Region's size. A change is known exactly from what the batch did:
 
 - it applied an endpoint's route Ingress (`route-<name>`): the endpoint's route is the one the API
   server answered with (None when that answer serves no route: invalid, terminating);
@@ -10,7 +10,7 @@ then follows the batch, not the Region's size. A change is known exactly from wh
 
 Anything whose effect is not known that way (an apply or delete that failed, so the API server
 may or may not have made the change; the deletion of an Ingress gco never renders) sets
-`rebuild`, and the refresh lists every route instead, as the sweep always does.
+`rebuild`, and the keeper rebuilds every shard from the listed routes, as the sweep always does.
 """
 
 from __future__ import annotations

@@ -1,22 +1,25 @@
 """The route keeper: a Region's route shards kept equal to its route Ingresses, its own reconciler.
 
-The endpoint reconciler applies and deletes each endpoint's route Ingress (`<name>--route` in
+The endpoint reconciler applies and deletes each endpoint's route Ingress (`route-<name>` in
 `gco-system`) and hands what that did to the routes over as values (`RouteChanges`); the keeper
-stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps) and answers whether the
-proxy serves a route yet (`ProxyProbe`).
+stores them where the proxy reads them (`RouteStore`, sharded ConfigMaps), has the proxy's pods
+load what it wrote (`ProxyProbe.refresh`), and answers whether the proxy serves a route yet
+(`unserved`, `unserved_all`).
 
-- `rebuild` (on start and in every sweep) reads the shards, lists the route Ingresses, and writes
-  each shard whose routes differ from them over the version it read (`_rebuild_locked`): this
-  heals any drift (a route edited by hand, a change a failed write lost), and costs reads only
-  when nothing drifted.
-- After a batch, `end_batch` merges the batch's changes into the shards they touch: one read (none
-  when this process wrote the shard last) and one write per touched shard, whatever the Region's
-  size. Batches of one execution environment that run at once share one refresh: a batch that ends
-  while another is still running leaves its changes to the last one to end, unless the oldest change
-  waiting is `ROUTE_REFRESH_MAX_DELAY` old (`PendingRouteChanges.end_batch`).
-- A write carries the resourceVersion it merged into; another writer's change in between makes it
-  fail with 409, and the shard is read and merged again (`MERGE_ATTEMPTS`), then rebuilt from the
-  listed routes. A change not known exactly (`RouteChanges.rebuild`) rebuilds every shard.
+Contract:
+
+- `rebuild` (on start and in every sweep) makes every shard equal to the route Ingresses listed
+  now, and heals any drift (a route edited by hand, a change a failed write lost).
+- `end_batch`, `refresh` and `publish` merge changes into the shards they touch. A change is never
+  lost: one a write could not store stays recorded, ahead of later ones, for the next refresh; one
+  not known exactly (`RouteChanges.rebuild`) rebuilds every shard; a write carries the version it
+  merged into, so a concurrent writer's change is merged, not overwritten.
+- Safe to call from any thread. Changes recorded while another thread refreshes are written by that
+  thread before it lets go, so a caller may return before its changes are stored (`publish` then
+  reports no pods told); the next sweep's rebuild bounds how long any drift can last.
+
+`docs/proxy.md` ("The route keeper's threads") explains how the lock, the pending changes and the
+pool that writes shards fit together, and draws one batch.
 """
 
 from __future__ import annotations
@@ -43,7 +46,14 @@ from gco.reconcile.objects import (
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import PendingRouteChanges, RouteChanges
-from gco.reconcile.proxy.route_shards import SHARDS, route_digest, shard_data, shard_name, shard_of, split
+from gco.reconcile.proxy.route_shards import (
+    SHARDS,
+    route_digest,
+    shard_data,
+    shard_name,
+    shard_of,
+    split,
+)
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore, RouteStore, StoredShard
 from gco.reconcile.proxy.routes import Route, route_of, route_table
 from gco.reconcile.render import ROUTE_ROLE, route_name
@@ -56,6 +66,14 @@ ROUTE_REFRESH_MAX_DELAY = 1.0
 # rebuilds the shard from the route objects instead.
 MERGE_ATTEMPTS = 3
 MAX_SHARD_WRITES = 8  # shard merges of one refresh in flight at once
+
+
+@dataclass(frozen=True)
+class Published:
+    """What `RouteKeeper.publish` did: the ready proxy pods it told to load the shards it wrote
+    (None: it wrote none, or could not tell them; the pods are then listed when asked)."""
+
+    pods: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -95,20 +113,25 @@ class RouteKeeper:
     # -- batches -------------------------------------------------------------------------------
 
     def begin_batch(self) -> None:
+        """A batch of this process starts (its changes come with `end_batch`)."""
         self._pending.begin_batch()
 
     def end_batch(self, changes: RouteChanges) -> None:
-        """A batch ended with these changes: refresh now if it is the last one running (module docstring)."""
+        """A batch ended with these changes: store them now if it is the last batch running, or the
+        oldest change waiting is `ROUTE_REFRESH_MAX_DELAY` old; else the last batch to end does.
+
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
+        """
         if self._pending.end_batch(changes):
             self._drain()
 
     def refresh(self, changes: RouteChanges | None = None) -> None:
-        """Store route changes (None: not known, so rebuild), coalescing with concurrent refreshes.
+        """Store route changes now (None: not known, so rebuild every shard), or leave them to a
+        refresh running on another thread, which stores them before it lets go.
 
-        The changes are recorded, then taken by whoever refreshes: a caller whose changes find a
-        refresh running returns, and the running caller refreshes again with them before it lets go
-        (and re-checks after letting go). A refresh that fails leaves its changes recorded, ahead of
-        any recorded since, for the next refresh.
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
         """
         self._pending.record(RouteChanges(rebuild=True) if changes is None else changes)
         self._drain()
@@ -118,6 +141,9 @@ class RouteKeeper:
 
         Every change recorded before is in the list, so those are dropped rather than merged again
         (they are put back if the rebuild fails).
+
+        Raises:
+            ClusterError: the routes could not be listed, or a shard read or written.
         """
         with self._lock:
             taken = self._pending.take()
@@ -130,11 +156,42 @@ class RouteKeeper:
         self._drain()
         return report
 
+    def publish(self, changes: RouteChanges) -> Published:
+        """Merge `changes` into their shards now, then have the proxy's pods load what was written.
+
+        For a batch that asks the proxy next (`Reconciler`): the pods told are returned, so that
+        asking them (`unserved_all`) needs no second list of them. When a refresh is running on
+        another thread, the changes are left to it (it merges them before it lets go).
+
+        Raises:
+            ClusterError: a shard could not be read or written (the changes stay recorded).
+        """
+        self._pending.record(changes)
+        if not self._lock.acquire(blocking=False):
+            return Published()
+        try:
+            report = RouteReport()
+            self._refresh_pending_locked(report, nudge=False)
+            told = self._nudge(self.probe) if report.applied and self.probe is not None else None
+        finally:
+            self._lock.release()
+        self._drain()
+        return Published(None if told is None else tuple(told))
+
     def unserved(self, route: Route) -> str | None:
         """None once a request through every ready proxy pod would take `route`; else why not."""
         if self.probe is None:
             return None
         return self.probe.unserved(route.endpoint, route_digest(route))
+
+    def unserved_all(
+        self, routes: Sequence[Route], pods: Sequence[str] | None = None
+    ) -> dict[str, str | None]:
+        """`unserved` of each route, keyed by endpoint, from one list of the proxy's pods (none when
+        `pods` are given: `Published.pods`)."""
+        if self.probe is None or not routes:
+            return {route.endpoint: None for route in routes}
+        return self.probe.unserved_all({route.endpoint: route_digest(route) for route in routes}, pods)
 
     # -- refreshing ----------------------------------------------------------------------------
 
@@ -147,7 +204,7 @@ class RouteKeeper:
             finally:
                 self._lock.release()
 
-    def _refresh_pending_locked(self, report: RouteReport) -> None:
+    def _refresh_pending_locked(self, report: RouteReport, *, nudge: bool = True) -> None:
         while self._pending.stale:
             changes = self._pending.take()
             try:
@@ -157,18 +214,19 @@ class RouteKeeper:
                 raise
         if report.applied:
             log.info("route shards written: %s", ", ".join(report.applied))
-            if self.probe is not None:
+            if self.probe is not None and nudge:
                 self._nudge(self.probe)
 
     @staticmethod
-    def _nudge(probe: ProxyProbe) -> None:
+    def _nudge(probe: ProxyProbe) -> list[str] | None:
         """Have the proxy's kubelets load the written shards now (`proxy_probe.py`). Only a speed-up:
         the shards are stored, and each kubelet's periodic sync loads them anyway, so a failure is
         logged, never raised (`unserved` asks again for any pod still behind)."""
         try:
-            probe.refresh()
+            return probe.refresh()
         except ClusterError as error:
             log.warning("could not have the proxy's pods load the route shards now: %s", error)
+            return None
 
     def _apply_locked(self, changes: RouteChanges, report: RouteReport) -> None:
         if changes.rebuild:

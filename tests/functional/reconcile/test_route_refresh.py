@@ -25,6 +25,7 @@ from gco.reconcile.proxy.proxy_probe import REFRESH_ANNOTATION, PodProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
 from gco.reconcile.proxy.route_keeper import RouteKeeper
 from gco.reconcile.proxy.route_shards import route_digest
+from gco.reconcile.proxy.route_store import ConfigMapRouteStore
 from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, Route
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
@@ -203,3 +204,44 @@ def test_the_stand_in_serves_only_merge_patches_of_a_pod_s_annotations(api: Stan
     gone = httpx.patch(url, json={"metadata": {"annotations": {"a": None}}}, headers=merge)
     assert gone.json()["metadata"]["annotations"] == {}
     assert api.pod_version(SYSTEM_NAMESPACE, "proxy-a") != version
+
+
+def test_a_pod_behind_on_several_routes_is_annotated_once(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    clock = Clock()
+    reader = proxy(api, "proxy-a", clock)
+    other = Route(
+        endpoint="mistral", path="/inference/mistral", upstream="http://mistral.gco-inference.svc:8000"
+    )
+    both = changes()
+    both.put(other.endpoint, other)
+    keeper(cluster).refresh(both)  # stored, no annotation: the pod is behind on both routes
+    probe = PodProxyProbe(cluster, clock=lambda: 5.0)
+    before = api.requests["PATCH"]
+    answers = probe.unserved_all({ROUTE.endpoint: route_digest(ROUTE), other.endpoint: route_digest(other)})
+    assert answers == dict.fromkeys(
+        [ROUTE.endpoint, other.endpoint], "waiting for the proxy to serve the route (1 of 1 proxy pods)"
+    )
+    assert api.requests["PATCH"] - before == 1  # one annotation for the pod, not one per route
+    assert served(reader)
+
+
+def test_publish_reports_the_pods_it_told_and_leaves_its_changes_to_a_running_refresh(
+    api: StandInKubeAPI, cluster: KubeCluster
+) -> None:
+    clock = Clock()
+    reader = proxy(api, "proxy-a", clock)
+    routes = keeper(cluster, PodProxyProbe(cluster))
+    assert routes.publish(changes()).pods == ("proxy-a",)
+    assert served(reader)
+    other = RouteChanges()
+    other.put(ROUTE.endpoint, None)
+    with routes._lock:  # another thread is refreshing: it stores what is recorded before it lets go
+        assert routes.publish(other).pods is None
+        assert stored_endpoints(cluster) == {ROUTE.endpoint}  # not written by this call
+    routes.refresh(RouteChanges())  # the holder's last look as it lets go (`_drain`)
+    assert stored_endpoints(cluster) == set()
+
+
+def stored_endpoints(cluster: KubeCluster) -> set[str]:
+    shards = ConfigMapRouteStore(cluster).read_all().values()
+    return {route.endpoint for shard in shards if shard.table for route in shard.table.routes}

@@ -1,0 +1,130 @@
+"""What a new endpoint costs in Kubernetes API-server calls, counted by the stand-in API server.
+
+The stand-in counts every request it serves (`StandInKubeAPI.requests`, `lists`), so these tests
+fail if a change adds a call to the path of a new endpoint. `docs/scale.md` has the table of what
+each call is for. The proxy's pods are registered with the stand-in and answer the route digests of
+the shards their kubelet mounted (`gco.local.region.volume`, synced when a pod is annotated, on an
+injected clock), as the reachability probe asks them in EKS.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from gco.endpoints import EndpointStore
+from gco.local.region.router import ShardReader, proxy_pod, status_answer
+from gco.local.region.volume import KUBELET_SYNC_S, MountedShards
+from gco.local.standin import StandInKubeAPI
+from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.proxy.proxy_probe import PodProxyProbe
+from gco.reconcile.proxy.route_shards import shard_of
+from gco.reconcile.reconciler import Reconciler
+from tests.unit.reconcile.records import EAST, IMAGE
+
+SPEC = {"image": IMAGE, "model_id": "m"}
+# A new endpoint renders 5 objects (Deployment, Service, PodDisruptionBudget, NetworkPolicy, route
+# Ingress), and its objects are listed in 7 scopes (`Grant.object_scopes`).
+OBJECTS = 5
+SCOPES = 7
+
+
+class Clock:
+    """Monotonic seconds that move only when a test moves them (nothing here waits)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Draw(random.Random):
+    """The kubelet's sync jitter fixed at the middle of its range."""
+
+    def random(self) -> float:
+        return 0.5
+
+
+@pytest.fixture
+def api() -> Iterator[StandInKubeAPI]:
+    with StandInKubeAPI(token="t") as server:
+        yield server
+
+
+@pytest.fixture
+def cluster(api: StandInKubeAPI) -> Iterator[KubeCluster]:
+    retry = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+    client = KubeCluster(api.url, static_token("t"), retry=retry, sleep=lambda _: None)
+    yield client
+    client.close()
+
+
+def answering(reader: ShardReader) -> Callable[[int, str], tuple[int, str]]:
+    """A proxy pod's status port, answering from the shards its kubelet mounted."""
+    return lambda port, path: status_answer(reader.table(), port, path)
+
+
+def proxies(api: StandInKubeAPI, count: int) -> None:
+    """`count` ready proxy pods answering from their mounted shards (loaded when annotated)."""
+    clock = Clock()
+    for index in range(count):
+        name = f"proxy-{index}"
+        reader = ShardReader(api, MountedShards(api, name, sync_s=KUBELET_SYNC_S, clock=clock, rng=Draw()))
+        api.register_pod(proxy_pod(name, True), answering(reader))
+        reader.table()  # mounted when the pod started
+
+
+def calls(api: StandInKubeAPI) -> dict[str, int]:
+    return {method: count for method, count in api.requests.items() if count}
+
+
+@pytest.mark.parametrize("endpoints", [1, 10])
+def test_a_batch_of_new_endpoints_costs_these_calls_without_a_proxy_to_ask(
+    store: EndpointStore, api: StandInKubeAPI, cluster: KubeCluster, endpoints: int
+) -> None:
+    reconciler = Reconciler(store, cluster, EAST, wait=0.0)
+    reconciler.ensure_system()
+    names = [f"new-{index}" for index in range(endpoints)]
+    for name in names:
+        store.create(name, SPEC, [EAST])
+    api.requests.clear()
+    outcomes = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
+    assert {name: future.result().kind for name, future in outcomes.items()} == dict.fromkeys(names, "done")
+    shards = len({shard_of(name) for name in names})
+    # GET: the batch's lists (one per scope), one read of each name before its first apply
+    # (`ownership.claim`); PATCH: each object's apply, one merge of each route shard touched.
+    assert calls(api) == {"GET": SCOPES + OBJECTS * endpoints, "PATCH": OBJECTS * endpoints + shards}
+
+
+@pytest.mark.parametrize(("endpoints", "pods"), [(1, 2), (10, 2)])
+def test_a_batch_of_new_endpoints_costs_these_calls_with_the_proxy_asked(
+    store: EndpointStore, api: StandInKubeAPI, cluster: KubeCluster, endpoints: int, pods: int
+) -> None:
+    """The batch merges its routes into their shards once, tells each proxy pod once, and asks
+    each pod for each route; an endpoint reported running is never asked again."""
+    proxies(api, pods)
+    reconciler = Reconciler(store, cluster, EAST, probe=PodProxyProbe(cluster), wait=0.0)
+    reconciler.ensure_system()
+    names = [f"new-{index}" for index in range(endpoints)]
+    for name in names:
+        store.create(name, SPEC, [EAST])
+    shards = len({shard_of(name) for name in names})
+
+    api.requests.clear()
+    first = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
+    assert {name: future.result().kind for name, future in first.items()} == dict.fromkeys(names, "done")
+    # GET: the batch's lists, each name's read before its first apply, one list of the proxy's
+    # pods, each pod asked for each route; PATCH: each object's apply, each touched shard's merge,
+    # each proxy pod's annotation.
+    assert calls(api) == {
+        "GET": SCOPES + OBJECTS * endpoints + 1 + endpoints * pods,
+        "PATCH": OBJECTS * endpoints + shards + pods,
+    }
+
+    api.requests.clear()
+    again = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
+    assert {name: future.result().kind for name, future in again.items()} == dict.fromkeys(names, "done")
+    assert calls(api) == {"GET": SCOPES}  # running already: only the batch's lists
