@@ -87,7 +87,13 @@ def static_token(token: str) -> TokenProvider:
 
 
 class KubeCluster:
-    """One cluster reached over HTTPS (or loopback HTTP), implementing the `Cluster` port."""
+    """One cluster reached over HTTPS (or loopback HTTP), implementing the `Cluster` port.
+
+    Raises:
+        ClusterAuthError: every request: the API server refused the token (401) or the grant (403).
+        ClusterUnavailableError: every request: the server could not be reached or kept failing
+            after the retries.
+    """
 
     def __init__(
         self,
