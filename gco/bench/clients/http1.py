@@ -26,6 +26,7 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE_END = re.compile(rb"\r\n|\n|\r")
 _DIGITS = re.compile(r"[0-9]+")
+_SIZE_LINE = re.compile(rb"([0-9a-fA-F]{1,15})[ \t]*(?:;[^\r\n]*)?")
 
 _HEAD, _SIZE, _DATA, _DATA_END, _TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(8)
 
@@ -87,6 +88,8 @@ class ResponseParser:
 
     def _consume(self, data: bytes) -> None:
         pos, end = 0, len(data)
+        if self._state == _SIZE:
+            pos = self._whole_chunks(data)
         while pos < end:
             state = self._state
             if state == _DATA:
@@ -124,6 +127,25 @@ class ResponseParser:
             else:  # _DONE, with bytes left over
                 self.keep_alive = False
                 raise HttpError(f"{end - pos} bytes after the end of the response")
+
+    def _whole_chunks(self, data: bytes) -> int:
+        """The usual read of a stream, cheaply: whole non-empty chunks from the start of `data`, each
+        appended to the body; where the general path (`_consume`) goes on."""
+        pos, end, body = 0, len(data), self.body
+        while True:
+            line_end = data.find(b"\r\n", pos)
+            if line_end < 0:
+                return pos
+            size = _SIZE_LINE.fullmatch(data, pos, line_end)
+            if size is None:
+                return pos  # the general path says what is wrong with it
+            after = line_end + 2 + int(size[1], 16)
+            if after == line_end + 2 or after + 2 > end or data[after : after + 2] != b"\r\n":
+                return pos  # the last chunk, one cut by the read, or a bad one: the general path
+            body += data[line_end + 2 : after]
+            pos = after + 2
+            if pos == end:
+                return pos
 
     def _keep(self, rest: bytes) -> None:
         """Hold an unfinished line or header block for the next read, within its limit."""

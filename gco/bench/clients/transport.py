@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
@@ -81,8 +82,7 @@ class Connection(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast("asyncio.Transport", transport)  # a stream socket's: it writes
 
     def data_received(self, data: bytes) -> None:
         now = time.perf_counter_ns()  # first: the stamp is the read, not the parse after it
