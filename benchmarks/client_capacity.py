@@ -9,7 +9,14 @@ with the same schedule, the usual way to write one in Python); AIPerf and GuideL
 holding them is given with --peers-venv (they need a tokenizer: a tiny one is trained offline with their
 own libraries unless --tokenizer names one), otherwise it says why they were not measured.
 
-    .venv/bin/python benchmarks/client_capacity.py                 # gco and the baseline
+The server's own ceiling is measured in the same run by wrk (a C load generator; Debian's `wrk`
+package, `apt-get install -y wrk`), closed loop, on the client's core, sending the request `gco bench
+serve` sends (a Lua script sets the method, body and header): the most requests/s over a few
+connection counts. Without wrk that part is skipped and says so. Targets: the client's faithful rate
+at least 90% of that ceiling; TTFT error at concurrency 1 at most 0.3 ms mean and 1 ms p99, and no
+worse than the best peer's.
+
+    .venv/bin/python benchmarks/client_capacity.py                 # gco, the baseline, wrk's ceiling
     .venv/bin/python benchmarks/client_capacity.py --peers-venv /tmp/peers --install-peers
 """
 
@@ -20,6 +27,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -31,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gco.bench.clients.serve import ServeSettings, payload
 from gco.local.processes.listen import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,6 +49,16 @@ RATE_TOLERANCE = 0.05
 TTFT_TOLERANCE_S = 0.005
 SECONDS_PER_RATE = 4.0
 MIN_REQUESTS = 40
+RESOLUTION = 20  # the search stops when the first unfaithful rate is within 1/20 of the last faithful
+CEILING_TARGET = 0.9
+TTFT_MEAN_TARGET_MS = 0.3
+TTFT_P99_TARGET_MS = 1.0
+WRK_CONNECTIONS = (128, 256, 512)
+WRK_SECONDS = 4
+WRK_SCRIPT = """wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = {body}
+"""
 
 
 def pinned(core: int | None, argv: list[str]) -> list[str]:
@@ -235,13 +254,60 @@ def judge(rate: float, client_rows: list[dict[str, Any]], trace: list[dict[str, 
     }
 
 
+def wrk_script(directory: Path) -> Path:
+    """The Lua script that makes wrk send the request `gco bench serve` sends (the same body)."""
+    _, body = payload(ServeSettings(base_url="http://127.0.0.1", max_tokens=TOKENS), "tell me about it")
+    path = directory / "post.lua"
+    path.write_text(WRK_SCRIPT.format(body=json.dumps(json.dumps(body))))
+    return path
+
+
+def wrk_rate(output: str) -> float:
+    """The `Requests/sec:` figure of wrk's report.
+
+    Raises:
+        ValueError: the report has none (wrk failed).
+    """
+    found = re.search(r"^Requests/sec:\s+([0-9.]+)", output, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"no Requests/sec in wrk's output: {output.strip()[-200:]!r}")
+    return float(found[1])
+
+
+def server_ceiling(server: Server, core: int | None, work: Path) -> tuple[float, int] | str:
+    """The fake server's own ceiling: wrk's requests/s, closed loop, over `WRK_CONNECTIONS` (the best,
+    and at how many connections), or why it was not measured."""
+    binary = shutil.which("wrk")
+    if binary is None:
+        return "server ceiling: not measured (wrk is not installed: apt-get install -y wrk)"
+    script = wrk_script(work)
+    best = (0.0, 0)
+    for connections in WRK_CONNECTIONS:
+        argv = [binary, "-t1", f"-c{connections}", f"-d{WRK_SECONDS}s", "-s", str(script)]
+        done = subprocess.run(
+            pinned(core, [*argv, server.url + "/v1/completions"]),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=WRK_SECONDS * 10,
+        )
+        try:
+            rate = wrk_rate(done.stdout)
+        except ValueError as error:
+            return f"server ceiling: wrk failed ({error})"
+        server.trace()  # drop wrk's requests from the server's trace
+        print(f"  wrk       {connections:4d} connections: {rate:7.1f} req/s", flush=True)
+        best = max(best, (rate, connections))
+    return best
+
+
 def max_faithful_rate(
     name: str, client: Client, server: Server, core: int | None, work: Path, start: int, ceiling: int
 ) -> int:
     """Double the rate until a rate is not faithful, then bisect between the last good and the first bad."""
     good, bad, rate = 0, None, start
     for _ in range(30):
-        if bad is not None and bad - good <= max(2, good // 10):
+        if bad is not None and bad - good <= max(2, good // RESOLUTION):
             break
         count = max(MIN_REQUESTS, int(rate * SECONDS_PER_RATE))
         server.trace()
@@ -465,7 +531,7 @@ def find_peers(venv: Path | None, tokenizer: Path | None) -> tuple[list[Peer], s
     return peers, f"peers not installed in {venv}: {', '.join(missing)}" if missing else ""
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -482,7 +548,14 @@ def main() -> int:
     parser.add_argument("--peer-start", type=int, default=8, help="First rate tried for the peers.")
     parser.add_argument("--ceiling", type=int, default=1024, help="Highest rate tried (req/s).")
     parser.add_argument("--single", type=int, default=200, help="Requests at concurrency 1.")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--skip-baseline", action="store_true", help="Leave out the httpx baseline (a shorter run)."
+    )
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
     if args.baseline_worker:
         url, rate, count, out = args.baseline_worker
         rows = asyncio.run(_baseline(url, float(rate), int(count)))
@@ -508,25 +581,33 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
+            print("the server's own ceiling (wrk, closed loop, on the client's core):", flush=True)
+            ceiling = server_ceiling(server, client_core, work)
+            highest, start = args.ceiling, 16
+            if isinstance(ceiling, tuple):
+                highest = max(args.ceiling, int(ceiling[0] * 1.1))
+                start = int(ceiling[0] * CEILING_TARGET)  # the target first: fewer probes
             print("highest faithful constant rate:", flush=True)
             rates["gco bench serve"] = max_faithful_rate(
-                "gco", gco_client, server, client_core, work, 16, args.ceiling
+                "gco", gco_client, server, client_core, work, start, highest
             )
-            rates["baseline (httpx)"] = max_faithful_rate(
-                "baseline", baseline_client, server, client_core, work, 16, args.ceiling
-            )
+            if not args.skip_baseline:
+                rates["baseline (httpx)"] = max_faithful_rate(
+                    "baseline", baseline_client, server, client_core, work, 16, highest
+                )
             gco_rows = gco_single(server, args.single, client_core, work)
             errors["gco bench serve"] = concurrency_one_error(
                 gco_rows, sorted(server.trace(), key=lambda t: t["arrived"])[2:]
             )
             server.trace()
-            errors["baseline (httpx)"] = concurrency_one_error(
-                baseline_client(server, 3, 30, client_core, work), server.trace()
-            )
+            if not args.skip_baseline:
+                errors["baseline (httpx)"] = concurrency_one_error(
+                    baseline_client(server, 3, 30, client_core, work), server.trace()
+                )
             for peer in peers:
                 try:
                     rates[peer.name] = max_faithful_rate(
-                        peer.name, peer.client(), server, client_core, work, args.peer_start, args.ceiling
+                        peer.name, peer.client(), server, client_core, work, args.peer_start, highest
                     )
                     server.trace()
                     rows = peer.run(server, None, 60, client_core, work)
@@ -535,7 +616,7 @@ def main() -> int:
                     failed[peer.name] = str(error)
     finally:
         server.close()
-    report(rates, errors, failed, note, [peer.name for peer in peers])
+    report(rates, errors, failed, note, [peer.name for peer in peers], ceiling)
     return 0
 
 
@@ -545,9 +626,15 @@ def report(
     failed: dict[str, str],
     note: str,
     peer_names: list[str],
+    ceiling: tuple[float, int] | str,
 ) -> None:
-    """Print every client's faithful rate, its timing error at concurrency 1, and the ratios."""
+    """Print every client's faithful rate, its timing error at concurrency 1, and the ratios: to the
+    server's own ceiling (wrk) and to the peers."""
     print()
+    if isinstance(ceiling, tuple):
+        print(f"{'server ceiling (wrk)':18s} {ceiling[0]:11.1f} req/s at {ceiling[1]} connections")
+    else:
+        print(ceiling)
     for name, rate in rates.items():
         print(f"{name:18s} faithful rate {rate:5d} req/s")
     for name, reason in failed.items():
@@ -561,17 +648,22 @@ def report(
             f"ITL error mean {err['itl_mean_ms']:+.3f} ms, p99 {err['itl_p99_ms']:+.3f} ms (n={err['n']:.0f})"
         )
     gco = rates["gco bench serve"]
-    others = {name: rate for name, rate in rates.items() if name != "gco bench serve"}
-    for name, rate in others.items():
-        print(f"ratio gco / {name}: {gco / rate if rate else float('inf'):.2f}x")
-    peer_rates = [rates[name] for name in peer_names if name in rates]
-    if peer_rates:
-        print(
-            f"target >= 3x the best peer: {gco / max(peer_rates) if max(peer_rates) else float('inf'):.2f}x "
-            f"(best peer {max(peer_rates)} req/s)"
-        )
+    for name, rate in rates.items():
+        if name != "gco bench serve":
+            print(f"ratio gco / {name}: {gco / rate if rate else float('inf'):.2f}x")
+    if isinstance(ceiling, tuple):
+        print(f"ratio gco / server ceiling (wrk): {gco / ceiling[0]:.2f} (target >= {CEILING_TARGET:.2f})")
+    mine = errors["gco bench serve"]
+    peers = [errors[name] for name in peer_names if name in errors]
+    best_mean = min((abs(err["ttft_mean_ms"]) for err in peers), default=None)
+    best_p99 = min((abs(err["ttft_p99_ms"]) for err in peers), default=None)
     print(
-        "targets: TTFT error at concurrency 1 <= 0.5 ms mean and <= 3 ms p99 (client minus the server's own)"
+        f"TTFT error at concurrency 1: mean {abs(mine['ttft_mean_ms']):.3f} ms "
+        f"(target <= {TTFT_MEAN_TARGET_MS}"
+        + (f", best peer {best_mean:.3f}" if best_mean is not None else "")
+        + f"), p99 {abs(mine['ttft_p99_ms']):.3f} ms (target <= {TTFT_P99_TARGET_MS}"
+        + (f", best peer {best_p99:.3f}" if best_p99 is not None else "")
+        + ")"
     )
 
 
