@@ -82,6 +82,7 @@ class Timing:
             "scheduled_s": self.scheduled_s,
             "sent_s": sent_s,
             "schedule_lag_s": max(0.0, sent_s - self.scheduled_s),
+            "sent_clock_s": sent_ns / NS,
         }
         if response is None:
             return RequestRecord(**base, ok=False, error=self.error or "no response")

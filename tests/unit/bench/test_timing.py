@@ -61,6 +61,7 @@ def test_times_come_from_the_reads_not_from_decoding() -> None:
     assert record.ok
     assert record.sent_s == pytest.approx(0.501)
     assert record.schedule_lag_s == pytest.approx(0.001)
+    assert record.sent_clock_s == pytest.approx(0.501)
     assert record.ttft_s == pytest.approx(0.010)  # 511 ms - 501 ms: the first event with text
     assert record.itl_mean_s == pytest.approx(0.001)
     assert record.itl_p99_s == pytest.approx(0.001)
