@@ -60,6 +60,9 @@ class RequestRecord(BaseModel):
     scheduled_s: float
     sent_s: float
     schedule_lag_s: float
+    # The send on the machine's monotonic clock (`time.perf_counter`, CLOCK_MONOTONIC on Linux): lines a
+    # request up with a server's own trace taken on the same machine (benchmarks/client_capacity.py).
+    sent_clock_s: float | None = None
     ok: bool
     error: str | None = None
     ttft_s: float | None = None

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gco.bench.clients.arrivals import Arrival, rate_for_concurrency, schedule
 from gco.bench.clients.prompts import Prompt, prompt_digest, salted
 from gco.bench.clients.records import ClientHealth, LevelResult, RequestRecord, ServeResult
+from gco.bench.clients.timing import NS, Deferred, Timing
 from gco.bench.clients.transport import Client, HttpError
 
 LAG_LIMIT_MS = 5.0
@@ -76,15 +77,30 @@ def payload(settings: ServeSettings, text: str) -> tuple[str, dict[str, Any]]:
     return path, body
 
 
-def _content(event: dict[str, Any]) -> str:
-    choices = event.get("choices") or []
-    if not choices:
-        return ""
-    choice = choices[0]
-    if "text" in choice:
-        return str(choice.get("text") or "")
-    delta = choice.get("delta") or choice.get("message") or {}
-    return str(delta.get("content") or "") + str(delta.get("reasoning_content") or "")
+async def send_timed(
+    client: Client,
+    settings: ServeSettings,
+    prompt: Prompt,
+    request: bytes,
+    scheduled: float,
+    origin_ns: int,
+    level: int | None = None,
+) -> Timing:
+    """Write one request already encoded (`Target.request`) and wait for its whole answer; what came
+    back, undecoded. Failures are kept in the timing, never raised."""
+    timing = Timing(prompt.index, prompt.bucket, level, scheduled, origin_ns, time.perf_counter_ns())
+    try:
+        async with asyncio.timeout(settings.timeout_s):
+            timing.response = await client.exchange(request)
+    except (HttpError, TimeoutError) as error:
+        timing.error = f"{type(error).__name__}: {error}"[:300]
+    return timing
+
+
+def encoded(client: Client, settings: ServeSettings, text: str) -> bytes:
+    """The whole streaming request for `text`, as it goes on the wire."""
+    path, body = payload(settings, text)
+    return client.target.request("POST", path, json.dumps(body).encode())
 
 
 async def timed_request(
@@ -93,57 +109,18 @@ async def timed_request(
     prompt: Prompt,
     text: str,
     scheduled: float,
-    origin: float,
+    origin_ns: int,
     level: int | None = None,
 ) -> RequestRecord:
-    """Send one request and time it; failures become a record with ok=False, never an exception."""
-    path, body = payload(settings, text)
-    encoded = json.dumps(body).encode()
-    arrivals: list[float] = []
-    usage_tokens: int | None = None
-    sent = time.perf_counter()
-    base = {
-        "index": prompt.index,
-        "bucket": prompt.bucket,
-        "level": level,
-        "scheduled_s": scheduled,
-        "sent_s": sent - origin,
-        "schedule_lag_s": max(0.0, sent - origin - scheduled),
-    }
-    try:
-        async with asyncio.timeout(settings.timeout_s):
-            async for data in client.stream(path, encoded):
-                now = time.perf_counter()
-                event = json.loads(data)
-                if _content(event):
-                    arrivals.append(now)
-                usage = event.get("usage") or {}
-                if usage.get("completion_tokens") is not None:
-                    usage_tokens = int(usage["completion_tokens"])
-    except (HttpError, ValueError, TimeoutError) as error:
-        return RequestRecord(**base, ok=False, error=f"{type(error).__name__}: {error}"[:300])
-    end = time.perf_counter()
-    if not arrivals:
-        return RequestRecord(**base, ok=False, error="no output tokens")
-    tokens = usage_tokens if usage_tokens is not None else len(arrivals)
-    gaps = np.diff(arrivals) if len(arrivals) > 1 else np.zeros(0)
-    decode_s = end - arrivals[0]
-    return RequestRecord(
-        **base,
-        ok=True,
-        ttft_s=arrivals[0] - sent,
-        e2e_s=end - sent,
-        itl_mean_s=float(gaps.mean()) if gaps.size else None,
-        itl_p99_s=float(np.percentile(gaps, 99)) if gaps.size else None,
-        output_tokens=tokens,
-        tokens_from="usage" if usage_tokens is not None else "chunks",
-        decode_tps=(tokens - 1) / decode_s if tokens > 1 and decode_s > 0 else None,
-    )
+    """Send one request, time it and decode it at once; a failure is a record with ok=False."""
+    request = encoded(client, settings, text)
+    timing = await send_timed(client, settings, prompt, request, scheduled, origin_ns, level)
+    return timing.record()
 
 
 async def warm_up(client: Client, settings: ServeSettings, prompts: Sequence[Prompt]) -> list[RequestRecord]:
     """Salted warm-up requests, one at a time: they never seed the prefix cache for real prompts."""
-    origin = time.perf_counter()
+    origin = time.perf_counter_ns()
     records = []
     for i in range(settings.warmup):
         prompt = prompts[i % len(prompts)]
@@ -154,12 +131,14 @@ async def warm_up(client: Client, settings: ServeSettings, prompts: Sequence[Pro
 async def run_single(
     client: Client, settings: ServeSettings, prompts: Sequence[Prompt]
 ) -> list[RequestRecord]:
-    """Each prompt once, one at a time."""
-    origin = time.perf_counter()
+    """Each prompt once, one at a time; each decoded after its answer, before the next is sent."""
+    origin = time.perf_counter_ns()
     records = []
     for prompt in prompts:
-        scheduled = time.perf_counter() - origin
-        records.append(await timed_request(client, settings, prompt, prompt.text, scheduled, origin))
+        request = encoded(client, settings, prompt.text)
+        scheduled = (time.perf_counter_ns() - origin) / NS
+        timing = await send_timed(client, settings, prompt, request, scheduled, origin)
+        records.append(timing.record())
     return records
 
 
@@ -178,24 +157,29 @@ async def run_level(
 ) -> list[RequestRecord]:
     """Open-loop arrivals at `rate` per second; each request starts at its planned offset.
 
-    Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`).
+    Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`). Each
+    request is encoded before the wait for its send time; the answers are decoded after the level.
     """
     count = settings.requests_per_level or len(prompts)
     offsets = schedule(
         settings.arrival, rate, count, burstiness=settings.burstiness, seed=settings.seed + concurrency
     )
-    origin = time.perf_counter()
+    deferred = Deferred()
+
+    async def one(prompt: Prompt, request: bytes, offset: float, origin: int) -> Timing:
+        timing = await send_timed(client, settings, prompt, request, offset, origin, concurrency)
+        return deferred.keep(timing)
+
+    origin = time.perf_counter_ns()
     tasks = []
     for i, offset in enumerate(offsets):
-        delay = origin + offset - time.perf_counter()
+        prompt = prompts[(first + i) % len(prompts)]
+        request = encoded(client, settings, repeat_text(prompt.text, (first + i) // len(prompts)))
+        delay = (origin + offset * NS - time.perf_counter_ns()) / NS
         if delay > 0:
             await asyncio.sleep(delay)
-        prompt = prompts[(first + i) % len(prompts)]
-        text = repeat_text(prompt.text, (first + i) // len(prompts))
-        tasks.append(
-            asyncio.create_task(timed_request(client, settings, prompt, text, offset, origin, concurrency))
-        )
-    return list(await asyncio.gather(*tasks))
+        tasks.append(asyncio.create_task(one(prompt, request, offset, origin)))
+    return [timing.record() for timing in await asyncio.gather(*tasks)]
 
 
 async def run_closed(
@@ -203,19 +187,21 @@ async def run_closed(
 ) -> list[RequestRecord]:
     """Closed loop: `concurrency` workers, each sending its next request as soon as the last one ends."""
     count = settings.requests_per_level or len(prompts)
-    origin = time.perf_counter()
+    origin = time.perf_counter_ns()
     indices = iter(range(count))
-    records: list[RequestRecord] = []
+    timings: list[Timing] = []
+    deferred = Deferred()
 
     async def worker() -> None:
         for i in indices:
             prompt = prompts[(first + i) % len(prompts)]
-            text = repeat_text(prompt.text, (first + i) // len(prompts))
-            now = time.perf_counter() - origin
-            records.append(await timed_request(client, settings, prompt, text, now, origin, concurrency))
+            request = encoded(client, settings, repeat_text(prompt.text, (first + i) // len(prompts)))
+            now = (time.perf_counter_ns() - origin) / NS
+            timing = await send_timed(client, settings, prompt, request, now, origin, concurrency)
+            timings.append(deferred.keep(timing))
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return sorted(records, key=lambda record: record.sent_s)
+    return sorted((timing.record() for timing in timings), key=lambda record: record.sent_s)
 
 
 async def run_sweep(

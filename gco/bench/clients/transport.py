@@ -1,21 +1,28 @@
-"""A small HTTP/1.1 client on asyncio streams: keep-alive pool, chunked bodies, SSE events.
+"""A small HTTP/1.1 client on an asyncio Protocol: keep-alive pool, chunked bodies, SSE events.
 
-Written for timing fidelity: no per-chunk allocation beyond the bytes read, loopback or plain HTTP only.
+Written for timing fidelity at high request rates: each read is stamped in `data_received` with
+`time.perf_counter_ns` before anything else runs, and handed to the incremental parser
+(`http1.ResponseParser`) there; the request's coroutine wakes once, when the response is whole
+(`exchange`), or on each read (`stream`). No JSON is decoded on the timed path. Plain HTTP only
+(the load client talks to an engine next to it, or to its proxy).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
+from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
 from gco.bench.errors import BenchInputError
 from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
 
-MAX_HEADER_BYTES = 65536
-MAX_EVENTS = 1_000_000
+# The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
+READ_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -38,8 +45,118 @@ class Target:
             raise BenchInputError("--base-url", f"must be an http:// URL, got {base_url!r}")
         return cls(parts.hostname, parts.port or 80, parts.path.rstrip("/"))
 
+    def request(self, method: str, path: str, body: bytes) -> bytes:
+        """The whole request as it goes on the wire (encode once, write many times)."""
+        head = (
+            f"{method} {self.base_path}{path} HTTP/1.1\r\nhost: {self.host}:{self.port}\r\n"
+            f"content-type: application/json\r\naccept: text/event-stream, application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        )
+        return head.encode("latin-1") + body
 
-Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+@dataclass(frozen=True)
+class Response:
+    """A whole response: status, headers, body, and when its bytes came (`sent_ns` on the same clock).
+
+    `marks` are `(body length after a read, perf_counter_ns of that read)`, as `http1.ResponseParser`.
+    """
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    marks: list[Mark]
+    sent_ns: int
+    ended_ns: int
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive connection carrying one request at a time."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser: ResponseParser | None = None
+        self.error: HttpError | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.wake_each_read = False
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast("asyncio.Transport", transport)  # a stream socket's: it writes
+
+    def data_received(self, data: bytes) -> None:
+        now = time.perf_counter_ns()  # first: the stamp is the read, not the parse after it
+        parser = self.parser
+        if parser is None or parser.done:  # nothing asked for: the connection is not reusable
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+            return
+        try:
+            parser.feed(data, now)
+        except HttpError as error:
+            self.error = error
+        if parser.done or self.wake_each_read or self.error is not None:
+            self._wake()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        now = time.perf_counter_ns()
+        self.closed = True
+        if self.parser is not None and self.error is None:
+            try:
+                self.parser.close(now)
+            except HttpError as error:
+                self.error = HttpError(f"{error}: {exc}" if exc else str(error))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    @property
+    def reusable(self) -> bool:
+        parser = self.parser
+        return (
+            not self.closed
+            and self.error is None
+            and parser is not None
+            and parser.done
+            and parser.keep_alive
+        )
+
+    def send(self, request: bytes, parser: ResponseParser, *, wake_each_read: bool) -> int:
+        """Write a whole request for `parser` to read the answer; the time it was written (ns).
+
+        Raises:
+            HttpError: the connection is closed.
+        """
+        if self.closed or self.transport is None or self.transport.is_closing():
+            raise HttpError("connection closed")
+        self.parser, self.error, self.wake_each_read = parser, None, wake_each_read
+        sent = time.perf_counter_ns()
+        self.transport.write(request)
+        return sent
+
+    async def wait(self) -> None:
+        """Until the next wake-up: a read (when asked for each), the end of the response, or an error.
+
+        Raises:
+            HttpError: the response was malformed or cut short.
+        """
+        parser = self.parser
+        if parser is not None and not parser.done and self.error is None and not self.closed:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
 
 
 class Pool:
@@ -56,72 +173,30 @@ class Pool:
             HttpError: the connection could not be opened.
         """
         while self.idle:
-            reader, writer = self.idle.pop()
-            if not writer.is_closing() and not reader.at_eof():
-                return reader, writer
+            connection = self.idle.pop()
+            if not connection.closed:
+                return connection
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.open_connection(self.target.host, self.target.port, limit=MAX_HEADER_BYTES)
+            _, connection = await loop.create_connection(Connection, self.target.host, self.target.port)
         except OSError as error:
             raise HttpError(f"connect: {error}") from error
+        return connection
 
-    def release(self, connection: Connection, reusable: bool) -> None:
-        if reusable:
+    def release(self, connection: Connection) -> None:
+        if connection.reusable:
             self.idle.append(connection)
         else:
-            connection[1].close()
+            connection.close()
 
     def close(self) -> None:
-        for _, writer in self.idle:
-            writer.close()
+        for connection in self.idle:
+            connection.close()
         self.idle.clear()
 
 
-def _request_bytes(target: Target, method: str, path: str, body: bytes) -> bytes:
-    head = (
-        f"{method} {target.base_path}{path} HTTP/1.1\r\nhost: {target.host}:{target.port}\r\n"
-        f"content-type: application/json\r\naccept: text/event-stream, application/json\r\n"
-        f"content-length: {len(body)}\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
-
-
-async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
-    try:
-        raw = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError) as error:
-        raise HttpError(f"no response: {error}") from error
-    lines = raw.decode("latin-1").split("\r\n")
-    try:
-        status = int(lines[0].split(" ", 2)[1])
-    except (IndexError, ValueError) as error:
-        raise HttpError(f"bad status line {lines[0]!r}") from error
-    headers = {
-        k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)
-    }
-    return status, headers
-
-
-async def _body_pieces(reader: asyncio.StreamReader, headers: dict[str, str]) -> AsyncIterator[bytes]:
-    """Yield the body as it arrives (chunked or content-length); raise HttpError when cut short."""
-    try:
-        if headers.get("transfer-encoding", "").lower() == "chunked":
-            while True:
-                size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")
-                    return
-                data = await reader.readexactly(size + 2)
-                yield data[:-2]
-        elif "content-length" in headers:
-            yield await reader.readexactly(int(headers["content-length"]))
-        else:
-            yield await reader.read()
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError) as error:
-        raise HttpError(f"body cut short: {error}") from error
-
-
 class Client:
-    """POST JSON and read either a whole JSON response or a stream of SSE `data:` payloads.
+    """Send requests to one target; read whole responses, or a stream of SSE `data:` payloads.
 
     Raises:
         HttpError: from every request: no connection, no or a bad status line, or a body cut short.
@@ -131,18 +206,32 @@ class Client:
         self.target = Target.parse(base_url)
         self.pool = Pool(self.target)
 
-    async def get(self, path: str) -> tuple[int, bytes]:
-        """GET a path; returns status and body."""
+    async def exchange(self, request: bytes, *, head_only: bool = False) -> Response:
+        """Write `request` (as `Target.request` makes it) and wait, without waking per read, for the
+        whole response, whatever its status.
+
+        Raises:
+            HttpError: connection failure, or a response malformed or cut short.
+        """
         connection = await self.pool.acquire()
-        reusable = False
+        parser = ResponseParser(head_only=head_only)
         try:
-            connection[1].write(_request_bytes(self.target, "GET", path, b""))
-            status, headers = await _read_head(connection[0])
-            body = b"".join([piece async for piece in _body_pieces(connection[0], headers)])
-            reusable = "content-length" in headers or "transfer-encoding" in headers
-            return status, body
+            sent = connection.send(request, parser, wake_each_read=False)
+            await connection.wait()
         finally:
-            self.pool.release(connection, reusable)
+            self.pool.release(connection)
+        return Response(
+            parser.status, parser.headers, bytes(parser.body), parser.marks, sent, parser.ended_ns
+        )
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        """GET a path; returns status and body.
+
+        Raises:
+            HttpError: connection failure or a body cut short.
+        """
+        response = await self.exchange(self.target.request("GET", path, b""))
+        return response.status, response.body
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         """POST JSON already encoded and read the whole response body, whatever its status.
@@ -150,58 +239,45 @@ class Client:
         Raises:
             HttpError: connection failure or a body cut short.
         """
-        connection = await self.pool.acquire()
-        reusable = False
-        try:
-            connection[1].write(_request_bytes(self.target, "POST", path, body))
-            status, headers = await _read_head(connection[0])
-            data = b"".join([piece async for piece in _body_pieces(connection[0], headers)])
-            reusable = "content-length" in headers or "transfer-encoding" in headers
-            return status, data
-        finally:
-            self.pool.release(connection, reusable)
+        response = await self.exchange(self.target.request("POST", path, body))
+        return response.status, response.body
 
     async def stream(self, path: str, payload: dict[str, object] | bytes) -> AsyncIterator[bytes]:
         """POST `payload` (a dict, or JSON already encoded); yield each SSE data payload as it arrives.
 
-        `[DONE]` is not yielded.
-
-        A non-streaming JSON response is yielded once, whole.
+        `[DONE]` is not yielded. A response that is not an event stream is yielded once, whole.
 
         Raises:
             HttpError: connection failure, non-2xx status, or a body cut short.
         """
         connection = await self.pool.acquire()
-        reader, writer = connection
-        reusable = False
+        parser = ResponseParser()
         try:
             body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-            writer.write(_request_bytes(self.target, "POST", path, body))
-            status, headers = await _read_head(reader)
-            pieces = _body_pieces(reader, headers)
-            if status >= 300:
-                body = b"".join([piece async for piece in pieces])
-                reusable = True
-                raise HttpError(f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
-            if "text/event-stream" not in headers.get("content-type", ""):
-                yield b"".join([piece async for piece in pieces])
-                reusable = True
+            connection.send(self.target.request("POST", path, body), parser, wake_each_read=True)
+            while not parser.status:
+                await connection.wait()
+            events = "text/event-stream" in parser.headers.get("content-type", "")
+            if parser.status >= 300 or not events:
+                while not parser.done:
+                    await connection.wait()
+                if parser.status >= 300:
+                    raise HttpError(f"HTTP {parser.status}: {parser.body[:200].decode('utf-8', 'replace')}")
+                yield bytes(parser.body)
                 return
-            pending = b""
-            events = 0
-            async for piece in pieces:
-                pending += piece
-                while b"\n\n" in pending and events < MAX_EVENTS:
-                    event, pending = pending.split(b"\n\n", 1)
-                    events += 1
-                    for line in event.split(b"\n"):
-                        if line.startswith(b"data:"):
-                            data = line[5:].strip()
-                            if data != b"[DONE]":
-                                yield data
-            reusable = True
+            start = 0
+            while True:
+                done, scanned = parser.done, len(parser.body)
+                found, start = sse_events(parser.body, parser.marks, start)
+                for _, data in found:
+                    if data != b"[DONE]":
+                        yield data
+                if done:
+                    return
+                if len(parser.body) == scanned:  # nothing came while the caller held the events
+                    await connection.wait()
         finally:
-            self.pool.release(connection, reusable)
+            self.pool.release(connection)
 
     def close(self) -> None:
         self.pool.close()

