@@ -236,6 +236,9 @@ def sse_events(
     read that completed it, and the offset after the last complete event (where the next call starts).
 
     Events without data (comments, `event:` or `id:` alone) are skipped; `[DONE]` is kept.
+
+    Raises:
+        ValueError: `marks` do not cover the body (no read brought an event's last byte).
     """
     events: list[tuple[int, bytes]] = []
     pos = start
