@@ -31,7 +31,20 @@ COMPONENT_LABEL = "gco.dev/component"
 # reference/labels-annotations-taints/#kubernetes-io-metadata-name): how a NetworkPolicy names one.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 PROXY_SERVICE = "inference-proxy"
+PROXY_PORT_NAME = "https"  # the shared proxy Service's port (`gco.reconcile.proxy.render_proxy`)
 FIELD_MANAGER = "gco-reconciler"
+# An endpoint's route: the Ingress the renderer writes and the proxy reads back (`gco.reconcile.render`,
+# `gco.reconcile.proxy.routes`): its role label, and the annotations naming its upstream Services and
+# the canary's weight. Here, below both, so that the proxy's package does not import the renderer.
+ROUTE_ROLE = "route"  # the role label of a route Ingress (what the route refresh lists)
+UPSTREAM_ANNOTATION = "gco.dev/upstream"
+CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
+CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
+
+
+def route_name(endpoint: str) -> str:
+    """The name of an endpoint's route Ingress (in the system namespace): `route-<name>`."""
+    return f"route-{endpoint}"
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from gco.endpoints.names import object_name
 from gco.endpoints.record import EndpointRecord, ingress_path_for
 from gco.endpoints.spec import Autoscaling, EndpointSpec
 from gco.reconcile.objects import (
+    CANARY_UPSTREAM_ANNOTATION,
+    CANARY_WEIGHT_ANNOTATION,
     DEPLOYMENT,
     ENDPOINT_LABEL,
     GENERATION_ANNOTATION,
@@ -40,12 +42,16 @@ from gco.reconcile.objects import (
     LIFECYCLE_LABEL,
     MANAGED_BY,
     MANAGER,
+    PROXY_PORT_NAME,
     PROXY_SERVICE,
     REGION_LABEL,
     ROLE_LABEL,
+    ROUTE_ROLE,
     SERVICE,
     SYSTEM_NAMESPACE,
+    UPSTREAM_ANNOTATION,
     content_hash,
+    route_name,
     short,
 )
 from gco.reconcile.render_network import endpoint_policy
@@ -54,11 +60,6 @@ from gco.reconcile.render_scaling import autoscaler, disruption_budget
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 
 STORE_PORT = 50051
-PROXY_PORT_NAME = "https"  # the shared proxy Service's port (render_proxy.py)
-UPSTREAM_ANNOTATION = "gco.dev/upstream"
-CANARY_UPSTREAM_ANNOTATION = "gco.dev/canary-upstream"
-CANARY_WEIGHT_ANNOTATION = "gco.dev/canary-weight"
-ROUTE_ROLE = "route"  # the role label of a route Ingress (what the route refresh lists)
 NETWORK_ROLE = "network"  # the role label of the endpoint's NetworkPolicy (render_network.py)
 
 
@@ -223,11 +224,6 @@ def _mooncake(ctx: _Context) -> list[dict[str, Any]]:
     objects.append(_deployment(ctx, object_name(ctx.name, "proxy"), "proxy", 1, template))
     objects.append(_service(ctx, ctx.name, "proxy", spec.port))
     return objects
-
-
-def route_name(endpoint: str) -> str:
-    """The name of an endpoint's route Ingress (in the system namespace): `route-<name>`."""
-    return f"route-{endpoint}"
 
 
 def _route(ctx: _Context) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from gco.reconcile.objects import (
     MANAGED_BY,
     MANAGER,
     NAMESPACE,
+    PROXY_PORT_NAME,
     ObjectRef,
     annotations_of,
     content_hash,
@@ -30,7 +31,6 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.render_proxy import STATUS_PORT_NAME, proxy_labels, render_proxy
-from gco.reconcile.render import PROXY_PORT_NAME
 from gco.reconcile.render_network import default_deny, proxy_policy
 from gco.reconcile.settings import RenderSettings
 

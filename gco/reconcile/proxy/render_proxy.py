@@ -34,6 +34,7 @@ from gco.reconcile.objects import (
     HPA,
     MANAGED_BY,
     MANAGER,
+    PROXY_PORT_NAME,
     PROXY_SERVICE,
     SERVICE,
     SYSTEM_NAMESPACE,
@@ -43,7 +44,6 @@ from gco.reconcile.proxy.proxy_conf import nginx_conf
 from gco.reconcile.proxy.route_shards import SHARDS, shard_name
 from gco.reconcile.proxy.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, ROUTES_DIR, STATUS_PORT, TLS_DIR
 from gco.reconcile.proxy_settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS, ProxySettings
-from gco.reconcile.render import PROXY_PORT_NAME
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
 PROXY_CONTAINER = "api-tls-proxy"

@@ -38,10 +38,12 @@ from gco.reconcile.objects import (
     MANAGED_BY,
     MANAGER,
     ROLE_LABEL,
+    ROUTE_ROLE,
     SYSTEM_NAMESPACE,
     ObjectRef,
     content_hash,
     labels_of,
+    route_name,
 )
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
@@ -56,7 +58,6 @@ from gco.reconcile.proxy.route_shards import (
 )
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore, RouteStore, StoredShard
 from gco.reconcile.proxy.routes import Route, route_of, route_table
-from gco.reconcile.render import ROUTE_ROLE, route_name
 
 log = logging.getLogger(__name__)
 # The longest a route change waits for the last of several concurrent batches to end before a batch

@@ -42,8 +42,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gco.endpoints.paths import INGRESS_PREFIX
-from gco.reconcile.objects import ENDPOINT_LABEL, INGRESS, SYSTEM_NAMESPACE, annotations_of, labels_of
-from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, UPSTREAM_ANNOTATION
+from gco.reconcile.objects import (
+    CANARY_UPSTREAM_ANNOTATION,
+    CANARY_WEIGHT_ANNOTATION,
+    ENDPOINT_LABEL,
+    INGRESS,
+    SYSTEM_NAMESPACE,
+    UPSTREAM_ANNOTATION,
+    annotations_of,
+    labels_of,
+)
 
 UPSTREAM = re.compile(
     r"^http://(?P<host>[a-z0-9]([a-z0-9-]*[a-z0-9])?\.[a-z0-9]([a-z0-9-]*[a-z0-9])?\.svc):(?P<port>\d{1,5})$"

@@ -8,7 +8,8 @@ import pytest
 
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec
-from gco.reconcile.render import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION, render
+from gco.reconcile.objects import CANARY_UPSTREAM_ANNOTATION, CANARY_WEIGHT_ANNOTATION
+from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, IMAGE, WEST, make_record
 
 CANARY_IMAGE = "vllm/vllm-openai:v0.6.4"
