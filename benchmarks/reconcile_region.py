@@ -35,11 +35,11 @@ sys.path.insert(0, str(ROOT))
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
 from gco.env import ENDPOINT_URL_ENV  # noqa: E402
-from gco.kube_tokens import LOCAL_TOKEN  # noqa: E402
 from gco.local.region.poller import StreamPoller  # noqa: E402
 from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
 from gco.local.standin.process import StandInProcess  # noqa: E402
 from gco.reconcile.handler import handle_stream_event  # noqa: E402
+from gco.reconcile.kube_tokens import LOCAL_TOKEN  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token  # noqa: E402
 from gco.reconcile.objects import DEPLOYMENT  # noqa: E402
 from gco.reconcile.reconciler import Reconciler  # noqa: E402

@@ -2,8 +2,8 @@
 
 The stacks set them (the Regional reconciler, the GPU runner's container) and the runtime reads them
 (`gco.aws`, the endpoint store, the CLI, `gco.reconcile.environment`). Variables of one subsystem
-with a model of their own live beside it (`gco.addons.ADDONS_ENV`,
-`gco.reconcile.proxy_settings.PROXY_SETTINGS_ENV`, every `*_ENV` constant of gco). No other string
+with a model of their own live beside it (`gco.reconcile.addons.ADDONS_ENV`,
+`gco.reconcile.proxy.proxy_settings.PROXY_SETTINGS_ENV`, every `*_ENV` constant of gco). No other string
 literal of the project's code holds one of these names (`tests/unit/test_names_once.py`).
 """
 

@@ -15,9 +15,9 @@ The CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
     ├── DoctorError                `gco doctor` (`gco.doctor.errors`)
     ├── LocalError                 the embedded local stack (`gco.local.errors`)
     ├── ProcessesError             the process library (`gco.processes.errors`)
-    ├── SecretReadError            a secret an endpoint names cannot be read (`gco.endpoint_secrets`)
-    ├── NotServingError            the endpoint does not run in the Region asked (`gco.invoke`)
-    ├── InvokeFailedError          a request could not be sent, or no way in is known (`gco.invoke`)
+    ├── SecretReadError            a secret an endpoint names cannot be read (`gco.secrets.endpoint_secrets`)
+    ├── NotServingError            the endpoint does not run in the Region asked (`gco.inference.invoke`)
+    ├── InvokeFailedError          a request could not be sent, or no way in is known (`gco.inference.invoke`)
     ├── WaitTimeoutError           an awaited condition did not hold in time (`gco.waiting`)
     └── OutputError                the command's output could not be written: closed, full (`gco.cli.output`)
 

@@ -2,7 +2,7 @@
 
 The Regional stack (`stacks/constructs/front_door.py`) outputs `InvokeUrl`, the base URL of the Region's
 IAM-authorized API; endpoint `NAME` answers at `<InvokeUrl>/NAME/...`. `gco inference status` reads
-it from CloudFormation in each target Region (`gco.regional_outputs.invoke_urls`: a Region whose
+it from CloudFormation in each target Region (`gco.inference.regional_outputs.invoke_urls`: a Region whose
 stack is not there shows no URL). This module holds names and limits only, no AWS call.
 
 `GENERATION_TIMEOUT_S` is the one limit of a request's time on the whole path: the front door's

@@ -20,7 +20,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from gco.reconcile.failures import METRICS_NAMESPACE, STREAM_SERVICE, UNREADABLE_METRIC, FailureKind
 from gco.reconcile.runtime import LazyReconciler
-from gco.tracing import LazyTracer
+from gco.reconcile.tracing import LazyTracer
 
 logger = Logger(service=STREAM_SERVICE)
 tracer = LazyTracer(service=STREAM_SERVICE)

@@ -21,12 +21,12 @@ from gco.endpoints import EndpointStore, operations
 from gco.endpoints.operations import AdmissionHook
 from gco.env import EVIDENCE_BUCKET_ENV
 from gco.evidence.store import S3EvidenceStore
-from gco.regional_outputs import invoke_urls
+from gco.inference.regional_outputs import invoke_urls
+from gco.reconcile.tracing import LazyTracer
 from gco.rollout.service import advance, give_up
 from gco.rollout.state import RolloutSettings
 from gco.rollout.steps import Ports
 from gco.rollout.traffic import HttpTraffic
-from gco.tracing import LazyTracer
 
 SERVICE = "gco-rollout"
 FUNCTION_NAME_ENV = "AWS_LAMBDA_FUNCTION_NAME"  # set by Lambda in every function's environment

@@ -15,10 +15,10 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from gco import aws
+from gco.reconcile.tracing import LazyTracer
 from gco.rollout import execution
 from gco.rollout.errors import ExecutionStartError
 from gco.rollout.service import requests_from_stream
-from gco.tracing import LazyTracer
 
 SERVICE = "gco-rollout-starter"
 logger = Logger(service=SERVICE)

@@ -33,7 +33,7 @@ from gco.reconcile.replica_metrics import (
     not_ready,
 )
 from gco.reconcile.runtime import LazyReconciler, heartbeat_from_env
-from gco.tracing import LazyTracer
+from gco.reconcile.tracing import LazyTracer
 
 if TYPE_CHECKING:
     from gco.reconcile.engine_metrics import TtftReading
@@ -89,8 +89,8 @@ def publish_replicas(report: SweepReport) -> None:
 
 def read_engine_metrics() -> TtftReading | None:
     """The endpoints' time to first token from the Region's Prometheus; None where the Region has no
-    Prometheus server (the stack did not install it: `gco.addons.ADDONS_ENV`)."""
-    from gco.addons import PROMETHEUS
+    Prometheus server (the stack did not install it: `gco.reconcile.addons.ADDONS_ENV`)."""
+    from gco.reconcile.addons import PROMETHEUS
     from gco.reconcile.engine_metrics import PodProxyCluster, read_ttft
 
     region = reconciler()

@@ -10,14 +10,14 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.front_door import FRONT_DOOR_PART
-from gco.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
-from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
+from gco.reconcile.proxy.proxy_settings import ProxySettings
 from gco.reconcile.proxy.render_proxy import target_group_binding
 from gco.reconcile.proxy_forwarding import Forwarding
-from gco.reconcile.proxy_settings import ProxySettings
 from stacks.bundling import lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.api_account import ApiGatewayAccount

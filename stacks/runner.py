@@ -296,7 +296,7 @@ class RunnerStack(Stack):
             # The API server's endpoint and CA (gco.reconcile.eks.connect_eks); Kubernetes access is the
             # access entry's and RBAC's (stacks/constructs/cluster_access.py).
             statement("DescribeClusters", ["eks:DescribeCluster"], clusters),
-            # Each Region's InvokeUrl output (gco.regional_outputs.invoke_urls).
+            # Each Region's InvokeUrl output (gco.inference.regional_outputs.invoke_urls).
             statement("ReadRegionalOutputs", ["cloudformation:DescribeStacks"], stacks),
             statement("InvokeFrontDoors", ["execute-api:Invoke"], self._invoke_arns(config, home_api_id)),
         ]

@@ -1,6 +1,6 @@
 """A model's size read from its source, and the refusal of a model no GPU node here can hold.
 
-The serving pod asks node storage for `model_size_gib` (gco.node_storage). A spec that gives no size
+The serving pod asks node storage for `model_size_gib` (gco.reconcile.node_storage). A spec that gives no size
 gets one here, at `gco inference deploy|update`, before anything is written, so the record carries
 the size the reconciler renders the pod's ephemeral-storage request and `emptyDir` limit from:
 
@@ -36,8 +36,8 @@ from gco.admission.errors import ModelSizeError
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import EndpointSpec
 from gco.env import GPU_INSTANCE_TYPES_ENV
-from gco.node_storage import SIZE_FIELD, shortfall
 from gco.reconcile.environment import GPU_DISK_GIB_ENV
+from gco.reconcile.node_storage import SIZE_FIELD, shortfall
 
 SOURCE_FIELD = "model_source"
 GIB = 2**30

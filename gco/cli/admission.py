@@ -25,7 +25,7 @@ from gco.endpoints.limits import checked_spec
 from gco.endpoints.operations import AdmissionHook
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
-from gco.node_storage import SIZE_FIELD
+from gco.reconcile.node_storage import SIZE_FIELD
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 
-from gco import input_files, strict_json
 from gco.bench.clients.clip import ClipSettings, run_clip
 from gco.bench.clients.clips import load_clips
 from gco.bench.clients.prompts import DEFAULT_EDGES, increasing, load_prompts
@@ -36,6 +35,7 @@ from gco.evidence.errors import InvalidEvidenceError
 from gco.evidence.record import evidence_schema, validate
 from gco.evidence.report import render_html, render_markdown
 from gco.evidence.store import EvidenceStore, S3EvidenceStore
+from gco.inputs import input_files, strict_json
 
 
 def _json_option(value: str | None, field: str) -> dict[str, Any]:

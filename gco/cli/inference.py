@@ -45,11 +45,11 @@ from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
 from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.specfile import load_spec_file
 from gco.env import ENDPOINT_URL_ENV
-from gco.invoke import INVOKE_URLS_ENV, local_bases
-from gco.model_sources import check_model_source, prefixes_from_env
+from gco.inference.invoke import INVOKE_URLS_ENV, local_bases
+from gco.inference.regional_outputs import invoke_urls
 from gco.reconcile.access import ungranted_namespace
 from gco.reconcile.heartbeat import Liveness
-from gco.regional_outputs import invoke_urls
+from gco.reconcile.model_sources import check_model_source, prefixes_from_env
 
 
 class FrameworkChoice(click.Choice[str]):

@@ -17,7 +17,7 @@ from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout
 from gco.endpoints.admissions import POLICIES, Policy
 from gco.endpoints.names import endpoint_name
 from gco.errors import GcoInputError
-from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV
+from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from gco.local import stack
 from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError

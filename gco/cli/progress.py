@@ -16,7 +16,8 @@ from gco.cli.wait import Progress
 from gco.endpoints import EndpointRecord, EndpointStore, observed_state, operations
 from gco.endpoints.errors import EndpointNotFoundError
 from gco.endpoints.tokens import parse_timestamp
-from gco.invoke import local_bases
+from gco.inference.invoke import local_bases
+from gco.inference.regional_outputs import invoke_urls
 from gco.reconcile.errors import HeartbeatError
 from gco.reconcile.heartbeat import (
     Heartbeat,
@@ -27,7 +28,6 @@ from gco.reconcile.heartbeat import (
     read_heartbeat,
     utc_now,
 )
-from gco.regional_outputs import invoke_urls
 
 # A Region's reconciler writes a first status within seconds of a new record (docs/reconciler.md);
 # a wait that has heard nothing from a Region for this long says so.

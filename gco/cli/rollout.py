@@ -22,8 +22,8 @@ from gco.cli.common import STRICT_FLOAT, STRICT_INT, connection_options, emit, n
 from gco.endpoints import operations
 from gco.evidence.page import render_html
 from gco.evidence.store import EvidenceStore, LocalEvidenceStore, S3EvidenceStore
-from gco.invoke import InvokeFailedError, local_bases, tls_verification
-from gco.regional_outputs import invoke_urls
+from gco.inference.invoke import InvokeFailedError, local_bases, tls_verification
+from gco.inference.regional_outputs import invoke_urls
 from gco.rollout import execution
 from gco.rollout.decision import Rule
 from gco.rollout.errors import RolloutInputError, RolloutNotPromotedError

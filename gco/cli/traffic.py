@@ -1,6 +1,6 @@
 """`gco inference invoke|canary|promote|rollback`: requests to an endpoint and its traffic split.
 
-`invoke` parses, reads the record, picks the Region and sends one request (`gco.invoke`); the
+`invoke` parses, reads the record, picks the Region and sends one request (`gco.inference.invoke`); the
 canary commands call the fenced actions of `gco.endpoints.canary`.
 """
 
@@ -24,7 +24,7 @@ from gco.endpoints import canary as canary_actions
 from gco.endpoints import names, operations
 from gco.endpoints.record import EndpointRecord
 from gco.errors import GcoInputError
-from gco.invoke import (
+from gco.inference.invoke import (
     API_KEY_ENV,
     GLOBAL,
     GLOBAL_URL_ENV,
@@ -44,8 +44,8 @@ from gco.invoke import (
     stream_request,
     tls_verification,
 )
+from gco.inference.regional_outputs import invoke_urls
 from gco.reconcile.proxy.routes import CANARY, PRIMARY
-from gco.regional_outputs import invoke_urls
 
 
 @click.command()

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gco.nodes import gpu_type
+from gco.reconcile.nodes import gpu_type
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY
 
 if TYPE_CHECKING:

@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gco import addons
+from gco.reconcile import addons
 
-# The load balancer controller belongs to the front door (stacks/constructs/ingress.py), not to gco.addons'
+# The load balancer controller belongs to the front door (stacks/constructs/ingress.py), not to gco.reconcile.addons'
 # set of add-ons the reconciler is told about; its chart is pinned here with the others.
 LOAD_BALANCER_CONTROLLER = "aws-load-balancer-controller"
 
@@ -107,7 +107,7 @@ CHART_RELEASES: dict[str, ChartRelease] = {
     ),
 }  # fmt: skip
 
-# Every Region installs these; the scaling charts (`gco.addons.SCALING_ADDONS`) only where config
+# Every Region installs these; the scaling charts (`gco.reconcile.addons.SCALING_ADDONS`) only where config
 # enables KEDA.
 BASE_CHARTS = (addons.DEVICE_PLUGIN, addons.CLUSTER_AUTOSCALER, LOAD_BALANCER_CONTROLLER)
 

@@ -24,7 +24,6 @@ from pydantic import (
     model_validator,
 )
 
-from gco.addons import SCALING_ADDONS
 from gco.deployment.charts import CHART_RELEASES, installed_charts, unsupported
 from gco.deployment.global_address import GlobalAddressConfig
 from gco.deployment.kubernetes import (
@@ -34,14 +33,15 @@ from gco.deployment.kubernetes import (
     support_status,
     today_utc,
 )
-from gco.endpoint_secrets import parse_allowed
 from gco.endpoints.admissions import Policy
 from gco.env import DEFAULT_TABLE
 from gco.errors import GcoInputError
-from gco.model_sources import parse_prefixes
-from gco.node_storage import instance_store_gib
-from gco.nodes import gpu_type, instance_size
-from gco.reconcile.proxy_settings import ProxySettings
+from gco.reconcile.addons import SCALING_ADDONS
+from gco.reconcile.model_sources import parse_prefixes
+from gco.reconcile.node_storage import instance_store_gib
+from gco.reconcile.nodes import gpu_type, instance_size
+from gco.reconcile.proxy.proxy_settings import ProxySettings
+from gco.secrets.endpoint_secrets import parse_allowed
 
 REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d$")
 KMS_KEY_ARN = re.compile(r"arn:aws[a-z-]*:kms:[a-z]{2}(-gov)?-[a-z]+-\d:\d{12}:key/[0-9a-f-]{36}")
@@ -71,7 +71,7 @@ class NodeGroupConfig(_Model):
 
     `disk_size_gib` is each node's root volume. `model_disk_gib` (GPU nodes only) replaces it on the
     GPU groups whose instance types have no instance store (p3): there the root volume is where the
-    pods' models live (gco.node_storage), so it is sized for the largest model to serve, while the
+    pods' models live (gco.reconcile.node_storage), so it is sized for the largest model to serve, while the
     groups on instance store keep a small root volume. Unset: `disk_size_gib`.
     """
 
@@ -320,11 +320,11 @@ class GcoConfig(_Model):
     keda_regions: list[str] | None = None
     # The S3 prefixes endpoint pods may read models from (`s3://bucket/` or `s3://bucket/path/`), and
     # the KMS keys (ARNs) those objects are encrypted with: their Pod Identity role's only reads
-    # (gco.model_sources, stacks/constructs/model_access.py).
+    # (gco.reconcile.model_sources, stacks/constructs/model_access.py).
     model_sources: list[str] = Field(default_factory=list)
     model_kms_keys: list[str] = Field(default_factory=list)
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
-    # ARN; names in the home Region): the Regional reconcilers may read these only (gco.endpoint_secrets).
+    # ARN; names in the home Region): the Regional reconcilers may read these only (gco.secrets.endpoint_secrets).
     endpoint_secrets: list[str] = Field(default_factory=list)
     # What `gco inference deploy|update|canary|regions` do with an image that has no passing matrix
     # evidence in a target Region: nothing (off), warn on stderr (warn), refuse (enforce). The global

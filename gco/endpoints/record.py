@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gco.endpoints.admissions import ImageAdmission
 from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
+from gco.endpoints.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 from gco.endpoints.paths import INGRESS_PREFIX
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
-from gco.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 
 DesiredState = Literal["deploying", "running", "stopped", "deleted"]
 RegionState = Literal[

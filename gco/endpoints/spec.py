@@ -161,7 +161,7 @@ class Toleration(_Strict):
 class SecretEnvRef(_Strict):
     """An environment variable's value from AWS Secrets Manager: the secret (name or ARN) and, for a
     JSON secret, the key whose value is used (None: the whole SecretString). Only the reference is
-    stored; the value reaches the pod through a Kubernetes Secret (gco.endpoint_secrets)."""
+    stored; the value reaches the pod through a Kubernetes Secret (gco.secrets.endpoint_secrets)."""
 
     secret_id: Annotated[str, Field(min_length=1, max_length=2048)]
     json_key: Annotated[str, Field(min_length=1, max_length=256)] | None = None
@@ -382,7 +382,7 @@ class EndpointSpec(_Strict):
     model_revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")] | None = None
     model_source: HttpPath | None = None
     # The model's size on disk: the serving pod asks that much node storage (plus headroom), and a
-    # Region whose GPU nodes cannot hold it refuses the endpoint (gco.node_storage).
+    # Region whose GPU nodes cannot hold it refuses the endpoint (gco.reconcile.node_storage).
     model_size_gib: Annotated[int, Field(ge=1, le=100_000)] | None = None
     health_check_path: HttpPath = "/health"
     env: dict[Key, Text] = Field(default_factory=dict, max_length=MAX_ITEMS)

@@ -1,8 +1,8 @@
 """Reading a spec file as a hostile one would be written: a regular file, bounded, strict, shallow.
 
-`gco.input_files` reads it (only a regular file: a FIFO or `/dev/zero` is refused, not waited on
-or slurped; at most `MAX_SPEC_FILE_BYTES`; UTF-8), `gco.strict_json` parses a `.json` file and
-`gco.strict_yaml` any other, by the YAML 1.2 core schema (`replicas: 1:30` is a string, so the
+`gco.inputs.input_files` reads it (only a regular file: a FIFO or `/dev/zero` is refused, not waited on
+or slurped; at most `MAX_SPEC_FILE_BYTES`; UTF-8), `gco.inputs.strict_json` parses a `.json` file and
+`gco.inputs.strict_yaml` any other, by the YAML 1.2 core schema (`replicas: 1:30` is a string, so the
 spec refuses it as the flag would be; `010` is refused). Both refuse a key given twice, nesting
 deeper than `MAX_DEPTH` and, in YAML, anchors and aliases.
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gco import input_files
 from gco.endpoints.errors import InvalidSpecError
 from gco.errors import GcoInputError
-from gco.strict_json import MAX_DEPTH as MAX_DEPTH  # noqa: PLC0414 (re-exported: the tests' limit)
+from gco.inputs import input_files
+from gco.inputs.strict_json import MAX_DEPTH as MAX_DEPTH  # noqa: PLC0414 (re-exported: the tests' limit)
 
 MAX_SPEC_FILE_BYTES = 256 * 1024
 FIELD = "--spec"

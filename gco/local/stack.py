@@ -54,7 +54,7 @@ from gco.env import (
     VALIDATION_POLICY_ENV,
 )
 from gco.global_access.key_store import DEFAULT_KEYS_TABLE, KEYS_TABLE_ENV, create_keys_table
-from gco.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.errors import LocalStackError
 from gco.local.front import process as front_process
 from gco.local.processes import statefiles, statelock

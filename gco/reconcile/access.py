@@ -21,7 +21,7 @@ The grant, and why each part:
   code), which the Region's status reports.
   And Secrets by name: `get`, `create`, `patch`, `delete` (no `list` or `watch`, which would read
   every Secret of the namespace), for the one Secret per endpoint holding its values from Secrets
-  Manager (gco.endpoint_secrets; its pods read it through `secretKeyRef`).
+  Manager (gco.secrets.endpoint_secrets; its pods read it through `secretKeyRef`).
 - In `gco-system`: the routes (Ingresses) and the shared proxy's Deployment, Service, HPA,
   ConfigMaps (its configuration and the route shards) and NetworkPolicy, with the same verbs (the
   proxy is applied from nothing in a new cluster). And `list` of Pods and `get` of `pods/proxy`:

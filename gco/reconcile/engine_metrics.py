@@ -25,7 +25,7 @@ How it is asked: the Prometheus server's HTTP API (`GET /api/v1/query`, Promethe
 "Instant queries") on its pod's port 9090 (the chart's `containerPort: 9090`), through the API
 server's pod proxy (`PodProxyCluster.proxy_get`), the way the route probe reaches the proxy's pods: the
 reconciler already holds `list` of Pods and `get` of `pods/proxy` in `gco-system`, where the chart runs
-the server (`gco.addons.PROMETHEUS_NAMESPACE`), so no grant and no network path is added.
+the server (`gco.reconcile.addons.PROMETHEUS_NAMESPACE`), so no grant and no network path is added.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
-from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.engines.vllm import TTFT_METRIC
+from gco.reconcile.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.reconcile.errors import ClusterError, MetricsAnswerError
 from gco.reconcile.objects import ENDPOINT_LABEL, POD, Kind
 

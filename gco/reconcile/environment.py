@@ -9,16 +9,16 @@ RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for 
 GCO_SWEEP_SECONDS                 how often the scheduled sweep runs (default 300; written into the
                                   reconciler's heartbeat: gco.reconcile.heartbeat)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
-GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.addons; unset: not known)
+GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.reconcile.addons; unset: not known)
 GCO_MODEL_SOURCES                 the S3 prefixes endpoint pods may read models from, comma-separated
-                                  (gco.model_sources; unset: not known, nothing refused here)
+                                  (gco.reconcile.model_sources; unset: not known, nothing refused here)
 GCO_ENDPOINT_SECRETS              the Secrets Manager secrets endpoints may name in secret_env (names,
-                                  prefix/*, ARNs), comma-separated (gco.endpoint_secrets; unset: not
+                                  prefix/*, ARNs), comma-separated (gco.secrets.endpoint_secrets; unset: not
                                   known, nothing refused here; empty: none may be named)
 GCO_GPU_INSTANCE_TYPES            the GPU node groups' instance types, comma-separated (unset: none
                                   known, and GPU pods request no CPU or memory of their own)
 GCO_GPU_DISK_GIB                  the GPU nodes' root volume in GiB (model storage where an instance type
-                                  has no instance store: gco.node_storage; unset: not known)
+                                  has no instance store: gco.reconcile.node_storage; unset: not known)
 GCO_LOAD_BALANCER_CIDRS           the CIDRs of the load balancer's own subnets, comma-separated: the only
                                   peers of the proxy's serving port (unset: no policy isolates the proxy)
 GCO_CONTROL_PLANE_CIDRS           the CIDRs of the cluster's subnets (the API server's pod proxy comes
@@ -39,8 +39,6 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gco.addons import ADDONS_ENV, addons_from_env, addons_value
-from gco.endpoint_secrets import ENDPOINT_SECRETS_ENV, parse_allowed
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
     AWS_REGION_ENV,
@@ -53,9 +51,11 @@ from gco.env import (
     TABLE_ENV,
     WAIT_SECONDS_ENV,
 )
-from gco.model_sources import MODEL_SOURCES_ENV, parse_prefixes
-from gco.nodes import instance_size
-from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
+from gco.reconcile.addons import ADDONS_ENV, addons_from_env, addons_value
+from gco.reconcile.model_sources import MODEL_SOURCES_ENV, parse_prefixes
+from gco.reconcile.nodes import instance_size
+from gco.reconcile.proxy.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
+from gco.secrets.endpoint_secrets import ENDPOINT_SECRETS_ENV, parse_allowed
 
 LOAD_BALANCER_CIDRS_ENV = "GCO_LOAD_BALANCER_CIDRS"
 CONTROL_PLANE_CIDRS_ENV = "GCO_CONTROL_PLANE_CIDRS"
@@ -92,7 +92,7 @@ class ReconcilerEnvironment(BaseModel):
         sweep_seconds: how often the scheduled sweep runs (the Regional stack's schedule).
         proxy: the shared proxy's settings.
         addons: the add-ons the Region's cluster has, or None where that is not known.
-        gpu_instance_types: the instance types of the Region's GPU node groups (`gco.nodes`).
+        gpu_instance_types: the instance types of the Region's GPU node groups (`gco.reconcile.nodes`).
         model_sources: the S3 prefixes endpoint pods may read models from, or None where not known.
         endpoint_secrets: the secrets endpoints may name in `secret_env`, or None where not known.
         load_balancer_cidrs: the load balancer's subnets (IPv4 CIDRs), or None where not known.

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gco.namespaces import SYSTEM_NAMESPACE as SYSTEM_NAMESPACE  # noqa: PLC0414 (re-exported)
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE as SYSTEM_NAMESPACE  # noqa: PLC0414 (re-exported)
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "gco"
@@ -95,7 +95,7 @@ SYSTEM_KINDS: tuple[Kind, ...] = (NAMESPACE, CONFIG_MAP)
 # Read, never written: an endpoint's Pods, listed only to say why its replicas are not ready (the
 # restarts and last exit of a crash-looping container live in the Pod's status, not the Deployment's).
 POD = Kind("v1", "Pod", "pods")
-# An endpoint's values from Secrets Manager (gco.endpoint_secrets): read and written by name only,
+# An endpoint's values from Secrets Manager (gco.secrets.endpoint_secrets): read and written by name only,
 # never listed, so a list of an endpoint's objects never carries a secret's value.
 SECRET = Kind("v1", "Secret", "secrets")
 _BY_KEY = {(kind.api_version, kind.kind): kind for kind in (*KINDS, *SYSTEM_KINDS, SECRET)}

@@ -27,8 +27,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from gco import endpoint_secrets
-from gco.endpoint_secrets import SecretValue
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.store import EndpointStore
 from gco.reconcile.access import RECONCILER_GRANT, Grant
@@ -48,6 +46,8 @@ from gco.reconcile.refusals import refusal
 from gco.reconcile.secret_sync import EndpointSecret
 from gco.reconcile.settings import DEFAULT_SETTINGS, RenderSettings
 from gco.reconcile.system import SystemReport, ensure_system
+from gco.secrets import endpoint_secrets
+from gco.secrets.endpoint_secrets import SecretValue
 
 log = logging.getLogger(__name__)
 

@@ -6,15 +6,15 @@ deleted, or not for this Region, is never refused: its objects are removed whate
 
 from __future__ import annotations
 
-from gco import endpoint_secrets
-from gco.addons import missing_addons
 from gco.endpoints.record import EndpointRecord
-from gco.model_sources import refusal as source_refusal
-from gco.node_storage import refusal as storage_refusal
 from gco.reconcile.access import Grant
+from gco.reconcile.addons import missing_addons
+from gco.reconcile.model_sources import refusal as source_refusal
+from gco.reconcile.node_storage import refusal as storage_refusal
 from gco.reconcile.objects import HPA, SCALED_OBJECT, SYSTEM_NAMESPACE
 from gco.reconcile.render_scaling import uses_keda
 from gco.reconcile.settings import RenderSettings
+from gco.secrets import endpoint_secrets
 
 
 def refusal(record: EndpointRecord | None, region: str, grant: Grant, settings: RenderSettings) -> str | None:
@@ -64,7 +64,7 @@ def _secrets(record: EndpointRecord, settings: RenderSettings) -> str | None:
 
 
 def _storage(record: EndpointRecord, settings: RenderSettings) -> str | None:
-    """Why the record's model cannot fit the storage of any GPU node here (gco.node_storage), or None."""
+    """Why the record's model cannot fit the storage of any GPU node here (gco.reconcile.node_storage), or None."""
     spec = record.spec
     if spec.accelerator != "nvidia" or spec.gpu_count == 0:
         return None

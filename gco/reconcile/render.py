@@ -265,7 +265,7 @@ def render(
     """Every object the endpoint should have in `region`, each carrying its content digest.
 
     `secret_digest` (the digest of the versions of the endpoint's secrets read now, never a value:
-    `gco.endpoint_secrets.sources_digest`) goes on the serving pods' template, so a rotated secret
+    `gco.secrets.endpoint_secrets.sources_digest`) goes on the serving pods' template, so a rotated secret
     rolls them. Returns an empty list for a deleted record, a legacy record, or a Region that is not
     a target.
     """

@@ -52,7 +52,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
+from gco.reconcile.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.reconcile.objects import (
     COMPONENT_LABEL,
     ENDPOINT_LABEL,

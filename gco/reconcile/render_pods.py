@@ -9,14 +9,14 @@ import json
 from typing import Any
 
 from gco import engines
-from gco.endpoint_secrets import SOURCES_ANNOTATION, secret_env_list
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.engines.base import Launch
-from gco.model_sources import MODEL_SERVICE_ACCOUNT
-from gco.node_storage import model_volume_gib
-from gco.nodes import ACCELERATOR_TAINTS, capacity_labels, gpu_pod_requests, gpu_type_selector
+from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT
+from gco.reconcile.node_storage import model_volume_gib
+from gco.reconcile.nodes import ACCELERATOR_TAINTS, capacity_labels, gpu_pod_requests, gpu_type_selector
 from gco.reconcile.objects import ENDPOINT_LABEL, ROLE_LABEL
 from gco.reconcile.settings import RenderSettings
+from gco.secrets.endpoint_secrets import SOURCES_ANNOTATION, secret_env_list
 
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "neuron": "aws.amazon.com/neuron"}
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -79,7 +79,7 @@ def probes(spec: EndpointSpec) -> dict[str, Any]:
 
 
 def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list[dict[str, Any]]:
-    """The accelerator node groups' taint (gco.nodes, via the settings) for pods that ask for one,
+    """The accelerator node groups' taint (gco.reconcile.nodes, via the settings) for pods that ask for one,
     then the spec's own tolerations."""
     out: list[dict[str, Any]] = []
     if gpus > 0:
@@ -102,7 +102,7 @@ def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list
 
 def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
     """Capacity type (gco's own label on every node group, which a group at zero nodes carries too)
-    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.nodes); the spec's
+    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.reconcile.nodes); the spec's
     own selector last."""
     selected = capacity_labels(spec.capacity_type)
     if gpus > 0 and spec.gpu_type is not None:
@@ -137,7 +137,7 @@ def _model_storage(
     mounts: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The model's room on the node (gco.node_storage) and, for a `model_source`, the directory it is
+    """The model's room on the node (gco.reconcile.node_storage) and, for a `model_source`, the directory it is
     synced into (an `emptyDir`, limited to that room) with the init container that syncs it; returns
     the init containers. The room is ephemeral storage the serving container requests: the synced
     directory or, for a Hub model, the download cache in its writable layer."""
@@ -190,7 +190,7 @@ def pod_template(
     from_secrets: list[dict[str, Any]] = []
     if serving:
         # Values from Secrets Manager by reference only: the reconciler writes them into the
-        # endpoint's Kubernetes Secret (gco.endpoint_secrets), never into this template.
+        # endpoint's Kubernetes Secret (gco.secrets.endpoint_secrets), never into this template.
         from_secrets = secret_env_list(name, spec.secret_env)
         model = settings.model_dir if spec.model_source else spec.model_id
         framework, launch = engines.get(spec.framework), engine_launch(spec, model)
@@ -217,7 +217,7 @@ def pod_template(
     if env or from_secrets:
         container["env"] = [*env_list(env), *from_secrets]
     pod_spec: dict[str, Any] = {
-        # Its EKS Pod Identity role reads the configured model prefixes only (gco.model_sources).
+        # Its EKS Pod Identity role reads the configured model prefixes only (gco.reconcile.model_sources).
         "serviceAccountName": MODEL_SERVICE_ACCOUNT,
         "containers": [container],
         "terminationGracePeriodSeconds": settings.termination_grace_seconds,

@@ -27,17 +27,17 @@ def reconciler_from_env(env: Mapping[str, str] | None = None) -> Reconciler:
     """
     from gco import aws
     from gco.endpoints.store import EndpointStore
-    from gco.model_sources import parse_prefixes
     from gco.reconcile.eks import connect_eks
     from gco.reconcile.environment import ReconcilerEnvironment
+    from gco.reconcile.model_sources import parse_prefixes
     from gco.reconcile.proxy.proxy_probe import PodProxyProbe
     from gco.reconcile.reconciler import Reconciler
     from gco.reconcile.settings import RenderSettings
-    from gco.secrets_manager import SecretsManagerReader
+    from gco.secrets.secrets_manager import SecretsManagerReader
 
     settings = ReconcilerEnvironment.from_env(os.environ if env is None else env)
     store = EndpointStore(aws.client("dynamodb", region=settings.home_region), settings.table_name)
-    # Secrets named without an ARN live in the home Region, as the table does (gco.endpoint_secrets).
+    # Secrets named without an ARN live in the home Region, as the table does (gco.secrets.endpoint_secrets).
     home = settings.home_region or aws.home_region()
     secrets = SecretsManagerReader(lambda region: aws.client("secretsmanager", region=region), home)
     cluster = connect_eks(settings.cluster_name, settings.region)

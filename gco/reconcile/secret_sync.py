@@ -1,13 +1,13 @@
 """An endpoint's Kubernetes Secret: its `secret_env` values read from Secrets Manager, written by name.
 
 The reconciler calls `EndpointSecret.sync` before it applies or deletes an endpoint's objects: a
-live endpoint with `secret_env` gets its Secret (`gco.endpoint_secrets.secret_name`) written when
+live endpoint with `secret_env` gets its Secret (`gco.secrets.endpoint_secrets.secret_name`) written when
 the version ids read differ from those annotated on it (a digest, never a value); an endpoint that
 no longer has one (deleted, not targeted here, its `secret_env` emptied) has it deleted when its
 Deployments still referenced it. No value is logged, returned or put in an error message.
 
 The reconciler reads an endpoint's secrets (`EndpointSecret.read`) before it plans, each secret once
-per reconcile, and hands the digest of the version ids read (`gco.endpoint_secrets.sources_digest`)
+per reconcile, and hands the digest of the version ids read (`gco.secrets.endpoint_secrets.sources_digest`)
 to the renderer, which puts it on the serving pods' template (`SOURCES_ANNOTATION`). A rotated secret
 (a new version id, read at the next reconcile: the sweep reconciles every endpoint with `secret_env`
 through this read) therefore changes the template: the Secret is rewritten with the new values first
@@ -28,16 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gco.endpoint_secrets import (
-    SOURCES_ANNOTATION,
-    SecretReader,
-    SecretReadError,
-    SecretValue,
-    env_value,
-    render_secret,
-    secret_name,
-    sources_digest,
-)
 from gco.endpoints.record import EndpointRecord
 from gco.reconcile.errors import ClusterRejectedError, SecretUnavailableError
 from gco.reconcile.objects import (
@@ -53,6 +43,16 @@ from gco.reconcile.objects import (
     labels_of,
 )
 from gco.reconcile.port import Cluster
+from gco.secrets.endpoint_secrets import (
+    SOURCES_ANNOTATION,
+    SecretReader,
+    SecretReadError,
+    SecretValue,
+    env_value,
+    render_secret,
+    secret_name,
+    sources_digest,
+)
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gco.addons import PROMETHEUS_ADDRESS
-from gco.model_sources import S3Prefix
-from gco.nodes import GPU_TAINT, NEURON_TAINT
-from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_INGRESS_CLASS, ProxySettings
+from gco.reconcile.addons import PROMETHEUS_ADDRESS
+from gco.reconcile.model_sources import S3Prefix
+from gco.reconcile.nodes import GPU_TAINT, NEURON_TAINT
+from gco.reconcile.proxy.proxy_settings import DEFAULT_PROXY, PROXY_INGRESS_CLASS, ProxySettings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,21 +20,21 @@ class RenderSettings:
         model_sync_image: image of the init container that syncs `model_source` from S3.
         model_dir: where the synced model is mounted in the serving container.
         gpu_taint_key: the taint on the GPU node groups (NoSchedule) that GPU pods tolerate
-            (gco.nodes.GPU_TAINT, which the stack puts on the node groups).
-        neuron_taint_key: the taint on Neuron node groups (gco.nodes.NEURON_TAINT).
+            (gco.reconcile.nodes.GPU_TAINT, which the stack puts on the node groups).
+        neuron_taint_key: the taint on Neuron node groups (gco.reconcile.nodes.NEURON_TAINT).
         proxy: the shared proxy's images, size and autoscaling.
         gpu_instance_types: the instance types of the Region's GPU node groups, from which a GPU
-            container's CPU and memory requests are derived (`gco.nodes.gpu_pod_requests`; none
+            container's CPU and memory requests are derived (`gco.reconcile.nodes.gpu_pod_requests`; none
             known: it requests only what its spec's `resources` say).
         model_sources: the S3 prefixes endpoint pods may read models from (their Pod Identity
             role's), or None where they are not known (then no `model_source` is refused here).
-        addons: the cluster add-ons the Region has (gco.addons names, from the stack's
+        addons: the cluster add-ons the Region has (gco.reconcile.addons names, from the stack's
             `GCO_CLUSTER_ADDONS`), or None where that is not known (then nothing is refused
             up front and a missing CRD is still reported when the API server answers 404).
         endpoint_secrets: the Secrets Manager secrets endpoints may name in `secret_env` (names,
-            `prefix/*`, ARNs: gco.endpoint_secrets), or None where not known (nothing refused here).
+            `prefix/*`, ARNs: gco.secrets.endpoint_secrets), or None where not known (nothing refused here).
         gpu_root_gib: the GPU nodes' root volume (GiB), the model storage of an instance type
-            without instance store (gco.node_storage); None where not known.
+            without instance store (gco.reconcile.node_storage); None where not known.
         load_balancer_cidrs: the CIDRs of the load balancer's own subnets (no node or pod there), the
             only peers the proxy's NetworkPolicy admits to its serving port (`render_network.py`);
             None where not known (the local stack): then no policy isolates the proxy.

@@ -1,6 +1,6 @@
 """The analysis traffic's sender: the port, and its real adapter over HTTP through the Region's way in.
 
-Each request is the framework's streamed completion request (`gco.invoke.stream_request`), pinned to
+Each request is the framework's streamed completion request (`gco.inference.invoke.stream_request`), pinned to
 one version by the proxy's `X-Gco-Version` request header (`gco.reconcile.proxy.proxy_conf`), so both
 versions are reached by name through the same proxy and front door the endpoint's users take; the
 endpoint's other traffic keeps its weighted split. TTFT is the first streamed event's time, latency
@@ -16,7 +16,7 @@ from typing import Protocol
 
 from gco.endpoints.spec import EndpointSpec
 from gco.errors import GcoError
-from gco.invoke import send_stream, stream_request
+from gco.inference.invoke import send_stream, stream_request
 from gco.reconcile.proxy.routes import VERSION_HEADER
 from gco.rollout.blocks import Sample, Version
 

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.endpoints.record import EndpointRecord
-from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import (
     DEPLOYMENT,
     ENDPOINT_LABEL,

@@ -25,12 +25,12 @@ import httpx
 from gco import aws
 from gco.env import CLUSTER_URLS_ENV
 from gco.front_door import DEFAULT_PREFIX, PREFIX_ENV
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, local_bases, sigv4_headers
-from gco.kube_tokens import RUNNER_TOKEN
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, local_bases, sigv4_headers
+from gco.inference.regional_outputs import invoke_urls
 from gco.reconcile.access import RUNNER_GRANT
 from gco.reconcile.eks import connect_eks
+from gco.reconcile.kube_tokens import RUNNER_TOKEN
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.regional_outputs import invoke_urls
 from gco.validation.errors import UnreachableError
 from gco.validation.ports import Answer, ClusterReader
 

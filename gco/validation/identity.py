@@ -12,7 +12,7 @@ import hashlib
 import json
 from typing import Any
 
-from gco.namespaces import SYSTEM_NAMESPACE
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.expiry import OWNER_LABEL
 from gco.reconcile.proxy.render_proxy import PROXY_CONTAINER, PROXY_DEPLOYMENT, PROXY_HPA
 from gco.validation import adapters

@@ -21,9 +21,9 @@ from typing import Any
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from gco.model_sources import MODEL_SERVICE_ACCOUNT
-from gco.namespaces import SYSTEM_NAMESPACE
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
+from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.reconcile.objects import MANAGED_BY, MANAGER
 from gco.reconcile.proxy.render_proxy import ingress_class
 from gco.reconcile.system import namespace_objects

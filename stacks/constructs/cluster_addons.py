@@ -7,7 +7,7 @@ docs/deploy.md for why this autoscaler). Where config enables it (`keda_regions`
 Prometheus server (the source of KEDA's gpu, gpu_memory and queue_depth triggers) and the DCGM
 exporter on GPU nodes. Charts are pinned by version and installed by the cluster's kubectl provider
 (a Lambda in the private subnets, since the API endpoint is private). `present` names what was
-installed, for the reconciler's environment (`gco.addons.ADDONS_ENV`).
+installed, for the reconciler's environment (`gco.reconcile.addons.ADDONS_ENV`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from gco import addons
 from gco.deployment.charts import CHART_RELEASES, ChartRelease, installed_charts
 from gco.deployment.kubernetes import autoscaler_tag
-from gco.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
+from gco.reconcile import addons
+from gco.reconcile.nodes import GPU_PRESENT_LABEL, GPU_TAINT, system_labels
 from stacks.constructs.iam import managed_role, statement
 
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"

@@ -1,15 +1,15 @@
 """The cluster's managed node groups: one system group, and one GPU group per GPU model.
 
-Labels and taints come from `gco.nodes`, the definition the renderer also reads, so a pod asking for
+Labels and taints come from `gco.reconcile.nodes`, the definition the renderer also reads, so a pod asking for
 `gpu_type: L40S` selects the label of the group that holds the L40S instance types and tolerates its
 taint. Each GPU group starts at the configured sizes (0 by default) and the Cluster Autoscaler
 (`stacks/constructs/cluster_addons.py`) scales it from zero when a GPU pod is pending: with a group at zero
 nodes it reads the group's labels and taints from EKS (DescribeNodegroup) and the GPU count from
 the instance type, which is why every instance type of a group carries the same GPU model.
 
-Every group also carries gco's capacity label (`gco.nodes.capacity_labels`: `gco.io/capacity-type`,
+Every group also carries gco's capacity label (`gco.reconcile.nodes.capacity_labels`: `gco.io/capacity-type`,
 which the pods select) and publishes its labels and taint as the Cluster Autoscaler's node-template
-tags on the node group (`gco.nodes.autoscaler_tags`). EKS does not copy a managed node group's tags to
+tags on the node group (`gco.reconcile.nodes.autoscaler_tags`). EKS does not copy a managed node group's tags to
 its Auto Scaling group (github.com/aws/containers-roadmap/issues/608), so the autoscaler reads the
 labels of a group at zero through `DescribeNodegroup` (the group's own labels, which hold the capacity
 label); the tags state the same template on the node group for whoever copies them to the group.
@@ -28,7 +28,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from gco.deployment.capacity import capacity_kinds, gpu_models
-from gco.nodes import GPU_TAINT, autoscaler_tags, capacity_labels, gpu_labels, system_labels
+from gco.reconcile.nodes import GPU_TAINT, autoscaler_tags, capacity_labels, gpu_labels, system_labels
 from stacks.config import NodeGroupConfig
 from stacks.constructs.node_storage import instance_store_template, uses_instance_store
 
@@ -102,7 +102,7 @@ def _gpu_storage(
     volume of `model_disk_gib`, which holds the models."""
     sizes = _sizes(group, instance_types, kind)
     if not uses_instance_store(instance_types):
-        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib` (gco.node_storage).
+        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib` (gco.reconcile.node_storage).
         sizes["disk_size"] = group.model_root_gib
         return sizes
     template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)

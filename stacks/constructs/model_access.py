@@ -1,6 +1,6 @@
 """What endpoint pods may read: an EKS Pod Identity role limited to the model prefixes in `cdk.json`.
 
-Every endpoint pod runs under the service account `gco.model_sources.MODEL_SERVICE_ACCOUNT` (the
+Every endpoint pod runs under the service account `gco.reconcile.model_sources.MODEL_SERVICE_ACCOUNT` (the
 renderer sets it; `stacks/constructs/cluster_access.py` creates it in each endpoint namespace). This construct
 associates that account, in each namespace, with one role whose policy lists and reads only the
 configured prefixes (`s3:ListBucket` on each bucket with an `s3:prefix` condition, `s3:GetObject`
@@ -18,7 +18,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from gco.model_sources import MODEL_SERVICE_ACCOUNT, S3Prefix
+from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT, S3Prefix
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.ingress import POD_IDENTITY_SERVICE
 

@@ -1,4 +1,4 @@
-"""The GPU node groups' launch template: instance store as the node's ephemeral storage (gco.node_storage).
+"""The GPU node groups' launch template: instance store as the node's ephemeral storage (gco.reconcile.node_storage).
 
 For a group whose every instance type has NVMe instance store, a launch template whose user data
 holds an EKS AL2023 `NodeConfig` with `spec.instance.localStorage.strategy: RAID0`: nodeadm makes one
@@ -22,7 +22,7 @@ from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from gco.node_storage import instance_store_gib
+from gco.reconcile.node_storage import instance_store_gib
 
 ROOT_DEVICE = "/dev/xvda"  # the AL2023 EKS AMIs' root device
 BOUNDARY = "GCO-NODECONFIG"

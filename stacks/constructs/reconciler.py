@@ -19,11 +19,11 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from gco.deployment.capacity import SWEEP_RESERVED_CONCURRENCY
-from gco.endpoint_secrets import iam_resources
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE, UNREADABLE_METRIC
 from gco.reconcile.heartbeat import parameter_arn
 from gco.reconcile.throughput import STREAM_RESERVED_CONCURRENCY, STREAM_SETTINGS
+from gco.secrets.endpoint_secrets import iam_resources
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.retained import retained_name
@@ -55,7 +55,7 @@ def _secret_statements(
     stack: Stack, environment: ReconcilerEnvironment, home_region: str, kms_keys: tuple[str, ...] = ()
 ) -> list[iam.PolicyStatement]:
     """Read exactly the secrets endpoints may name (`cdk.json` gco.endpoint_secrets), where it names any:
-    the reconciler writes their values into each endpoint's Kubernetes Secret (gco.endpoint_secrets).
+    the reconciler writes their values into each endpoint's Kubernetes Secret (gco.secrets.endpoint_secrets).
 
     A secret encrypted under a customer managed key is decrypted by Secrets Manager on the caller's
     behalf, so the caller needs `kms:Decrypt` on that key (docs.aws.amazon.com/secretsmanager/latest/

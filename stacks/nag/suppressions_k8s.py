@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from aws_cdk import Stack
 from cdk_nag import RegexAppliesTo
 
-from gco.model_sources import parse_prefixes
+from gco.reconcile.model_sources import parse_prefixes
 from stacks.constructs.front_door import STAGE
 from stacks.nag.suppression import Suppression, each_pack
 

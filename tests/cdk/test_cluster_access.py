@@ -15,8 +15,8 @@ from gco.deployment.charts import CHART_RELEASES
 from gco.front_door import GENERATION_TIMEOUT_S
 from gco.reconcile.access import RECONCILER_GRANT, RECONCILER_GROUP, RUNNER_GRANT, RUNNER_GROUP, Grant
 from gco.reconcile.objects import KINDS, SYSTEM_KINDS
+from gco.reconcile.proxy.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
 from gco.reconcile.proxy_forwarding import Forwarding
-from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
 from stacks.constructs.cluster_access import cluster_objects
 from stacks.constructs.front_door import STAGE
 from tests.cdk.conftest import HOME, OTHER, Synthesized, iam_statements

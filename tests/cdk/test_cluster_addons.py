@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from gco.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
 from gco.deployment.charts import CHART_RELEASES, installed_charts
+from gco.reconcile.addons import ADDONS_ENV, PROMETHEUS_ADDRESS, addons_from_env
 from gco.reconcile.environment import CONTROL_PLANE_CIDRS_ENV, LOAD_BALANCER_CIDRS_ENV
 from gco.reconcile.settings import DEFAULT_SETTINGS
 from stacks.config import ConfigError, parse_config

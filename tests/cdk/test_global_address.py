@@ -279,7 +279,7 @@ def test_without_a_global_address_there_are_no_global_resources(tmp_path: Any) -
     """cdk.json's default: no zone, certificate, second API, authorizer, keys table or forwarding."""
     from aws_cdk import App
 
-    from gco.reconcile.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
+    from gco.reconcile.proxy.proxy_settings import PROXY_SETTINGS_ENV, ProxySettings
     from stacks.app import build_app
     from stacks.config import parse_config
     from tests.cdk.synth_cache import cdk_json_config

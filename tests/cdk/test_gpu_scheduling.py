@@ -1,4 +1,4 @@
-"""GPU pods schedule from zero: node groups labelled and tainted from gco.nodes, the pods rendered from
+"""GPU pods schedule from zero: node groups labelled and tainted from gco.reconcile.nodes, the pods rendered from
 the same definition, the device plugin and the Cluster Autoscaler in every Region."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match
 from gco.deployment.capacity import gpu_models
 from gco.deployment.charts import CHART_RELEASES
 from gco.deployment.kubernetes import CLUSTER_AUTOSCALER_TAGS, DEFAULT_KUBERNETES_VERSION
-from gco.nodes import CAPACITY_LABEL, GPU_TAINT, TEMPLATE_LABEL_TAG, TEMPLATE_TAINT_TAG
+from gco.reconcile.nodes import CAPACITY_LABEL, GPU_TAINT, TEMPLATE_LABEL_TAG, TEMPLATE_TAINT_TAG
 from gco.reconcile.render import render
 from stacks.config import parse_config
 from stacks.constructs.gpu_nodes import group_id

@@ -10,7 +10,7 @@ from aws_cdk import App, Aspects, Environment, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match, Template
 
-from gco.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
+from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
 from stacks.app import NAG_PACKS, nag_findings
 from stacks.constructs.model_access import ModelAccess
 from stacks.nag.suppressions import apply

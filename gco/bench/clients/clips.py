@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gco import input_files
 from gco.bench.errors import BenchInputError
 from gco.errors import GcoInputError
+from gco.inputs import input_files
 
 MAX_CLIPS = 100_000
 CLIPS_FIELD = "--clips"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from gco import input_files
 from gco.bench.errors import BenchInputError
 from gco.errors import GcoInputError
+from gco.inputs import input_files
 
 DEFAULT_EDGES = (128, 512, 2048)
 MAX_PROMPTS = 100_000

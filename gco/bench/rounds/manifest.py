@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gco import input_files
 from gco.bench.clients.prompts import increasing
 from gco.bench.errors import BenchInputError
 from gco.errors import GcoInputError
 from gco.evidence.redact import looks_secret
+from gco.inputs import input_files
 
 MAX_MANIFEST_BYTES = 1024 * 1024
 LABEL = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
@@ -144,7 +144,7 @@ def _field(loc: tuple[int | str, ...]) -> str:
 
 
 def load_manifest(path: Path) -> Manifest:
-    """Read a manifest from JSON or YAML (`gco.input_files`: a regular file of at most
+    """Read a manifest from JSON or YAML (`gco.inputs.input_files`: a regular file of at most
     `MAX_MANIFEST_BYTES`, strict JSON, YAML by the 1.2 core schema).
 
     Raises:

@@ -38,7 +38,7 @@ from gco.endpoints import EndpointStore, default_table_name
 from gco.endpoints.names import object_name
 from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.demo import demo_bench, demo_global, demo_rollout
 from gco.local.errors import DemoStepError
 from gco.local.moto.motoserver import MotoServer

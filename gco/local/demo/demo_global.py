@@ -22,7 +22,7 @@ from gco.endpoints import EndpointStore
 from gco.env import ENDPOINT_URL_ENV
 from gco.global_access.key_store import KEYS_TABLE_ENV, DynamoKeyStore
 from gco.global_access.routing import REGION_HEADER
-from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV
+from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from gco.local.errors import DemoStepError
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import HealthChecker

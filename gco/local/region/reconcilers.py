@@ -18,18 +18,18 @@ from typing import Any
 
 from gco import aws
 from gco.endpoints.store import EndpointStore
-from gco.kube_tokens import LOCAL_TOKEN, RUNNER_TOKEN
 from gco.local.region.poller import StreamPoller
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
 from gco.reconcile.expiry import destroy_expired
 from gco.reconcile.handler import handle_stream_event
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters
+from gco.reconcile.kube_tokens import LOCAL_TOKEN, RUNNER_TOKEN
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.proxy.proxy_probe import PodProxyProbe
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.sweep import SweepReport, sweep
 from gco.reconcile.throughput import STREAM_SETTINGS
-from gco.secrets_manager import SecretsManagerReader
+from gco.secrets.secrets_manager import SecretsManagerReader
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ class LocalReconcilers:
         home = store.client.meta.region_name
         self.streams = aws.client("dynamodbstreams", region=home, endpoint_url=endpoint_url)
         # Endpoints' `secret_env` values from the moto server's Secrets Manager, as the Regional
-        # reconcilers read them from the home Region's (gco.endpoint_secrets).
+        # reconcilers read them from the home Region's (gco.secrets.endpoint_secrets).
         secrets = SecretsManagerReader(
             lambda name: aws.client("secretsmanager", region=name, endpoint_url=endpoint_url), home
         )

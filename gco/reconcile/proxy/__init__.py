@@ -1,5 +1,5 @@
 """The Region's shared inference proxy and its routes: the proxy's objects (`render_proxy`; its
-settings are `gco.reconcile.proxy_settings`, beside the other render settings), its fixed
+settings are `gco.reconcile.proxy.proxy_settings`, beside the other render settings), its fixed
 nginx.conf (`proxy_conf`), each endpoint's route as read from its Ingress (`routes`), the route
 shards the proxy reads (`route_shards`) and the port and adapter that store them (`route_store`),
 the route keeper that keeps them equal to the routes (`route_keeper`, fed `route_changes` by the

@@ -41,9 +41,9 @@ from gco.reconcile.objects import (
     content_hash,
 )
 from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.proxy_settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS, ProxySettings
 from gco.reconcile.proxy.route_shards import SHARDS, shard_name
 from gco.reconcile.proxy.routes import CONFIG_DIR, HEALTH_PATH, PROXY_PORT, ROUTES_DIR, STATUS_PORT, TLS_DIR
-from gco.reconcile.proxy_settings import PROXY_CONTROLLER, PROXY_INGRESS_CLASS, ProxySettings
 
 PROXY_DEPLOYMENT = PROXY_SERVICE
 PROXY_CONTAINER = "api-tls-proxy"

@@ -16,7 +16,7 @@ from gco.endpoints import EndpointStore
 from gco.env import LOCAL_REGISTRY_ENV, VALIDATION_POLICY_ENV
 from gco.evidence import EvidenceRecord, S3EvidenceStore
 from gco.evidence.index import S3EvidenceIndex
-from gco.invoke import INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from tests.functional.cli.test_inference_cli import Cli, table_items
 from tests.unit.evidence.matrix_sample import VLLM, matrix_record

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from gco.cli import main
 from gco.endpoints import EndpointStore
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from tests.conftest import TABLE
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from gco.endpoints import EndpointStore, canary
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.services import UPSTREAM_HEADER

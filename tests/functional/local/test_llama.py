@@ -15,7 +15,7 @@ import pytest
 
 from gco.endpoints.spec import EndpointSpec
 from gco.engines.base import chat_answer_text
-from gco.invoke import default_request
+from gco.inference.invoke import default_request
 from gco.local.llama.llama_engine import MODEL_ID, tgi_completion
 
 REGION = "us-east-1"

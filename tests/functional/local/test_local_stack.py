@@ -15,11 +15,11 @@ from urllib.parse import urlparse
 import pytest
 
 from gco.cli import main
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.env import CLUSTER_URLS_ENV, LOCAL_REGISTRY_ENV, VALIDATION_POLICY_ENV
 from gco.local.processes import statefiles
 from gco.local.processes.statefiles import RegionChildren
 from gco.local.region.node import children_path
-from gco.namespaces import SYSTEM_NAMESPACE
 from gco.processes.proc import group_members
 from gco.reconcile.objects import HPA
 from gco.reconcile.proxy.render_proxy import PROXY_HPA

@@ -14,7 +14,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.paths import MAX_PATH
-from gco.invoke import INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_URLS_ENV
 from gco.local.region.cluster import LocalClusters
 from tests.functional.cli.test_inference_cli import Cli
 from tests.functional.local.conftest import eventually

@@ -13,7 +13,7 @@ import pytest
 
 from gco.endpoints import EndpointStore, operations
 from gco.evidence.store import LocalEvidenceStore
-from gco.invoke import INVOKE_CA_BUNDLE_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV
 from gco.local.demo import demo_rollout
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters

@@ -18,11 +18,11 @@ import pytest
 
 from gco import aws
 from gco.bench.fake_engine.wire import ENV_DIGEST_PATH
-from gco.endpoint_secrets import secret_name
 from gco.endpoints import EndpointStore
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import SECRET
+from gco.secrets.endpoint_secrets import secret_name
 from tests.conftest import TABLE
 from tests.functional.local.conftest import FAST_RESTART, eventually
 from tests.unit.reconcile.records import EAST, IMAGE

@@ -12,7 +12,7 @@ import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.reconcile.heartbeat import HeartbeatWriter, SsmParameters, liveness, read_heartbeat

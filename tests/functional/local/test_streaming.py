@@ -21,7 +21,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.spec import EndpointSpec
-from gco.invoke import (
+from gco.inference.invoke import (
     INVOKE_CA_BUNDLE_ENV,
     INVOKE_URLS_ENV,
     InvokeResult,

@@ -9,7 +9,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.engines.base import chat_answer_text
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from tests.functional.cli.test_inference_cli import Cli

@@ -13,12 +13,12 @@ import httpx
 import pytest
 
 from gco.endpoints import EndpointStore
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.local.standin import RECONCILER_USER, RUNNER_IDENTITY, RUNNER_USER, StandInKubeAPI
-from gco.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
-from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
+from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT, parse_prefixes
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, HPA, Kind, ObjectRef
 from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT, PROXY_HPA
 from gco.reconcile.proxy.route_shards import SHARDS, TABLE_JSON, shard_key, shard_name, shard_number

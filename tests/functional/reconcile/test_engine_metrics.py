@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.local.standin import RUNNER_IDENTITY, StandInKubeAPI
+from gco.reconcile.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.reconcile.engine_metrics import (
     ENDPOINT_SERIES_LABEL,
     PROMETHEUS_PORT,

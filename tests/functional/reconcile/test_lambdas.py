@@ -167,7 +167,7 @@ def test_environment_reaches_eks(moto: MotoServer, dynamodb: Any) -> None:
 def test_the_regions_addons_reach_the_renderer_settings(
     moto: MotoServer, dynamodb: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stack's GCO_CLUSTER_ADDONS (gco.addons) becomes the reconciler's view of its Region."""
+    """The stack's GCO_CLUSTER_ADDONS (gco.reconcile.addons) becomes the reconciler's view of its Region."""
     import gco.reconcile.eks
 
     monkeypatch.setattr(gco.reconcile.eks, "connect_eks", lambda name, region: object())

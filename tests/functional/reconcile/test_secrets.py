@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 
 from gco import aws
-from gco.endpoint_secrets import SOURCES_ANNOTATION, SecretReadError, secret_name
 from gco.endpoints import EndpointStore
-from gco.kube_tokens import LOCAL_TOKEN
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.errors import ClusterAuthError, ClusterRejectedError
+from gco.reconcile.kube_tokens import LOCAL_TOKEN
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import DEPLOYMENT, SECRET
-from gco.secrets_manager import SecretsManagerReader
+from gco.secrets.endpoint_secrets import SOURCES_ANNOTATION, SecretReadError, secret_name
+from gco.secrets.secrets_manager import SecretsManagerReader
 from tests.unit.reconcile.records import EAST, IMAGE
 
 NAMESPACE = "gco-inference"

@@ -15,7 +15,7 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.env import CLUSTER_URLS_ENV, TABLE_ENV
-from gco.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters, ProxyKind
 from gco.local.region.engines import EngineTable

@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from gco.env import CLUSTER_URLS_ENV
-from gco.invoke import INVOKE_URLS_ENV
+from gco.inference.invoke import INVOKE_URLS_ENV
 from gco.validation.connect import EksClusters, ProxyHttp, UrlClusters, environment_clusters
 from gco.validation.errors import UnreachableError
 from tests.functional.loopback import serving

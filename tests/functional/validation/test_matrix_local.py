@@ -15,10 +15,10 @@ import pytest
 
 from gco.endpoints import EndpointStore
 from gco.endpoints.errors import StoreUnavailableError
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 from gco.endpoints.record import EndpointRecord
 from gco.evidence import LocalEvidenceStore
 from gco.evidence.index import LocalEvidenceIndex
-from gco.namespaces import SYSTEM_NAMESPACE
 from gco.reconcile.objects import HPA
 from gco.reconcile.proxy.render_proxy import PROXY_HPA
 from gco.validation import OWNER_LABEL

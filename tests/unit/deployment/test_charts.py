@@ -7,7 +7,6 @@ from datetime import date
 
 import pytest
 
-from gco import addons
 from gco.deployment.charts import (
     BASE_CHARTS,
     CHART_RELEASES,
@@ -17,6 +16,7 @@ from gco.deployment.charts import (
     unsupported,
 )
 from gco.deployment.config import ConfigError, parse_config
+from gco.reconcile import addons
 
 DAY = date(2026, 12, 2)
 

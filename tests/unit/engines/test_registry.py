@@ -28,7 +28,7 @@ from gco.cli.inference import FrameworkChoice
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec, spec_json_schema
 from gco.engines.base import Framework, Launch
-from gco.invoke import default_request, event_text, stream_request
+from gco.inference.invoke import default_request, event_text, stream_request
 from gco.local.region.engines import EngineTable, launch_of
 from gco.reconcile.render import render
 from gco.validation import adapters

@@ -27,7 +27,7 @@ DEFERRED = (
     "pydantic",
     "httpx",
     "gco.aws",
-    "gco.endpoint_secrets",
+    "gco.secrets.endpoint_secrets",
     "gco.endpoints.spec",
     "gco.endpoints.store",
     "gco.reconcile.handler",

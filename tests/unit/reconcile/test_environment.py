@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gco.addons import ADDONS_ENV, KEDA, METRICS_SERVER
 from gco.endpoints.errors import InvalidSpecError
 from gco.env import (
     AWS_REGION_ENV,
@@ -14,8 +13,9 @@ from gco.env import (
     TABLE_ENV,
     WAIT_SECONDS_ENV,
 )
+from gco.reconcile.addons import ADDONS_ENV, KEDA, METRICS_SERVER
 from gco.reconcile.environment import ReconcilerEnvironment
-from gco.reconcile.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
+from gco.reconcile.proxy.proxy_settings import DEFAULT_PROXY, PROXY_SETTINGS_ENV, ProxySettings
 
 
 def test_written_environment_reads_back_identical() -> None:

@@ -11,9 +11,9 @@ from gco.front_door import HOP_HEADER, SERVE_REGION_HEADER
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.objects import CONFIG_MAP
 from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.proxy_settings import ProxySettings
 from gco.reconcile.proxy.render_proxy import NGINX_CONF, render_proxy
 from gco.reconcile.proxy_forwarding import CA_BUNDLE, VERIFY_DEPTH, Forwarding
-from gco.reconcile.proxy_settings import ProxySettings
 
 FORWARDING = Forwarding(
     region="us-east-1", regions=("us-east-1", "us-west-2", "eu-west-1"), domain="llm.example.com"

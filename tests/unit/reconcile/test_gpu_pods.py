@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from gco.endpoints.errors import InvalidSpecError
-from gco.nodes import INSTANCE_SIZES, POD_SHARE_PERCENT, gpu_pod_requests, instance_size
 from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.nodes import INSTANCE_SIZES, POD_SHARE_PERCENT, gpu_pod_requests, instance_size
 from gco.reconcile.render import render
 from gco.reconcile.render_scaling import pod_name_pattern
 from gco.reconcile.settings import RenderSettings

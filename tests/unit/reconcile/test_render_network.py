@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from gco.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.endpoints.errors import InvalidSpecError
 from gco.local.standin.network_policy import Peer, Port, admits
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
+from gco.reconcile.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.reconcile.environment import (
     CONTROL_PLANE_CIDRS_ENV,
     LOAD_BALANCER_CIDRS_ENV,

@@ -1,10 +1,10 @@
-"""Serving pods: node selection and tolerations from gco.nodes, and the Prometheus scrape annotations."""
+"""Serving pods: node selection and tolerations from gco.reconcile.nodes, and the Prometheus scrape annotations."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gco.nodes import CAPACITY_LABEL, GPU_TAINT, GPU_TYPE_LABEL, capacity_labels, gpu_labels
+from gco.reconcile.nodes import CAPACITY_LABEL, GPU_TAINT, GPU_TYPE_LABEL, capacity_labels, gpu_labels
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from gco.endpoints.names import ENDPOINT_NAME_MAX
 from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.proxy_settings import ProxySettings
 from gco.reconcile.proxy.render_proxy import (
     PROXY_CONFIG,
     PROXY_CONTAINER,
@@ -33,7 +34,6 @@ from gco.reconcile.proxy.route_shards import (
     split,
 )
 from gco.reconcile.proxy.routes import Route, RouteTable, choose, pick, pinned_version, route_table
-from gco.reconcile.proxy_settings import ProxySettings
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, make_record
 from tests.unit.reconcile.test_render import K8S_VERSION

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore
-from gco.invoke import send_stream
+from gco.inference.invoke import send_stream
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.engines import EngineTable
 from tests.functional.local.conftest import DEADLINE_S

@@ -14,7 +14,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV
+from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from tests.functional.local.conftest import eventually
 from tests.functional.local.test_local_stack import IMAGE, MODEL, REGIONS, Gco
 

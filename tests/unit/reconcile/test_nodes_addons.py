@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gco import addons, nodes
+from gco.reconcile import addons, nodes
 
 
 def test_gpu_type_by_instance_family() -> None:

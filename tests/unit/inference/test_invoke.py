@@ -6,7 +6,7 @@ import pytest
 
 from gco.endpoints.spec import parse_spec
 from gco.errors import GcoInputError
-from gco.invoke import (
+from gco.inference.invoke import (
     InvokeFailedError,
     default_request,
     event_text,
@@ -126,7 +126,7 @@ def test_a_bad_or_error_event_fails_the_stream(data: str, message: str) -> None:
 
 
 def test_the_global_address_and_its_key_come_from_the_environment() -> None:
-    from gco.invoke import API_KEY_ENV, GLOBAL_URL_ENV, global_address, global_base
+    from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV, global_address, global_base
 
     assert global_base({}) is None
     assert global_base({GLOBAL_URL_ENV: "http://127.0.0.1:9/"}) == "http://127.0.0.1:9"
@@ -140,7 +140,7 @@ def test_the_global_address_and_its_key_come_from_the_environment() -> None:
 
 
 def test_invoke_without_region_prefers_a_fresh_region() -> None:
-    from gco.invoke import serving_region
+    from gco.inference.invoke import serving_region
     from tests.unit.endpoints.test_observed_state import status
     from tests.unit.reconcile.records import EAST, WEST, make_record
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gco.namespaces import SYSTEM_NAMESPACE
+from gco.endpoints.namespaces import SYSTEM_NAMESPACE
 
 ADDONS_ENV = "GCO_CLUSTER_ADDONS"
 

@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from gco.endpoint_secrets import (
+from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.spec import SecretEnvRef, parse_spec
+from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
+from gco.reconcile.environment import ReconcilerEnvironment
+from gco.reconcile.render import render
+from gco.reconcile.settings import RenderSettings
+from gco.secrets.endpoint_secrets import (
     SOURCES_ANNOTATION,
     SecretReadError,
     SecretValue,
@@ -20,12 +26,6 @@ from gco.endpoint_secrets import (
     secret_name,
     sources_digest,
 )
-from gco.endpoints.errors import InvalidSpecError
-from gco.endpoints.spec import SecretEnvRef, parse_spec
-from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
-from gco.reconcile.environment import ReconcilerEnvironment
-from gco.reconcile.render import render
-from gco.reconcile.settings import RenderSettings
 from stacks.config import ConfigError, parse_config
 from tests.unit.reconcile.records import EAST, make_record
 

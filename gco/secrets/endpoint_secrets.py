@@ -63,7 +63,7 @@ class SecretValue:
 
 class SecretReader(Protocol):
     """Reads secrets (Secrets Manager in AWS and against the moto server:
-    `gco.secrets_manager.SecretsManagerReader`)."""
+    `gco.secrets.secrets_manager.SecretsManagerReader`)."""
 
     def read(self, secret_id: str) -> SecretValue:
         """The secret's current value.

@@ -38,7 +38,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from pydantic import BaseModel, ConfigDict
 
-from gco import aws, engines, strict_json
+from gco import aws, engines
 from gco.endpoints.paths import INGRESS_PREFIX, target_reason
 from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec
@@ -46,6 +46,7 @@ from gco.engines.base import chat_event_text
 from gco.errors import GcoError, GcoInputError
 from gco.front_door import GENERATION_TIMEOUT_S, MAX_REQUEST_BYTES
 from gco.global_access.routing import REGION_HEADER
+from gco.inputs import strict_json
 from gco.reconcile.proxy.routes import VERSION_HEADER
 
 INVOKE_URLS_ENV = "GCO_INVOKE_URLS"
@@ -135,7 +136,7 @@ def event_text(data: str, framework: str = engines.DEFAULT) -> str | None:
 
 
 def parse_body(text: str) -> dict[str, Any]:
-    """`--body` as a JSON object, read as strictly as a spec file (`gco.strict_json`).
+    """`--body` as a JSON object, read as strictly as a spec file (`gco.inputs.strict_json`).
 
     Raises:
         GcoInputError: not JSON, a duplicate key, NaN, a huge integer, too deep, or not an object

@@ -1,5 +1,5 @@
 """`SecretReader` over AWS Secrets Manager: the Regional reconciler's way to read the values of the
-secrets an endpoint spec names (`gco.endpoint_secrets` holds the references, the allowed list and
+secrets an endpoint spec names (`gco.secrets.endpoint_secrets` holds the references, the allowed list and
 the Kubernetes Secret; this module is its one AWS adapter). Service errors are converted here into
 `SecretReadError`, retryable or not; no value reaches a log, even at DEBUG level.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from gco.endpoint_secrets import SecretReadError, SecretValue
+from gco.secrets.endpoint_secrets import SecretReadError, SecretValue
 
 # Error codes of GetSecretValue that a retry cannot cure (docs.aws.amazon.com/secretsmanager/latest/
 # apireference/API_GetSecretValue.html#API_GetSecretValue_Errors, and IAM's AccessDeniedException).

@@ -5,8 +5,8 @@
   descriptor (no race with a rename): a FIFO, a device (`/dev/zero`), a socket or a directory is
   refused with one line naming what it is.
 - At most `max_bytes` are read; a larger file is refused, not slurped.
-- The text must be UTF-8; JSON (`.json`) is parsed by `gco.strict_json`, anything else as YAML by
-  `gco.strict_yaml` (the YAML 1.2 core schema).
+- The text must be UTF-8; JSON (`.json`) is parsed by `gco.inputs.strict_json`, anything else as YAML by
+  `gco.inputs.strict_yaml` (the YAML 1.2 core schema).
 
 Every refusal is one `GcoInputError` on the field the caller names (`--spec`, `SETTINGS`,
 `--manifest`).
@@ -19,8 +19,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from gco import strict_json, strict_yaml
 from gco.errors import GcoInputError
+from gco.inputs import strict_json, strict_yaml
 
 # The most a data file (a prompt or clip set) may hold: far above any benchmark's, below a
 # machine's memory.

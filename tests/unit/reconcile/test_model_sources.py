@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 
 from gco.endpoints.errors import InvalidSpecError
-from gco.model_sources import S3Prefix, check_model_source, parse_prefixes, prefixes_from_env, refusal
+from gco.reconcile.model_sources import (
+    S3Prefix,
+    check_model_source,
+    parse_prefixes,
+    prefixes_from_env,
+    refusal,
+)
 
 PREFIXES = parse_prefixes(["s3://models/llama/", "s3://shared-models/"])
 

@@ -1,4 +1,4 @@
-"""The one YAML reader (`gco.strict_yaml`): YAML 1.2 core schema rules, and the refusals the flags make."""
+"""The one YAML reader (`gco.inputs.strict_yaml`): YAML 1.2 core schema rules, and the refusals the flags make."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from gco import strict_yaml
 from gco.errors import GcoInputError
-from gco.strict_json import MAX_DEPTH
+from gco.inputs import strict_yaml
+from gco.inputs.strict_json import MAX_DEPTH
 
 
 @pytest.mark.parametrize(

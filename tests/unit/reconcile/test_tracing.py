@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gco.tracing import PATCHED_MODULES, LazyTracer
+from gco.reconcile.tracing import PATCHED_MODULES, LazyTracer
 
 
 class RecordingTracer:

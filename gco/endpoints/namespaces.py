@@ -1,7 +1,7 @@
 """gco's Kubernetes namespaces, defined once: where endpoints run by default, and gco's own.
 
 The renderers, the reconciler's access grant (`gco.reconcile.access`), the add-ons the Regional stack
-installs (`gco.addons`) and the CLI's default all import these names.
+installs (`gco.reconcile.addons`) and the CLI's default all import these names.
 """
 
 from __future__ import annotations

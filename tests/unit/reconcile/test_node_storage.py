@@ -11,11 +11,11 @@ from typing import Any
 import moto
 import pytest
 
-from gco import node_storage
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.spec import parse_spec
-from gco.nodes import INSTANCE_SIZES
+from gco.reconcile import node_storage
 from gco.reconcile.access import RECONCILER_GRANT
+from gco.reconcile.nodes import INSTANCE_SIZES
 from gco.reconcile.refusals import refusal
 from gco.reconcile.render import render
 from gco.reconcile.settings import RenderSettings
@@ -43,7 +43,7 @@ def test_every_gpu_instance_type_has_its_instance_store_listed_or_is_known_to_ha
 def test_the_table_agrees_with_what_ec2_describe_instance_types_answers() -> None:
     """moto keeps EC2's DescribeInstanceTypes answers (`InstanceStorageInfo`) for every type it
     knows; each row here has the same disks and total, and a type moto lists without instance store
-    is not in the table. (moto has no P3: see gco.node_storage.)"""
+    is not in the table. (moto has no P3: see gco.reconcile.node_storage.)"""
     path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
     answers: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
     checked = 0

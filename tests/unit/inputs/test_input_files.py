@@ -1,4 +1,4 @@
-"""`gco.input_files`: a file a user names is read only when regular, bounded, never waited on."""
+"""`gco.inputs.input_files`: a file a user names is read only when regular, bounded, never waited on."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gco import input_files
 from gco.errors import GcoInputError
+from gco.inputs import input_files
 
 
 def refused(path: Path | str, max_bytes: int = 1024) -> str:

@@ -12,7 +12,7 @@ scalars resolve by the core schema (YAML 1.2.2, section 10.3.2, "Tag Resolution"
 - everything else a string (`1:30`, `2026-01-01`, `yes`).
 
 Two refusals go beyond the schema, so a file refuses what the same value given as a flag is
-refused for (`gco.cli.common.StrictInt`, `StrictFloat`) and what `gco.strict_json` refuses:
+refused for (`gco.cli.common.StrictInt`, `StrictFloat`) and what `gco.inputs.strict_json` refuses:
 a decimal integer with a leading zero (`010`: YAML 1.1 readers take it as 8, YAML 1.2 as 10;
 a value read two ways is refused, quote it for a string) or of more than
 `strict_json.MAX_INT_DIGITS` digits, and `.inf`/`.nan`. Also refused: a key given twice (naming
@@ -34,7 +34,7 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from gco.errors import GcoInputError
-from gco.strict_json import MAX_DEPTH, MAX_INT_DIGITS
+from gco.inputs.strict_json import MAX_DEPTH, MAX_INT_DIGITS
 
 NULL_TAG, BOOL_TAG = "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"
 INT_TAG, FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"

@@ -25,7 +25,7 @@ Instance store sizes, in GB (10^9 bytes), as EC2's DescribeInstanceTypes answers
 (docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceStorageInfo.html; `aws ec2
 describe-instance-types --instance-types p5.48xlarge --query 'InstanceTypes[].InstanceStorageInfo'`).
 Each row was checked against those answers as moto 5.2.5 records them
-(`moto/ec2/resources/instance_types.json.gz`, which `tests/unit/test_node_storage.py` reads), which
+(`moto/ec2/resources/instance_types.json.gz`, which `tests/unit/reconcile/test_node_storage.py` reads), which
 corrected the P5 and P6 rows: 8 x 3800 GB (30,400), not 8 x 3840. moto records no P3 row: P3's three
 sizes are "all VPC-only and EBS-only" (AWS News Blog, "New - Amazon EC2 Instances with Up to 8 NVIDIA
 Tesla V100 GPUs (P3)", October 2017), so p3.2xlarge, p3.8xlarge and p3.16xlarge have none.
@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from gco.nodes import INSTANCE_SIZES, gpu_type, instance_size
+from gco.reconcile.nodes import INSTANCE_SIZES, gpu_type, instance_size
 
 SIZE_FIELD = "model_size_gib"  # the spec field this module sizes storage from
 HEADROOM_PERCENT = 10  # beyond the weights: tokenizer files, the sync's temporary files, logs
@@ -103,7 +103,7 @@ def shortfall(
     types are not known.
 
     Raises:
-        ValueError: an instance type has no known size (`gco.nodes.instance_size`).
+        ValueError: an instance type has no known size (`gco.reconcile.nodes.instance_size`).
     """
     candidates = [
         item
@@ -138,7 +138,7 @@ def refusal(
     field), or None (it fits one, no size is given, or the instance types are not known).
 
     Raises:
-        ValueError: an instance type has no known size (`gco.nodes.instance_size`).
+        ValueError: an instance type has no known size (`gco.reconcile.nodes.instance_size`).
     """
     if model_size_gib is None:
         return None
