@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 from gco.reconcile import addons
 
-# The load balancer controller belongs to the front door (stacks/constructs/ingress.py), not to gco.reconcile.addons'
-# set of add-ons the reconciler is told about; its chart is pinned here with the others.
+# The load balancer controller belongs to the front door (stacks/constructs/ingress.py), not to
+# gco.reconcile.addons' set of add-ons the reconciler is told about; its chart is pinned here with the others.
 LOAD_BALANCER_CONTROLLER = "aws-load-balancer-controller"
 
 

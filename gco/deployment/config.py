@@ -324,7 +324,8 @@ class GcoConfig(_Model):
     model_sources: list[str] = Field(default_factory=list)
     model_kms_keys: list[str] = Field(default_factory=list)
     # The Secrets Manager secrets endpoint specs may name in `secret_env` (a name, a `prefix/*`, or an
-    # ARN; names in the home Region): the Regional reconcilers may read these only (gco.secrets.endpoint_secrets).
+    # ARN; names in the home Region): the Regional reconcilers may read these only
+    # (gco.secrets.endpoint_secrets).
     endpoint_secrets: list[str] = Field(default_factory=list)
     # What `gco inference deploy|update|canary|regions` do with an image that has no passing matrix
     # evidence in a target Region: nothing (off), warn on stderr (warn), refuse (enforce). The global

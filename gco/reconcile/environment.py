@@ -9,7 +9,7 @@ RECONCILE_WAIT_SECONDS            how long a direct reconcile call may wait for 
 GCO_SWEEP_SECONDS                 how often the scheduled sweep runs (default 300; written into the
                                   reconciler's heartbeat: gco.reconcile.heartbeat)
 GCO_PROXY_SETTINGS                the shared proxy's settings as JSON (`ProxySettings`; default: its defaults)
-GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.reconcile.addons; unset: not known)
+GCO_CLUSTER_ADDONS                the add-ons the Region's cluster has (gco.reconcile.addons; unset: unknown)
 GCO_MODEL_SOURCES                 the S3 prefixes endpoint pods may read models from, comma-separated
                                   (gco.reconcile.model_sources; unset: not known, nothing refused here)
 GCO_ENDPOINT_SECRETS              the Secrets Manager secrets endpoints may name in secret_env (names,

@@ -64,7 +64,8 @@ def _secrets(record: EndpointRecord, settings: RenderSettings) -> str | None:
 
 
 def _storage(record: EndpointRecord, settings: RenderSettings) -> str | None:
-    """Why the record's model cannot fit the storage of any GPU node here (gco.reconcile.node_storage), or None."""
+    """Why the record's model cannot fit the storage of any GPU node here, or None
+    (gco.reconcile.node_storage)."""
     spec = record.spec
     if spec.accelerator != "nvidia" or spec.gpu_count == 0:
         return None

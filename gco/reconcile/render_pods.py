@@ -102,8 +102,8 @@ def tolerations(spec: EndpointSpec, settings: RenderSettings, gpus: int) -> list
 
 def node_selector(spec: EndpointSpec, gpus: int) -> dict[str, str]:
     """Capacity type (gco's own label on every node group, which a group at zero nodes carries too)
-    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.reconcile.nodes); the spec's
-    own selector last."""
+    and, for a GPU pod naming its GPU model, the GPU node groups' model label (gco.reconcile.nodes);
+    the spec's own selector last."""
     selected = capacity_labels(spec.capacity_type)
     if gpus > 0 and spec.gpu_type is not None:
         selected.update(gpu_type_selector(spec.gpu_type))
@@ -137,8 +137,8 @@ def _model_storage(
     mounts: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The model's room on the node (gco.reconcile.node_storage) and, for a `model_source`, the directory it is
-    synced into (an `emptyDir`, limited to that room) with the init container that syncs it; returns
+    """The model's room on the node (gco.reconcile.node_storage) and, for a `model_source`, the directory
+    it is synced into (an `emptyDir`, limited to that room) with the init container that syncs it; returns
     the init containers. The room is ephemeral storage the serving container requests: the synced
     directory or, for a Hub model, the download cache in its writable layer."""
     room = f"{model_volume_gib(spec.model_size_gib)}Gi" if spec.model_size_gib is not None else None

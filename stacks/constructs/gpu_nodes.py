@@ -7,12 +7,13 @@ taint. Each GPU group starts at the configured sizes (0 by default) and the Clus
 nodes it reads the group's labels and taints from EKS (DescribeNodegroup) and the GPU count from
 the instance type, which is why every instance type of a group carries the same GPU model.
 
-Every group also carries gco's capacity label (`gco.reconcile.nodes.capacity_labels`: `gco.io/capacity-type`,
-which the pods select) and publishes its labels and taint as the Cluster Autoscaler's node-template
-tags on the node group (`gco.reconcile.nodes.autoscaler_tags`). EKS does not copy a managed node group's tags to
-its Auto Scaling group (github.com/aws/containers-roadmap/issues/608), so the autoscaler reads the
-labels of a group at zero through `DescribeNodegroup` (the group's own labels, which hold the capacity
-label); the tags state the same template on the node group for whoever copies them to the group.
+Every group also carries gco's capacity label (`gco.reconcile.nodes.capacity_labels`:
+`gco.io/capacity-type`, which the pods select) and publishes its labels and taint as the Cluster
+Autoscaler's node-template tags on the node group (`gco.reconcile.nodes.autoscaler_tags`). EKS does not
+copy a managed node group's tags to its Auto Scaling group
+(github.com/aws/containers-roadmap/issues/608), so the autoscaler reads the labels of a group at zero
+through `DescribeNodegroup` (the group's own labels, which hold the capacity label); the tags state the
+same template on the node group for whoever copies them to the group.
 
 Several instance types of one model (g6e.xlarge, g6e.2xlarge) make one group that EC2 can fill from
 whichever type has capacity. With `capacity_type: both` each model gets a Spot and an On-Demand

@@ -1,4 +1,5 @@
-"""The GPU node groups' launch template: instance store as the node's ephemeral storage (gco.reconcile.node_storage).
+"""The GPU node groups' launch template: instance store as the node's ephemeral storage
+(gco.reconcile.node_storage).
 
 For a group whose every instance type has NVMe instance store, a launch template whose user data
 holds an EKS AL2023 `NodeConfig` with `spec.instance.localStorage.strategy: RAID0`: nodeadm makes one

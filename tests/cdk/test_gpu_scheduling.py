@@ -1,5 +1,5 @@
-"""GPU pods schedule from zero: node groups labelled and tainted from gco.reconcile.nodes, the pods rendered from
-the same definition, the device plugin and the Cluster Autoscaler in every Region."""
+"""GPU pods schedule from zero: node groups labelled and tainted from gco.reconcile.nodes, the pods
+rendered from the same definition, the device plugin and the Cluster Autoscaler in every Region."""
 
 from __future__ import annotations
 

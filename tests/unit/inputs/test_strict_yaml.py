@@ -1,4 +1,5 @@
-"""The one YAML reader (`gco.inputs.strict_yaml`): YAML 1.2 core schema rules, and the refusals the flags make."""
+"""The one YAML reader (`gco.inputs.strict_yaml`): YAML 1.2 core schema rules, and the refusals the
+flags make."""
 
 from __future__ import annotations
 

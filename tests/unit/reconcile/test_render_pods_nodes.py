@@ -1,4 +1,5 @@
-"""Serving pods: node selection and tolerations from gco.reconcile.nodes, and the Prometheus scrape annotations."""
+"""Serving pods: node selection and tolerations from gco.reconcile.nodes, and the Prometheus scrape
+annotations."""
 
 from __future__ import annotations
 
