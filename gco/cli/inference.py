@@ -46,7 +46,7 @@ from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.specfile import load_spec_file
 from gco.env import ENDPOINT_URL_ENV
 from gco.inference.invoke import INVOKE_URLS_ENV, local_bases
-from gco.inference.regional_outputs import invoke_urls
+from gco.inference.regional_outputs import endpoint_urls
 from gco.reconcile.access import ungranted_namespace
 from gco.reconcile.heartbeat import Liveness
 from gco.reconcile.model_sources import check_model_source, prefixes_from_env
@@ -195,14 +195,15 @@ def deploy(
     parsed = deploy_size(spec, parsed, endpoint_url)  # model_size_gib read from the source, checked
     targets = names.region_list(regions, allow_new=store.allow_new_regions)
     hook = admitter("deploy", endpoint_url, allow_unvalidated)
-    record = store.create(
+    record = operations.create(
+        store,
         name,
         parsed,
         targets,
         namespace=namespace,
         labels=parse_pairs(label_pairs, "--label"),
         created_by=created_by or getpass.getuser(),
-        admissions=hook(None, parsed, targets),
+        admit=hook,
     )
     warn(hook)
     if wait:
@@ -280,17 +281,11 @@ def status(name: str, endpoint_url: str | None, table_name: str | None, output: 
     if record is None:
         raise EndpointNotFoundError(name)
     local = local_bases()  # the local stack's proxies (`gco local env`), where it is one
-    urls: dict[str, str | None] = (
-        {
-            region: f"{local[region].rstrip('/')}/{name}" if region in local else None
-            for region in record.target_regions
-        }
-        if local
-        else invoke_urls(
-            name,
-            record.target_regions,
-            lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
-        )
+    urls = endpoint_urls(
+        name,
+        record.target_regions,
+        local,
+        lambda region: aws.client("cloudformation", region=region, endpoint_url=endpoint_url),
     )
     stale = reconciler_watch(store.table_name, endpoint_url).stale(record)
     if output != "table":

@@ -18,6 +18,8 @@ from gco.endpoints.errors import (
     LostRaceError,
 )
 from gco.endpoints.fenced import require_token
+from gco.endpoints.limits import checked_spec
+from gco.endpoints.namespaces import DEFAULT_NAMESPACE
 from gco.endpoints.record import LIVE_STATES, EndpointRecord
 from gco.endpoints.spec import EndpointSpec, check_residency, parse_spec
 from gco.endpoints.store import EndpointStore
@@ -64,6 +66,40 @@ def _retry(
         if result is not None:
             return result
     raise LostRaceError(name, operation)
+
+
+def create(
+    store: EndpointStore,
+    name: str,
+    spec: EndpointSpec | Mapping[str, Any],
+    target_regions: Iterable[str],
+    *,
+    namespace: str = DEFAULT_NAMESPACE,
+    labels: Mapping[str, str] | None = None,
+    created_by: str | None = None,
+    admit: AdmissionHook | None = None,
+) -> EndpointRecord:
+    """A new endpoint in `target_regions` (`EndpointStore.create`). The spec and the Regions are
+    checked before `admit` is asked for the admissions written with the record, so bad input is refused
+    before any policy is read; what `admit` raises passes through, nothing written. One conditional
+    write, not retried: a taken name stays taken.
+
+    Raises:
+        InvalidSpecError: a bad name, spec, Region, namespace or label; nothing is written.
+        EndpointExistsError: the name is taken (also while a deleted record awaits purge).
+    """
+    names.endpoint_name(name)
+    parsed = checked_spec(spec)
+    targets = names.region_list(target_regions, allow_new=store.allow_new_regions)
+    return store.create(
+        name,
+        parsed,
+        targets,
+        namespace=namespace,
+        labels=labels,
+        created_by=created_by,
+        admissions=admit(None, parsed, targets) if admit else None,
+    )
 
 
 def stop(store: EndpointStore, name: str) -> EndpointRecord:
