@@ -103,7 +103,8 @@ def _gpu_storage(
     volume of `model_disk_gib`, which holds the models."""
     sizes = _sizes(group, instance_types, kind)
     if not uses_instance_store(instance_types):
-        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib` (gco.reconcile.node_storage).
+        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib`
+        # (gco.reconcile.node_storage).
         sizes["disk_size"] = group.model_root_gib
         return sizes
     template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
