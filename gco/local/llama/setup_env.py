@@ -121,7 +121,7 @@ def run_phase(steps: Sequence[Step], say: Clocked, heartbeat_s: float = HEARTBEA
 
 def _labelled(say: Clocked, name: str) -> Echo:
     def echo(line: str) -> None:
-        say(f"{name}: {line}")
+        say(line if line.startswith(f"{name}: ") else f"{name}: {line}")
 
     return echo
 
