@@ -12,6 +12,7 @@ import pytest
 from gco.local.errors import LlamaBuildError, SetupError
 from gco.local.llama import setup_env
 from gco.local.llama.setup_env import Clocked, SetUp, Step, lock_entry, run_phase, set_up
+from gco.processes.interpreter import PYTHON
 
 ROOT = Path(__file__).parents[3]
 PIP = "pip==26.3 \\\n    --hash=sha256:aaa \\\n    --hash=sha256:bbb\n    # via pip-tools\n"
@@ -78,12 +79,13 @@ def test_the_steps_of_a_phase_run_at_once() -> None:
     # Each step waits for the other: run one after the other, the barrier breaks and the phase fails.
     barrier = threading.Barrier(2, timeout=WAIT_S)
     lines: list[str] = []
-    seconds = run_phase(
-        [Step("a", lambda echo: echo(f"met {barrier.wait()}")), Step("b", lambda _: barrier.wait())],
-        clocked(lines),
-    )
+
+    def meet(echo: setup_env.Echo) -> None:
+        echo(f"met {barrier.wait()}")
+
+    seconds = run_phase([Step("a", meet), Step("b", meet)], clocked(lines))
     assert set(seconds) == {"a", "b"}
-    assert any(line.endswith("a: met 0") or line.endswith("a: met 1") for line in lines)
+    assert sorted(line[-5:] for line in lines if " met " in line) == ["met 0", "met 1"]
     assert sum(line.endswith(": started") for line in lines) == 2
     assert sum(": done in " in line for line in lines) == 2
 
@@ -125,7 +127,7 @@ def test_a_failed_step_fails_the_phase_after_the_others_end_naming_it() -> None:
 
 
 def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_path: Path) -> None:
-    run, built, lines = Recorder(), [], []
+    run, built, lines = Recorder(), list[str](), list[str]()
     setup = plan(tmp_path, MOTO, run, built)
     phases = setup.phases()
     assert [[step.name for step in phase] for phase in phases] == [
@@ -141,7 +143,7 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
         # no setuptools in the demo's lock: pip builds gco in an isolated environment
         ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
         [
-            *setup_env.llama_build.PYTHON,
+            *PYTHON,
             "-m",
             "pip",
             "install",
@@ -167,7 +169,7 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
 def test_the_dev_lock_installs_its_pip_alone_first_and_builds_gco_with_its_setuptools(
     tmp_path: Path,
 ) -> None:
-    run, built = Recorder(), []
+    run, built = Recorder(), list[str]()
     setup = plan(tmp_path, PIP_TOOLS + PIP + SETUPTOOLS + MOTO, run, built)
     set_up(setup, clocked([]))
     pinned_pip = str(setup.downloads / "pip.lock")
@@ -186,7 +188,7 @@ def test_the_dev_lock_installs_its_pip_alone_first_and_builds_gco_with_its_setup
 
 
 def test_a_failed_command_is_named_and_nothing_after_its_phase_runs(tmp_path: Path) -> None:
-    run, built = Recorder(failing="--require-hashes"), []
+    run, built = Recorder(failing="--require-hashes"), list[str]()
     setup = plan(tmp_path, MOTO, run, built)
     with pytest.raises(SetupError, match=r"dependencies: x\.lock failed \(exit 1\): py -m pip install"):
         set_up(setup, clocked([]))
