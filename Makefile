@@ -22,8 +22,7 @@ SETUP := pyproject.toml gco/local/llama/setup_env.py gco/local/llama/llama_build
 # and the model's download at once, then gco itself and the CPU engine. llama.cpp is compiled by
 # gco.local.llama.llama_build, portably (for any CPU of the architecture, not the building one) and
 # only the library the Python package loads, into a wheel kept under ~/.cache/gco/wheels and reused by
-# every later set-up on the machine: a first set-up takes about 3 minutes on 2 cores, a later one
-# about 1 (docs/benchmarks.md).
+# every later set-up on the machine (the measured times: docs/benchmarks.md).
 $(BIN)/python:
 	@echo "set-up: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
