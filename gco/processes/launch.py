@@ -121,7 +121,7 @@ class EngineProcess:
 
     def stop(self, timeout_s: float) -> StopReport:
         """SIGTERM the group, SIGKILL it after `timeout_s`; then kill what of it, and of the
-        descendants that left it, outlived the engine."""
+        descendants that left it, outlived the engine, and wait (at most 2 s) until those died."""
         if not self.exited():
             self._note_descendants()
         sent: Literal["SIGTERM", "SIGKILL", "exited"] = "exited" if self.exited() else "SIGTERM"
@@ -143,6 +143,11 @@ class EngineProcess:
         survivors = sorted((p for p in self.known.values() if running(p)), key=lambda p: p.pid)
         for process in survivors:
             send(process, signal.SIGKILL)
+        # SIGKILL is delivered asynchronously: wait (bounded) until each survivor has died, so the
+        # report's "killed" holds when the caller reads it.
+        deadline = time.monotonic() + GONE_WAIT_S
+        while any(running(p) for p in survivors) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
         self._log.close()
         return StopReport(
             signal=sent,
