@@ -11,7 +11,9 @@ admits it, `render_network.py`), so each sweep asks it for the quantiles and the
 them as embedded metric format records, as it does the replica counts (`lambdas/sweep.py`). TGI has
 no such metric: its metrics reference (huggingface.co/docs/text-generation-inference/reference/metrics)
 lists request histograms (`tgi_request_duration`, `tgi_request_queue_duration`,
-`tgi_request_inference_duration`, ...), none of them to the first token; SGLang's is not read.
+`tgi_request_inference_duration`, ...), none of them to the first token. SGLang reports the same
+histogram as `sglang:time_to_first_token_seconds` (docs.sglang.ai "Production Metrics"; gco launches
+it with `--enable-metrics`, `gco.engines.sglang`): the query takes both, by metric name.
 
 The query (Prometheus, "Query functions", `histogram_quantile`): the `q`-quantile of the bucket rates
 over the last `WINDOW`, summed over an endpoint's pods, by the endpoint's pod label. The chart's job
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlencode
 
-from gco.engines.vllm import TTFT_METRIC
+from gco.engines import sglang, vllm
 from gco.reconcile.addons import PROMETHEUS_NAMESPACE, PROMETHEUS_SERVER_LABELS
 from gco.reconcile.errors import ClusterError, MetricsAnswerError
 from gco.reconcile.objects import ENDPOINT_LABEL, POD, Kind
@@ -64,10 +66,18 @@ def series_label(pod_label: str) -> str:
 ENDPOINT_SERIES_LABEL = series_label(ENDPOINT_LABEL)
 
 
+# The engines' TTFT histograms (seconds); an endpoint runs one engine, so its buckets come from one.
+TTFT_METRICS = (vllm.TTFT_METRIC, sglang.TTFT_METRIC)
+
+
 def ttft_query(quantile: float) -> str:
-    """The PromQL of the endpoints' TTFT `quantile` (seconds) over the last `WINDOW`."""
+    """The PromQL of the endpoints' TTFT `quantile` (seconds) over the last `WINDOW`: the bucket
+    series of every engine's histogram, selected by name (`__name__`, the metric name's label)."""
     by = f"le, {ENDPOINT_SERIES_LABEL}"
-    return f"histogram_quantile({quantile}, sum by ({by}) (rate({TTFT_METRIC}_bucket[{WINDOW}])))"
+    # Metric names hold only `[a-zA-Z0-9_:]` (Prometheus "Data model"): nothing to escape in a regex.
+    names = "|".join(f"{metric}_bucket" for metric in TTFT_METRICS)
+    buckets = f'{{__name__=~"{names}"}}'
+    return f"histogram_quantile({quantile}, sum by ({by}) (rate({buckets}[{WINDOW}])))"
 
 
 def parse_vector(body: str) -> dict[str, float]:

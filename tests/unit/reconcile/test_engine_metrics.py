@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from gco.engines.sglang import TTFT_METRIC as SGLANG_TTFT_METRIC
 from gco.engines.vllm import TTFT_METRIC
 from gco.reconcile.engine_metrics import ENDPOINT_SERIES_LABEL, parse_vector, series_label, ttft_query
 from gco.reconcile.errors import MetricsAnswerError
@@ -17,10 +19,12 @@ def test_the_endpoint_label_is_named_as_kubernetes_service_discovery_writes_it()
     assert ENDPOINT_SERIES_LABEL == series_label(ENDPOINT_LABEL) == "gco_dev_endpoint"
 
 
-def test_the_query_is_a_quantile_of_the_bucket_rates_by_endpoint() -> None:
+def test_the_query_is_a_quantile_of_the_bucket_rates_of_either_engine_by_endpoint() -> None:
+    buckets = f'{{__name__=~"{TTFT_METRIC}_bucket|{SGLANG_TTFT_METRIC}_bucket"}}'
     assert ttft_query(0.99) == (
-        f"histogram_quantile(0.99, sum by (le, gco_dev_endpoint) (rate({TTFT_METRIC}_bucket[5m])))"
+        f"histogram_quantile(0.99, sum by (le, gco_dev_endpoint) (rate({buckets}[5m])))"
     )
+    assert re.fullmatch(r"[a-zA-Z_:][a-zA-Z0-9_:]*", SGLANG_TTFT_METRIC)
 
 
 def vector(*samples: tuple[dict[str, str], str]) -> str:

@@ -55,6 +55,7 @@ def test_a_framework_the_matrix_does_not_run_is_launched_and_read_as_its_own_ada
         "0.0.0.0",  # noqa: S104 - SGLang's own launch names the pod's interface
         "--port",
         "30000",
+        "--enable-metrics",
     ]
     assert adapters.launch_env(sglang) == {}
     assert (adapters.model_info_path(sglang), adapters.response_field(sglang)) == (
