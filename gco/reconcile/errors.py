@@ -15,7 +15,7 @@
     ├── HeartbeatError             the reconciler's heartbeat parameter cannot be written or read
     └── MetricsAnswerError         the Region's Prometheus answered a query with no instant vector
 
-httpx errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
+urllib3 errors (transport failures, undecodable bodies, an answer that is not JSON) and botocore
 errors are converted at the client boundary with `raise ... from`; docs/reconciler.md tabulates
 each one and what the stream handler and the sweep do with it.
 """

@@ -168,10 +168,18 @@ def run_handler(
     assert result["foreign"] == [], "loaded from outside the bundle and the runtime"
     assert not result["tracer_at_import"], "the X-Ray SDK should load on the first invocation, not at import"
     assert result["tracer"], "Powertools' Tracer should have loaded the X-Ray SDK"
-    assert result["patched"] == ["botocore", "httpx"], "only the clients gco uses are patched"
-    names = {segment["name"] for segment in received_segments(daemon)}
-    # The handler's subsegment, the DynamoDB calls (botocore) and the Kubernetes API calls (httpx).
+    assert result["patched"] == ["botocore"], "only the clients gco uses are patched"
+    segments = received_segments(daemon)
+    names = {segment["name"] for segment in segments}
+    # The handler's subsegment, the DynamoDB calls (botocore) and the Kubernetes API calls
+    # (`tracing.trace_kube_requests`).
     assert {"## handler", "dynamodb", "127.0.0.1"} <= names, names
+    # botocore's calls are traced once, by the botocore patch: every call traced by its host is the
+    # Kubernetes API's, none the moto server's
+    traced = [
+        str(s.get("http", {}).get("request", {}).get("url", "")) for s in segments if s["name"] == "127.0.0.1"
+    ]
+    assert traced and all(url.startswith(kube.url) for url in traced), traced
     return result
 
 

@@ -52,7 +52,7 @@ def test_transient_kubernetes_faults_are_absorbed(
 ) -> None:
     for stack in local.regions.values():
         stack.api.fault_sleep = 0.3
-        stack.cluster._http.timeout = __import__("httpx").Timeout(0.1)
+        stack.cluster.timeout = 0.1
         stack.api.inject(Fault(fault.status, fault.timeout, fault.method, fault.times))
     store.create("llama", SPEC, [EAST, WEST])
     local.pump()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gco.reconcile.kubeapi import KubeCluster
 from gco.reconcile.tracing import PATCHED_MODULES, LazyTracer
 
 
@@ -59,7 +60,8 @@ def test_the_powertools_tracer_patches_only_the_named_modules(monkeypatch: Any) 
     reset_powertools_tracers()
     try:
         tracer = LazyTracer("gco-test").tracer
-        assert tracer._config["patch_modules"] == ["botocore", "httpx"]
+        assert tracer._config["patch_modules"] == ["botocore"]
         assert tracer.disabled and tracer.auto_patch
+        assert getattr(KubeCluster._send, "__wrapped__", None) is None, "nothing patched while tracing is off"
     finally:
         reset_powertools_tracers()
