@@ -85,6 +85,9 @@ def fresh_store(moto: MotoServer, table: str) -> EndpointStore:
     return EndpointStore(client, table)
 
 
+PROXY_PODS = 2  # ready proxy pods each Region's reachability probe asks (`reconcile_region.py`)
+
+
 def start_region(
     moto: MotoServer, table: str, region: str, mode: str, standin: str, expect: int, deadline: float
 ) -> subprocess.Popen[str]:
@@ -93,7 +96,7 @@ def start_region(
         [
             *(sys.executable, str(REGION_WORKER), "--region", region, "--endpoint-url", moto.url),
             *("--table", table, "--mode", mode, "--expect", str(expect), "--deadline", str(deadline)),
-            *("--standin", standin),
+            *("--standin", standin, "--proxy-pods", str(PROXY_PODS if standin == "process" else 0)),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -305,6 +308,12 @@ def main() -> None:
             f"load average at start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)"
         )
         ratios = []
+        if args.standin == "process":
+            print(
+                f"each Region: its stand-in API server and {PROXY_PODS} proxy pods in a process of their own;"
+                " route shards, the kubelet's volume refresh (60 s, or at once when the probe annotates"
+                " a pod) and the reachability probe in the path"
+            )
         for endpoints in sizes:
             print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
             runs: dict[str, list[float]] = {}

@@ -5,7 +5,12 @@ Region's reconciler in its own Lambda functions: the Region's reconciler and its
 its 15 s polling sweep) run in this process, not the other Region's, the moto server's or the
 writer's, and its stand-in API server in a child process of its own (`--standin process`, the
 default: `gco.local.standin.process`; a real API server is another machine) or on a thread here
-(`--standin thread`). On a machine shared with other work a Python process gets about one
+(`--standin thread`). With `--standin process`, the child also holds the Region's proxy pods
+(`--proxy-pods`, default 2; `gco.local.region.proxied_standin`), whose projected volume the kubelet
+refreshes every `--kubelet-sync-s` (EKS's default 60 s, or at once on the probe's annotation), and the
+reconciler asks them through the pod proxy before it reports `running` (`PodProxyProbe`): the route
+shards and the reachability probe are in the path, as in EKS. `--standin thread` has no proxy to ask.
+On a machine shared with other work a Python process gets about one
 runnable thread's share of the CPU whatever its thread count (the GIL), so one process for
 everything measured the local stack's scheduling, not the reconciler.
 
@@ -35,13 +40,16 @@ sys.path.insert(0, str(ROOT))
 from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
 from gco.env import ENDPOINT_URL_ENV  # noqa: E402
+from gco.local.region import proxied_standin  # noqa: E402
 from gco.local.region.poller import StreamPoller  # noqa: E402
 from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
+from gco.local.region.volume import KUBELET_SYNC_S  # noqa: E402
 from gco.local.standin.process import StandInProcess  # noqa: E402
 from gco.reconcile.handler import handle_stream_event  # noqa: E402
 from gco.reconcile.kube_tokens import LOCAL_TOKEN  # noqa: E402
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token  # noqa: E402
 from gco.reconcile.objects import DEPLOYMENT  # noqa: E402
+from gco.reconcile.proxy.proxy_probe import PodProxyProbe  # noqa: E402
 from gco.reconcile.reconciler import Reconciler  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402
 from gco.reconcile.throughput import STREAM_SETTINGS  # noqa: E402
@@ -65,7 +73,15 @@ class Region:
     """The Region's reconciler over its stand-in API server: a child process (`process`), or a
     server thread in this process (`thread`, what the functional tests and `gco local up` run)."""
 
-    def __init__(self, region: str, store: EndpointStore, endpoint_url: str, standin: str) -> None:
+    def __init__(
+        self,
+        region: str,
+        store: EndpointStore,
+        endpoint_url: str,
+        standin: str,
+        proxy_pods: int = 2,
+        kubelet_sync_s: float = KUBELET_SYNC_S,
+    ) -> None:
         self.region = region
         self.local: LocalReconcilers | None = None
         self.api: StandInProcess | None = None
@@ -74,10 +90,15 @@ class Region:
             self.local = LocalReconcilers(store, [region], endpoint_url=endpoint_url, wait=0.0)
             self.reconciler = self.local.regions[region].reconciler
             return
-        self.api = StandInProcess(token=LOCAL_TOKEN).start()
+        self.api = StandInProcess(
+            token=LOCAL_TOKEN,
+            module=proxied_standin.MODULE,
+            extra=proxied_standin.arguments(proxy_pods, kubelet_sync_s),
+        ).start()
         retry = RetryPolicy(attempts=6, base_delay=0.01, max_delay=0.1)
         self.kube = KubeCluster(self.api.url, static_token(LOCAL_TOKEN), timeout=2.0, retry=retry)
-        self.reconciler = Reconciler(store, self.kube, region, wait=0.0)
+        probe = PodProxyProbe(self.kube) if proxy_pods else None
+        self.reconciler = Reconciler(store, self.kube, region, probe=probe, wait=0.0)
         self.reconciler.ensure_system()
         streams = aws.client("dynamodbstreams", endpoint_url=endpoint_url)
         arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
@@ -121,11 +142,19 @@ class Region:
 
 
 def run(
-    region: str, endpoint_url: str, table: str, mode: str, standin: str, expect: int, deadline_s: float
+    region: str,
+    endpoint_url: str,
+    table: str,
+    mode: str,
+    standin: str,
+    expect: int,
+    deadline_s: float,
+    proxy_pods: int = 2,
+    kubelet_sync_s: float = KUBELET_SYNC_S,
 ) -> dict[str, object]:
     store = EndpointStore(aws.client("dynamodb", endpoint_url=endpoint_url), table)
     stop = threading.Event()
-    stack = Region(region, store, endpoint_url, standin)
+    stack = Region(region, store, endpoint_url, standin, proxy_pods, kubelet_sync_s)
     if mode == "stream":
         work = threading.Thread(target=stack.run_stream, args=(stop,), name=f"poller-{region}", daemon=True)
     else:
@@ -169,10 +198,15 @@ def main() -> None:
     parser.add_argument("--standin", choices=("process", "thread"), default="process")
     parser.add_argument("--expect", type=int, required=True)
     parser.add_argument("--deadline", type=float, required=True, help="seconds to wait for every Deployment")
+    parser.add_argument("--proxy-pods", type=int, default=2, help="ready proxy pods the probe asks (process)")
+    parser.add_argument(
+        "--kubelet-sync-s", type=float, default=KUBELET_SYNC_S, help="the proxy pods' kubelet sync period"
+    )
     args = parser.parse_args()
     os.environ.setdefault(ENDPOINT_URL_ENV, args.endpoint_url)
     result = run(
-        args.region, args.endpoint_url, args.table, args.mode, args.standin, args.expect, args.deadline
+        *(args.region, args.endpoint_url, args.table, args.mode, args.standin, args.expect, args.deadline),
+        *(args.proxy_pods, args.kubelet_sync_s),
     )
     print(json.dumps(result), flush=True)
 

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs
@@ -49,12 +49,24 @@ class StandInProcess:
         token: the bearer token the server accepts.
         ready_delay: seconds from a Deployment's spec change to all replicas ready.
         deletion_delay: seconds a deleted object stays (terminating) before it is gone.
+        module: the child's module: this one, or one that adds to the server through `main`'s
+            `setup` (`gco.local.region.proxied_standin`: the Region's proxy pods beside it).
+        extra: further arguments for that module.
     """
 
-    def __init__(self, *, token: str, ready_delay: float = 0.0, deletion_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        token: str,
+        ready_delay: float = 0.0,
+        deletion_delay: float = 0.0,
+        module: str = "gco.local.standin.process",
+        extra: Sequence[str] = (),
+    ) -> None:
         self.argv = [
-            *python_module("gco.local.standin.process", "--token", token),
+            *python_module(module, "--token", token),
             *("--ready-delay", str(ready_delay), "--deletion-delay", str(deletion_delay)),
+            *extra,
         ]
         self.url = ""
         self.control = ""
@@ -146,15 +158,28 @@ def _control_handler(api: StandInKubeAPI) -> type[BaseHTTPRequestHandler]:  # pr
     return Control
 
 
-def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs as the child process
-    parser = argparse.ArgumentParser(prog="python -m gco.local.standin.process", description=__doc__)
+def child_parser(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """The child's options; a module that adds to the server adds its own to this parser."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--token", required=True)
     parser.add_argument("--ready-delay", type=float, default=0.0)
     parser.add_argument("--deletion-delay", type=float, default=0.0)
-    options = parser.parse_args(argv)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    parser: argparse.ArgumentParser | None = None,
+    setup: Callable[[StandInKubeAPI, argparse.Namespace], None] | None = None,
+) -> int:  # pragma: no cover - runs as the child process
+    """Serve a stand-in until SIGTERM or the parent's end; `setup` adds to it before it serves."""
+    options = (parser or child_parser("python -m gco.local.standin.process", __doc__)).parse_args(argv)
     api = StandInKubeAPI(
         token=options.token, ready_delay=options.ready_delay, deletion_delay=options.deletion_delay
     ).start()
+    if setup is not None:
+        setup(api, options)
     collect_rarely()
     control = QuietServer(("127.0.0.1", 0), _control_handler(api))
     threading.Thread(target=control.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
