@@ -1,22 +1,25 @@
-"""A small HTTP/1.1 client on an asyncio Protocol: keep-alive pool, chunked bodies, SSE events.
+"""A small HTTP/1.1 client on the event loop's reader callbacks: keep-alive pool, chunked bodies, SSE.
 
-Written for timing fidelity at high request rates: each read is stamped in `data_received` with
-`time.perf_counter_ns` before anything else runs, and handed to the incremental parser
-(`http1.ResponseParser`) there; the request's coroutine wakes once, when the response is whole
-(`exchange`), or on each read (`stream`). No JSON is decoded on the timed path. Plain HTTP only
-(the load client talks to an engine next to it, or to its proxy).
+Written for timing fidelity at high request rates: each connection is a non-blocking socket read
+with `recvmsg` in the loop's reader callback; each read is stamped with the kernel's receive time
+(`rxstamp`: when its last byte reached the socket, mapped onto `time.perf_counter_ns`), or, where
+the platform gives none, with `time.perf_counter_ns` taken first after the read; then it is handed
+to the incremental parser (`http1.ResponseParser`) there. The request's coroutine wakes once, when
+the response is whole (`exchange`), or on each read (`stream`). No JSON is decoded on the timed
+path. Plain HTTP only (the load client talks to an engine next to it, or to its proxy).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import cast
 from urllib.parse import urlsplit
 
+from gco.bench.clients import rxstamp
 from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
 from gco.bench.errors import BenchInputError
 from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
@@ -59,7 +62,8 @@ class Target:
 class Response:
     """A whole response: status, headers, body, and when its bytes came (`sent_ns` on the same clock).
 
-    `marks` are `(body length after a read, perf_counter_ns of that read)`, as `http1.ResponseParser`.
+    `marks` are `(body length after a read, perf_counter_ns of that read)`, as `http1.ResponseParser`;
+    `kernel_stamps` counts the reads whose time is the kernel's receive stamp (the others: the read's).
     """
 
     status: int
@@ -68,29 +72,73 @@ class Response:
     marks: list[Mark]
     sent_ns: int
     ended_ns: int
+    kernel_stamps: int = 0
 
 
-class Connection(asyncio.Protocol):
-    """One keep-alive connection carrying one request at a time."""
+class Connection:
+    """One keep-alive connection carrying one request at a time: a non-blocking socket that the event
+    loop's reader callback reads with `recvmsg`, so that each read comes with the kernel's receive
+    stamp (`rxstamp`) where the platform gives one."""
 
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, *, stamped: bool) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.stamped = stamped
+        self.ancillary_bytes = rxstamp.ANCILLARY_BYTES if stamped else 0
         self.parser: ResponseParser | None = None
         self.error: HttpError | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.wake_each_read = False
         self.closed = False
+        self.sent_ns = 0
+        self.kernel_stamps = 0
+        self.unsent = b""
+        loop.add_reader(sock.fileno(), self._readable)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast("asyncio.Transport", transport)  # a stream socket's: it writes
+    @classmethod
+    async def open(cls, target: Target) -> Connection:
+        """A new connection to `target`, receive stamps asked for.
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()  # first: the stamp is the read, not the parse after it
+        Raises:
+            OSError: the name did not resolve or the connection was refused.
+        """
+        loop = asyncio.get_running_loop()
+        family, kind, proto, _, address = (
+            await loop.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each request goes out at once
+            stamped = rxstamp.enable(sock)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, loop, stamped=stamped)
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _, _ = self.sock.recvmsg(READ_BYTES, self.ancillary_bytes)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        now = time.perf_counter_ns()  # first after the read: the stamp is the read, not the parse
+        if not data:
+            self._lost(None)
+            return
+        if ancillary:
+            now, kernel = rxstamp.arrival_ns(ancillary, now, self.sent_ns)
+            self.kernel_stamps += kernel
+        self.feed(data, now)
+
+    def feed(self, data: bytes, now: int) -> None:
+        """One read's bytes, arrived at `now` (ns), to the parser of the request in flight."""
         parser = self.parser
         if parser is None or parser.done:  # nothing asked for: the connection is not reusable
-            self.closed = True
-            if self.transport is not None:
-                self.transport.close()
+            self.close()
             return
         try:
             parser.feed(data, now)
@@ -99,9 +147,9 @@ class Connection(asyncio.Protocol):
         if parser.done or self.wake_each_read or self.error is not None:
             self._wake()
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def _lost(self, exc: Exception | None) -> None:
         now = time.perf_counter_ns()
-        self.closed = True
+        self.close()
         if self.parser is not None and self.error is None:
             try:
                 self.parser.close(now)
@@ -127,15 +175,39 @@ class Connection(asyncio.Protocol):
     def send(self, request: bytes, parser: ResponseParser, *, wake_each_read: bool) -> int:
         """Write a whole request for `parser` to read the answer; the time it was written (ns).
 
+        What the socket does not take at once is written when it can take more.
+
         Raises:
-            HttpError: the connection is closed.
+            HttpError: the connection is closed, or the write failed.
         """
-        if self.closed or self.transport is None or self.transport.is_closing():
+        if self.closed:
             raise HttpError("connection closed")
         self.parser, self.error, self.wake_each_read = parser, None, wake_each_read
-        sent = time.perf_counter_ns()
-        self.transport.write(request)
+        self.kernel_stamps = 0
+        sent = self.sent_ns = time.perf_counter_ns()
+        try:
+            written = self.sock.send(request)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError as error:
+            self.close()
+            raise HttpError(f"send: {error}") from error
+        if written < len(request):
+            self.unsent = request[written:]
+            self.loop.add_writer(self.sock.fileno(), self._writable)
         return sent
+
+    def _writable(self) -> None:
+        try:
+            written = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        self.unsent = self.unsent[written:]
+        if not self.unsent:
+            self.loop.remove_writer(self.sock.fileno())
 
     async def wait(self) -> None:
         """Until the next wake-up: a read (when asked for each), the end of the response, or an error.
@@ -145,7 +217,7 @@ class Connection(asyncio.Protocol):
         """
         parser = self.parser
         if parser is not None and not parser.done and self.error is None and not self.closed:
-            self.waiter = asyncio.get_running_loop().create_future()
+            self.waiter = self.loop.create_future()
             try:
                 await self.waiter
             finally:
@@ -154,9 +226,14 @@ class Connection(asyncio.Protocol):
             raise self.error
 
     def close(self) -> None:
+        if self.closed:
+            return
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        fd = self.sock.fileno()
+        if fd >= 0 and not self.loop.is_closed():
+            self.loop.remove_reader(fd)
+            self.loop.remove_writer(fd)
+        self.sock.close()
 
 
 class Pool:
@@ -176,12 +253,10 @@ class Pool:
             connection = self.idle.pop()
             if not connection.closed:
                 return connection
-        loop = asyncio.get_running_loop()
         try:
-            _, connection = await loop.create_connection(Connection, self.target.host, self.target.port)
+            return await Connection.open(self.target)
         except OSError as error:
             raise HttpError(f"connect: {error}") from error
-        return connection
 
     def release(self, connection: Connection) -> None:
         if connection.reusable:
@@ -221,7 +296,13 @@ class Client:
         finally:
             self.pool.release(connection)
         return Response(
-            parser.status, parser.headers, bytes(parser.body), parser.marks, sent, parser.ended_ns
+            parser.status,
+            parser.headers,
+            bytes(parser.body),
+            parser.marks,
+            sent,
+            parser.ended_ns,
+            connection.kernel_stamps,
         )
 
     async def get(self, path: str) -> tuple[int, bytes]:

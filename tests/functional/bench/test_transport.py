@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.clients import transport
+from gco.bench.clients import rxstamp, transport
 from gco.bench.clients.http1 import sse_events
 from gco.bench.clients.prompts import Prompt
 from gco.bench.clients.serve import ServeSettings, encoded, send_timed
@@ -30,14 +30,14 @@ def test_the_first_token_is_stamped_when_it_arrives_not_when_the_answer_ends(
 ) -> None:
     hold = tmp_path / "go"
     first_read = asyncio.Event()
-    original = transport.Connection.data_received
+    original = transport.Connection.feed
 
-    def spy(self: transport.Connection, data: bytes) -> None:
-        original(self, data)
+    def spy(self: transport.Connection, data: bytes, now: int) -> None:
+        original(self, data, now)
         if self.parser is not None and self.parser.body:
             first_read.set()
 
-    monkeypatch.setattr(transport.Connection, "data_received", spy)
+    monkeypatch.setattr(transport.Connection, "feed", spy)
 
     async def scenario() -> None:
         async with engine_server(hold_file=str(hold), ttft_s=0.001, itl_s=0.001) as (url, _):
@@ -61,6 +61,9 @@ def test_the_first_token_is_stamped_when_it_arrives_not_when_the_answer_ends(
         assert record.ok
         assert record.ttft_s == (tokens[0] - response.sent_ns) / 1e9
         assert record.output_tokens == 4
+        if rxstamp.supported():  # the reads were timed by the kernel's receive stamps
+            assert response.kernel_stamps > 0
+            assert record.kernel_stamps == response.kernel_stamps
 
     asyncio.run(scenario())
 
