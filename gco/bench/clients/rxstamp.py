@@ -69,7 +69,7 @@ def kernel_realtime_ns(ancillary: Ancillary) -> int | None:
         if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
             seconds, nanoseconds = _TIMESPEC.unpack_from(data)
             if seconds or nanoseconds:  # an empty stamp: the packet was not stamped
-                return seconds * 1_000_000_000 + nanoseconds
+                return int(seconds) * 1_000_000_000 + int(nanoseconds)
     return None
 
 
