@@ -24,6 +24,8 @@ from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
 from gco.bench.errors import BenchInputError
 from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
 
+Address = tuple[int, int, int, tuple[str, int] | tuple[str, int, int, int]]
+OPEN_BATCH = 64  # connections opened at once by `Pool.open_ahead`
 # The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
 READ_BYTES = 256 * 1024
 
@@ -96,16 +98,14 @@ class Connection:
         loop.add_reader(sock.fileno(), self._readable)
 
     @classmethod
-    async def open(cls, target: Target) -> Connection:
-        """A new connection to `target`, receive stamps asked for.
+    async def open(cls, where: Address) -> Connection:
+        """A new connection to a resolved address (`Pool.address`), receive stamps asked for.
 
         Raises:
-            OSError: the name did not resolve or the connection was refused.
+            OSError: the connection was refused.
         """
         loop = asyncio.get_running_loop()
-        family, kind, proto, _, address = (
-            await loop.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
-        )[0]
+        family, kind, proto, address = where
         sock = socket.socket(family, kind, proto)
         try:
             sock.setblocking(False)
@@ -242,6 +242,48 @@ class Pool:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.idle: list[Connection] = []
+        self.resolved: Address | None = None
+
+    async def address(self) -> Address:
+        """The target's address, resolved once (the loop resolves in a worker thread: a hop each time
+        would delay every new connection's send).
+
+        Raises:
+            OSError: the name did not resolve.
+        """
+        if self.resolved is None:
+            loop = asyncio.get_running_loop()
+            infos = await loop.getaddrinfo(self.target.host, self.target.port, type=socket.SOCK_STREAM)
+            family, kind, proto, _, address = infos[0]
+            self.resolved = (family, kind, proto, address)
+        return self.resolved
+
+    def take(self) -> Connection | None:
+        """An idle connection that is still open, at once; None when there is none."""
+        while self.idle:
+            connection = self.idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    async def open_ahead(self, count: int) -> int:
+        """Open connections until `count` are idle (a load level's sends then never wait on a
+        connect); how many are idle after. A connection that cannot be opened stops it: the request
+        that needs one says why.
+        """
+        while len(self.idle) < count:
+            batch = min(OPEN_BATCH, count - len(self.idle))
+            try:
+                address = await self.address()
+            except OSError:
+                break
+            opened = await asyncio.gather(
+                *(Connection.open(address) for _ in range(batch)), return_exceptions=True
+            )
+            self.idle += [c for c in opened if isinstance(c, Connection)]
+            if len(opened) != sum(isinstance(c, Connection) for c in opened):
+                break
+        return len(self.idle)
 
     async def acquire(self) -> Connection:
         """An idle connection that is still open, else a new one.
@@ -249,12 +291,11 @@ class Pool:
         Raises:
             HttpError: the connection could not be opened.
         """
-        while self.idle:
-            connection = self.idle.pop()
-            if not connection.closed:
-                return connection
+        idle = self.take()
+        if idle is not None:
+            return idle
         try:
-            return await Connection.open(self.target)
+            return await Connection.open(await self.address())
         except OSError as error:
             raise HttpError(f"connect: {error}") from error
 
@@ -268,6 +309,15 @@ class Pool:
         for connection in self.idle:
             connection.close()
         self.idle.clear()
+
+
+@dataclass(frozen=True)
+class Started:
+    """A request written and not yet answered: its connection, its parser and when it was written."""
+
+    connection: Connection
+    parser: ResponseParser
+    sent_ns: int
 
 
 class Client:
@@ -292,6 +342,33 @@ class Client:
         parser = ResponseParser(head_only=head_only)
         try:
             sent = connection.send(request, parser, wake_each_read=False)
+        except HttpError:
+            self.pool.release(connection)
+            raise
+        return await self.finish(Started(connection, parser, sent))
+
+    def start(self, request: bytes) -> Started | None:
+        """Write `request` now, on an idle connection, without yielding to the loop (the send is at
+        the moment the caller chose); None when no connection is idle or the write failed (then
+        `exchange` opens one and says why)."""
+        connection = self.pool.take()
+        if connection is None:
+            return None
+        parser = ResponseParser()
+        try:
+            sent = connection.send(request, parser, wake_each_read=False)
+        except HttpError:
+            return None
+        return Started(connection, parser, sent)
+
+    async def finish(self, started: Started) -> Response:
+        """Wait, without waking per read, for the whole response to a request `start` wrote.
+
+        Raises:
+            HttpError: a response malformed or cut short.
+        """
+        connection, parser, sent = started.connection, started.parser, started.sent_ns
+        try:
             await connection.wait()
         finally:
             self.pool.release(connection)

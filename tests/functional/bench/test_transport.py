@@ -127,3 +127,36 @@ def test_nothing_listening_is_an_http_error() -> None:
             await Client(f"http://127.0.0.1:{port}").get("/health")
 
     asyncio.run(scenario())
+
+
+def test_connections_opened_ahead_are_counted_once_and_a_request_is_written_on_one_at_once() -> None:
+    async def scenario() -> None:
+        async with engine_server() as (url, _):
+            client = Client(url)
+            assert client.start(b"GET /health HTTP/1.1\r\n\r\n") is None  # nothing idle: not written
+            assert (await client.get("/health"))[0] == 200  # one idle connection already
+            assert await client.pool.open_ahead(3) == 3  # the idle one counts; two more are opened
+            assert await client.pool.open_ahead(2) == 3  # enough idle: nothing opened
+            started = client.start(client.target.request("GET", "/health", b""))
+            assert started is not None
+            assert len(client.pool.idle) == 2
+            response = await client.finish(started)
+            assert (response.status, response.sent_ns) == (200, started.sent_ns)
+            assert len(client.pool.idle) == 3  # back in the pool after its whole answer
+            client.close()
+
+    asyncio.run(scenario())
+
+
+def test_opening_ahead_against_nothing_listening_stops_and_the_request_says_why() -> None:
+    async def scenario() -> None:
+        server = await asyncio.start_server(_cut_short, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        client = Client(f"http://127.0.0.1:{port}")
+        assert await client.pool.open_ahead(5) == 0
+        with pytest.raises(HttpError, match="connect"):
+            await client.get("/health")
+
+    asyncio.run(scenario())
