@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import resource
+
+import pytest
 
 from gco.bench.clients import serve
 
