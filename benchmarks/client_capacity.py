@@ -777,7 +777,10 @@ def report(
     if isinstance(ceilings, str):
         print(ceilings)
     for when, (rate, connections) in zip(("before", "after"), measured, strict=False):
-        print(f"server ceiling (wrk) {when} gco: {rate:7.1f} req/s at {connections} connections")
+        print(
+            f"server ceiling {when} gco: {rate:7.1f} answers/s finished at its pace under wrk, "
+            f"{connections} connections"
+        )
     for name, rate in rates.items():
         cap = " (the search's highest rate: at least this)" if name in (capped or []) else ""
         print(f"{name:18s} faithful rate {rate:5d} req/s{cap}")
