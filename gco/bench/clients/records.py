@@ -72,6 +72,9 @@ class RequestRecord(BaseModel):
     output_tokens: int = 0
     tokens_from: Literal["usage", "chunks", "none"] = "none"
     decode_tps: float | None = None
+    # How many reads of the answer were timed by the kernel's receive stamp (`clients.rxstamp`, the
+    # arrival of their last byte); 0 where every time is the one the client took after its read.
+    kernel_stamps: int = 0
 
 
 class LevelResult(BaseModel):

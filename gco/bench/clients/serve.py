@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import resource
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -19,7 +20,7 @@ from gco.bench.clients.arrivals import Arrival, rate_for_concurrency, schedule
 from gco.bench.clients.prompts import Prompt, prompt_digest, salted
 from gco.bench.clients.records import ClientHealth, LevelResult, RequestRecord, ServeResult
 from gco.bench.clients.timing import NS, Deferred, Timing
-from gco.bench.clients.transport import Client, HttpError
+from gco.bench.clients.transport import Client, HttpError, Started
 
 LAG_LIMIT_MS = 5.0
 SUSTAIN_FRACTION = 0.9
@@ -85,13 +86,19 @@ async def send_timed(
     scheduled: float,
     origin_ns: int,
     level: int | None = None,
+    started: Started | None = None,
 ) -> Timing:
-    """Write one request already encoded (`Target.request`) and wait for its whole answer; what came
-    back, undecoded. Failures are kept in the timing, never raised."""
-    timing = Timing(prompt.index, prompt.bucket, level, scheduled, origin_ns, time.perf_counter_ns())
+    """Write one request already encoded (`Target.request`), unless `started` says it was written
+    (`Client.start`), and wait for its whole answer; what came back, undecoded. Failures are kept in
+    the timing, never raised."""
+    begun = started.sent_ns if started is not None else time.perf_counter_ns()
+    timing = Timing(prompt.index, prompt.bucket, level, scheduled, origin_ns, begun)
     try:
         async with asyncio.timeout(settings.timeout_s):
-            timing.response = await client.exchange(request)
+            if started is not None:
+                timing.response = await client.finish(started)
+            else:
+                timing.response = await client.exchange(request)
     except (HttpError, TimeoutError) as error:
         timing.error = f"{type(error).__name__}: {error}"[:300]
     return timing
@@ -142,6 +149,14 @@ async def run_single(
     return records
 
 
+def open_ahead(concurrency: int, count: int) -> int:
+    """How many connections a level opens before it starts: its concurrency and a quarter more (the
+    answers' times vary), no more than its requests, and within half the process's file limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    budget = soft // 2 if soft != resource.RLIM_INFINITY else count
+    return max(0, min(count, concurrency + concurrency // 4 + 1, budget))
+
+
 def repeat_text(text: str, cycle: int) -> str:
     """A prompt's text on its `cycle`-th reuse: prefixed so that a repeat never hits the prefix cache."""
     return text if cycle == 0 else f"[repeat {cycle}] {text}"
@@ -158,16 +173,20 @@ async def run_level(
     """Open-loop arrivals at `rate` per second; each request starts at its planned offset.
 
     Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`). Each
-    request is encoded before the wait for its send time; the answers are decoded after the level.
+    request is encoded before the wait for its send time and written as the wait ends, on a
+    connection opened before the level (`open_ahead`); the answers are decoded after the level.
     """
     count = settings.requests_per_level or len(prompts)
     offsets = schedule(
         settings.arrival, rate, count, burstiness=settings.burstiness, seed=settings.seed + concurrency
     )
     deferred = Deferred()
+    await client.pool.open_ahead(open_ahead(concurrency, count))
 
-    async def one(prompt: Prompt, request: bytes, offset: float, origin: int) -> Timing:
-        timing = await send_timed(client, settings, prompt, request, offset, origin, concurrency)
+    async def one(
+        prompt: Prompt, request: bytes, offset: float, origin: int, started: Started | None
+    ) -> Timing:
+        timing = await send_timed(client, settings, prompt, request, offset, origin, concurrency, started)
         return deferred.keep(timing)
 
     origin = time.perf_counter_ns()
@@ -178,7 +197,8 @@ async def run_level(
         delay = (origin + offset * NS - time.perf_counter_ns()) / NS
         if delay > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(prompt, request, offset, origin)))
+        started = client.start(request)  # now, not when the task first runs: one loop turn later
+        tasks.append(asyncio.create_task(one(prompt, request, offset, origin, started)))
     return [timing.record() for timing in await asyncio.gather(*tasks)]
 
 

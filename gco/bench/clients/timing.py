@@ -122,6 +122,7 @@ class Timing:
             output_tokens=tokens,
             tokens_from="usage" if usage_tokens is not None else "chunks",
             decode_tps=(tokens - 1) / decode_s if tokens > 1 and decode_s > 0 else None,
+            kernel_stamps=response.kernel_stamps,
         )
 
 

@@ -1,26 +1,31 @@
-"""A small HTTP/1.1 client on an asyncio Protocol: keep-alive pool, chunked bodies, SSE events.
+"""A small HTTP/1.1 client on the event loop's reader callbacks: keep-alive pool, chunked bodies, SSE.
 
-Written for timing fidelity at high request rates: each read is stamped in `data_received` with
-`time.perf_counter_ns` before anything else runs, and handed to the incremental parser
-(`http1.ResponseParser`) there; the request's coroutine wakes once, when the response is whole
-(`exchange`), or on each read (`stream`). No JSON is decoded on the timed path. Plain HTTP only
-(the load client talks to an engine next to it, or to its proxy).
+Written for timing fidelity at high request rates: each connection is a non-blocking socket read
+with `recvmsg` in the loop's reader callback; each read is stamped with the kernel's receive time
+(`rxstamp`: when its last byte reached the socket, mapped onto `time.perf_counter_ns`), or, where
+the platform gives none, with `time.perf_counter_ns` taken first after the read; then it is handed
+to the incremental parser (`http1.ResponseParser`) there. The request's coroutine wakes once, when
+the response is whole (`exchange`), or on each read (`stream`). No JSON is decoded on the timed
+path. Plain HTTP only (the load client talks to an engine next to it, or to its proxy).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import cast
 from urllib.parse import urlsplit
 
+from gco.bench.clients import rxstamp
 from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
 from gco.bench.errors import BenchInputError
 from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
 
+Address = tuple[int, int, int, tuple[str, int] | tuple[str, int, int, int]]
+OPEN_BATCH = 64  # connections opened at once by `Pool.open_ahead`
 # The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
 READ_BYTES = 256 * 1024
 
@@ -59,7 +64,8 @@ class Target:
 class Response:
     """A whole response: status, headers, body, and when its bytes came (`sent_ns` on the same clock).
 
-    `marks` are `(body length after a read, perf_counter_ns of that read)`, as `http1.ResponseParser`.
+    `marks` are `(body length after a read, perf_counter_ns of that read)`, as `http1.ResponseParser`;
+    `kernel_stamps` counts the reads whose time is the kernel's receive stamp (the others: the read's).
     """
 
     status: int
@@ -68,29 +74,71 @@ class Response:
     marks: list[Mark]
     sent_ns: int
     ended_ns: int
+    kernel_stamps: int = 0
 
 
-class Connection(asyncio.Protocol):
-    """One keep-alive connection carrying one request at a time."""
+class Connection:
+    """One keep-alive connection carrying one request at a time: a non-blocking socket that the event
+    loop's reader callback reads with `recvmsg`, so that each read comes with the kernel's receive
+    stamp (`rxstamp`) where the platform gives one."""
 
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, *, stamped: bool) -> None:
+        self.sock = sock
+        self.loop = loop
+        self.stamped = stamped
+        self.ancillary_bytes = rxstamp.ANCILLARY_BYTES if stamped else 0
         self.parser: ResponseParser | None = None
         self.error: HttpError | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.wake_each_read = False
         self.closed = False
+        self.sent_ns = 0
+        self.kernel_stamps = 0
+        self.unsent = b""
+        loop.add_reader(sock.fileno(), self._readable)
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast("asyncio.Transport", transport)  # a stream socket's: it writes
+    @classmethod
+    async def open(cls, where: Address) -> Connection:
+        """A new connection to a resolved address (`Pool.address`), receive stamps asked for.
 
-    def data_received(self, data: bytes) -> None:
-        now = time.perf_counter_ns()  # first: the stamp is the read, not the parse after it
+        Raises:
+            OSError: the connection was refused.
+        """
+        loop = asyncio.get_running_loop()
+        family, kind, proto, address = where
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each request goes out at once
+            stamped = rxstamp.enable(sock)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, loop, stamped=stamped)
+
+    def _readable(self) -> None:
+        try:
+            data, ancillary, _, _ = self.sock.recvmsg(READ_BYTES, self.ancillary_bytes)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        now = time.perf_counter_ns()  # first after the read: the stamp is the read, not the parse
+        if not data:
+            self._lost(None)
+            return
+        if ancillary:
+            now, kernel = rxstamp.arrival_ns(ancillary, now, self.sent_ns)
+            self.kernel_stamps += kernel
+        self.feed(data, now)
+
+    def feed(self, data: bytes, now: int) -> None:
+        """One read's bytes, arrived at `now` (ns), to the parser of the request in flight."""
         parser = self.parser
         if parser is None or parser.done:  # nothing asked for: the connection is not reusable
-            self.closed = True
-            if self.transport is not None:
-                self.transport.close()
+            self.close()
             return
         try:
             parser.feed(data, now)
@@ -99,9 +147,9 @@ class Connection(asyncio.Protocol):
         if parser.done or self.wake_each_read or self.error is not None:
             self._wake()
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def _lost(self, exc: Exception | None) -> None:
         now = time.perf_counter_ns()
-        self.closed = True
+        self.close()
         if self.parser is not None and self.error is None:
             try:
                 self.parser.close(now)
@@ -127,15 +175,39 @@ class Connection(asyncio.Protocol):
     def send(self, request: bytes, parser: ResponseParser, *, wake_each_read: bool) -> int:
         """Write a whole request for `parser` to read the answer; the time it was written (ns).
 
+        What the socket does not take at once is written when it can take more.
+
         Raises:
-            HttpError: the connection is closed.
+            HttpError: the connection is closed, or the write failed.
         """
-        if self.closed or self.transport is None or self.transport.is_closing():
+        if self.closed:
             raise HttpError("connection closed")
         self.parser, self.error, self.wake_each_read = parser, None, wake_each_read
-        sent = time.perf_counter_ns()
-        self.transport.write(request)
+        self.kernel_stamps = 0
+        sent = self.sent_ns = time.perf_counter_ns()
+        try:
+            written = self.sock.send(request)
+        except (BlockingIOError, InterruptedError):
+            written = 0
+        except OSError as error:
+            self.close()
+            raise HttpError(f"send: {error}") from error
+        if written < len(request):
+            self.unsent = request[written:]
+            self.loop.add_writer(self.sock.fileno(), self._writable)
         return sent
+
+    def _writable(self) -> None:
+        try:
+            written = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as error:
+            self._lost(error)
+            return
+        self.unsent = self.unsent[written:]
+        if not self.unsent:
+            self.loop.remove_writer(self.sock.fileno())
 
     async def wait(self) -> None:
         """Until the next wake-up: a read (when asked for each), the end of the response, or an error.
@@ -145,7 +217,7 @@ class Connection(asyncio.Protocol):
         """
         parser = self.parser
         if parser is not None and not parser.done and self.error is None and not self.closed:
-            self.waiter = asyncio.get_running_loop().create_future()
+            self.waiter = self.loop.create_future()
             try:
                 await self.waiter
             finally:
@@ -154,9 +226,14 @@ class Connection(asyncio.Protocol):
             raise self.error
 
     def close(self) -> None:
+        if self.closed:
+            return
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        fd = self.sock.fileno()
+        if fd >= 0 and not self.loop.is_closed():
+            self.loop.remove_reader(fd)
+            self.loop.remove_writer(fd)
+        self.sock.close()
 
 
 class Pool:
@@ -165,6 +242,48 @@ class Pool:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.idle: list[Connection] = []
+        self.resolved: Address | None = None
+
+    async def address(self) -> Address:
+        """The target's address, resolved once (the loop resolves in a worker thread: a hop each time
+        would delay every new connection's send).
+
+        Raises:
+            OSError: the name did not resolve.
+        """
+        if self.resolved is None:
+            loop = asyncio.get_running_loop()
+            infos = await loop.getaddrinfo(self.target.host, self.target.port, type=socket.SOCK_STREAM)
+            family, kind, proto, _, address = infos[0]
+            self.resolved = (family, kind, proto, address)
+        return self.resolved
+
+    def take(self) -> Connection | None:
+        """An idle connection that is still open, at once; None when there is none."""
+        while self.idle:
+            connection = self.idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    async def open_ahead(self, count: int) -> int:
+        """Open connections until `count` are idle (a load level's sends then never wait on a
+        connect); how many are idle after. A connection that cannot be opened stops it: the request
+        that needs one says why.
+        """
+        while len(self.idle) < count:
+            batch = min(OPEN_BATCH, count - len(self.idle))
+            try:
+                address = await self.address()
+            except OSError:
+                break
+            opened = await asyncio.gather(
+                *(Connection.open(address) for _ in range(batch)), return_exceptions=True
+            )
+            self.idle += [c for c in opened if isinstance(c, Connection)]
+            if len(opened) != sum(isinstance(c, Connection) for c in opened):
+                break
+        return len(self.idle)
 
     async def acquire(self) -> Connection:
         """An idle connection that is still open, else a new one.
@@ -172,16 +291,13 @@ class Pool:
         Raises:
             HttpError: the connection could not be opened.
         """
-        while self.idle:
-            connection = self.idle.pop()
-            if not connection.closed:
-                return connection
-        loop = asyncio.get_running_loop()
+        idle = self.take()
+        if idle is not None:
+            return idle
         try:
-            _, connection = await loop.create_connection(Connection, self.target.host, self.target.port)
+            return await Connection.open(await self.address())
         except OSError as error:
             raise HttpError(f"connect: {error}") from error
-        return connection
 
     def release(self, connection: Connection) -> None:
         if connection.reusable:
@@ -193,6 +309,15 @@ class Pool:
         for connection in self.idle:
             connection.close()
         self.idle.clear()
+
+
+@dataclass(frozen=True)
+class Started:
+    """A request written and not yet answered: its connection, its parser and when it was written."""
+
+    connection: Connection
+    parser: ResponseParser
+    sent_ns: int
 
 
 class Client:
@@ -217,11 +342,44 @@ class Client:
         parser = ResponseParser(head_only=head_only)
         try:
             sent = connection.send(request, parser, wake_each_read=False)
+        except HttpError:
+            self.pool.release(connection)
+            raise
+        return await self.finish(Started(connection, parser, sent))
+
+    def start(self, request: bytes) -> Started | None:
+        """Write `request` now, on an idle connection, without yielding to the loop (the send is at
+        the moment the caller chose); None when no connection is idle or the write failed (then
+        `exchange` opens one and says why)."""
+        connection = self.pool.take()
+        if connection is None:
+            return None
+        parser = ResponseParser()
+        try:
+            sent = connection.send(request, parser, wake_each_read=False)
+        except HttpError:
+            return None
+        return Started(connection, parser, sent)
+
+    async def finish(self, started: Started) -> Response:
+        """Wait, without waking per read, for the whole response to a request `start` wrote.
+
+        Raises:
+            HttpError: a response malformed or cut short.
+        """
+        connection, parser, sent = started.connection, started.parser, started.sent_ns
+        try:
             await connection.wait()
         finally:
             self.pool.release(connection)
         return Response(
-            parser.status, parser.headers, bytes(parser.body), parser.marks, sent, parser.ended_ns
+            parser.status,
+            parser.headers,
+            bytes(parser.body),
+            parser.marks,
+            sent,
+            parser.ended_ns,
+            connection.kernel_stamps,
         )
 
     async def get(self, path: str) -> tuple[int, bytes]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gco.bench.clients import transport
+from gco.bench.clients import rxstamp, transport
 from gco.bench.clients.http1 import sse_events
 from gco.bench.clients.prompts import Prompt
 from gco.bench.clients.serve import ServeSettings, encoded, send_timed
@@ -30,14 +30,14 @@ def test_the_first_token_is_stamped_when_it_arrives_not_when_the_answer_ends(
 ) -> None:
     hold = tmp_path / "go"
     first_read = asyncio.Event()
-    original = transport.Connection.data_received
+    original = transport.Connection.feed
 
-    def spy(self: transport.Connection, data: bytes) -> None:
-        original(self, data)
+    def spy(self: transport.Connection, data: bytes, now: int) -> None:
+        original(self, data, now)
         if self.parser is not None and self.parser.body:
             first_read.set()
 
-    monkeypatch.setattr(transport.Connection, "data_received", spy)
+    monkeypatch.setattr(transport.Connection, "feed", spy)
 
     async def scenario() -> None:
         async with engine_server(hold_file=str(hold), ttft_s=0.001, itl_s=0.001) as (url, _):
@@ -61,6 +61,9 @@ def test_the_first_token_is_stamped_when_it_arrives_not_when_the_answer_ends(
         assert record.ok
         assert record.ttft_s == (tokens[0] - response.sent_ns) / 1e9
         assert record.output_tokens == 4
+        if rxstamp.supported():  # the reads were timed by the kernel's receive stamps
+            assert response.kernel_stamps > 0
+            assert record.kernel_stamps == response.kernel_stamps
 
     asyncio.run(scenario())
 
@@ -122,5 +125,38 @@ def test_nothing_listening_is_an_http_error() -> None:
         await server.wait_closed()
         with pytest.raises(HttpError, match="connect"):
             await Client(f"http://127.0.0.1:{port}").get("/health")
+
+    asyncio.run(scenario())
+
+
+def test_connections_opened_ahead_are_counted_once_and_a_request_is_written_on_one_at_once() -> None:
+    async def scenario() -> None:
+        async with engine_server() as (url, _):
+            client = Client(url)
+            assert client.start(b"GET /health HTTP/1.1\r\n\r\n") is None  # nothing idle: not written
+            assert (await client.get("/health"))[0] == 200  # one idle connection already
+            assert await client.pool.open_ahead(3) == 3  # the idle one counts; two more are opened
+            assert await client.pool.open_ahead(2) == 3  # enough idle: nothing opened
+            started = client.start(client.target.request("GET", "/health", b""))
+            assert started is not None
+            assert len(client.pool.idle) == 2
+            response = await client.finish(started)
+            assert (response.status, response.sent_ns) == (200, started.sent_ns)
+            assert len(client.pool.idle) == 3  # back in the pool after its whole answer
+            client.close()
+
+    asyncio.run(scenario())
+
+
+def test_opening_ahead_against_nothing_listening_stops_and_the_request_says_why() -> None:
+    async def scenario() -> None:
+        server = await asyncio.start_server(_cut_short, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        server.close()
+        await server.wait_closed()
+        client = Client(f"http://127.0.0.1:{port}")
+        assert await client.pool.open_ahead(5) == 0
+        with pytest.raises(HttpError, match="connect"):
+            await client.get("/health")
 
     asyncio.run(scenario())

@@ -1,0 +1,102 @@
+"""Kernel receive timestamps for the load client's reads, mapped onto the monotonic clock.
+
+With `SO_TIMESTAMPNS` set on a socket, Linux stamps each incoming packet (`skb`) when it enters the
+receive stack and `recvmsg` returns the stamp in an `SCM_TIMESTAMPNS` control message
+(Documentation/networking/timestamping.rst, "SO_TIMESTAMPNS": "same timestamping mechanism as
+SO_TIMESTAMP, but reports the timestamp as struct timespec in nsec resolution"). For TCP the stamp
+is the one of the last byte the read returned (kernel commit 98aaa913b4ed, "tcp: Extend
+SOF_TIMESTAMPING_RX_SOFTWARE to TCP recvmsg": "maintain the invariant of returning the timestamp of
+the last byte in the recvmsg buffer"; coalesced packets keep the later stamp). On loopback the packet
+is stamped in the sender's transmit path: `loopback_xmit` (drivers/net/loopback.c) clears the stamp
+("do not fool net_timestamp_check()") and hands the packet to `__netif_rx`, which stamps it as it is
+queued (net/core/dev.c, `netif_rx_internal` -> `net_timestamp_check`). So a read's stamp is when its
+last byte reached this machine's receive path, however late the client's event loop woke up; never
+earlier than the bytes were there.
+
+The kernel stamps with `CLOCK_REALTIME` (`ktime_get_real`), and every other time of the client is
+`time.perf_counter_ns` (`CLOCK_MONOTONIC` on Linux). Both are the kernel's one timekeeper; realtime
+is monotonic plus an offset that NTP's frequency slewing leaves alone (clock_gettime(2): monotonic
+"is affected by the incremental adjustments performed by adjtime(3) and NTP"; realtime alone "is
+affected by discontinuous jumps in the system time"). The offset is sampled at each read (realtime
+first, then monotonic: the sampled offset is at most the true one, so a mapped stamp can only come
+out late, never early), and a stamp outside [request written, read] (a jump of the realtime clock
+between the two) is not used: the read's own time is.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+# include/uapi/asm-generic/socket.h: SO_TIMESTAMPNS_OLD 35 (= SCM_TIMESTAMPNS); on a 64-bit `long`
+# SO_TIMESTAMPNS is SO_TIMESTAMPNS_OLD and its control message a struct timespec of two 64-bit
+# longs. Python's socket module does not define it. Only the architectures that use the generic
+# numbers are trusted (alpha, mips, parisc, powerpc and sparc have their own).
+SO_TIMESTAMPNS = 35
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+_TIMESPEC = struct.Struct("=qq")
+_GENERIC_64_BIT = frozenset({"x86_64", "amd64", "aarch64", "arm64", "riscv64"})
+ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPACE") else 0
+
+Ancillary = Sequence[tuple[int, int, bytes]]
+Clock = Callable[[], int]
+
+
+def supported(system: str = sys.platform, machine: str | None = None) -> bool:
+    """Whether this platform gives `SO_TIMESTAMPNS` with the generic number and layout (Linux, 64-bit)."""
+    arch = (machine if machine is not None else platform.machine()).lower()
+    return system == "linux" and arch in _GENERIC_64_BIT and ANCILLARY_BYTES > 0
+
+
+def enable(sock: socket.socket) -> bool:
+    """Ask the kernel to stamp what `sock` receives; whether it will (False where unsupported)."""
+    if not supported():
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def kernel_realtime_ns(ancillary: Ancillary) -> int | None:
+    """The `SCM_TIMESTAMPNS` stamp of a `recvmsg` (CLOCK_REALTIME, ns), None when it carried none."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(data)
+            if seconds or nanoseconds:  # an empty stamp: the packet was not stamped
+                return int(seconds) * 1_000_000_000 + int(nanoseconds)
+    return None
+
+
+def arrival_ns(
+    ancillary: Ancillary,
+    read_ns: int,
+    sent_ns: int,
+    realtime: Clock = time.time_ns,
+    monotonic: Clock = time.perf_counter_ns,
+) -> tuple[int, bool]:
+    """When a read's last byte arrived on the monotonic clock, and whether the kernel said so.
+
+    Parameters:
+        ancillary: the read's control messages (`socket.recvmsg`).
+        read_ns: the monotonic time taken just after the read returned.
+        sent_ns: the monotonic time the request was written (no answer arrives before it).
+        realtime, monotonic: the clocks sampled for the offset between them (injected in tests).
+
+    Returns:
+        The kernel's stamp mapped onto the monotonic clock where there is one and it lies within
+        [sent_ns, read_ns]; `read_ns` otherwise. The flag says which.
+    """
+    stamp = kernel_realtime_ns(ancillary)
+    if stamp is None:
+        return read_ns, False
+    offset = realtime() - monotonic()  # realtime first: the offset is not overstated
+    mapped = stamp - offset
+    if sent_ns <= mapped <= read_ns:
+        return mapped, True
+    return read_ns, False
