@@ -20,11 +20,15 @@ ENDPOINT = "demo-rollout"
 PRIMARY = "registry.example.com/chat:1.0"
 EQUAL = "registry.example.com/chat:1.1"
 SLOWER = "registry.example.com/chat:1.2"
-SPEED = ("--ttft-ms", "300", "--itl-ms", "8")  # 0.55 s a request: well above the loopback's own jitter
+# 100 ms to the first token, then 16 tokens 3 ms apart: about 0.15 s a request (64 a Region at the
+# fewest blocks), still many times the loopback proxy's own few milliseconds; the slower build is 20%
+# slower in both, so its TTFT ratio (about 1.2 with the proxy's time added to both) stays far above
+# the 1.05 the rollback needs. Measured, repeated: docs/benchmarks.md (`make demo`).
+SPEED = ("--ttft-ms", "100", "--itl-ms", "3")
 IMAGE_ARGS = {
     PRIMARY: SPEED,
     EQUAL: SPEED,
-    SLOWER: ("--ttft-ms", "360", "--itl-ms", "9.6"),
+    SLOWER: ("--ttft-ms", "120", "--itl-ms", "3.6"),
 }
 TOLERANCE = "0.3"  # the loopback's noise on a small shared machine (docs/rollout.md)
 
