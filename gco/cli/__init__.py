@@ -21,12 +21,20 @@ from gco.errors import GcoError
 def _inference() -> click.Command:
     from gco.cli.forget import COMMANDS as FORGET_COMMANDS
     from gco.cli.inference import inference
-    from gco.cli.rollout import COMMANDS as ROLLOUT_COMMANDS
     from gco.cli.traffic import COMMANDS as TRAFFIC_COMMANDS
 
-    for command in (*TRAFFIC_COMMANDS, *FORGET_COMMANDS, *ROLLOUT_COMMANDS):
+    for command in (*TRAFFIC_COMMANDS, *FORGET_COMMANDS):
         inference.add_command(command)
+    # `rollout` only when run (or listed): its analysis (numpy, the statistics) is about a fifth of
+    # every other inference command's start-up, and the walk-through runs some thirty of them.
+    inference.lazy_subcommands["rollout"] = _rollout
     return inference
+
+
+def _rollout() -> click.Command:
+    from gco.cli.rollout import rollout
+
+    return rollout
 
 
 def _local() -> click.Command:

@@ -35,6 +35,7 @@ from gco.cli.common import (
     parse_pairs,
     timeout_option,
 )
+from gco.cli.lazy import LazyGroup
 from gco.cli.progress import purge_progress, ready_progress, reconciler_watch, region_served
 from gco.cli.wait import wait_for
 from gco.endpoints import EndpointRecord, default_table_name, init_table, names, observed_state, operations
@@ -139,7 +140,8 @@ def show(record: EndpointRecord, output: str, stale: views.Stale | None = None) 
     emit_table(views.REGION_HEADERS, views.region_rows(record, stale))
 
 
-@click.group()
+# A LazyGroup: `gco` adds `rollout` by a loader (its analysis imports numpy, a fifth of the start-up).
+@click.group(cls=LazyGroup)
 def inference() -> None:
     """Endpoint records: deploy, inspect, change and delete inference endpoints."""
 

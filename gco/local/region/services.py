@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sys
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,6 +99,20 @@ def relay(
         request.close_connection = True
 
 
+class _RelayServer(ThreadingHTTPServer):
+    """A threaded server that takes a caller's reset of its connection as the caller leaving."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # nginx resets an idle keep-alive connection to an upstream when it closes it; the handler
+        # is then waiting for the next request line and reads ECONNRESET. That is a caller hanging
+        # up, not a fault of the relay: logged, not printed as a traceback into the walk-through.
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionResetError):
+            log.debug("%s reset the connection", client_address)
+            return
+        super().handle_error(request, client_address)
+
+
 def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
     """A threaded loopback HTTP server calling `handle(request)` for every method, on a daemon thread."""
 
@@ -113,7 +128,7 @@ def serve(handle: Any, name: str, port: int = 0) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:
             log.debug(name + ": " + format, *args)
 
-    server = ThreadingHTTPServer((LOOPBACK, port), Handler)
+    server = _RelayServer((LOOPBACK, port), Handler)
     server.daemon_threads = True
     threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True

@@ -15,6 +15,7 @@ import pytest
 from gco.cli import main
 from gco.evidence import validate
 from gco.local.demo.demo import port_free, walkthrough
+from gco.local.errors import DemoStepError
 from gco.processes.proc import group_members
 from tests.functional.evidence.chromium import chromium_path
 from tests.functional.evidence.test_report_page import check_page
@@ -23,7 +24,11 @@ from tests.functional.evidence.test_report_page import check_page
 @pytest.mark.slow
 def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> None:
     lines: list[str] = []
-    walkthrough(lines.append, run_dir=tmp_path / "demo")
+    try:
+        walkthrough(lines.append, run_dir=tmp_path / "demo")
+    except DemoStepError:
+        print("\n".join(lines[-120:]))  # the transcript's end, in pytest's report of the failure
+        raise
     transcript = "\n".join(lines)
     url = lines[0].split(" on ")[1].split(";")[0]
     for command in (

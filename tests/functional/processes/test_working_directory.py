@@ -62,7 +62,7 @@ def test_the_demos_gco_commands_run_from_a_directory_holding_a_decoy_gco(
     decoy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(decoy)
-    done = _run_gco(["--version"], dict(os.environ))
+    done = _run_gco(["--version"], dict(os.environ), lambda _: None)
     assert done.returncode == 0 and __version__ in done.stdout, done.stderr
 
 

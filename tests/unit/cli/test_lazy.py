@@ -29,6 +29,9 @@ def test_an_inference_command_loads_neither_bench_local_matrix_nor_matplotlib() 
     assert "gco.cli.inference" in loaded and "gco.cli.traffic" in loaded
     for absent in ("gco.cli.bench", "gco.cli.local", "gco.cli.matrix", "gco.local.stack", "matplotlib"):
         assert absent not in loaded, absent
+    # nor the rollout's analysis (numpy and the statistics), loaded by `inference rollout` alone
+    assert "gco.cli.rollout" not in loaded and "gco.rollout.decision" not in loaded
+    assert "gco.cli.rollout" in _probe(["inference", "rollout", "--help"])
 
 
 def test_bench_serve_loads_no_plotting_until_a_page_draws() -> None:
@@ -44,7 +47,7 @@ def test_help_lists_every_group_and_the_traffic_commands(capsys: pytest.CaptureF
         assert f"  {group} " in listed
     assert main(["inference", "--help"]) == 0
     listed = capsys.readouterr().out
-    for command in ("invoke", "canary", "promote", "rollback", "deploy"):
+    for command in ("invoke", "canary", "promote", "rollback", "deploy", "rollout"):
         assert f"  {command} " in listed
     assert isinstance(cli, LazyGroup)
 

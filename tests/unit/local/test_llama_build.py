@@ -3,6 +3,9 @@ loaded, and the pins read from the project's own metadata."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -146,7 +149,7 @@ def test_the_build_compiles_only_the_library_the_package_loads() -> None:
     statements = [
         line.strip() for line in LIBRARY_ONLY.read_text().splitlines() if line.strip() and line[0] != "#"
     ]
-    assert statements == ["set(LLAMA_BUILD_COMMON OFF)"]  # a normal variable, not a cache entry
+    assert statements[0] == "set(LLAMA_BUILD_COMMON OFF)"  # a normal variable, not a cache entry
 
 
 def test_each_set_of_flags_gets_its_own_wheel_directory(tmp_path: Path) -> None:
@@ -231,3 +234,48 @@ def test_each_stage_of_the_build_is_echoed_once_and_the_exit_status_kept(tmp_pat
         "compiling",
         "packing the wheel",
     ]
+
+
+LLAMA_LIKE_PROJECT = """\
+cmake_minimum_required(VERSION 3.14)
+project("llama.cpp" C CXX)
+option(LLAMA_BUILD_COMMON "common" ON)
+add_subdirectory(ggml)
+add_subdirectory(src)
+if(LLAMA_BUILD_COMMON)
+  add_library(llama-common STATIC src/kernel.cpp)
+endif()
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None, reason="no cmake")
+def test_the_project_include_lightens_libllama_and_ggml_base_only(tmp_path: Path) -> None:
+    # A project shaped like llama.cpp's (named llama.cpp, libllama and ggml defined in subdirectories
+    # after project()), configured by the real CMake with the include: libllama's and ggml-base's
+    # compiles end in -O1 (after the build type's -O3, so it wins), the kernels' keep -O3 alone,
+    # and libllama-common is not built.
+    source = tmp_path / "src-tree"
+    for folder, body in (
+        ("src", "add_library(llama SHARED model.cpp)\n"),
+        ("ggml", "add_library(ggml-base SHARED base.c)\nadd_library(ggml-cpu SHARED ops.cpp)\n"),
+    ):
+        (source / folder).mkdir(parents=True)
+        (source / folder / "CMakeLists.txt").write_text(body)
+    for name in ("src/model.cpp", "src/kernel.cpp", "ggml/base.c", "ggml/ops.cpp"):
+        (source / name).write_text("int f(void) { return 0; }\n")
+    (source / "CMakeLists.txt").write_text(LLAMA_LIKE_PROJECT)
+    build = tmp_path / "build"
+    configure = [
+        "cmake", "-G", "Ninja", "-S", str(source), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+        *build_flags(COMMON_FLAGS),
+    ]  # fmt: skip
+    subprocess.run(configure, check=True, capture_output=True, timeout=120)
+    commands = subprocess.run(
+        ["ninja", "-C", str(build), "-t", "commands"], check=True, capture_output=True, text=True, timeout=60
+    ).stdout.splitlines()
+    levels = {
+        Path(line.split(" -c ")[1].strip()).name: re.findall(r" (-O\d)\b", line)
+        for line in commands
+        if " -c " in line
+    }
+    assert levels == {"model.cpp": ["-O3", "-O1"], "base.c": ["-O3", "-O1"], "ops.cpp": ["-O3"]}

