@@ -38,9 +38,13 @@ $(DEMO_STAMP): $(DEMO_LOCK) $(SETUP) | $(BIN)/python
 	touch $(DEMO_STAMP)
 
 # The walk-through with the real CPU engine (SmolLM2-135M on llama.cpp); DEMO_ENGINE=fake for the fast fake.
+# It starts about 40 `gco` processes. gco itself is installed editable, so pip byte-compiled none of
+# its modules; where PYTHONDONTWRITEBYTECODE is set (as on the project's machines) every one of those
+# processes compiled gco's modules from source again, about 40 s of a fresh walk-through. Here the
+# first process writes the bytecode (into gco/**/__pycache__, ignored by git) and the rest read it.
 DEMO_ENGINE ?= llama
 demo: $(DEMO_STAMP)
-	$(BIN)/gco local demo --engine $(DEMO_ENGINE)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO_ENGINE)
 
 # lint-imports holds the import contracts of pyproject.toml [tool.importlinter] (docs/layout.md).
 lint: $(STAMP)
