@@ -24,11 +24,14 @@ protocol below is the documented one, and it is what tests exercise against the 
   at once, since only a fresh read can make it succeed.
 - Errors: every urllib3 error, and an answer that is not a JSON object where one is due, leaves
   this module as a `ClusterError` (`gco.reconcile.errors`), converted with `raise ... from`.
-- The HTTP client is urllib3 (botocore's own, so the Lambda bundle carries it anyway): one pool of
-  keep-alive connections shared by every thread. Against httpx, which this client used before, it
-  costs the caller 1.5-3x less CPU per request (`benchmarks/kube_client.py`), and its pool does not
-  scan every queued request under one lock on each request (httpcore's `_assign_requests_to_connections`,
-  a million `is_queued` calls for 7,300 requests in a profile at 300 endpoints written at once).
+- The HTTP client is urllib3: botocore's own, so in Lambda the runtime's SDK provides it and the
+  bundle does not carry it (`stacks.bundling.RUNTIME_PROVIDED`); only what urllib3 1.26 and 2.x both
+  offer is used (`PoolManager`, `request` with `timeout`, `retries`, `redirect`; `status`,
+  `headers`, `data`). One pool of keep-alive connections is shared by every thread. Against httpx,
+  which this client used before, it costs the caller 1.5-3x less CPU per request
+  (`benchmarks/kube_client.py`), and its pool does not scan every queued request under one lock on
+  each request (httpcore's `_assign_requests_to_connections`: a million `is_queued` calls for 7,300
+  requests in a profile at 300 endpoints written at once).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ CPYTHON = RUNTIME.name.removeprefix("python").replace(".", "")  # "python3.13" -
 # Amazon Linux 2023, under every Python runtime from 3.12 on, has glibc 2.34.
 GLIBC_MINOR = 34
 # The Lambda runtime provides these (and their own dependencies); bundling them would shadow it.
-RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer"})
+# urllib3 is botocore's, and gco's Kubernetes client imports it (gco.reconcile.kubeapi).
+RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "urllib3"})
 
 
 @pytest.fixture(scope="module")
