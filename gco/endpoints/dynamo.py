@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import json
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,12 +31,20 @@ CONDITION_FAILED = "ConditionalCheckFailedException"
 # The store's operations whose answers carry items, and the member that holds them.
 ITEM_MEMBERS = {
     "GetItem": "Item",
+    "BatchGetItem": "Responses",
     "PutItem": "Attributes",
     "UpdateItem": "Attributes",
     "DeleteItem": "Attributes",
     "Scan": "Items",
     "Query": "Items",
 }
+# BatchGetItem reads at most 100 keys a call, and may leave some unprocessed (answering within its 16 MB
+# or the table's throughput): "If DynamoDB returns any unprocessed items, you should retry the batch
+# operation on those items [...] we strongly recommend that you use an exponential backoff algorithm"
+# (DynamoDB API Reference, BatchGetItem). `get_many` retries them this many times, then leaves them out.
+BATCH_GET_KEYS = 100
+BATCH_GET_ATTEMPTS = 3
+BATCH_GET_BACKOFF_S = 0.05
 # A scan page holds up to 1 MB, so this bounds a listing at about 100 GB of records: never reached,
 # but every loop is bounded.
 MAX_SCAN_PAGES = 100_000
@@ -92,9 +102,10 @@ class RecordTable:
             retries) other than by a lost condition.
     """
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.client = client
         self.table_name = table_name
+        self._sleep = sleep
         keep_items_unparsed(client)
 
     def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
@@ -106,6 +117,45 @@ class RecordTable:
         response = self._call("get_item", Key=self._key(name), ConsistentRead=consistent_read)
         item = response.get("Item")
         return parse_record(from_item(item)) if item else None
+
+    def get_many(
+        self, names: Sequence[str], consistent_read: bool = True
+    ) -> dict[str, EndpointRecord | None]:
+        """The records of `names` read with BatchGetItem (100 keys a call): None for a name with no
+        item. A name is left out when its key stayed unprocessed after `BATCH_GET_ATTEMPTS` calls,
+        or its item does not parse, so that the caller reads it alone (`get`, which raises for it).
+        """
+        found: dict[str, EndpointRecord | None] = {}
+        unique = list(dict.fromkeys(names))
+        for start in range(0, len(unique), BATCH_GET_KEYS):
+            found.update(self._get_batch(unique[start : start + BATCH_GET_KEYS], consistent_read))
+        return found
+
+    def _get_batch(self, names: list[str], consistent_read: bool) -> dict[str, EndpointRecord | None]:
+        """One chunk of `get_many` (at most `BATCH_GET_KEYS` names)."""
+        found: dict[str, EndpointRecord | None] = {}
+        answered: set[str] = set()  # names whose item came back, parsed or not
+        keys = [self._key(name) for name in names]
+        for attempt in range(BATCH_GET_ATTEMPTS):
+            if attempt:
+                self._sleep(BATCH_GET_BACKOFF_S * 2 ** (attempt - 1))
+            request = {self.table_name: {"Keys": keys, "ConsistentRead": consistent_read}}
+            answer = self._call_client("batch_get_item", RequestItems=request)
+            for item in (answer.get("Responses") or {}).get(self.table_name, []):
+                answered.add(str((item.get("endpoint_name") or {}).get("S")))
+                try:
+                    record = parse_record(from_item(item))
+                except (MalformedRecordError, ValueError):
+                    continue  # left out: the caller reads it alone, and its `get` raises
+                found[record.endpoint_name] = record
+            keys = ((answer.get("UnprocessedKeys") or {}).get(self.table_name) or {}).get("Keys") or []
+            if not keys:
+                break
+        unprocessed = {key["endpoint_name"]["S"] for key in keys}
+        for name in names:
+            if name not in answered and name not in unprocessed:
+                found[name] = None  # processed, and no item under the key
+        return found
 
     def scan(self, where: Expression, *, consistent_read: bool) -> Listing:
         """Every item (all pages) that `where` keeps (a filter: no condition), newest first; an item
@@ -161,9 +211,12 @@ class RecordTable:
             raise ConditionLost(parse_record(from_item(item)) if item else None) from None
 
     def _call(self, operation: str, **arguments: Any) -> dict[str, Any]:
-        """One DynamoDB call (retried by the client's adaptive mode); other failures converted."""
+        """One DynamoDB call on the table (retried by the client's adaptive mode); failures converted."""
+        return self._call_client(operation, TableName=self.table_name, **arguments)
+
+    def _call_client(self, operation: str, **arguments: Any) -> dict[str, Any]:
         try:
-            response: dict[str, Any] = getattr(self.client, operation)(TableName=self.table_name, **arguments)
+            response: dict[str, Any] = getattr(self.client, operation)(**arguments)
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") == CONDITION_FAILED:
                 raise

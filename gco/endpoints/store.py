@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gco import aws
@@ -120,6 +120,14 @@ class EndpointStore:
     def get(self, name: str, consistent_read: bool = True) -> EndpointRecord | None:
         """The record of `name`, or None (strongly consistent unless asked otherwise)."""
         return self.table.records.get(name, consistent_read)
+
+    def get_many(
+        self, names: Sequence[str], consistent_read: bool = True
+    ) -> dict[str, EndpointRecord | None]:
+        """The records of `names` in as few calls as DynamoDB allows (BatchGetItem), None for a name
+        with no record; a name is left out when it could not be read so (its key unprocessed after
+        retries, or its item unparseable): read it with `get`."""
+        return self.table.records.get_many(names, consistent_read)
 
     def list(
         self,

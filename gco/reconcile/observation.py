@@ -63,6 +63,17 @@ class Observation:
         return Observation(self.record, kept + tuple(fresh.values()), self.secret)
 
 
+@dataclass(frozen=True)
+class Prefetched:
+    """One endpoint's share of what its batch read for all its endpoints at once, for its first pass:
+    its objects (one list per scope for the batch) and, when the batch's read answered for it, its
+    record (one BatchGetItem for the batch; `has_record` False: read it alone)."""
+
+    objects: tuple[dict[str, Any], ...]
+    record: EndpointRecord | None = None
+    has_record: bool = False
+
+
 def plan_of(name: str, seen: Observation, region: str, settings: RenderSettings) -> Plan:
     """The plan for `seen`.
 

@@ -34,12 +34,21 @@ from gco.reconcile.acting import act
 from gco.reconcile.batches import run_each, settled
 from gco.reconcile.errors import ClusterRejectedError
 from gco.reconcile.objects import ENDPOINT_LABEL, POD, labels_of
-from gco.reconcile.observation import Acted, AwaitRoute, Observation, PassResult, Planned, Rejected, plan_of
+from gco.reconcile.observation import (
+    Acted,
+    AwaitRoute,
+    Observation,
+    PassResult,
+    Planned,
+    Prefetched,
+    Rejected,
+    plan_of,
+)
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy.route_keeper import Published, RouteKeeper
+from gco.reconcile.proxy.route_keeper import RouteKeeper
 from gco.reconcile.proxy.routes import Route
 from gco.reconcile.record_writes import Outcome, RecordWriter, Tally
 from gco.reconcile.refusals import refusal
@@ -203,7 +212,7 @@ class Reconciler:
             pending.update(tally.routes)
             tally.routes = RouteChanges()
         try:
-            published = self.routes.publish(pending) if pending else Published()
+            published = self.routes.publish(pending)  # also what other batches left pending
             asked = self.routes.unserved_all([waiting.route for waiting in parked.values()], published.pods)
         except Exception as error:  # every parked endpoint fails with it (its changes stay recorded)
             return {name: settled(error=error) for name in parked}
@@ -221,11 +230,13 @@ class Reconciler:
         """Hand route changes to the route keeper (None: not known, so it rebuilds the shards)."""
         self.routes.refresh(changes)
 
-    def _observe_batch(self, names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """For several endpoints, their objects from one list per scope (`Grant.object_scopes`), not one each.
+    def _observe_batch(self, names: Sequence[str]) -> dict[str, Prefetched]:
+        """For several endpoints, their objects from one list per scope (`Grant.object_scopes`) and
+        their records from one strongly consistent BatchGetItem, not one read each.
 
-        Listed after the batch was delivered, so as fresh as each endpoint's own list would be;
-        the first pass of each endpoint uses it, later passes list that endpoint again.
+        Read after the batch was delivered, the records after the objects (as each endpoint's own
+        reads would be); the first pass of each endpoint uses them, later passes read afresh. A
+        record the batch read could not answer for is read by its endpoint alone.
         """
         if len(names) < 2:
             return {}
@@ -234,14 +245,18 @@ class Reconciler:
             owner = labels_of(obj).get(ENDPOINT_LABEL)
             if owner in found:
                 found[owner].append(obj)
-        return found
+        records = self.records.read_many(names)
+        return {
+            name: Prefetched(tuple(objects), records.get(name), name in records)
+            for name, objects in found.items()
+        }
 
     def _reconcile(
         self,
         name: str,
         deadline: float,
         tally: Tally,
-        listed: list[dict[str, Any]] | None = None,
+        first: Prefetched | None = None,
         *,
         start: Observation | None = None,
         park: bool = False,
@@ -259,8 +274,8 @@ class Reconciler:
         secret_reads: dict[str, SecretValue] = {}  # each secret read once per reconcile
         carried = start
         for _ in range(self.max_passes):
-            seen = carried or self._observe(name, listed, secret_reads)
-            carried, listed = None, None
+            seen = carried or self._observe(name, first, secret_reads)
+            carried, first = None, None
             result = self._pass(name, seen, tally, park)
             if isinstance(result, AwaitRoute):
                 return result
@@ -287,12 +302,12 @@ class Reconciler:
         return tally.outcome("requeue", f"pass limit reached: {last}", self.poll)
 
     def _observe(
-        self, name: str, listed: list[dict[str, Any]] | None, secret_reads: dict[str, SecretValue]
+        self, name: str, first: Prefetched | None, secret_reads: dict[str, SecretValue]
     ) -> Observation:
-        """The record read now, the endpoint's objects (`listed` by the batch, or listed now), and its
+        """The record and the endpoint's objects (as its batch read them, or read now), and its
         secrets' versions (their digest is on the pod template, so a rotation rolls the pods)."""
-        record = self.records.read(name)
-        objects = listed if listed is not None else self.cluster.list({ENDPOINT_LABEL: name})
+        record = first.record if first is not None and first.has_record else self.records.read(name)
+        objects = first.objects if first is not None else tuple(self.cluster.list({ENDPOINT_LABEL: name}))
         return Observation(record, tuple(objects), self.secrets.read(record, secret_reads))
 
     def _pass(self, name: str, seen: Observation, tally: Tally, park: bool) -> PassResult:

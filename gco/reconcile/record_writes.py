@@ -8,6 +8,7 @@ generation): a stale reconciler's write fails and it reads again (`gco.endpoints
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -63,6 +64,13 @@ class RecordWriter:
                 name, consistent_read=True
             )
         return record
+
+    def read_many(self, names: Sequence[str]) -> dict[str, EndpointRecord | None]:
+        """The records of `names` read at once (strongly consistent), for a batch's first passes; a
+        name is left out when it must be read alone (`read`): the batch read could not answer for
+        it, or its record predates the lifecycle metadata."""
+        found = self.store.get_many(names, consistent_read=True)
+        return {name: record for name, record in found.items() if record is None or not record.is_legacy}
 
     def record_error(self, name: str, record: EndpointRecord | None, message: str, tally: Tally) -> None:
         """A terminal `error` status for a live record, written only when it differs."""

@@ -30,6 +30,7 @@ from stacks.constructs.retained import retained_name
 
 TABLE_ACTIONS = [
     "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",  # a batch's records in one read (`RecordTable.get_many`)
     "dynamodb:Query",
     "dynamodb:Scan",
     "dynamodb:PutItem",

@@ -1,14 +1,15 @@
 """Direct JSON answers for the local moto server's hot DynamoDB calls: the same body, far less CPU.
 
 moto 5 writes every response through its generic, model-driven serializer. For the calls that
-carry whole items (GetItem, PutItem, UpdateItem, DeleteItem, Query, Scan) and for GetRecords (its
-records carry both item images: the table's stream is NEW_AND_OLD_IMAGES) that costs about 10 ms
-per item on these machines: a GetRecords of 100 records took over a second, and the server, which
-applies one request at a time, saturated at a few dozen endpoint writes a second. That is a cost
-of the stand-in, not of DynamoDB (single-digit milliseconds a call), so these answers are written
-straight from the backend's result as the JSON 1.0 protocol writes them: binary values in base64,
-times in epoch seconds, absent members left out. Every other call keeps moto's serializer. A stream
-record's JSON is written once and kept (`EncodedRecords`): each Region's poller reads every record.
+carry whole items (GetItem, BatchGetItem, PutItem, UpdateItem, DeleteItem, Query, Scan) and for
+GetRecords (its records carry both item images: the table's stream is NEW_AND_OLD_IMAGES) that
+costs about 10 ms per item on these machines: a GetRecords of 100 records took over a second, and
+the server, which applies one request at a time, saturated at a few dozen endpoint writes a
+second. That is a cost of the stand-in, not of DynamoDB (single-digit milliseconds a call), so
+these answers are written straight from the backend's result as the JSON 1.0 protocol writes them:
+binary values in base64, times in epoch seconds, absent members left out. Every other call keeps
+moto's serializer. A stream record's JSON is written once and kept (`EncodedRecords`): each
+Region's poller reads every record.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-ITEM_OPERATIONS = frozenset({"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"})
+ITEM_OPERATIONS = frozenset(
+    {"GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"}
+)
 CONTENT_TYPE = "application/x-amz-json-1.0"
 RECORDS_KEPT = 20_000  # stream records whose JSON is kept (a few per endpoint write)
 

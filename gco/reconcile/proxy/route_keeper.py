@@ -67,6 +67,9 @@ ROUTE_REFRESH_MAX_DELAY = 1.0
 # rebuilds the shard from the route objects instead.
 MERGE_ATTEMPTS = 3
 MAX_SHARD_WRITES = 8  # shard merges of one refresh in flight at once
+# The longest `publish` waits for a refresh running on another thread to let go: that refresh stores
+# the changes `publish` recorded, and the caller asks the proxy about them next.
+PUBLISH_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -161,14 +164,18 @@ class RouteKeeper:
         """Merge `changes` into their shards now, then have the proxy's pods load what was written.
 
         For a batch that asks the proxy next (`Reconciler`): the pods told are returned, so that
-        asking them (`unserved_all`) needs no second list of them. When a refresh is running on
-        another thread, the changes are left to it (it merges them before it lets go).
+        asking them (`unserved_all`) needs no second list of them. Empty `changes` still store what
+        other batches left pending (their routes may be the ones asked about). When a refresh is
+        running on another thread, `publish` waits for it to let go (up to `PUBLISH_WAIT_S`): it
+        merges the recorded changes and tells the pods before it does, and asking the proxy before
+        that would only find the routes not served yet (a status write and another reconcile each).
+        After the wait it reports no pods told (they are listed when asked).
 
         Raises:
             ClusterError: a shard could not be read or written (the changes stay recorded).
         """
         self._pending.record(changes)
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(timeout=PUBLISH_WAIT_S):
             return Published()
         try:
             report = RouteReport()

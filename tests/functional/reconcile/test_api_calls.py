@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -128,3 +129,34 @@ def test_a_batch_of_new_endpoints_costs_these_calls_with_the_proxy_asked(
     again = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
     assert {name: future.result().kind for name, future in again.items()} == dict.fromkeys(names, "done")
     assert calls(api) == {"GET": SCOPES}  # running already: only the batch's lists
+
+
+def store_calls(store: EndpointStore) -> dict[str, int]:
+    """The DynamoDB calls the store's client makes from now on, by operation (live: read it later)."""
+    made: dict[str, int] = {}
+
+    def count(model: Any, **_: Any) -> None:
+        made[model.name] = made.get(model.name, 0) + 1
+
+    store.client.meta.events.register("before-parameter-build.dynamodb", count)
+    return made
+
+
+@pytest.mark.parametrize("endpoints", [1, 10])
+def test_a_batch_reads_its_records_in_one_call(
+    store: EndpointStore, api: StandInKubeAPI, cluster: KubeCluster, endpoints: int
+) -> None:
+    """One strongly consistent BatchGetItem for the batch's first passes (one GetItem for a batch of
+    one), then each endpoint's one status write (`running`: the proxy was asked in the same batch)."""
+    proxies(api, 2)
+    reconciler = Reconciler(store, cluster, EAST, probe=PodProxyProbe(cluster), wait=0.0)
+    reconciler.ensure_system()
+    names = [f"new-{index}" for index in range(endpoints)]
+    for name in names:
+        store.create(name, SPEC, [EAST])
+    made = store_calls(store)
+    outcomes = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
+    assert {name: future.result().kind for name, future in outcomes.items()} == dict.fromkeys(names, "done")
+    read = {"BatchGetItem": 1} if endpoints > 1 else {"GetItem": 1}
+    assert made == {**read, "UpdateItem": endpoints}
+    assert {store.get(name).region_status[EAST].state for name in names} == {"running"}  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 from collections.abc import Iterator
 
 import httpx
@@ -23,7 +24,8 @@ from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE
 from gco.reconcile.proxy.proxy_probe import REFRESH_ANNOTATION, PodProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy.route_keeper import RouteKeeper
+from gco.reconcile.proxy import route_keeper
+from gco.reconcile.proxy.route_keeper import Published, RouteKeeper, RouteReport
 from gco.reconcile.proxy.route_shards import route_digest
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore
 from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, Route
@@ -225,7 +227,7 @@ def test_a_pod_behind_on_several_routes_is_annotated_once(api: StandInKubeAPI, c
     assert served(reader)
 
 
-def test_publish_reports_the_pods_it_told_and_leaves_its_changes_to_a_running_refresh(
+def test_publish_reports_the_pods_it_told_and_waits_for_a_running_refresh_to_store_its_changes(
     api: StandInKubeAPI, cluster: KubeCluster
 ) -> None:
     clock = Clock()
@@ -235,11 +237,49 @@ def test_publish_reports_the_pods_it_told_and_leaves_its_changes_to_a_running_re
     assert served(reader)
     other = RouteChanges()
     other.put(ROUTE.endpoint, None)
-    with routes._lock:  # another thread is refreshing: it stores what is recorded before it lets go
-        assert routes.publish(other).pods is None
-        assert stored_endpoints(cluster) == {ROUTE.endpoint}  # not written by this call
-    routes.refresh(RouteChanges())  # the holder's last look as it lets go (`_drain`)
+    answers: list[Published] = []
+    routes._lock.acquire()  # another thread is refreshing: it stores what is recorded before it lets go
+    try:
+        publishing = threading.Thread(target=lambda: answers.append(routes.publish(other)))
+        publishing.start()
+        publishing.join(timeout=0.2)
+        assert publishing.is_alive() and not answers  # waiting for the holder, not asking too early
+        assert stored_endpoints(cluster) == {ROUTE.endpoint}  # not written by the waiting call
+        routes._refresh_pending_locked(RouteReport())  # the holder's loop takes the recorded change
+    finally:
+        routes._lock.release()
+    publishing.join(timeout=30)
+    assert answers == [Published()]  # the holder told the pods; the caller lists them when it asks
     assert stored_endpoints(cluster) == set()
+    assert not served(reader)
+
+
+def test_publish_stores_what_other_batches_left_pending(api: StandInKubeAPI, cluster: KubeCluster) -> None:
+    """A batch that changed no route still publishes before it asks: its endpoints' routes may be
+    among the changes an earlier batch left to the last batch running (`end_batch`)."""
+    clock = Clock()
+    reader = proxy(api, "proxy-a", clock)
+    routes = keeper(cluster, PodProxyProbe(cluster))
+    routes.begin_batch()  # a batch still running: the ending one leaves its change to it
+    routes.begin_batch()
+    routes.end_batch(changes())
+    assert stored_endpoints(cluster) == set()
+    assert routes.publish(RouteChanges()).pods == ("proxy-a",)  # the running batch asks next
+    assert stored_endpoints(cluster) == {ROUTE.endpoint}
+    assert served(reader)
+    routes.end_batch(RouteChanges())
+
+
+def test_publish_gives_up_waiting_after_its_bound(
+    api: StandInKubeAPI, cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(route_keeper, "PUBLISH_WAIT_S", 0.01)
+    routes = keeper(cluster, PodProxyProbe(cluster))
+    with routes._lock:  # a refresh that does not let go in time: the change stays recorded for it
+        assert routes.publish(changes()) == Published()
+        assert stored_endpoints(cluster) == set()
+    routes.refresh(RouteChanges())
+    assert stored_endpoints(cluster) == {ROUTE.endpoint}
 
 
 def stored_endpoints(cluster: KubeCluster) -> set[str]:
