@@ -15,8 +15,9 @@ Contract:
   not known exactly (`RouteChanges.rebuild`) rebuilds every shard; a write carries the version it
   merged into, so a concurrent writer's change is merged, not overwritten.
 - Safe to call from any thread. Changes recorded while another thread refreshes are written by that
-  thread before it lets go, so a caller may return before its changes are stored (`publish` then
-  reports no pods told); the next sweep's rebuild bounds how long any drift can last.
+  thread before it lets go, so `end_batch` and `refresh` may return before their changes are stored;
+  `publish`, whose caller asks the proxy next, waits for that thread to let go (bounded). The next
+  sweep's rebuild bounds how long any drift can last.
 
 `docs/proxy.md` ("The route keeper's threads") explains how the lock, the pending changes and the
 pool that writes shards fit together, and draws one batch.
