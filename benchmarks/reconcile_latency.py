@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +110,18 @@ def start_region(
     return process
 
 
-def write_to_applied(
-    moto: MotoServer, endpoints: int, window: float, mode: str, standin: str
-) -> tuple[list[float], float]:
+@dataclass(frozen=True)
+class Applied:
+    """One write-to-applied run: each write's latency, the Regions' CPU seconds, and how long the
+    writes took (the writer shares the machine: under load it falls behind its planned window, and
+    offers the Regions less than the planned rate)."""
+
+    latencies: list[float]
+    cpu: float
+    wrote_s: float
+
+
+def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str, standin: str) -> Applied:
     """Latency from each create() to its Deployment existing in every Region's cluster, and the CPU
     seconds the Regions' processes spent meanwhile. Each Region runs in its own process, as in
     `gco local up` and in AWS (`reconcile_region.py`)."""
@@ -129,6 +139,7 @@ def write_to_applied(
             time.sleep(delay)
         written[name] = time.monotonic()
         store.create(name, SPEC, regions)
+    wrote_s = time.monotonic() - start
     results = []
     for process in processes:
         out, _ = process.communicate(timeout=deadline + 300)
@@ -138,7 +149,7 @@ def write_to_applied(
         times = [result["created"].get(name) for result in results]
         if all(value is not None for value in times):
             latencies.append(max(float(value) for value in times if value is not None) - at)
-    return latencies, sum(float(result["cpu"]) for result in results)
+    return Applied(latencies, sum(float(result["cpu"]) for result in results), wrote_s)
 
 
 BASELINE = (
@@ -319,12 +330,13 @@ def main() -> None:
             runs: dict[str, list[float]] = {}
             for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
                 moto_before = moto.cpu_seconds()
-                values, cpu = write_to_applied(moto, endpoints, args.window, mode, args.standin)
+                run = write_to_applied(moto, endpoints, args.window, mode, args.standin)
                 moto_after = moto.cpu_seconds()
-                runs[mode] = values
+                values = runs[mode] = run.latencies
                 print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes
                     f"  write-to-applied {label:>19}: p50 {percentile(values, 50):7.3f} s"
-                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {cpu:.1f} s)",
+                    f"  p99 {percentile(values, 99):7.3f} s  (n={len(values)}; Regions' CPU {run.cpu:.1f} s;"
+                    f" the writes took {run.wrote_s:.1f} s)",
                     flush=True,
                 )
                 if moto_before is not None and moto_after is not None:
