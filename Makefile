@@ -43,8 +43,20 @@ $(DEMO_STAMP): $(DEMO_LOCK) $(SETUP) | $(BIN)/python
 # processes compiled gco's modules from source again, about 40 s of a fresh walk-through. Here the
 # first process writes the bytecode (into gco/**/__pycache__, ignored by git) and the rest read it.
 DEMO_ENGINE ?= llama
-demo: $(DEMO_STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO_ENGINE)
+DEMO_RUN := env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO_ENGINE)
+# Set up already (`make -q`: the stamp is newer than the lock and the set-up's files): the walk-through
+# alone. Else the set-up starts the walk-through itself once the lock and gco are installed, while
+# llama.cpp still compiles; the walk waits for the engine before its first step on it, and the set-up
+# touches the stamp once its own steps have ended well (gco.local.llama.setup_env).
+# (The query through a variable: a line naming $(MAKE) itself would run even under `make -n`.)
+QUESTION = $(MAKE) --no-print-directory --question
+demo: | $(BIN)/python
+	@if $(QUESTION) $(DEMO_STAMP); then \
+		echo "$(DEMO_RUN)"; $(DEMO_RUN); \
+	else \
+		echo "$(BIN)/python -m gco.local.llama.setup_env --lock $(DEMO_LOCK) --stamp $(DEMO_STAMP) -- $(DEMO_RUN)"; \
+		$(BIN)/python -m gco.local.llama.setup_env --lock $(DEMO_LOCK) --stamp $(DEMO_STAMP) -- $(DEMO_RUN); \
+	fi
 
 # lint-imports holds the import contracts of pyproject.toml [tool.importlinter] (docs/layout.md).
 lint: $(STAMP)
