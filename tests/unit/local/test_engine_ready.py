@@ -50,7 +50,9 @@ def test_an_engine_installed_already_is_not_waited_for(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     mark(ready, None)
     steps = Steps()
-    assert await_engine(ready, [].append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7) == 0.0
+    assert (
+        await_engine(ready, list[str]().append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7) == 0.0
+    )
     assert steps.sleeps == 0
 
 
@@ -58,14 +60,14 @@ def test_a_failed_set_up_ends_the_wait_with_its_reason(tmp_path: Path) -> None:
     ready = tmp_path / "ready"
     steps = Steps({3: lambda: mark(ready, "llama.cpp: building failed (exit 1); see build.log")})
     with pytest.raises(SetupError, match=r"^the CPU engine's set-up failed: llama\.cpp: building failed"):
-        await_engine(ready, [].append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7)
+        await_engine(ready, list[str]().append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7)
 
 
 def test_the_wait_ends_when_the_set_up_is_gone(tmp_path: Path) -> None:
     parents = iter([7, 7, 7, 1])  # reparented: the set-up that would write the file ended
     steps = Steps()
     with pytest.raises(SetupError, match="the set-up that installs the CPU engine is gone"):
-        await_engine(tmp_path / "ready", [].append, clock=steps.clock, sleep=steps.sleep,
+        await_engine(tmp_path / "ready", list[str]().append, clock=steps.clock, sleep=steps.sleep,
                      parent=lambda: next(parents))  # fmt: skip
     assert steps.sleeps == 2
 
@@ -73,7 +75,7 @@ def test_the_wait_ends_when_the_set_up_is_gone(tmp_path: Path) -> None:
 def test_the_wait_is_bounded(tmp_path: Path) -> None:
     steps = Steps()
     with pytest.raises(SetupError, match=r"timed out after 60 s"):
-        await_engine(tmp_path / "ready", [].append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7,
+        await_engine(tmp_path / "ready", list[str]().append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7,
                      timeout_s=60)  # fmt: skip
     assert steps.now - 100.0 == pytest.approx(60.5)
     assert engine_ready.TIMEOUT_S >= 3600  # far above a first set-up under heavy load (40 minutes)
