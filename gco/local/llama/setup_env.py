@@ -193,7 +193,8 @@ class SetUp:
     `python` is the interpreter of the environment being set up (this one when run by the Makefile);
     `downloads` a scratch folder for the pip entry, the model wheel and the engine's ready file;
     `then` the command to start once the lock and gco are installed (none: the set-up alone);
-    `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does).
+    `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does);
+    `byte_compile` False installs the lock without its bytecode (`pip install --no-compile`).
     """
 
     lock: Path
@@ -204,6 +205,7 @@ class SetUp:
     build: Builder = llama_build.build
     then: Sequence[str] = ()
     stamp: Path | None = None
+    byte_compile: bool = True
     stream: Streamer = stream_command
     wheel: list[Path] = field(default_factory=list)
 
@@ -250,12 +252,15 @@ class SetUp:
             pinned_pip.write_text(pip_entry, encoding="utf-8")
             install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
             first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
-        # pip byte-compiles every module it installs (8,259 files of the demo's lock, about 30 s of CPU
-        # beside the compile). Not skipped (--no-compile): where PYTHONDONTWRITEBYTECODE is set, as on
-        # the project's machines, nothing would ever be cached, and each of the walk-through's ~40 gco
-        # processes and every engine would compile botocore and the rest again (measured:
-        # docs/benchmarks.md).
-        dependencies = self._pip("install", "--quiet", "--require-hashes", "-r", str(self.lock))
+        # pip byte-compiles every module it installs (8,259 files of the demo's lock, 30-60 s of CPU
+        # beside the compile, and the walk-through started early waits for it). Skipped only where
+        # asked (`byte_compile` False: a first `make demo`, whose walk-through runs with
+        # PYTHONDONTWRITEBYTECODE unset, so its first process to import a module writes its bytecode
+        # and the rest read it: only what the walk imports is compiled). Where PYTHONDONTWRITEBYTECODE
+        # is set, as on the project's machines, and nothing wrote the bytecode, every gco process would
+        # compile botocore and the rest again (measured: docs/benchmarks.md).
+        no_compile = [] if self.byte_compile else ["--no-compile"]
+        dependencies = self._pip("install", "--quiet", *no_compile, "--require-hashes", "-r", str(self.lock))
         download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
         # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
         # isolated build fetches it (the demo's lock does not pin the installers).
@@ -316,24 +321,44 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
-    """Set up this environment from `--lock` (and run the command after `--` as it does); exit 1
-    naming what failed."""
+def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line: `--lock`, `--root`, `--stamp`, `--no-compile`, and the command after `--`
+    (`then`, a list: empty where none)."""
     parser = argparse.ArgumentParser(prog="python -m gco.local.llama.setup_env", description=__doc__)
     parser.add_argument("--lock", type=Path, required=True, help="The pip-compile lock to install.")
     parser.add_argument("--root", type=Path, default=Path(), help="The project (its pyproject.toml).")
     parser.add_argument("--stamp", type=Path, default=None, help="Touched once the set-up has ended well.")
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="Install the lock without byte-compiling it: what runs next writes the bytecode it imports.",
+    )
     parser.add_argument(
         "then",
         nargs=argparse.REMAINDER,
         help="After --: a command started once the lock and gco are installed.",
     )
     options = parser.parse_args(argv)
-    then = options.then[1:] if options.then[:1] == ["--"] else options.then
+    if options.then[:1] == ["--"]:
+        options.then = options.then[1:]
+    return options
+
+
+def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
+    """Set up this environment from `--lock` (and run the command after `--` as it does); exit 1
+    naming what failed."""
+    options = arguments(argv)
     say = Clocked(echo, time.monotonic)
     with tempfile.TemporaryDirectory(prefix="gco-setup-") as scratch:
         try:
-            plan = SetUp(options.lock, options.root.resolve(), Path(scratch), then=then, stamp=options.stamp)
+            plan = SetUp(
+                options.lock,
+                options.root.resolve(),
+                Path(scratch),
+                then=options.then,
+                stamp=options.stamp,
+                byte_compile=not options.no_compile,
+            )
             seconds = set_up(plan, say)
         except (SetupError, LlamaBuildError) as error:
             print(f"error: {error}", file=sys.stderr)

@@ -352,3 +352,24 @@ def test_a_failed_compile_stops_the_walk_through_with_its_reason(tmp_path: Path)
     ) in lines
     assert "walk: the engine is here" not in lines
     assert not (tmp_path / "stamp").exists()  # the next `make demo` sets up again
+
+
+def test_the_makefile_s_command_line_names_the_walk_through_after_the_dashes() -> None:
+    walk = ["env", "-u", "PYTHONDONTWRITEBYTECODE", ".venv/bin/gco", "local", "demo", "--engine", "llama"]
+    options = setup_env.arguments(
+        ["--lock", "requirements/demo.lock", "--stamp", ".venv/.installed-demo", "--no-compile", "--", *walk]
+    )
+    assert options.then == walk and options.no_compile and options.stamp == Path(".venv/.installed-demo")
+    alone = setup_env.arguments(["--lock", "requirements/dev.lock"])  # `make test`: the set-up alone
+    assert alone.then == [] and not alone.no_compile and alone.stamp is None
+
+
+def test_the_lock_installs_without_its_bytecode_only_where_asked(tmp_path: Path) -> None:
+    run = Recorder()
+    setup = plan(tmp_path, MOTO, run, [])
+    setup.byte_compile = False
+    set_up(setup, clocked([]))
+    (lock_install,) = [call for call in run.calls if "--require-hashes" in call]
+    assert lock_install == ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--require-hashes", "-r",
+                            str(setup.lock)]  # fmt: skip
+    # by default pip byte-compiles it (the test above: the same command without --no-compile)
