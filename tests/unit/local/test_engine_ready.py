@@ -75,7 +75,13 @@ def test_the_wait_ends_when_the_set_up_is_gone(tmp_path: Path) -> None:
 def test_the_wait_is_bounded(tmp_path: Path) -> None:
     steps = Steps()
     with pytest.raises(SetupError, match=r"timed out after 60 s"):
-        await_engine(tmp_path / "ready", list[str]().append, clock=steps.clock, sleep=steps.sleep, parent=lambda: 7,
-                     timeout_s=60)  # fmt: skip
+        await_engine(
+            tmp_path / "ready",
+            list[str]().append,
+            clock=steps.clock,
+            sleep=steps.sleep,
+            parent=lambda: 7,
+            timeout_s=60,
+        )
     assert steps.now - 100.0 == pytest.approx(60.5)
     assert engine_ready.TIMEOUT_S >= 3600  # far above a first set-up under heavy load (40 minutes)

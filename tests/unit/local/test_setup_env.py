@@ -372,4 +372,6 @@ def test_the_lock_installs_without_its_bytecode_only_where_asked(tmp_path: Path)
     (lock_install,) = [call for call in run.calls if "--require-hashes" in call]
     assert lock_install == ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--require-hashes", "-r",
                             str(setup.lock)]  # fmt: skip
-    # by default pip byte-compiles it (the test above: the same command without --no-compile)
+    engine = [*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile"]
+    assert run.calls[-1][: len(engine)] == engine  # the engine's install
+    # by default pip byte-compiles both (the tests above: the same commands without --no-compile)
