@@ -26,6 +26,7 @@ its own progress. Measured: docs/benchmarks.md ("Set-up and the two README comma
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import subprocess
@@ -47,6 +48,13 @@ Runner = Callable[[Sequence[str]], tuple[int, float]]
 # Builds (or finds) the llama.cpp wheel of an `==` pin; returns it.
 Builder = Callable[[str, Echo], Path]
 HEARTBEAT_S = 30.0
+# The compile's niceness where the walk-through runs beside it: the walk's rollouts decide on measured
+# latencies of fake engines, and a compile on both cores at the same priority made them noisy enough
+# to end inconclusive after 20 blocks (docs/benchmarks.md); at 10 the walk's processes take the CPU
+# when they wake and the compile has the rest (CFS weights 1024 against 110: the Linux kernel's
+# sched_prio_to_weight table, kernel/sched/core.c; sched(7): "the nice value ... affects the
+# scheduling ... in favor of or against a process").
+COMPILE_NICE = 10
 # One entry of a pip-compile lock: `name==version \` and its `--hash` continuation lines.
 ENTRY = r"^{name}==\S+(?:[ \t]*\\\n[ \t]+--hash=\S+)+"
 
@@ -352,10 +360,12 @@ def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
     say = Clocked(echo, time.monotonic)
     with tempfile.TemporaryDirectory(prefix="gco-setup-") as scratch:
         try:
+            beside = functools.partial(llama_build.build, nice=COMPILE_NICE)
             plan = SetUp(
                 options.lock,
                 options.root.resolve(),
                 Path(scratch),
+                build=beside if options.then else llama_build.build,
                 then=options.then,
                 stamp=options.stamp,
                 byte_compile=not options.no_compile,
