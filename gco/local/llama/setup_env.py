@@ -52,8 +52,8 @@ HEARTBEAT_S = 30.0
 # latencies of fake engines, and a compile on both cores at the same priority made them noisy enough
 # to end inconclusive after 20 blocks (docs/benchmarks.md); at 10 the walk's processes take the CPU
 # when they wake and the compile has the rest (CFS weights 1024 against 110: the Linux kernel's
-# sched_prio_to_weight table, kernel/sched/core.c; sched(7): "the nice value ... affects the
-# scheduling ... in favor of or against a process").
+# sched_prio_to_weight table, kernel/sched/core.c; sched(7), "The nice value"; both run in make's
+# session, so one autogroup, where nice values compare: sched(7), "The autogroup feature").
 COMPILE_NICE = 10
 # One entry of a pip-compile lock: `name==version \` and its `--hash` continuation lines.
 ENTRY = r"^{name}==\S+(?:[ \t]*\\\n[ \t]+--hash=\S+)+"
