@@ -48,7 +48,8 @@ DEMO_RUN := env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO
 # Set up already (`make -q`: the stamp is newer than the lock and the set-up's files): the walk-through
 # alone. Else the set-up starts the walk-through itself once the lock and gco are installed, while
 # llama.cpp still compiles; the walk waits for the engine before its first step on it, and the set-up
-# touches the stamp once its own steps have ended well (gco.local.llama.setup_env). It installs the lock
+# touches the stamp once its own steps have ended well (gco.local.llama.setup_env; the compile then runs
+# under `nice -n 10`, the walk's rollouts timing fake engines beside it). It installs the lock
 # without byte-compiling it (--no-compile: 30-60 s of CPU beside the compile, 8,259 modules): the
 # walk-through runs with PYTHONDONTWRITEBYTECODE unset, so it writes the bytecode of what it imports.
 # (The query through a variable: a line naming $(MAKE) itself would run even under `make -n`.)
