@@ -16,7 +16,9 @@ that do the same (`llama_build`, `engine_ready`, the errors).
    The command after `--` (the walk-through) starts once the lock and gco are installed, while the
    compile runs on: its first steps need only the fake engine, and before its first step on the CPU
    engine it waits for the engine (`engine_ready`: the set-up marks a file when the engine is
-   installed, or why it failed). Its lines pass through whole, unprefixed, among the set-up's.
+   installed, or why it failed). Its lines pass through whole, unprefixed, among the set-up's; the
+   compile then runs at a lower priority (COMPILE_NICE) and the lock and the engine install without
+   their bytecode where asked (`--no-compile`: the walk writes what it imports).
 
 Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
 seconds it used; while steps run a line every 30 s names those still running, and the compile adds
