@@ -41,10 +41,26 @@ $(DEMO_STAMP): $(DEMO_LOCK) $(SETUP) | $(BIN)/python
 # It starts about 40 `gco` processes. gco itself is installed editable, so pip byte-compiled none of
 # its modules; where PYTHONDONTWRITEBYTECODE is set (as on the project's machines) every one of those
 # processes compiled gco's modules from source again, about 40 s of a fresh walk-through. Here the
-# first process writes the bytecode (into gco/**/__pycache__, ignored by git) and the rest read it.
+# first process to import a module writes its bytecode (gco's into gco/**/__pycache__, ignored by git)
+# and the rest read it.
 DEMO_ENGINE ?= llama
-demo: $(DEMO_STAMP)
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO_ENGINE)
+DEMO_RUN := env -u PYTHONDONTWRITEBYTECODE $(BIN)/gco local demo --engine $(DEMO_ENGINE)
+# Set up already (`make -q`: the stamp is newer than the lock and the set-up's files): the walk-through
+# alone. Else the set-up starts the walk-through itself once the lock and gco are installed, while
+# llama.cpp still compiles; the walk waits for the engine before its first step on it, and the set-up
+# touches the stamp once its own steps have ended well (gco.local.llama.setup_env; the compile then runs
+# under `nice -n 10`, the walk's rollouts timing fake engines beside it). It installs the lock
+# without byte-compiling it (--no-compile: 30-60 s of CPU beside the compile, 8,259 modules): the
+# walk-through runs with PYTHONDONTWRITEBYTECODE unset, so it writes the bytecode of what it imports.
+# (The query through a variable: a line naming $(MAKE) itself would run even under `make -n`.)
+QUESTION = $(MAKE) --no-print-directory --question
+DEMO_SET_UP := $(BIN)/python -m gco.local.llama.setup_env --lock $(DEMO_LOCK) --stamp $(DEMO_STAMP) --no-compile
+demo: | $(BIN)/python
+	@if $(QUESTION) $(DEMO_STAMP); then \
+		echo "$(DEMO_RUN)"; $(DEMO_RUN); \
+	else \
+		echo "$(DEMO_SET_UP) -- $(DEMO_RUN)"; $(DEMO_SET_UP) -- $(DEMO_RUN); \
+	fi
 
 # lint-imports holds the import contracts of pyproject.toml [tool.importlinter] (docs/layout.md).
 lint: $(STAMP)

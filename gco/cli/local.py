@@ -6,6 +6,7 @@ each part, `down` stops them all; `demo` walks through the main job on a stack o
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from gco.local import stack
 from gco.local.demo.demo import DEFAULT_RUN_DIR, walkthrough
 from gco.local.errors import DemoStepError, LocalStackError
 from gco.local.front import process as front_process
+from gco.local.llama.engine_ready import READY_ENV
 from gco.local.processes.statefiles import StackState
 from gco.local.region import faults
 from gco.local.region.engines import ENGINE_KINDS
@@ -71,7 +73,11 @@ def demo(engine: str, run_dir: Path) -> None:
       gco local demo
     """
     try:
-        walkthrough(click.echo, engine=engine, run_dir=run_dir)
+        # Set by the Makefile's set-up when it starts the walk while llama.cpp still compiles.
+        ready = os.environ.get(READY_ENV)
+        walkthrough(
+            click.echo, engine=engine, run_dir=run_dir, engine_ready_file=Path(ready) if ready else None
+        )
     except DemoStepError as error:
         raise click.ClickException(str(error)) from error
 

@@ -140,7 +140,17 @@ def test_the_demo_lock_is_the_dev_lock_for_the_dependencies_and_the_local_extra(
 
 def test_the_demo_installs_its_own_lock_and_the_tests_the_whole_one() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^demo: \$\(DEMO_STAMP\)$", makefile, re.MULTILINE)
+    # the demo: the walk alone where its set-up is current, else the set-up of the demo's lock that
+    # starts the walk itself (and touches the same stamp)
+    assert re.search(
+        r"^demo: \| \$\(BIN\)/python\n\t@if \$\(QUESTION\) \$\(DEMO_STAMP\); then", makefile, re.MULTILINE
+    )
+    assert re.search(
+        r"^DEMO_SET_UP := .*-m gco\.local\.llama\.setup_env --lock \$\(DEMO_LOCK\) --stamp \$\(DEMO_STAMP\) ",
+        makefile,
+        re.MULTILINE,
+    )
+    assert "$(DEMO_SET_UP) -- $(DEMO_RUN)" in makefile
     assert re.search(r"^DEMO_LOCK := requirements/demo\.lock$", makefile, re.MULTILINE)
     stamps = {
         target: recipe

@@ -5,12 +5,15 @@ command line and what it printed, so the transcript is exactly what a user would
 clusters run in this process (`LocalClusters`: per Region the stand-in API server, reconciler,
 engines, autoscaler and proxy), so the demo can show what each Region holds between steps.
 
-The walk: deploy to two Regions, invoke both, refuse bad input, a canary at a weight with the
-split observed through the proxy, promote, scale, stop, start, update, move a Region, refuse a
-stale delete, delete and purge; two rollouts of a second endpoint decided by a paired comparison (one
-build promoted Region by Region, one 20% slower rolled back, each with its evidence's report page);
-then `gco bench rounds` of two local engines in Williams order
-with the evidence written to the run directory and the local S3 bucket, and its report page.
+The walk: first two rollouts of an endpoint whose images run the fake engine, decided by a paired
+comparison (one build promoted Region by Region, one 20% slower rolled back, each with its evidence's
+report page); then deploy to two Regions, invoke both, refuse bad input, a canary at a weight with
+the split observed through the proxy, promote, scale, stop, start, update, move a Region, refuse a
+stale delete, delete and purge; then `gco bench rounds` of two local engines in Williams order with
+the evidence written to the run directory and the local S3 bucket, and its report page. The
+rollouts come first because they need no CPU engine: a first `make demo` starts the walk-through
+while llama.cpp still compiles (`gco.local.llama.setup_env`), and the walk waits for the engine
+(`engine_ready`) only before its first step on it.
 Every wait prints a progress line; at the end every process it started is gone and its ports
 are free, which it checks and prints.
 """
@@ -40,7 +43,8 @@ from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
 from gco.local.demo import demo_bench, demo_global, demo_rollout, run_step
-from gco.local.errors import DemoStepError
+from gco.local.errors import DemoStepError, SetupError
+from gco.local.llama import engine_ready
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import EngineTable
@@ -133,16 +137,23 @@ def shared_summary(reconcilers: LocalReconcilers) -> list[str]:
 
 
 def walkthrough(
-    echo: Callable[[str], None] = print, *, engine: str = "fake", run_dir: Path = DEFAULT_RUN_DIR
+    echo: Callable[[str], None] = print,
+    *,
+    engine: str = "fake",
+    run_dir: Path = DEFAULT_RUN_DIR,
+    engine_ready_file: Path | None = None,
 ) -> None:
     """Run the walk-through against a fresh local moto server and Regional clusters, then stop all.
 
     Parameters:
         engine: the engines behind the endpoints and in the benchmark (`fake` or `llama`).
         run_dir: the benchmark's run directory (emptied first; the report page stays there).
+        engine_ready_file: where the set-up that started this walk marks the CPU engine installed
+            (`engine_ready`); the walk waits for it after the rollouts. None: installed already.
 
     Raises:
-        DemoStepError: a step did not end as it should (the message names it).
+        DemoStepError: a step did not end as it should, or the engine's set-up failed (the message
+            names it).
     """
     base = EngineTable.of_kind(engine)
     table = base.model_copy(update={"image_args": {**base.image_args, **demo_rollout.IMAGE_ARGS}})
@@ -198,8 +209,10 @@ def walkthrough(
                     one_address = lambda: demo_global.global_address(  # noqa: E731
                         step, echo, env, clusters, store, "demo-chat"
                     )
-                    _walk(step, echo, clusters, spec_file, engine_groups, one_address)
                     demo_rollout.rollouts(step, echo, run_dir.resolve() / "rollout")
+                    if engine_ready_file is not None:
+                        _await_engine(echo, engine_ready_file)
+                    _walk(step, echo, clusters, spec_file, engine_groups, one_address)
                 except Exception:
                     explain_failure(echo, store, clusters)
                     raise
@@ -212,6 +225,14 @@ def walkthrough(
         _bench(step, echo, env, bench_dir, engine)
     _nothing_left(echo, engine_groups, ports)
     echo("\n# done: the clusters, their engines and proxies, and the local server are stopped")
+
+
+def _await_engine(echo: Callable[[str], None], ready: Path) -> None:
+    echo("\n# the CPU engine: the set-up installs it beside these first steps")
+    try:
+        engine_ready.await_engine(ready, echo)
+    except SetupError as error:
+        raise DemoStepError(str(error)) from error
 
 
 LOG_TAIL_LINES = 8
@@ -455,7 +476,8 @@ def _bench(
     echo(f"\n# a benchmark of two {engine} engines: manifest {manifest}, prompts {prompts}")
     echo("  ... waiting for the rounds (a progress line per finished cell)")
     output = step(
-        "two engines in Williams order (4 rounds), the evidence to the run directory and the local bucket",
+        f"two engines in Williams order ({demo_bench.ROUNDS} rounds: AB, BA), the evidence to the run "
+        "directory and the local bucket",
         *demo_bench.rounds_arguments(manifest, prompts, bench_dir / "run", EVIDENCE_BUCKET),
     )
     evidence = next(

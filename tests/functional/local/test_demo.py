@@ -16,6 +16,7 @@ from gco.cli import main
 from gco.evidence import validate
 from gco.local.demo.demo import port_free, walkthrough
 from gco.local.errors import DemoStepError
+from gco.local.llama.engine_ready import mark
 from gco.processes.proc import group_members
 from tests.functional.evidence.chromium import chromium_path
 from tests.functional.evidence.test_report_page import check_page
@@ -24,8 +25,15 @@ from tests.functional.evidence.test_report_page import check_page
 @pytest.mark.slow
 def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> None:
     lines: list[str] = []
+    ready = tmp_path / "engine-ready"
+
+    def echo(line: str) -> None:
+        lines.append(line)
+        if line.startswith("  ... waiting for the CPU engine's set-up"):
+            mark(ready, None)  # as the set-up does once the engine is installed
+
     try:
-        walkthrough(lines.append, run_dir=tmp_path / "demo")
+        walkthrough(echo, run_dir=tmp_path / "demo", engine_ready_file=ready)
     except DemoStepError:
         print("\n".join(lines[-120:]))  # the transcript's end, in pytest's report of the failure
         raise
@@ -87,11 +95,19 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         validate(json.loads(Path(pages[1]).with_suffix(".json").read_text(encoding="utf-8"))).kind
         == "rollout"
     )
+    # the rollouts (fake engines only) first; then the wait for the engine the set-up installs beside
+    # them, before the first step on it
+    waited = transcript.index("  ... the CPU engine is installed: waited ")
+    assert (
+        transcript.index("demo-rollout: rolled_back")
+        < waited
+        < transcript.index("$ gco inference deploy demo-chat")
+    )
     # every wait said so, and how it ended
     assert transcript.count("  ... waiting for ") >= 3
     assert transcript.count(": done in ") >= 2
     # the benchmark: two engines in Williams order, the evidence valid, in the bucket, its page there
-    assert transcript.count("round 4/4 ") == 2
+    assert transcript.count("round 2/2 ") == 2  # AB, BA
     page = Path(transcript.split("# the report page: ")[1].splitlines()[0])
     evidence = validate(json.loads(page.with_suffix(".json").read_text(encoding="utf-8")))
     assert evidence.kind == "bench.rounds" and len(evidence.identity["engines"]) == 2
@@ -111,6 +127,24 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         pass
     else:
         raise AssertionError("the demo's moto server is still running")
+
+
+def test_a_failed_engine_set_up_stops_the_walk_with_its_reason_and_nothing_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gco.local.demo import demo_rollout
+
+    monkeypatch.setattr(demo_rollout, "rollouts", lambda *_: None)  # the fake engines' part: not the point
+    ready = tmp_path / "engine-ready"
+    mark(ready, "llama.cpp: building llama-cpp-python[server]==0.3.36 failed (exit 1); see build.log")
+    lines: list[str] = []
+    with pytest.raises(DemoStepError, match=r"^the CPU engine's set-up failed: llama\.cpp: building"):
+        walkthrough(lines.append, run_dir=tmp_path / "demo", engine="llama", engine_ready_file=ready)
+    transcript = "\n".join(lines)
+    assert "demo-chat" not in transcript.split("# the CPU engine: ")[1]  # no step on the engine ran
+    url = lines[0].split(" on ")[1].split(";")[0]
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url, timeout=1.0)  # the moto server is stopped
 
 
 def test_demo_command_exit_status(monkeypatch: object) -> None:

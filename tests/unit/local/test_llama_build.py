@@ -198,6 +198,11 @@ def test_the_build_runs_pip_with_the_flags_and_without_its_cache(
     assert lines == ["  12 s of CPU (pip, CMake and the compilers)"]
     argv = seen["argv"]
     assert isinstance(argv, list) and "--no-cache-dir" in argv and argv[-1] == "llama-cpp-python==0.3.36"
+    assert argv[0] != "nice"  # at this process's priority by default
+    # beside the walk-through (setup_env): the whole build under `nice -n 10`
+    llama_build.build_wheel("llama-cpp-python[server]==0.3.36", tmp_path, flags, lines.append, nice=10)
+    niced = seen["argv"]
+    assert isinstance(niced, list) and niced[:3] == ["nice", "-n", "10"] and niced[3:] == argv
 
 
 def test_a_failed_compile_names_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,9 @@ progress it prints, and how a failed step is reported (commands and the build in
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -130,11 +131,16 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
     run, built, lines = Recorder(), list[str](), list[str]()
     setup = plan(tmp_path, MOTO, run, built)
     phases = setup.phases()
-    assert [[step.name for step in phase] for phase in phases] == [
+    assert [[(step.name, step.after) for step in phase] for phase in phases] == [
         [],
-        # gco builds in pip's isolated environment (the demo's lock pins no setuptools): beside the rest
-        ["dependencies", "llama.cpp", "model", "gco"],
-        ["engine"],
+        [
+            ("dependencies", ()),
+            ("llama.cpp", ()),
+            ("model", ()),
+            # gco builds in pip's isolated environment (the demo's lock pins no setuptools): beside the rest
+            ("gco", ()),
+            ("engine", ("dependencies", "llama.cpp", "model", "gco")),
+        ],
     ]
     seconds = set_up(setup, clocked(lines))
     assert set(seconds) == {"dependencies", "llama.cpp", "model", "gco", "engine"}
@@ -185,10 +191,13 @@ def test_the_dev_lock_installs_its_pip_alone_first_and_builds_gco_with_its_setup
     ]
     assert Path(pinned_pip).read_text() == lock_entry(PIP, "pip")
     # built with the lock's setuptools, so after the lock, before the engine
-    assert [[step.name for step in phase] for phase in setup.phases()][1:] == [
-        ["dependencies", "llama.cpp", "model"],
-        ["gco", "engine"],
-    ]
+    after = {step.name: step.after for step in setup.phases()[1]}
+    assert after["gco"] == ("dependencies",) and after["engine"] == (
+        "dependencies",
+        "llama.cpp",
+        "model",
+        "gco",
+    )
     assert "--no-build-isolation" in run.calls[-2] and run.calls[-2][-2:] == ["-e", str(ROOT)]
 
 
@@ -222,3 +231,147 @@ def test_the_pins_must_be_exact(tmp_path: Path) -> None:
     (tmp_path / "x.lock").write_text(MOTO)
     with pytest.raises(LlamaBuildError, match="must pin one version"):
         SetUp(tmp_path / "x.lock", tmp_path, tmp_path).phases()
+
+
+def test_a_step_starts_once_the_steps_it_follows_have_ended() -> None:
+    order: list[str] = []
+    lock = threading.Lock()
+
+    def record(name: str) -> Callable[[setup_env.Echo], None]:
+        def run(_: setup_env.Echo) -> None:
+            with lock:
+                order.append(name)
+
+        return run
+
+    steps = [
+        Step("last", record("last"), after=("a", "b")),
+        Step("a", record("a")),
+        Step("b", record("b"), after=("a",)),
+    ]
+    assert set(run_phase(steps, clocked([]))) == {"a", "b", "last"}
+    assert order == ["a", "b", "last"]
+
+
+def test_a_step_after_a_failed_one_is_not_started_and_told_why() -> None:
+    lines: list[str] = []
+    told: list[str | None] = []
+
+    def broken(_: setup_env.Echo) -> None:
+        raise LlamaBuildError("the compile failed; see build.log")
+
+    steps = [
+        Step("llama.cpp", broken),
+        Step("model", lambda _: None, settled=told.append),
+        Step(
+            "engine",
+            lambda _: pytest.fail("started after a failed step"),
+            after=("llama.cpp", "model"),
+            settled=told.append,
+        ),
+    ]
+    # one error, naming the step that failed (the one it kept from starting is a line of its own)
+    with pytest.raises(SetupError, match=r"^llama\.cpp: the compile failed; see build\.log$"):
+        run_phase(steps, clocked(lines))
+    assert sorted(told, key=str) == [None, "llama.cpp: the compile failed; see build.log"]  # model, engine
+    assert any(line.endswith("engine: not started (llama.cpp failed)") for line in lines)
+
+
+def test_a_step_after_one_the_phase_lacks_is_named() -> None:
+    with pytest.raises(SetupError, match=r"^engine: never started \(after llama\.cpp\)$"):
+        run_phase([Step("engine", lambda _: None, after=("llama.cpp",))], clocked([]))
+
+
+# The command after `--` as the Makefile's walk-through would run: it starts, waits for the engine
+# (engine_ready, as the demo does), and says how that ended.
+WALK = """
+import sys
+from pathlib import Path
+import os
+from gco.local.errors import SetupError
+from gco.local.llama.engine_ready import READY_ENV, await_engine
+WAIT_S = float(sys.argv[1])
+print("walk: started", flush=True)
+try:
+    await_engine(Path(os.environ[READY_ENV]), lambda line: print(line, flush=True), timeout_s=WAIT_S)
+except SetupError as error:
+    print(f"error: {error}", file=sys.stderr)
+    sys.exit(1)
+print("walk: the engine is here", flush=True)
+"""
+
+
+def walk_plan(tmp_path: Path, lines: list[str], fails: bool) -> SetUp:
+    """A demo-lock plan whose compile ends only once the walk-through has started (or never starts
+    ending, so the test fails at the bound), and then fails where `fails`."""
+    setup = plan(tmp_path, MOTO, Recorder(), [])
+    wheel = tmp_path / "wheels" / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"
+
+    def build(engine: str, echo: setup_env.Echo) -> Path:
+        for _ in range(int(WAIT_S / 0.05)):
+            if "walk: started" in lines:
+                break
+            threading.Event().wait(0.05)
+        else:
+            raise AssertionError("the walk-through did not start while the compile ran")
+        if fails:
+            raise LlamaBuildError(f"building {engine} failed (exit 1); see build.log")
+        return wheel
+
+    setup.build = build
+    setup.then = (sys.executable, "-c", WALK, str(WAIT_S))
+    setup.stamp = tmp_path / "stamp"
+    return setup
+
+
+def test_the_walk_through_starts_while_the_compile_runs_and_waits_for_the_engine(tmp_path: Path) -> None:
+    lines: list[str] = []
+    seconds = set_up(walk_plan(tmp_path, lines, fails=False), clocked(lines))
+    assert set(seconds) == {"dependencies", "llama.cpp", "model", "gco", "engine", "walk-through"}
+    # its lines pass through whole and unprefixed, among the set-up's
+    compiled = next(i for i, line in enumerate(lines) if "llama.cpp: done in" in line)
+    assert lines.index("walk: started") < compiled
+    engine_done = next(i for i, line in enumerate(lines) if "engine: done in" in line)
+    assert engine_done < lines.index("walk: the engine is here")
+    assert any(line.startswith("  ... the CPU engine is installed: waited ") for line in lines)
+    assert (tmp_path / "stamp").exists()
+
+
+def test_a_failed_compile_stops_the_walk_through_with_its_reason(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with pytest.raises(SetupError) as raised:
+        set_up(walk_plan(tmp_path, lines, fails=True), clocked(lines))
+    assert str(raised.value).startswith(
+        "llama.cpp: building llama-cpp-python[server]==0.3.36 failed (exit 1)"
+    )
+    assert "walk-through: exited 1 (its error above)" in str(raised.value)
+    # the walk-through ended on its own, with the compile's reason (its stderr passes through too)
+    assert (
+        "error: the CPU engine's set-up failed: llama.cpp: building llama-cpp-python[server]==0.3.36 failed "
+        "(exit 1); see build.log"
+    ) in lines
+    assert "walk: the engine is here" not in lines
+    assert not (tmp_path / "stamp").exists()  # the next `make demo` sets up again
+
+
+def test_the_makefile_s_command_line_names_the_walk_through_after_the_dashes() -> None:
+    walk = ["env", "-u", "PYTHONDONTWRITEBYTECODE", ".venv/bin/gco", "local", "demo", "--engine", "llama"]
+    options = setup_env.arguments(
+        ["--lock", "requirements/demo.lock", "--stamp", ".venv/.installed-demo", "--no-compile", "--", *walk]
+    )
+    assert options.then == walk and options.no_compile and options.stamp == Path(".venv/.installed-demo")
+    alone = setup_env.arguments(["--lock", "requirements/dev.lock"])  # `make test`: the set-up alone
+    assert alone.then == [] and not alone.no_compile and alone.stamp is None
+
+
+def test_the_lock_installs_without_its_bytecode_only_where_asked(tmp_path: Path) -> None:
+    run = Recorder()
+    setup = plan(tmp_path, MOTO, run, [])
+    setup.byte_compile = False
+    set_up(setup, clocked([]))
+    (lock_install,) = [call for call in run.calls if "--require-hashes" in call]
+    assert lock_install == ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--require-hashes", "-r",
+                            str(setup.lock)]  # fmt: skip
+    engine = [*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile"]
+    assert run.calls[-1][: len(engine)] == engine  # the engine's install
+    # by default pip byte-compiles both (the tests above: the same commands without --no-compile)
