@@ -22,9 +22,9 @@ from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.errors import ClusterAuthError
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE
+from gco.reconcile.proxy import route_keeper
 from gco.reconcile.proxy.proxy_probe import REFRESH_ANNOTATION, PodProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
-from gco.reconcile.proxy import route_keeper
 from gco.reconcile.proxy.route_keeper import Published, RouteKeeper, RouteReport
 from gco.reconcile.proxy.route_shards import route_digest
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore
