@@ -21,6 +21,7 @@ from gco.local.region.volume import KUBELET_SYNC_S, MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
 from gco.reconcile.proxy.proxy_probe import PodProxyProbe
+from gco.reconcile.proxy.route_changes import RouteChanges
 from gco.reconcile.proxy.route_shards import shard_of
 from gco.reconcile.reconciler import Reconciler
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -160,3 +161,29 @@ def test_a_batch_reads_its_records_in_one_call(
     read = {"BatchGetItem": 1} if endpoints > 1 else {"GetItem": 1}
     assert made == {**read, "UpdateItem": endpoints}
     assert {store.get(name).region_status[EAST].state for name in names} == {"running"}  # type: ignore[union-attr]
+
+
+def test_an_endpoint_ready_in_a_later_batch_is_served_by_the_route_an_earlier_batch_left_pending(
+    store: EndpointStore,
+) -> None:
+    """Its route change was left to a batch still running (`end_batch`); the batch that finds it
+    ready publishes what is pending before it asks the proxy, so it is `running` at once, not
+    `creating` with "waiting for the proxy" and reconciled again on the echo."""
+    clock = Clock()
+    with StandInKubeAPI(token="t", ready_delay=5.0, clock=clock) as api:
+        proxies(api, 2)
+        retry = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
+        cluster = KubeCluster(api.url, static_token("t"), retry=retry, sleep=lambda _: None)
+        reconciler = Reconciler(store, cluster, EAST, probe=PodProxyProbe(cluster), wait=0.0)
+        reconciler.ensure_system()
+        store.create("late", SPEC, [EAST])
+        reconciler.routes.begin_batch()  # another batch of this process runs throughout
+        first = reconciler.reconcile("late", wait=0.0)
+        assert first.kind == "requeue" and store.get("late").region_status[EAST].state == "creating"  # type: ignore[union-attr]
+        assert reconciler.routes._pending.stale  # left to the batch still running
+        clock.now = 10.0  # the replicas are ready now
+        second = reconciler.reconcile("late", wait=0.0)
+        status = store.get("late").region_status[EAST]  # type: ignore[union-attr]
+        assert (second.kind, status.state) == ("done", "running")
+        reconciler.routes.end_batch(RouteChanges())
+        cluster.close()
