@@ -121,10 +121,13 @@ class Applied:
     wrote_s: float
 
 
-def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str, standin: str) -> Applied:
+def write_to_applied(
+    moto: MotoServer, endpoints: int, window: float, mode: str, standin: str, writers: int = 1
+) -> Applied:
     """Latency from each create() to its Deployment existing in every Region's cluster, and the CPU
     seconds the Regions' processes spent meanwhile. Each Region runs in its own process, as in
-    `gco local up` and in AWS (`reconcile_region.py`)."""
+    `gco local up` and in AWS (`reconcile_region.py`). `writers` threads write, each write at its
+    planned time (1: one after the other, each waiting for the last)."""
     table = f"latency-{mode}-{endpoints}"
     store = fresh_store(moto, table)
     regions = REGIONS[:2]
@@ -132,13 +135,24 @@ def write_to_applied(moto: MotoServer, endpoints: int, window: float, mode: str,
     processes = [start_region(moto, table, region, mode, standin, endpoints, deadline) for region in regions]
     written: dict[str, float] = {}
     gap = window / endpoints
-    start = time.monotonic()
-    for index, name in enumerate(endpoint_names(endpoints)):
-        delay = start + index * gap - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        written[name] = time.monotonic()
+
+    def write(name: str) -> None:
+        written[name] = time.monotonic()  # one key per thread: a dict's item assignment is atomic
         store.create(name, SPEC, regions)
+
+    start = time.monotonic()
+    # Each write starts at its planned time however long the ones before take: one writer thread
+    # alone falls behind whenever the moto server (which applies one write at a time) is busy with
+    # the Regions' status writes, and then offers the Regions less than the planned rate.
+    with ThreadPoolExecutor(max_workers=writers, thread_name_prefix="writer") as pool:
+        futures = []
+        for index, name in enumerate(endpoint_names(endpoints)):
+            delay = start + index * gap - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            futures.append(pool.submit(write, name))
+        for future in futures:
+            future.result()
     wrote_s = time.monotonic() - start
     results = []
     for process in processes:
@@ -304,6 +318,12 @@ def main() -> None:
         help="each Region's stand-in API server in its own process (default) or on a thread of the Region's",
     )
     parser.add_argument(
+        "--writers",
+        type=int,
+        default=16,
+        help="threads that write the endpoints, each write at its planned time (1: one after the other)",
+    )
+    parser.add_argument(
         "--latency-only", action="store_true", help="only write-to-applied (no import, sweep, purge, cost)"
     )
     args = parser.parse_args()
@@ -330,7 +350,7 @@ def main() -> None:
             runs: dict[str, list[float]] = {}
             for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
                 moto_before = moto.cpu_seconds()
-                run = write_to_applied(moto, endpoints, args.window, mode, args.standin)
+                run = write_to_applied(moto, endpoints, args.window, mode, args.standin, args.writers)
                 moto_after = moto.cpu_seconds()
                 values = runs[mode] = run.latencies
                 print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes
