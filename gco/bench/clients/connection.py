@@ -22,8 +22,6 @@ from gco.bench.clients.poller import Poller
 from gco.bench.errors import HttpError
 
 Address = tuple[int, int, int, tuple[str, int] | tuple[str, int, int, int]]
-# The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
-READ_BYTES = 256 * 1024
 
 
 class Connection:
@@ -70,17 +68,19 @@ class Connection:
 
     def _readable(self, offset: int) -> None:
         """One read, `offset` the realtime-to-monotonic offset of this pass (`rxstamp.offset_ns`)."""
+        poller = self.poller
         try:
-            data, ancillary, _, _ = self.sock.recvmsg(READ_BYTES, self.ancillary_bytes)
+            size, ancillary, _, _ = self.sock.recvmsg_into(poller.buffers, self.ancillary_bytes)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as error:
             self._lost(error)
             return
         now = time.perf_counter_ns()  # first after the read: the stamp is the read, not the parse
-        if not data:
+        if not size:
             self._lost(None)
             return
+        data = poller.view[:size].tobytes()  # the poller's buffer is the next read's
         if ancillary:
             now, kernel = rxstamp.arrival_at(ancillary, now, self.sent_ns, offset)
             self.kernel_stamps += kernel
