@@ -28,7 +28,7 @@ def table(
         f"x ceiling {when}" for when, _ in zip(("before", "after"), ceilings, strict=False)
     )
     lines = [
-        f"{'client':18s} {'faithful req/s':>15s}  {ceiling_head or 'x ceiling':22s} "
+        f"{'client':18s} {'faithful req/s':>15s}  {ceiling_head or 'x ceiling':34s} "
         f"{'TTFT err mean':>13s} {'p99':>8s}  {'ITL err mean':>12s} {'p99':>8s}  n"
     ]
     for name in names:
@@ -37,7 +37,7 @@ def table(
         ratios = " / ".join(f"{rate / c:.2f}" for c, _ in ceilings) if rate is not None and ceilings else "-"
         err = errors.get(name, {})
         lines.append(
-            f"{name:18s} {shown:>15s}  {ratios:22s} {_ms(err.get('ttft_mean_ms')):>13s} "
+            f"{name:18s} {shown:>15s}  {ratios:34s} {_ms(err.get('ttft_mean_ms')):>13s} "
             f"{_ms(err.get('ttft_p99_ms')):>8s}  {_ms(err.get('itl_mean_ms')):>12s} "
             f"{_ms(err.get('itl_p99_ms')):>8s}  {err.get('n', 0):.0f}"
         )

@@ -25,8 +25,9 @@ from collections.abc import Callable
 
 from gco.bench.clients import rxstamp
 
-# The most sockets read in one pass: about 1-2 ms of reads, so that a send due meanwhile waits no longer.
-BATCH = 256
+# The most sockets read in one pass: at most about 1 ms of reads (15-20 us each on the loaded 2-core
+# machine), so that a send falling due meanwhile waits no longer (256 let passes run for 5 ms).
+BATCH = 64
 # The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
 READ_BYTES = 256 * 1024
 # A socket's reader: called with the realtime-to-monotonic offset sampled for the pass (ns).
