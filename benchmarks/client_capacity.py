@@ -47,10 +47,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gco.bench.clients.serve import LAG_LIMIT_MS, ServeSettings, payload
-from gco.local.processes.listen import free_port
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.capacity_peers import prepare_peers  # noqa: E402
+from benchmarks.capacity_report import CEILING_TARGET, report  # noqa: E402
+from gco.bench.clients.serve import LAG_LIMIT_MS, ServeSettings, payload  # noqa: E402
+from gco.local.processes.listen import free_port  # noqa: E402
+
 PY = sys.executable
 TOKENS = 128
 RATE_TOLERANCE = 0.05
@@ -58,9 +62,6 @@ TTFT_TOLERANCE_S = 0.005
 SECONDS_PER_RATE = 4.0
 MIN_REQUESTS = 40
 RESOLUTION = 20  # the search stops when the first unfaithful rate is within 1/20 of the last faithful
-CEILING_TARGET = 0.9
-TTFT_MEAN_TARGET_MS = 0.3
-TTFT_P99_TARGET_MS = 1.0
 TTFT_MS = 20
 ITL_MS = 2
 # The server keeps its pace while its mean inter-token gap is within 10% of ITL_MS. Past its ceiling the
@@ -483,183 +484,6 @@ def concurrency_one_error(
     return error
 
 
-class Peer:
-    """AIPerf or GuideLLM from a separate venv, driven on the same schedule and read from its own output."""
-
-    def __init__(self, name: str, venv: Path, tokenizer: Path) -> None:
-        self.name = name
-        self.binary = venv / "bin" / name
-        self.tokenizer = tokenizer
-
-    def argv(self, url: str, rate: float | None, count: int, out: Path) -> list[str]:
-        if self.name == "aiperf":
-            load = (
-                ["--request-rate", str(rate), "--arrival-pattern", "constant"]
-                if rate
-                else ["--concurrency", "1"]
-            )
-            return [
-                str(self.binary),
-                "profile",
-                "--model",
-                "m",
-                "--url",
-                url,
-                "--endpoint-type",
-                "completions",
-                "--streaming",
-                "--tokenizer",
-                str(self.tokenizer),
-                *load,
-                "--request-count",
-                str(count),
-                "--extra-inputs",
-                f"max_tokens:{TOKENS}",
-                "--output-artifact-dir",
-                str(out),
-                "--ui-type",
-                "none",
-            ]
-        profile = f"kind=constant,rate={rate}" if rate else "kind=synchronous"
-        return [
-            str(self.binary),
-            "run",
-            "--backend",
-            f"kind=openai_http,target={url},model=m",
-            "--profile",
-            profile,
-            "--constraint",
-            f"kind=max_requests,count={count}",
-            "--tokenizer",
-            f"kind=hf_auto,model={self.tokenizer}",
-            "--data",
-            f"kind=synthetic_text,prompt_tokens=32,output_tokens={TOKENS}",
-            "--output",
-            f"kind=json,path={out / 'out.json'}",
-            "--disable-console",
-        ]
-
-    def rows(self, out: Path) -> list[dict[str, Any]]:
-        rows: list[tuple[float, dict[str, Any]]] = []
-        if self.name == "aiperf":
-            for line in (out / "profile_export.jsonl").read_text().splitlines():
-                record = json.loads(line)
-                metrics = record.get("metrics", {})
-                ttft = metrics.get("time_to_first_token", {}).get("value")
-                chunks = metrics.get("inter_chunk_latency", {}).get("value") or []
-                ok = not record.get("error") and ttft is not None
-                rows.append(
-                    (
-                        record["metadata"]["request_start_ns"] / 1e9,
-                        {
-                            "ok": ok,
-                            "ttft_s": ttft / 1000 if ok else None,
-                            "itl_s": statistics.fmean(chunks) / 1000 if chunks else None,
-                        },
-                    )
-                )
-        else:
-            requests = json.loads((out / "out.json").read_text())["benchmarks"][0]["requests"]
-            for item in requests["successful"]:
-                rows.append(
-                    (
-                        item["request_start_time"],
-                        {
-                            "ok": True,
-                            "ttft_s": item["time_to_first_token_ms"] / 1000,
-                            "itl_s": item["inter_token_latency_ms"] / 1000,
-                        },
-                    )
-                )
-            for item in requests["errored"] + requests["incomplete"]:
-                rows.append(
-                    (item.get("request_start_time") or 0.0, {"ok": False, "ttft_s": None, "itl_s": None})
-                )
-        return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
-
-    def run(
-        self, server: Server, rate: float | None, count: int, core: int | None, work: Path
-    ) -> list[dict[str, Any]]:
-        out = work / f"{self.name}-{time.monotonic_ns()}"
-        out.mkdir()
-        done = subprocess.run(
-            pinned(core, self.argv(server.url, rate, count, out)),
-            cwd=work,
-            capture_output=True,
-            check=False,
-            timeout=900,
-        )
-        try:
-            return self.rows(out)
-        except (OSError, KeyError, IndexError, ValueError) as error:
-            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            raise RuntimeError(
-                f"{self.name} produced no readable output ({error}); {tail[0][:200]}"
-            ) from error
-
-    def client(self) -> Client:
-        return self.run
-
-
-TOKENIZER_SCRIPT = """
-import sys
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
-words = "tell me about item request the a of and to in is it you that was for on are as with tok".split()
-tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-tok.pre_tokenizer = pre_tokenizers.Whitespace()
-corpus = [" ".join(words)] * 10 + [str(i) for i in range(1000)]
-tok.train_from_iterator(corpus, trainers.WordLevelTrainer(special_tokens=["[UNK]", "<s>", "</s>"]))
-fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", bos_token="<s>", eos_token="</s>")
-fast.save_pretrained(sys.argv[1])
-"""
-
-
-def install_peers(venv: Path) -> str:
-    """Create `venv` and install AIPerf and GuideLLM from PyPI into it (never into the project's venv)."""
-    if (venv / "bin" / "aiperf").exists() and (venv / "bin" / "guidellm").exists():
-        return ""
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-        subprocess.run(
-            [str(venv / "bin" / "pip"), "install", "-q", "aiperf", "guidellm"],
-            check=True,
-            timeout=900,
-            capture_output=True,
-        )
-    except (subprocess.SubprocessError, OSError) as error:
-        return f"installing AIPerf and GuideLLM from PyPI failed here: {str(error)[:200]}"
-    return ""
-
-
-def train_tokenizer(venv: Path, target: Path) -> Path | None:
-    """Train a tiny word-level tokenizer offline with the peers' own libraries (gco itself needs none)."""
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", TOKENIZER_SCRIPT, str(target)],
-        check=False,
-        capture_output=True,
-        timeout=300,
-    )
-    return target if done.returncode == 0 and (target / "tokenizer.json").exists() else None
-
-
-def find_peers(venv: Path | None, tokenizer: Path | None) -> tuple[list[Peer], str]:
-    """The peers that can run here, and a note saying which cannot and why (never project dependencies)."""
-    if venv is None:
-        return (
-            [],
-            "AIPerf and GuideLLM: not measured (give --peers-venv with both installed, and --tokenizer)",
-        )
-    if tokenizer is None or not (tokenizer / "tokenizer.json").exists():
-        return (
-            [],
-            "AIPerf and GuideLLM: not measured (they need a local tokenizer, --tokenizer DIR; gco does not)",
-        )
-    peers = [Peer(name, venv, tokenizer) for name in ("aiperf", "guidellm") if (venv / "bin" / name).exists()]
-    missing = sorted({"aiperf", "guidellm"} - {peer.name for peer in peers})
-    return peers, f"peers not installed in {venv}: {', '.join(missing)}" if missing else ""
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -683,16 +507,6 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def prepare_peers(args: argparse.Namespace) -> tuple[list[Peer], str]:
-    """AIPerf and GuideLLM where asked for (installed first with --install-peers), and a note on why not."""
-    install_note = install_peers(args.peers_venv) if args.install_peers and args.peers_venv else ""
-    tokenizer = args.tokenizer
-    if args.peers_venv is not None and tokenizer is None and (args.peers_venv / "bin" / "python").exists():
-        tokenizer = train_tokenizer(args.peers_venv, Path(tempfile.mkdtemp(prefix="gco-tok-")))
-    peers, note = find_peers(args.peers_venv, tokenizer)
-    return peers, "; ".join(part for part in (install_note, note) if part)
-
-
 def main() -> int:
     args = parse_args()
     if args.baseline_worker:
@@ -707,7 +521,7 @@ def main() -> int:
         f"/v1/completions, {TOKENS} tokens, 20 ms TTFT, 2 ms ITL",
         flush=True,
     )
-    peers, note = prepare_peers(args)
+    peers, note = prepare_peers(args, TOKENS, pinned)
     rates: dict[str, int] = {}
     errors: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
@@ -747,7 +561,7 @@ def main() -> int:
             for peer in peers:
                 try:
                     rates[peer.name] = max_faithful_rate(
-                        peer.name, peer.client(), server, client_core, work, args.peer_start, highest
+                        peer.name, peer.run, server, client_core, work, args.peer_start, highest
                     )
                     server.trace()
                     rows = peer.run(server, None, 60, client_core, work)
@@ -759,72 +573,6 @@ def main() -> int:
     capped = [name for name, rate in rates.items() if rate >= highest]
     report(rates, errors, failed, note, [peer.name for peer in peers], ceilings or str(ceiling), capped)
     return 0
-
-
-def report(
-    rates: dict[str, int],
-    errors: dict[str, dict[str, float]],
-    failed: dict[str, str],
-    note: str,
-    peer_names: list[str],
-    ceilings: list[tuple[float, int]] | str,
-    capped: list[str] | None = None,
-) -> None:
-    """Print every client's faithful rate, its timing error at concurrency 1, and the ratios: to the
-    server's own ceiling (wrk) and to the peers."""
-    print()
-    measured = [] if isinstance(ceilings, str) else ceilings
-    if isinstance(ceilings, str):
-        print(ceilings)
-    for when, (rate, connections) in zip(("before", "after"), measured, strict=False):
-        print(
-            f"server ceiling {when} gco: {rate:7.1f} answers/s finished at its pace under wrk, "
-            f"{connections} connections"
-        )
-    for name, rate in rates.items():
-        cap = " (the search's highest rate: at least this)" if name in (capped or []) else ""
-        print(f"{name:18s} faithful rate {rate:5d} req/s{cap}")
-    for name, reason in failed.items():
-        print(f"{name:18s} could not be measured: {reason}")
-    if note:
-        print(note)
-    for name, err in errors.items():
-        print(
-            f"{name:18s} concurrency 1: TTFT error mean {err['ttft_mean_ms']:+.3f} ms, "
-            f"p99 {err['ttft_p99_ms']:+.3f} ms; "
-            f"ITL error mean {err['itl_mean_ms']:+.3f} ms, p99 {err['itl_p99_ms']:+.3f} ms (n={err['n']:.0f})"
-        )
-        if "request_leg_mean_ms" in err:
-            print(
-                f"{'':18s}   request leg (write to the server's read) mean {err['request_leg_mean_ms']:+.3f} "
-                f"ms, p99 {err['request_leg_p99_ms']:+.3f}; answer leg (the server's write to the "
-                f"client's stamp) mean {err['answer_leg_mean_ms']:+.3f} ms, p99 "
-                f"{err['answer_leg_p99_ms']:+.3f}; kernel receive stamps on {err['kernel_stamped']:.0f}"
-            )
-    gco = rates["gco bench serve"]
-    for name, rate in rates.items():
-        if name != "gco bench serve":
-            print(f"ratio gco / {name}: {gco / rate if rate else float('inf'):.2f}x")
-    for when, (rate, _) in zip(("before", "after"), measured, strict=False):
-        print(f"ratio gco / server ceiling (wrk, {when}): {gco / rate:.2f} (target >= {CEILING_TARGET:.2f})")
-    mine = errors["gco bench serve"]
-    peers = [errors[name] for name in peer_names if name in errors]
-    best_mean = min((abs(err["ttft_mean_ms"]) for err in peers), default=None)
-    best_p99 = min((abs(err["ttft_p99_ms"]) for err in peers), default=None)
-    mean, p99 = abs(mine["ttft_mean_ms"]), abs(mine["ttft_p99_ms"])
-    print(
-        f"TTFT error at concurrency 1: mean {mean:.3f} ms (target <= {TTFT_MEAN_TARGET_MS}: "
-        f"{'met' if mean <= TTFT_MEAN_TARGET_MS else 'not met'}), p99 {p99:.3f} ms (target <= "
-        f"{TTFT_P99_TARGET_MS}: {'met' if p99 <= TTFT_P99_TARGET_MS else 'not met'})"
-    )
-    if best_mean is None or best_p99 is None:
-        print("against the best peer: not measured (no peer ran)")
-    else:
-        print(
-            f"against the best peer: mean {mean:.3f} vs {best_mean:.3f} ms, p99 {p99:.3f} vs "
-            f"{best_p99:.3f} ms: gco's is "
-            + ("no worse" if mean <= best_mean and p99 <= best_p99 else "WORSE")
-        )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,10 @@ _EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE_END = re.compile(rb"\r\n|\n|\r")
 _DIGITS = re.compile(r"[0-9]+")
 _SIZE_LINE = re.compile(rb"([0-9a-fA-F]{1,15})[ \t]*(?:;[^\r\n]*)?")
+# Chunk-size lines already checked by `_SIZE_LINE`, with their sizes: a stream's chunks mostly repeat
+# a few sizes, and a dict lookup is a fraction of the match (bounded: a line never seen is matched).
+_SIZES: dict[bytes, int] = {}
+_SIZES_MAX = 4096
 
 _HEAD, _SIZE, _DATA, _DATA_END, _TRAILER, _LENGTH, _UNTIL_CLOSE, _DONE = range(8)
 
@@ -60,18 +64,24 @@ class ResponseParser:
             HttpError: a malformed status line, header block or chunk size, a header block or body
                 over its limit, or bytes after the end of the response.
         """
-        if self._state == _DONE:
-            self.keep_alive = False
-            raise HttpError(f"{len(data)} bytes after the end of the response")
-        if self._pending:
-            data, self._pending = self._pending + data, b""
-        before = len(self.body)
-        self._consume(data)
+        body = self.body
+        before = len(body)
+        if self._state == _SIZE and not self._pending:  # the usual read of a stream: whole chunks
+            pos = self._whole_chunks(data)
+            if pos != len(data):
+                self._consume(data, pos)
+        else:
+            if self._state == _DONE:
+                self.keep_alive = False
+                raise HttpError(f"{len(data)} bytes after the end of the response")
+            if self._pending:
+                data, self._pending = self._pending + data, b""
+            self._consume(data, self._whole_chunks(data) if self._state == _SIZE else 0)
         if self.done:
             self.ended_ns = now_ns
-        if len(self.body) != before:
-            self.marks.append((len(self.body), now_ns))
-            if len(self.body) > MAX_BODY_BYTES:
+        if len(body) != before:
+            self.marks.append((len(body), now_ns))
+            if len(body) > MAX_BODY_BYTES:
                 raise HttpError(f"body larger than {MAX_BODY_BYTES} bytes")
 
     def close(self, now_ns: int) -> None:
@@ -86,10 +96,9 @@ class ResponseParser:
         elif self._state != _DONE:
             raise HttpError("connection closed before the response ended" if self.status else "no response")
 
-    def _consume(self, data: bytes) -> None:
-        pos, end = 0, len(data)
-        if self._state == _SIZE:
-            pos = self._whole_chunks(data)
+    def _consume(self, data: bytes, pos: int) -> None:
+        """The general path: `data` from `pos` on, whatever the state."""
+        end = len(data)
         while pos < end:
             state = self._state
             if state == _DATA:
@@ -136,10 +145,16 @@ class ResponseParser:
             line_end = data.find(b"\r\n", pos)
             if line_end < 0:
                 return pos
-            size = _SIZE_LINE.fullmatch(data, pos, line_end)
-            if size is None:
-                return pos  # the general path says what is wrong with it
-            after = line_end + 2 + int(size[1], 16)
+            line = data[pos:line_end]
+            length = _SIZES.get(line)
+            if length is None:
+                size = _SIZE_LINE.fullmatch(line)
+                if size is None:
+                    return pos  # the general path says what is wrong with it
+                length = int(size[1], 16)
+                if len(_SIZES) < _SIZES_MAX:
+                    _SIZES[line] = length
+            after = line_end + 2 + length
             if after == line_end + 2 or after + 2 > end or data[after : after + 2] != b"\r\n":
                 return pos  # the last chunk, one cut by the read, or a bad one: the general path
             body += data[line_end + 2 : after]

@@ -17,10 +17,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gco.bench.clients.arrivals import Arrival, rate_for_concurrency, schedule
+from gco.bench.clients.openloop import OpenLoop
 from gco.bench.clients.prompts import Prompt, prompt_digest, salted
 from gco.bench.clients.records import ClientHealth, LevelResult, RequestRecord, ServeResult
 from gco.bench.clients.timing import NS, Deferred, Timing
-from gco.bench.clients.transport import Client, HttpError, Started
+from gco.bench.clients.transport import Client, HttpError, Response, Started
 
 LAG_LIMIT_MS = 5.0
 SUSTAIN_FRACTION = 0.9
@@ -172,9 +173,10 @@ async def run_level(
 ) -> list[RequestRecord]:
     """Open-loop arrivals at `rate` per second; each request starts at its planned offset.
 
-    Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`). Each
-    request is encoded before the wait for its send time and written as the wait ends, on a
-    connection opened before the level (`open_ahead`); the answers are decoded after the level.
+    Request i uses prompt (first + i) mod len(prompts); reuses are prefixed (see `repeat_text`). The
+    requests are sent by `openloop.OpenLoop`: each encoded before the wait for its send time and
+    written as the wait ends, on a connection opened before the level (`open_ahead`); the answers
+    are decoded after the level.
     """
     count = settings.requests_per_level or len(prompts)
     offsets = schedule(
@@ -182,24 +184,21 @@ async def run_level(
     )
     deferred = Deferred()
     await client.pool.open_ahead(open_ahead(concurrency, count))
-
-    async def one(
-        prompt: Prompt, request: bytes, offset: float, origin: int, started: Started | None
-    ) -> Timing:
-        timing = await send_timed(client, settings, prompt, request, offset, origin, concurrency, started)
-        return deferred.keep(timing)
-
+    timings: list[Timing | None] = [None] * count
     origin = time.perf_counter_ns()
-    tasks = []
-    for i, offset in enumerate(offsets):
+
+    def request(i: int) -> bytes:
         prompt = prompts[(first + i) % len(prompts)]
-        request = encoded(client, settings, repeat_text(prompt.text, (first + i) // len(prompts)))
-        delay = (origin + offset * NS - time.perf_counter_ns()) / NS
-        if delay > 0:
-            await asyncio.sleep(delay)
-        started = client.start(request)  # now, not when the task first runs: one loop turn later
-        tasks.append(asyncio.create_task(one(prompt, request, offset, origin, started)))
-    return [timing.record() for timing in await asyncio.gather(*tasks)]
+        return encoded(client, settings, repeat_text(prompt.text, (first + i) // len(prompts)))
+
+    def finished(i: int, sent_ns: int, response: Response | None, error: str | None) -> None:
+        prompt = prompts[(first + i) % len(prompts)]
+        timing = Timing(prompt.index, prompt.bucket, concurrency, offsets[i], origin, sent_ns)
+        timing.response, timing.error = response, error
+        timings[i] = deferred.keep(timing)
+
+    await OpenLoop(client, offsets, request, finished, settings.timeout_s).run(origin)
+    return [timing.record() for timing in timings if timing is not None]
 
 
 async def run_closed(

@@ -1,12 +1,12 @@
-"""A small HTTP/1.1 client on the event loop's reader callbacks: keep-alive pool, chunked bodies, SSE.
+"""A small HTTP/1.1 client for the load client: keep-alive pool, chunked bodies, SSE.
 
-Written for timing fidelity at high request rates: each connection is a non-blocking socket read
-with `recvmsg` in the loop's reader callback; each read is stamped with the kernel's receive time
-(`rxstamp`: when its last byte reached the socket, mapped onto `time.perf_counter_ns`), or, where
-the platform gives none, with `time.perf_counter_ns` taken first after the read; then it is handed
-to the incremental parser (`http1.ResponseParser`) there. The request's coroutine wakes once, when
-the response is whole (`exchange`), or on each read (`stream`). No JSON is decoded on the timed
-path. Plain HTTP only (the load client talks to an engine next to it, or to its proxy).
+Written for timing fidelity at high request rates: each connection (`connection.Connection`) is a
+non-blocking socket read with `recvmsg` in a pass of the client's poller (`poller.Poller`: every
+ready socket in one wake-up of the event loop); each read is stamped with the kernel's receive time
+(`rxstamp`), then handed to the incremental parser (`http1.ResponseParser`). The request's caller
+wakes once, when the response is whole (`exchange`, `finish`, or the callback given to `start`), or
+on each read (`stream`). No JSON is decoded on the timed path. Plain HTTP only (the load client talks
+to an engine next to it, or to its proxy).
 """
 
 from __future__ import annotations
@@ -14,20 +14,19 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from gco.bench.clients import rxstamp
+from gco.bench.clients.connection import Address, Connection
 from gco.bench.clients.http1 import Mark, ResponseParser, sse_events
+from gco.bench.clients.poller import Poller
 from gco.bench.errors import BenchInputError
 from gco.bench.errors import HttpError as HttpError  # noqa: PLC0414 (re-exported: callers catch it here)
 
-Address = tuple[int, int, int, tuple[str, int] | tuple[str, int, int, int]]
+__all__ = ["Address", "Client", "Connection", "HttpError", "Pool", "Response", "Started", "Target"]
+
 OPEN_BATCH = 64  # connections opened at once by `Pool.open_ahead`
-# The most a read returns: a whole burst of events in one call (asyncio's own default is 64 KiB).
-READ_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,165 +76,6 @@ class Response:
     kernel_stamps: int = 0
 
 
-class Connection:
-    """One keep-alive connection carrying one request at a time: a non-blocking socket that the event
-    loop's reader callback reads with `recvmsg`, so that each read comes with the kernel's receive
-    stamp (`rxstamp`) where the platform gives one."""
-
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop, *, stamped: bool) -> None:
-        self.sock = sock
-        self.loop = loop
-        self.stamped = stamped
-        self.ancillary_bytes = rxstamp.ANCILLARY_BYTES if stamped else 0
-        self.parser: ResponseParser | None = None
-        self.error: HttpError | None = None
-        self.waiter: asyncio.Future[None] | None = None
-        self.wake_each_read = False
-        self.closed = False
-        self.sent_ns = 0
-        self.kernel_stamps = 0
-        self.unsent = b""
-        loop.add_reader(sock.fileno(), self._readable)
-
-    @classmethod
-    async def open(cls, where: Address) -> Connection:
-        """A new connection to a resolved address (`Pool.address`), receive stamps asked for.
-
-        Raises:
-            OSError: the connection was refused.
-        """
-        loop = asyncio.get_running_loop()
-        family, kind, proto, address = where
-        sock = socket.socket(family, kind, proto)
-        try:
-            sock.setblocking(False)
-            await loop.sock_connect(sock, address)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # each request goes out at once
-            stamped = rxstamp.enable(sock)
-        except BaseException:
-            sock.close()
-            raise
-        return cls(sock, loop, stamped=stamped)
-
-    def _readable(self) -> None:
-        try:
-            data, ancillary, _, _ = self.sock.recvmsg(READ_BYTES, self.ancillary_bytes)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as error:
-            self._lost(error)
-            return
-        now = time.perf_counter_ns()  # first after the read: the stamp is the read, not the parse
-        if not data:
-            self._lost(None)
-            return
-        if ancillary:
-            now, kernel = rxstamp.arrival_ns(ancillary, now, self.sent_ns)
-            self.kernel_stamps += kernel
-        self.feed(data, now)
-
-    def feed(self, data: bytes, now: int) -> None:
-        """One read's bytes, arrived at `now` (ns), to the parser of the request in flight."""
-        parser = self.parser
-        if parser is None or parser.done:  # nothing asked for: the connection is not reusable
-            self.close()
-            return
-        try:
-            parser.feed(data, now)
-        except HttpError as error:
-            self.error = error
-        if parser.done or self.wake_each_read or self.error is not None:
-            self._wake()
-
-    def _lost(self, exc: Exception | None) -> None:
-        now = time.perf_counter_ns()
-        self.close()
-        if self.parser is not None and self.error is None:
-            try:
-                self.parser.close(now)
-            except HttpError as error:
-                self.error = HttpError(f"{error}: {exc}" if exc else str(error))
-        self._wake()
-
-    def _wake(self) -> None:
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    @property
-    def reusable(self) -> bool:
-        parser = self.parser
-        return (
-            not self.closed
-            and self.error is None
-            and parser is not None
-            and parser.done
-            and parser.keep_alive
-        )
-
-    def send(self, request: bytes, parser: ResponseParser, *, wake_each_read: bool) -> int:
-        """Write a whole request for `parser` to read the answer; the time it was written (ns).
-
-        What the socket does not take at once is written when it can take more.
-
-        Raises:
-            HttpError: the connection is closed, or the write failed.
-        """
-        if self.closed:
-            raise HttpError("connection closed")
-        self.parser, self.error, self.wake_each_read = parser, None, wake_each_read
-        self.kernel_stamps = 0
-        sent = self.sent_ns = time.perf_counter_ns()
-        try:
-            written = self.sock.send(request)
-        except (BlockingIOError, InterruptedError):
-            written = 0
-        except OSError as error:
-            self.close()
-            raise HttpError(f"send: {error}") from error
-        if written < len(request):
-            self.unsent = request[written:]
-            self.loop.add_writer(self.sock.fileno(), self._writable)
-        return sent
-
-    def _writable(self) -> None:
-        try:
-            written = self.sock.send(self.unsent)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as error:
-            self._lost(error)
-            return
-        self.unsent = self.unsent[written:]
-        if not self.unsent:
-            self.loop.remove_writer(self.sock.fileno())
-
-    async def wait(self) -> None:
-        """Until the next wake-up: a read (when asked for each), the end of the response, or an error.
-
-        Raises:
-            HttpError: the response was malformed or cut short.
-        """
-        parser = self.parser
-        if parser is not None and not parser.done and self.error is None and not self.closed:
-            self.waiter = self.loop.create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
-        if self.error is not None:
-            raise self.error
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        fd = self.sock.fileno()
-        if fd >= 0 and not self.loop.is_closed():
-            self.loop.remove_reader(fd)
-            self.loop.remove_writer(fd)
-        self.sock.close()
-
-
 class Pool:
     """Idle keep-alive connections to one target; a connection is reused only after a whole response."""
 
@@ -243,6 +83,14 @@ class Pool:
         self.target = target
         self.idle: list[Connection] = []
         self.resolved: Address | None = None
+        self._poller: Poller | None = None
+
+    def poller(self) -> Poller:
+        """The poller of the running event loop's connections (a new loop gets a new one)."""
+        loop = asyncio.get_running_loop()
+        if self._poller is None or self._poller.loop is not loop:
+            self._poller = Poller(loop)
+        return self._poller
 
     async def address(self) -> Address:
         """The target's address, resolved once (the loop resolves in a worker thread: a hop each time
@@ -278,7 +126,7 @@ class Pool:
             except OSError:
                 break
             opened = await asyncio.gather(
-                *(Connection.open(address) for _ in range(batch)), return_exceptions=True
+                *(Connection.open(address, self.poller()) for _ in range(batch)), return_exceptions=True
             )
             self.idle += [c for c in opened if isinstance(c, Connection)]
             if len(opened) != sum(isinstance(c, Connection) for c in opened):
@@ -295,7 +143,7 @@ class Pool:
         if idle is not None:
             return idle
         try:
-            return await Connection.open(await self.address())
+            return await Connection.open(await self.address(), self.poller())
         except OSError as error:
             raise HttpError(f"connect: {error}") from error
 
@@ -309,6 +157,8 @@ class Pool:
         for connection in self.idle:
             connection.close()
         self.idle.clear()
+        if self._poller is not None:
+            self._poller.close()
 
 
 @dataclass(frozen=True)
@@ -347,19 +197,46 @@ class Client:
             raise
         return await self.finish(Started(connection, parser, sent))
 
-    def start(self, request: bytes) -> Started | None:
+    def start(self, request: bytes, on_done: Callable[[Connection], None] | None = None) -> Started | None:
         """Write `request` now, on an idle connection, without yielding to the loop (the send is at
         the moment the caller chose); None when no connection is idle or the write failed (then
-        `exchange` opens one and says why)."""
+        `exchange` opens one and says why). With `on_done`, that is called once when the answer is
+        whole, cut short or malformed, and the caller then calls `ended` (no `finish`)."""
         connection = self.pool.take()
         if connection is None:
             return None
         parser = ResponseParser()
         try:
-            sent = connection.send(request, parser, wake_each_read=False)
+            sent = connection.send(request, parser, wake_each_read=False, on_done=on_done)
         except HttpError:
             return None
         return Started(connection, parser, sent)
+
+    def ended(self, started: Started) -> Response:
+        """The answer to a request `start` wrote with `on_done`, once that was called; the connection
+        goes back to the pool.
+
+        Raises:
+            HttpError: the response was malformed, cut short or given up on (`Connection.expire`).
+        """
+        connection = started.connection
+        self.pool.release(connection)
+        if connection.error is not None:
+            raise connection.error
+        return self.response(started)
+
+    @staticmethod
+    def response(started: Started) -> Response:
+        connection, parser = started.connection, started.parser
+        return Response(
+            parser.status,
+            parser.headers,
+            bytes(parser.body),
+            parser.marks,
+            started.sent_ns,
+            parser.ended_ns,
+            connection.kernel_stamps,
+        )
 
     async def finish(self, started: Started) -> Response:
         """Wait, without waking per read, for the whole response to a request `start` wrote.
@@ -367,20 +244,12 @@ class Client:
         Raises:
             HttpError: a response malformed or cut short.
         """
-        connection, parser, sent = started.connection, started.parser, started.sent_ns
+        connection = started.connection
         try:
             await connection.wait()
         finally:
             self.pool.release(connection)
-        return Response(
-            parser.status,
-            parser.headers,
-            bytes(parser.body),
-            parser.marks,
-            sent,
-            parser.ended_ns,
-            connection.kernel_stamps,
-        )
+        return self.response(started)
 
     async def get(self, path: str) -> tuple[int, bytes]:
         """GET a path; returns status and body.

@@ -85,3 +85,27 @@ def test_a_loopback_read_carries_a_kernel_stamp_between_the_write_and_the_read()
     mapped, kernel = rxstamp.arrival_ns(ancillary, read, written)
     assert kernel  # the mapped stamp fell inside [written, read]: the order the bytes really took
     assert written <= mapped <= read
+
+
+def test_an_offset_sampled_across_a_preemption_is_sampled_again_and_the_tightest_kept() -> None:
+    monotonic_reads = iter([10 * S, 10 * S + 900_000, 11 * S, 11 * S + 300, 12 * S, 12 * S + 100_000])
+    realtime_reads = iter([OFFSET + 10 * S, OFFSET + 11 * S + 100, OFFSET + 12 * S])
+    offset = rxstamp.offset_ns(lambda: next(realtime_reads), lambda: next(monotonic_reads))
+    assert offset == OFFSET - 200  # the second try: bracketed within 300 ns, realtime 200 ns before its end
+
+
+def test_every_try_preempted_keeps_the_tightest_and_stops_after_the_last() -> None:
+    gaps = [500_000, 90_000, 300_000]
+    monotonic_reads = iter([value for gap in gaps for value in (0, gap)])
+    realtime_reads = iter([OFFSET, OFFSET, OFFSET])
+    assert rxstamp.offset_ns(lambda: next(realtime_reads), lambda: next(monotonic_reads)) == OFFSET - 90_000
+
+
+def test_a_stamp_mapped_with_an_offset_sampled_for_the_pass() -> None:
+    arrived = OFFSET + 10 * S - 300_000
+    assert rxstamp.arrival_at(stamp(arrived), 10 * S, 9 * S, OFFSET) == (10 * S - 300_000, True)
+    assert rxstamp.arrival_at(stamp(arrived), 10 * S - 300_001, 9 * S, OFFSET) == (10 * S - 300_001, False)
+    assert rxstamp.arrival_at([], 10 * S, 9 * S, OFFSET) == (10 * S, False)
+    other = (socket.SOL_SOCKET, socket.SCM_RIGHTS, b"\x00" * 16)
+    assert rxstamp.arrival_at([other, *stamp(arrived)], 10 * S, 9 * S, OFFSET) == (10 * S - 300_000, True)
+    assert rxstamp.arrival_at(stamp(0), 10 * S, 9 * S, OFFSET) == (10 * S, False)
