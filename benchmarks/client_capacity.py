@@ -83,9 +83,26 @@ def pinned(core: int | None, argv: list[str]) -> list[str]:
 
 
 class Server:
-    """The fake engine as a real process, recording arrivals and its own TTFT/ITL."""
+    """The fake engine as a real process, recording arrivals and its own TTFT/ITL.
+
+    `fresh()` replaces the process before each measured level: a level past the server's ceiling
+    leaves it slower for whatever follows (on a quiet machine its ceiling measured right after gco's
+    search fell from 808 to 373 answers a second, and the levels after an overloaded one all read
+    their requests 60-80 ms late), so no level, and no client, is measured on a server that an
+    earlier one overloaded.
+    """
 
     def __init__(self, core: int | None) -> None:
+        self.core = core
+        self._start()
+
+    def fresh(self) -> None:
+        """A new server process in place of this one (a new port; clients read `url` when they run)."""
+        self.close()
+        self._start()
+
+    def _start(self) -> None:
+        core = self.core
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [
@@ -373,7 +390,7 @@ def server_ceiling(server: Server, core: int | None, work: Path) -> tuple[float,
     best = (0.0, 0)
     for connections in WRK_CONNECTIONS:
         argv = [binary, "-t1", f"-c{connections}", f"-d{WRK_SECONDS}s", "-s", str(script)]
-        server.trace()
+        server.fresh()
         done = subprocess.run(
             pinned(core, [*argv, server.url + "/v1/completions"]),
             capture_output=True,
@@ -413,7 +430,7 @@ def max_faithful_rate(
         if bad is not None and bad - good <= max(2, good // RESOLUTION):
             break
         count = max(MIN_REQUESTS, int(rate * SECONDS_PER_RATE))
-        server.trace()
+        server.fresh()
         rows = client(server, rate, count, core, work)
         verdict = judge(rate, rows, server.trace())
         delays = (
@@ -549,11 +566,12 @@ def main() -> int:
                 rates["baseline (httpx)"] = max_faithful_rate(
                     "baseline", baseline_client, server, client_core, work, 16, highest
                 )
+            server.fresh()
             gco_rows = gco_single(server, args.single, client_core, work)
             errors["gco bench serve"] = concurrency_one_error(
                 gco_rows, sorted(server.trace(), key=lambda t: t["arrived"])[2:]
             )
-            server.trace()
+            server.fresh()
             if not args.skip_baseline:
                 errors["baseline (httpx)"] = concurrency_one_error(
                     baseline_client(server, 3, 30, client_core, work), server.trace()
@@ -563,7 +581,7 @@ def main() -> int:
                     rates[peer.name] = max_faithful_rate(
                         peer.name, peer.run, server, client_core, work, args.peer_start, highest
                     )
-                    server.trace()
+                    server.fresh()
                     rows = peer.run(server, None, 60, client_core, work)
                     errors[peer.name] = concurrency_one_error(rows, server.trace())
                 except (RuntimeError, subprocess.SubprocessError) as error:
