@@ -21,6 +21,11 @@ affected by discontinuous jumps in the system time"). The offset is sampled at e
 ready sockets (`offset_ns`: realtime first, then monotonic, so the sampled offset is at most the true
 one and a mapped stamp can only come out late, never early), and a stamp outside [request written,
 read] (a jump of the realtime clock since the sample) is not used: the read's own time is.
+
+A kernel may accept the option and still stamp nothing: a sandbox's user-space network stack (gVisor's
+netstack, for one) takes the `setsockopt` and returns TCP reads without the control message. Every
+read then keeps its own time, as on a platform without the option, and `kernel_stamps` in the
+records says how many reads the kernel timed; `loopback_stamps` asks the kernel once.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import cache
 
 # include/uapi/asm-generic/socket.h: SO_TIMESTAMPNS_OLD 35 (= SCM_TIMESTAMPNS); on a 64-bit `long`
 # SO_TIMESTAMPNS is SO_TIMESTAMPNS_OLD and its control message a struct timespec of two 64-bit
@@ -65,6 +71,24 @@ def enable(sock: socket.socket) -> bool:
     except OSError:
         return False
     return True
+
+
+@cache
+def loopback_stamps() -> bool:
+    """Whether this kernel stamps a TCP read on loopback: one probe (a connection to itself, one
+    byte), asked once a process. False where the option is unsupported or accepted and ignored."""
+    try:
+        with socket.create_server(("127.0.0.1", 0)) as server:
+            client = socket.create_connection(server.getsockname(), timeout=5)
+            peer, _ = server.accept()
+            with client, peer:
+                if not enable(client):
+                    return False
+                peer.sendall(b"!")
+                _, ancillary, _, _ = client.recvmsg(1, ANCILLARY_BYTES)
+    except OSError:
+        return False
+    return kernel_realtime_ns(ancillary) is not None
 
 
 def kernel_realtime_ns(ancillary: Ancillary) -> int | None:

@@ -68,7 +68,10 @@ def test_only_linux_on_the_generic_64_bit_numbers_is_trusted() -> None:
     assert not rxstamp.supported("linux", "ppc64le")
 
 
-@pytest.mark.skipif(not rxstamp.supported(), reason="SO_TIMESTAMPNS is trusted on 64-bit Linux only")
+@pytest.mark.skipif(
+    not rxstamp.loopback_stamps(),
+    reason="this kernel does not stamp TCP reads (SO_TIMESTAMPNS unsupported, or accepted and ignored)",
+)
 def test_a_loopback_read_carries_a_kernel_stamp_between_the_write_and_the_read() -> None:
     with socket.create_server(("127.0.0.1", 0)) as server:
         client = socket.create_connection(server.getsockname(), timeout=10)
@@ -85,6 +88,35 @@ def test_a_loopback_read_carries_a_kernel_stamp_between_the_write_and_the_read()
     mapped, kernel = rxstamp.arrival_ns(ancillary, read, written)
     assert kernel  # the mapped stamp fell inside [written, read]: the order the bytes really took
     assert written <= mapped <= read
+
+
+def test_the_probe_says_no_where_the_platform_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
+    rxstamp.loopback_stamps.cache_clear()
+    monkeypatch.setattr(rxstamp, "supported", lambda: False)
+    try:
+        assert not rxstamp.loopback_stamps()
+    finally:
+        rxstamp.loopback_stamps.cache_clear()
+
+
+def test_the_probe_says_no_where_the_kernel_accepts_the_option_and_stamps_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox's network stack (gVisor) takes the setsockopt and returns reads without the stamp."""
+    real_recvmsg = socket.socket.recvmsg
+
+    def without_control_messages(
+        sock: socket.socket, *args: int
+    ) -> tuple[bytes, list[tuple[int, int, bytes]], int, object]:
+        data, _, flags, address = real_recvmsg(sock, *args)
+        return data, [], flags, address
+
+    rxstamp.loopback_stamps.cache_clear()
+    monkeypatch.setattr(socket.socket, "recvmsg", without_control_messages)
+    try:
+        assert not rxstamp.loopback_stamps()
+    finally:
+        rxstamp.loopback_stamps.cache_clear()
 
 
 def test_an_offset_sampled_across_a_preemption_is_sampled_again_and_the_tightest_kept() -> None:
