@@ -7,13 +7,15 @@ engines, autoscaler and proxy), so the demo can show what each Region holds betw
 
 The walk: first two rollouts of an endpoint whose images run the fake engine, decided by a paired
 comparison (one build promoted Region by Region, one 20% slower rolled back, each with its evidence's
-report page); then deploy to two Regions, invoke both, refuse bad input, a canary at a weight with
-the split observed through the proxy, promote, scale, stop, start, update, move a Region, refuse a
-stale delete, delete and purge; then `gco bench rounds` of two local engines in Williams order with
-the evidence written to the run directory and the local S3 bucket, and its report page. The
-rollouts come first because they need no CPU engine: a first `make demo` starts the walk-through
-while llama.cpp still compiles (`gco.local.llama.setup_env`), and the walk waits for the engine
-(`engine_ready`) only before its first step on it.
+report page), and the lifecycle of another such endpoint (list, scale, stop, start, update, move a
+Region, refuse a stale delete, delete and purge: `demo_lifecycle`); then, on the demo's engine,
+deploy to two Regions from a spec file, invoke both, the global address, a canary at a weight with
+the split observed through the proxy, promote, refuse bad input, delete; then `gco bench rounds` of
+two local engines in Williams order with the evidence written to the run directory and the local
+S3 bucket, and its report page. The fake engine's part comes first because it needs no CPU engine: a
+first `make demo` starts the walk-through while llama.cpp still compiles
+(`gco.local.llama.setup_env`), and the walk waits for the engine (`engine_ready`) only before its
+first step on it.
 Every wait prints a progress line; at the end every process it started is gone and its ports
 are free, which it checks and prints.
 """
@@ -42,7 +44,8 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.demo import demo_bench, demo_global, demo_rollout, run_step
+from gco.local.demo import demo_bench, demo_global, demo_lifecycle, demo_rollout, run_step
+from gco.local.demo.demo_lifecycle import cluster_summary
 from gco.local.errors import DemoStepError, SetupError
 from gco.local.llama import engine_ready
 from gco.local.moto.motoserver import MotoServer
@@ -105,15 +108,6 @@ def wait_for(
             last = now
         time.sleep(0.2)
     echo(f"  ... {what}: done in {time.monotonic() - started:.1f} s")
-
-
-def cluster_summary(reconcilers: LocalReconcilers) -> list[str]:
-    """One line per Region: the endpoint objects its (stand-in) cluster holds."""
-    lines = []
-    for region, local in reconcilers.regions.items():
-        kinds = sorted(f"{obj['kind']}/{obj['metadata']['name']}" for obj in local.api.endpoint_objects())
-        lines.append(f"  {region}: {', '.join(kinds) if kinds else '(no objects)'}")
-    return lines
 
 
 def shared_summary(reconcilers: LocalReconcilers) -> list[str]:
@@ -209,7 +203,7 @@ def walkthrough(
                     one_address = lambda: demo_global.global_address(  # noqa: E731
                         step, echo, env, clusters, store, "demo-chat"
                     )
-                    demo_rollout.rollouts(step, echo, run_dir.resolve() / "rollout")
+                    _on_fake_engines(step, echo, clusters, run_dir.resolve() / "rollout")
                     if engine_ready_file is not None:
                         _await_engine(echo, engine_ready_file)
                     _walk(step, echo, clusters, spec_file, engine_groups, one_address)
@@ -225,6 +219,15 @@ def walkthrough(
         _bench(step, echo, env, bench_dir, engine)
     _nothing_left(echo, engine_groups, ports)
     echo("\n# done: the clusters, their engines and proxies, and the local server are stopped")
+
+
+def _on_fake_engines(
+    step: Callable[..., str], echo: Callable[[str], None], clusters: LocalClusters, rollout_dir: Path
+) -> None:
+    """The walk's part that needs no CPU engine (its images run the fake engine): the rollouts, then
+    an endpoint's lifecycle. A first `make demo` runs it while llama.cpp still compiles."""
+    demo_rollout.rollouts(step, echo, rollout_dir)
+    demo_lifecycle.lifecycle(step, echo, clusters.reconcilers)
 
 
 def _await_engine(echo: Callable[[str], None], ready: Path) -> None:
@@ -363,60 +366,13 @@ def _walk(
         expect=2,
     )
     step("list endpoints", "inference", "list")
-    step("scale", "inference", "scale", "demo-chat", "--replicas", "3")
-    step("stop (scale to zero, keep the record)", "inference", "stop", "demo-chat")
-    step("start it again", "inference", "start", "demo-chat")
-    step("start again: already started, nothing to do (as a second stop)", "inference", "start", "demo-chat")
     step(
-        "update one field of the spec (a new rollout)",
-        "inference",
-        "update",
-        "demo-chat",
-        "--image",
-        "vllm/vllm-openai:v0.6.4",
-    )
-    step(
-        "move from us-west-2 to eu-west-1 (us-west-2 stays in the cleanup set until it is cleaned)",
-        "inference",
-        "regions",
-        "demo-chat",
-        "--add",
-        "eu-west-1",
-        "--remove",
-        "us-west-2",
-    )
-    _settle(reconcilers)
-    echo("# after the move:")
-    for line in cluster_summary(reconcilers):
-        echo(line)
-    record = json.loads(
-        step("the record as scripts read it", "inference", "status", "demo-chat", "--output", "json")
-    )
-    step(
-        "a stale writer with another lifecycle id changes nothing",
-        "inference",
-        "delete",
-        "demo-chat",
-        "--expected-lifecycle-id",
-        "0" * 64,
-        expect=1,
-    )
-    step(
-        "delete, fenced by the lifecycle id automation holds; every Region ever used acknowledges, then "
-        "the record is purged",
-        "inference",
-        "delete",
-        "demo-chat",
-        "--expected-lifecycle-id",
-        record["lifecycle_id"],
-        "--wait",
-        "--timeout",
-        "60",
+        "delete it; every Region acknowledges, then the record is purged",
+        *("inference", "delete", "demo-chat", "--wait", "--timeout", "60"),
     )
     echo("# after the purge:")
     for line in cluster_summary(reconcilers):
         echo(line)
-    step("the record is gone", "inference", "status", "demo-chat", expect=1)
 
 
 def _canary(
@@ -494,11 +450,3 @@ def _bench(
     if not stored:
         raise DemoStepError(f"evidence {record_id} is not in s3://{EVIDENCE_BUCKET}")
     echo(f"# the report page: {Path(evidence).with_suffix('.html')}")
-
-
-def _settle(reconcilers: LocalReconcilers, rounds: int = 40) -> None:
-    """Let the reconcilers drain the stream (bounded)."""
-    for _ in range(rounds):
-        if reconcilers.pump(max_rounds=5) == 0:
-            return
-        time.sleep(0.1)

@@ -42,14 +42,16 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
     for command in (
         "init-table",
         "deploy demo-chat",
+        "deploy demo-ops",
         "list",
-        "scale",
-        "stop",
-        "start",
-        "update",
-        "regions",
-        "status demo-chat --output json",
-        "delete demo-chat --expected-lifecycle-id",
+        "scale demo-ops",
+        "stop demo-ops",
+        "start demo-ops",
+        "update demo-ops",
+        "regions demo-ops",
+        "status demo-ops --output json",
+        "delete demo-ops --expected-lifecycle-id",
+        "delete demo-chat --wait",
     ):
         assert f"$ gco inference {command}" in transcript
     assert "error: name: 'Bad_Name' is not a DNS-1123 label" in transcript
@@ -67,10 +69,10 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         "Service/inference-proxy",
     } <= set(shared.removeprefix("  us-east-1 shared: ").split(", "))
     assert "  us-east-1: Deployment/demo-chat, Ingress/route-demo-chat" in transcript
-    assert "  eu-west-1: Deployment/demo-chat" in transcript  # after the move
-    assert "demo-chat: purged" in transcript
-    assert transcript.count("(no objects)") >= 3  # every Region cleaned after the purge
-    assert "error: endpoint 'demo-chat' not found" in transcript
+    assert "  eu-west-1: Deployment/demo-ops" in transcript  # after the move
+    assert "demo-ops: purged" in transcript and "demo-chat: purged" in transcript
+    assert transcript.count("(no objects)") >= 6  # every Region cleaned after each purge
+    assert "error: endpoint 'demo-ops' not found" in transcript
     assert transcript.count("(exit 2)") == 1
     assert "refused: its lifecycle is" in transcript
     # both Regions answer through their proxies
@@ -95,11 +97,12 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         validate(json.loads(Path(pages[1]).with_suffix(".json").read_text(encoding="utf-8"))).kind
         == "rollout"
     )
-    # the rollouts (fake engines only) first; then the wait for the engine the set-up installs beside
-    # them, before the first step on it
+    # the rollouts and the lifecycle (fake engines only) first; then the wait for the engine the
+    # set-up installs beside them, before the first step on it
     waited = transcript.index("  ... the CPU engine is installed: waited ")
     assert (
         transcript.index("demo-rollout: rolled_back")
+        < transcript.index("error: endpoint 'demo-ops' not found")
         < waited
         < transcript.index("$ gco inference deploy demo-chat")
     )
@@ -132,9 +135,9 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
 def test_a_failed_engine_set_up_stops_the_walk_with_its_reason_and_nothing_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gco.local.demo import demo_rollout
+    from gco.local.demo import demo
 
-    monkeypatch.setattr(demo_rollout, "rollouts", lambda *_: None)  # the fake engines' part: not the point
+    monkeypatch.setattr(demo, "_on_fake_engines", lambda *_: None)  # the fake engines' part: not the point
     ready = tmp_path / "engine-ready"
     mark(ready, "llama.cpp: building llama-cpp-python[server]==0.3.36 failed (exit 1); see build.log")
     lines: list[str] = []
