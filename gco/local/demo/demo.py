@@ -8,12 +8,12 @@ engines, autoscaler and proxy), so the demo can show what each Region holds betw
 The walk: first two rollouts of an endpoint whose images run the fake engine, decided by a paired
 comparison (one build promoted Region by Region, one 20% slower rolled back, each with its evidence's
 report page), and the lifecycle of another such endpoint (list, scale, stop, start, update, move a
-Region, refuse a stale delete, delete and purge: `demo_lifecycle`); then, on the demo's engine,
-deploy to two Regions from a spec file, invoke both, the global address, a canary at a weight with
-the split observed through the proxy, promote, refuse bad input, delete; then `gco bench rounds` of
-two local engines in Williams order with the evidence written to the run directory and the local
-S3 bucket, and its report page. The fake engine's part comes first because it needs no CPU engine: a
-first `make demo` starts the walk-through while llama.cpp still compiles
+Region, refuse a stale delete, delete and purge: `demo_lifecycle`) with the global address in front of
+it (`demo_global`); then, on the demo's engine, deploy to two Regions from a spec file, invoke both,
+a canary at a weight with the split observed through the proxy, promote, refuse bad input, delete;
+then `gco bench rounds` of two local engines in Williams order with the evidence written to the run
+directory and the local S3 bucket, and its report page. The fake engine's part comes first because
+it needs no CPU engine: a first `make demo` starts the walk-through while llama.cpp still compiles
 (`gco.local.llama.setup_env`), and the walk waits for the engine (`engine_ready`) only before its
 first step on it.
 Every wait prints a progress line; at the end every process it started is gone and its ports
@@ -200,13 +200,13 @@ def walkthrough(
         try:
             with clusters.start(poll_interval=0.2, sweep_interval=5.0):
                 try:
-                    one_address = lambda: demo_global.global_address(  # noqa: E731
-                        step, echo, env, clusters, store, "demo-chat"
+                    one_address = lambda name: demo_global.global_address(  # noqa: E731
+                        step, echo, env, clusters, store, name
                     )
-                    _on_fake_engines(step, echo, clusters, run_dir.resolve() / "rollout")
+                    _on_fake_engines(step, echo, clusters, run_dir.resolve() / "rollout", one_address)
                     if engine_ready_file is not None:
                         _await_engine(echo, engine_ready_file)
-                    _walk(step, echo, clusters, spec_file, engine_groups, one_address)
+                    _walk(step, echo, clusters, spec_file, engine_groups)
                 except Exception:
                     explain_failure(echo, store, clusters)
                     raise
@@ -222,12 +222,17 @@ def walkthrough(
 
 
 def _on_fake_engines(
-    step: Callable[..., str], echo: Callable[[str], None], clusters: LocalClusters, rollout_dir: Path
+    step: Callable[..., str],
+    echo: Callable[[str], None],
+    clusters: LocalClusters,
+    rollout_dir: Path,
+    global_address: Callable[[str], None],
 ) -> None:
     """The walk's part that needs no CPU engine (its images run the fake engine): the rollouts, then
-    an endpoint's lifecycle. A first `make demo` runs it while llama.cpp still compiles."""
+    an endpoint's global address and lifecycle. A first `make demo` runs it while llama.cpp still
+    compiles."""
     demo_rollout.rollouts(step, echo, rollout_dir)
-    demo_lifecycle.lifecycle(step, echo, clusters.reconcilers)
+    demo_lifecycle.lifecycle(step, echo, clusters.reconcilers, global_address)
 
 
 def _await_engine(echo: Callable[[str], None], ready: Path) -> None:
@@ -316,7 +321,6 @@ def _walk(
     clusters: LocalClusters,
     spec_file: Path,
     engine_groups: set[int],
-    global_address: Callable[[], None],
 ) -> None:
     reconcilers = clusters.reconcilers
     step(
@@ -352,7 +356,6 @@ def _walk(
             "--prompt",
             "The capital of France is",
         )
-    global_address()
     _canary(step, echo, clusters, engine_groups)
     step(
         "bad input is refused with one line naming the field; nothing is written",

@@ -1,5 +1,6 @@
-"""The walk-through's lifecycle of an endpoint: list, scale, stop, start, update, move a Region, refuse a
-stale delete, delete and purge, each Region's objects shown after the move and after the purge.
+"""The walk-through's lifecycle of an endpoint: the global address in front of it, then list, scale,
+stop, start, update, move a Region, refuse a stale delete, delete and purge, each Region's objects
+shown after the move and after the purge.
 
 Its images run the fake engine (the rollout's, `demo_rollout.IMAGE_ARGS`), so it needs no CPU engine
 and runs while a first `make demo` still compiles llama.cpp: what it shows is the record, the
@@ -37,13 +38,20 @@ def settle(reconcilers: LocalReconcilers, rounds: int = 40) -> None:
         time.sleep(0.1)
 
 
-def lifecycle(step: Callable[..., str], echo: Callable[[str], None], reconcilers: LocalReconcilers) -> None:
-    """Deploy `ENDPOINT` to two Regions, then every lifecycle command on it, ending with its purge."""
+def lifecycle(
+    step: Callable[..., str],
+    echo: Callable[[str], None],
+    reconcilers: LocalReconcilers,
+    global_address: Callable[[str], None],
+) -> None:
+    """Deploy `ENDPOINT` to two Regions, call it through the global address (`global_address`, given
+    the endpoint's name), then every lifecycle command on it, ending with its purge."""
     step(
         "an endpoint for the lifecycle commands (its images run the fake engine) in two Regions",
         *("inference", "deploy", ENDPOINT, "--image", demo_rollout.PRIMARY, "--model-id", "demo/ops"),
         *("--region", "us-east-1", "--region", "us-west-2", "--wait", "--timeout", "60"),
     )
+    global_address(ENDPOINT)
     step("list endpoints", "inference", "list")
     step("scale", "inference", "scale", ENDPOINT, "--replicas", "3")
     step("stop (scale to zero, keep the record)", "inference", "stop", ENDPOINT)

@@ -97,11 +97,12 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         validate(json.loads(Path(pages[1]).with_suffix(".json").read_text(encoding="utf-8"))).kind
         == "rollout"
     )
-    # the rollouts and the lifecycle (fake engines only) first; then the wait for the engine the
+    # the rollouts, the global address and the lifecycle (fake engines only) first; then the wait for the engine the
     # set-up installs beside them, before the first step on it
     waited = transcript.index("  ... the CPU engine is installed: waited ")
     assert (
         transcript.index("demo-rollout: rolled_back")
+        < transcript.index("the key was revoked")
         < transcript.index("error: endpoint 'demo-ops' not found")
         < waited
         < transcript.index("$ gco inference deploy demo-chat")
