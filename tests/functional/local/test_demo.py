@@ -97,8 +97,8 @@ def test_walkthrough_runs_every_step_and_stops_its_server(tmp_path: Path) -> Non
         validate(json.loads(Path(pages[1]).with_suffix(".json").read_text(encoding="utf-8"))).kind
         == "rollout"
     )
-    # the rollouts, the global address and the lifecycle (fake engines only) first; then the wait for the engine the
-    # set-up installs beside them, before the first step on it
+    # the rollouts, the global address and the lifecycle (fake engines only) first; then the wait for
+    # the engine the set-up installs beside them, before the first step on it
     waited = transcript.index("  ... the CPU engine is installed: waited ")
     assert (
         transcript.index("demo-rollout: rolled_back")
