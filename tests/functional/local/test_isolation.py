@@ -21,7 +21,7 @@ from gco.local.region.services import UPSTREAM_HEADER
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SERVICE
 from gco.reconcile.proxy.routes import VERSION_HEADER
 from tests.functional.cli.test_inference_cli import Cli
-from tests.functional.local.conftest import client, eventually
+from tests.functional.local.conftest import client, eventually, unstamped_items
 from tests.functional.local.test_canary import CANARY_IMAGE
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.endpoints.test_paths import ESCAPES
@@ -74,19 +74,6 @@ def owned_by(clusters: LocalClusters, kind_name: str, name: str) -> str | None:
     kind = DEPLOYMENT if kind_name == "Deployment" else SERVICE
     found = clusters.reconcilers.regions[EAST].api.get(kind, "gco-inference", name)
     return None if found is None else str(found["metadata"]["labels"][ENDPOINT_LABEL])
-
-
-def unstamped_items(store: EndpointStore) -> list[dict[str, Any]]:
-    """The table's items without the times a Regional reconciler may still stamp while the CLI runs:
-    a second pass (the stream's beside a sweep's, each planned from its own read) can write the same
-    running status again just after the first, which moves only `updated_at` and the Region's
-    `last_sync` (seen on CI). Every other attribute must hold."""
-    items = store.client.scan(TableName=store.table_name, ConsistentRead=True)["Items"]
-    for item in items:
-        item.pop("updated_at", None)
-        for region in item.get("region_status", {}).get("M", {}).values():
-            region["M"].pop("last_sync", None)
-    return items
 
 
 def test_an_endpoint_named_like_a_canary_and_the_canary_stay_apart(

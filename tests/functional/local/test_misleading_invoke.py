@@ -17,10 +17,10 @@ from gco.endpoints.paths import MAX_PATH
 from gco.inference.invoke import INVOKE_URLS_ENV
 from gco.local.region.cluster import LocalClusters
 from tests.functional.cli.test_inference_cli import Cli
-from tests.functional.local.conftest import eventually
+from tests.functional.local.conftest import eventually, unstamped_items
 from tests.functional.local.test_engines import MODEL, SPEC, running
 from tests.functional.local.test_isolation import raw_status
-from tests.functional.local.test_traffic_cli import cli, items, local_cli
+from tests.functional.local.test_traffic_cli import cli, local_cli
 from tests.unit.reconcile.records import EAST
 
 __all__ = ["cli", "local_cli"]  # fixtures, imported to be used here
@@ -63,12 +63,12 @@ def serving(store: EndpointStore) -> None:
 
 def test_invoke_region_bogus_exits_2(store: EndpointStore, local_cli: Cli) -> None:
     serving(store)
-    before = items(store)
+    before = unstamped_items(store)
     _, err = local_cli("inference", "invoke", "smol", "--region", "bogus", code=2)
     assert err == "error: --region: 'bogus' is not an AWS Region name (for example us-east-1)\n"
     _, err = local_cli("inference", "invoke", "smol", "--region", "eu-west-1", code=2)
     assert err == f"error: --region: endpoint 'smol' does not target eu-west-1 (its Regions: {EAST})\n"
-    assert items(store) == before
+    assert unstamped_items(store) == before
 
 
 def test_invoke_path_with_a_query_string_works_locally_as_in_aws(
