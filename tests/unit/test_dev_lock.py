@@ -6,11 +6,13 @@ demo` installs, is the part of it that the dependencies and the local extra need
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import shlex
 import tomllib
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -162,3 +164,30 @@ def test_the_demo_installs_its_own_lock_and_the_tests_the_whole_one() -> None:
     assert "-m gco.local.llama.setup_env --lock $(DEMO_LOCK)" in stamps["$(DEMO_STAMP)"]
     assert "$(DEMO_STAMP)" in stamps["$(STAMP)"]  # the whole set-up holds the demo's
     assert re.search(r"^lint: \$\(STAMP\)$", makefile, re.MULTILINE)
+
+
+def engine_requirements() -> list[Requirement]:
+    """What the installed llama-cpp-python asks for itself and for its `server` extra (its METADATA):
+    the set-up installs the engine without the index (gco.local.llama.llama_build.install), so both
+    locks must hold all of it."""
+    pytest.importorskip("llama_cpp", reason="the CPU engine is not installed here")
+    raw = importlib.metadata.requires("llama-cpp-python") or []
+    return [
+        requirement
+        for requirement in map(Requirement, raw)
+        if requirement.marker is None or requirement.marker.evaluate({"extra": "server"})
+    ]
+
+
+def test_both_locks_pin_what_the_engine_and_its_server_need_within_its_ranges() -> None:
+    wanted = engine_requirements()
+    assert {"uvicorn", "fastapi", "diskcache"} <= {canonicalize_name(r.name) for r in wanted}
+    for lock in (LOCK, DEMO_LOCK):
+        entries = locked(lock)
+        for requirement in wanted:
+            name = canonicalize_name(requirement.name)
+            assert name in entries, f"{lock.name} does not pin {requirement} (the engine's): add it to local"
+            assert requirement.specifier.contains(entries[name][0], prereleases=True), (
+                lock.name,
+                requirement,
+            )

