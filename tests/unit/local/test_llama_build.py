@@ -258,7 +258,7 @@ def test_the_project_include_lightens_libllama_and_ggml_base_only(tmp_path: Path
     # A project shaped like llama.cpp's (named llama.cpp, libllama and ggml defined in subdirectories
     # after project()), configured by the real CMake with the include: libllama's and ggml-base's
     # compiles end in -O1 (after the build type's -O3, so it wins), the kernels' keep -O3 alone,
-    # and libllama-common is not built.
+    # the C++ targets precompile the standard headers, and libllama-common is not built.
     source = tmp_path / "src-tree"
     for folder, body in (
         ("src", "add_library(llama SHARED model.cpp)\n"),
@@ -278,9 +278,17 @@ def test_the_project_include_lightens_libllama_and_ggml_base_only(tmp_path: Path
     commands = subprocess.run(
         ["ninja", "-C", str(build), "-t", "commands"], check=True, capture_output=True, text=True, timeout=60
     ).stdout.splitlines()
-    levels = {
-        Path(line.split(" -c ")[1].strip()).name: re.findall(r" (-O\d)\b", line)
-        for line in commands
-        if " -c " in line
+    compiles = {Path(line.split(" -c ")[1].strip()).name: line for line in commands if " -c " in line}
+    levels = {name: re.findall(r" (-O\d)\b", line) for name, line in compiles.items()}
+    assert {name: level for name, level in levels.items() if not name.startswith("cmake_pch")} == {
+        "model.cpp": ["-O3", "-O1"],
+        "base.c": ["-O3", "-O1"],
+        "ops.cpp": ["-O3"],
     }
-    assert levels == {"model.cpp": ["-O3", "-O1"], "base.c": ["-O3", "-O1"], "ops.cpp": ["-O3"]}
+    # the standard headers precompiled once for each C++ target and included first; none for C
+    headers = sorted(build.rglob("cmake_pch.hxx"))
+    assert [path.parent.name for path in headers] == ["ggml-cpu.dir", "llama.dir"]
+    assert all("#include <vector>" in path.read_text() for path in headers)
+    for name in ("model.cpp", "ops.cpp"):
+        assert re.search(r" -include \S+/cmake_pch\.hxx\b", compiles[name]), compiles[name]
+    assert "cmake_pch" not in compiles["base.c"]
