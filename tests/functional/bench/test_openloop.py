@@ -1,6 +1,7 @@
-"""An open-loop level on real loopback HTTP (`openloop.OpenLoop`): every request sent once, in order,
-each answer called back once; an answer that never comes is given up on; a request that finds no
-idle connection opens one. The clock is the real one: nothing here asserts on a duration."""
+"""An open-loop level on real loopback HTTP (`openloop.OpenLoop`): every request sent once, none before
+its time, those on connections opened ahead in order, each answer called back once; an answer that
+never comes is given up on; a request that finds no idle connection opens one. The clock is the real
+one: nothing here asserts on a duration."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from tests.functional.bench.conftest import engine_server
 Done = list[tuple[int, int, Response | None, str | None]]
 
 
+OFFSETS = [0.0, 0.0, 0.002, 0.004, 0.004, 0.006]
+
+
 def test_every_request_is_sent_in_order_and_each_answer_called_back_once() -> None:
-    async def scenario() -> Done:
+    async def scenario() -> tuple[Done, int]:
         done: Done = []
         async with engine_server(ttft_s=0.001, itl_s=0.001) as (url, engine):
             client = Client(url)
             settings = ServeSettings(base_url=url, max_tokens=3)
             assert await client.pool.open_ahead(4) == 4
-            offsets = [0.0, 0.0, 0.002, 0.004, 0.004, 0.006]
+            offsets = OFFSETS
             asked: list[int] = []
 
             def request(i: int) -> bytes:
@@ -43,13 +47,17 @@ def test_every_request_is_sent_in_order_and_each_answer_called_back_once() -> No
                 assert response is not None
                 assert response.status == 200
                 assert origin <= sent == response.sent_ns <= response.ended_ns
-        return done
+        return done, origin
 
-    done = asyncio.run(scenario())
+    done, origin = asyncio.run(scenario())
     assert sorted(index for index, *_ in done) == list(range(6))
     by_index = sorted(done, key=lambda item: item[0])
     sends = [sent for _, sent, *_ in by_index]
-    assert sends == sorted(sends)  # written in the planned order
+    # The first four go out on the connections opened ahead, in the planned order. A later one that
+    # finds none idle opens one in a task of its own (the module's docstring) and is written once it
+    # connects, so on a busy machine the next may find a connection back in the pool and go first.
+    assert sends[:4] == sorted(sends[:4])
+    assert all(sent >= origin + offset * 1e9 for sent, offset in zip(sends, OFFSETS, strict=True))
 
 
 async def _silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -28,9 +28,12 @@ from tests.unit.reconcile.records import EAST, WEST
 
 # The primary answers the first token after 300 ms and each of the 32 tokens after 8 ms more (times that
 # dwarf the loopback's own jitter, up to about 100 ms on a loaded machine); an equal canary the same, a
-# slower one 20% later at each, a failing one answers every completion with 500. Slower than the demo's
+# slower one 50% later at each, a failing one answers every completion with 500. Slower than the demo's
 # (`demo_rollout.SPEED`, 100 ms and 3 ms with a 30% tolerance): these tests decide at the default 5%
-# on a machine shared with the rest of the suite.
+# on a machine shared with the rest of the suite. At 20% later the CI machine once ended 20 blocks
+# with the intervals still straddling 1.05; what a 20% slower canary gets is decided from injected
+# samples (tests/unit/rollout/test_decision.py) and measured under known noise
+# (benchmarks/rollout_decisions.py), so this test only needs a canary that is plainly slower.
 SPEED = ("--ttft-ms", "300", "--itl-ms", "8")
 EQUAL = "registry.example.com/vllm:equal"
 SLOWER = "registry.example.com/vllm:slower"
@@ -38,7 +41,7 @@ FAILING = "registry.example.com/vllm:failing"
 IMAGE_ARGS = {
     str(SPEC["image"]): SPEED,
     EQUAL: SPEED,
-    SLOWER: ("--ttft-ms", "360", "--itl-ms", "9.6"),
+    SLOWER: ("--ttft-ms", "450", "--itl-ms", "12"),
     FAILING: (*SPEED, "--fail-rate", "1"),
 }
 
@@ -129,7 +132,7 @@ def test_an_equal_canary_is_promoted_region_by_region(
 
 
 @pytest.mark.slow
-def test_a_canary_20_percent_slower_is_rolled_back_in_the_first_region(
+def test_a_canary_half_again_as_slow_is_rolled_back_in_the_first_region(
     store: EndpointStore, speeds: LocalClusters, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state, traffic, evidence = rollout(store, speeds, SLOWER, tmp_path, monkeypatch)
