@@ -43,6 +43,7 @@ from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
 from gco.reconcile.objects import FIELD_MANAGER  # noqa: E402
 from gco.reconcile.render import render  # noqa: E402
 from gco.reconcile.sweep import sweep  # noqa: E402
+from gco.reconcile.throughput import STREAM_SETTINGS  # noqa: E402
 
 REGION_WORKER = ROOT / "benchmarks" / "reconcile_region.py"
 
@@ -90,14 +91,23 @@ PROXY_PODS = 2  # ready proxy pods each Region's reachability probe asks (`recon
 
 
 def start_region(
-    moto: MotoServer, table: str, region: str, mode: str, standin: str, expect: int, deadline: float
+    moto: MotoServer,
+    table: str,
+    region: str,
+    mode: str,
+    standin: str,
+    expect: int,
+    deadline: float,
+    environments: int = 0,
 ) -> subprocess.Popen[str]:
-    """One Region's process (`reconcile_region.py`), returned once it serves."""
+    """One Region's process (`reconcile_region.py`), returned once it serves (its environments, if
+    any, started)."""
     process = subprocess.Popen(
         [
             *(sys.executable, str(REGION_WORKER), "--region", region, "--endpoint-url", moto.url),
             *("--table", table, "--mode", mode, "--expect", str(expect), "--deadline", str(deadline)),
             *("--standin", standin, "--proxy-pods", str(PROXY_PODS if standin == "process" else 0)),
+            *("--environments", str(environments)),
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -122,17 +132,27 @@ class Applied:
 
 
 def write_to_applied(
-    moto: MotoServer, endpoints: int, window: float, mode: str, standin: str, writers: int = 1
+    moto: MotoServer,
+    endpoints: int,
+    window: float,
+    mode: str,
+    standin: str,
+    writers: int = 1,
+    environments: int = 0,
 ) -> Applied:
     """Latency from each create() to its Deployment existing in every Region's cluster, and the CPU
     seconds the Regions' processes spent meanwhile. Each Region runs in its own process, as in
-    `gco local up` and in AWS (`reconcile_region.py`). `writers` threads write, each write at its
-    planned time (1: one after the other, each waiting for the last)."""
+    `gco local up` and in AWS (`reconcile_region.py`); in stream mode its handler runs in
+    `environments` processes of its own (0: on the Region process's threads). `writers` threads
+    write, each write at its planned time (1: one after the other, each waiting for the last)."""
     table = f"latency-{mode}-{endpoints}"
     store = fresh_store(moto, table)
     regions = REGIONS[:2]
     deadline = window + 1800.0  # the polling baseline at 1,000 endpoints on a loaded machine: minutes
-    processes = [start_region(moto, table, region, mode, standin, endpoints, deadline) for region in regions]
+    processes = [
+        start_region(moto, table, region, mode, standin, endpoints, deadline, environments)
+        for region in regions
+    ]
     written: dict[str, float] = {}
     gap = window / endpoints
 
@@ -324,6 +344,14 @@ def main() -> None:
         help="threads that write the endpoints, each write at its planned time (1: one after the other)",
     )
     parser.add_argument(
+        "--environments",
+        type=int,
+        default=0,
+        help="with --standin process: the stream handler's Lambda execution environments per Region, each a "
+        f"process, as in AWS ({STREAM_SETTINGS.parallelization_factor}: the mapping's batches in flight per "
+        "shard); 0 (default): every batch on a thread of the Region's process",
+    )
+    parser.add_argument(
         "--latency-only", action="store_true", help="only write-to-applied (no import, sweep, purge, cost)"
     )
     args = parser.parse_args()
@@ -345,12 +373,20 @@ def main() -> None:
                 " route shards, the kubelet's volume refresh (60 s, or at once when the probe annotates"
                 " a pod) and the reachability probe in the path"
             )
+            print(
+                f"the stream handler: {args.environments} Lambda execution environments per Region,"
+                " each a process"
+                if args.environments
+                else "the stream handler: on the Region process's threads (one interpreter for every batch)"
+            )
         for endpoints in sizes:
             print(f"workload: {endpoints} endpoints x 2 Regions, writes spread over {args.window:.0f} s")
             runs: dict[str, list[float]] = {}
             for mode, label in (("stream", "stream-triggered"), ("sweep", "15 s polling sweep")):
                 moto_before = moto.cpu_seconds()
-                run = write_to_applied(moto, endpoints, args.window, mode, args.standin, args.writers)
+                run = write_to_applied(
+                    moto, endpoints, args.window, mode, args.standin, args.writers, args.environments
+                )
                 moto_after = moto.cpu_seconds()
                 values = runs[mode] = run.latencies
                 print(  # each row as soon as it is measured: the polling run at 1,000 takes minutes

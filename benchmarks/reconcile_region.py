@@ -41,7 +41,8 @@ from gco import aws  # noqa: E402
 from gco.endpoints import EndpointStore  # noqa: E402
 from gco.env import ENDPOINT_URL_ENV  # noqa: E402
 from gco.local.region import proxied_standin  # noqa: E402
-from gco.local.region.poller import StreamPoller  # noqa: E402
+from gco.local.region.environments import EnvironmentConfig, ExecutionEnvironments  # noqa: E402
+from gco.local.region.poller import Handler, StreamPoller  # noqa: E402
 from gco.local.region.reconcilers import LocalReconcilers  # noqa: E402
 from gco.local.region.volume import KUBELET_SYNC_S  # noqa: E402
 from gco.local.standin.process import StandInProcess  # noqa: E402
@@ -81,11 +82,13 @@ class Region:
         standin: str,
         proxy_pods: int = 2,
         kubelet_sync_s: float = KUBELET_SYNC_S,
+        environments: int = 0,
     ) -> None:
         self.region = region
         self.local: LocalReconcilers | None = None
         self.api: StandInProcess | None = None
         self.kube: KubeCluster | None = None  # the process mode's client of the stand-in, closed on stop
+        self.environments: ExecutionEnvironments | None = None
         if standin == "thread":
             self.local = LocalReconcilers(store, [region], endpoint_url=endpoint_url, wait=0.0)
             self.reconciler = self.local.regions[region].reconciler
@@ -102,10 +105,17 @@ class Region:
         self.reconciler.ensure_system()
         streams = aws.client("dynamodbstreams", endpoint_url=endpoint_url)
         arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
+        handler: Handler = lambda event, context: handle_stream_event(event, self.reconciler, context)  # noqa: E731
+        if environments:  # each batch in flight in an environment process of its own, as in AWS
+            url = self.api.url
+            config = EnvironmentConfig(
+                region, store.table_name, endpoint_url, url, LOCAL_TOKEN, bool(proxy_pods)
+            )
+            self.environments = handler = ExecutionEnvironments(config, environments).start()
         self.poller = StreamPoller(
             streams,
             arn,
-            lambda event, context: handle_stream_event(event, self.reconciler, context),
+            handler,
             region=region,
             batch_size=STREAM_SETTINGS.batch_size,
             parallelization=STREAM_SETTINGS.parallelization_factor,
@@ -132,7 +142,19 @@ class Region:
             if delivered == 0:
                 stop.wait(LAMBDA_POLL)
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds of what runs this Region's reconciles: this process, its environments (if
+        any) and its stand-in API server process (if any)."""
+        used = cpu_seconds()
+        if self.environments is not None:
+            used += self.environments.cpu_seconds()
+        if self.api is not None:
+            used += self.api.cpu_seconds()
+        return used
+
     def stop(self) -> None:
+        if self.environments is not None:
+            self.environments.close()
         if self.local is not None:
             self.local.stop()
         if self.kube is not None:
@@ -151,10 +173,12 @@ def run(
     deadline_s: float,
     proxy_pods: int = 2,
     kubelet_sync_s: float = KUBELET_SYNC_S,
+    environments: int = 0,
 ) -> dict[str, object]:
     store = EndpointStore(aws.client("dynamodb", endpoint_url=endpoint_url), table)
     stop = threading.Event()
-    stack = Region(region, store, endpoint_url, standin, proxy_pods, kubelet_sync_s)
+    in_processes = environments if mode == "stream" and standin == "process" else 0
+    stack = Region(region, store, endpoint_url, standin, proxy_pods, kubelet_sync_s, in_processes)
     if mode == "stream":
         work = threading.Thread(target=stack.run_stream, args=(stop,), name=f"poller-{region}", daemon=True)
     else:
@@ -167,7 +191,7 @@ def run(
         work = threading.Thread(target=tick, name=f"sweep-{region}", daemon=True)
     work.start()
     print("ready", flush=True)
-    started_cpu = cpu_seconds()
+    started_cpu = stack.cpu_seconds()
     keys = {name: (DEPLOYMENT.plural, NAMESPACE, name) for name in endpoint_names(expect)}
     deadline = time.monotonic() + deadline_s
     created: dict[tuple[str, str, str], float] = {}
@@ -178,11 +202,9 @@ def run(
         created = stack.created_at()
         if all(key in created for key in keys.values()):
             break
-    used = cpu_seconds() - started_cpu  # this process; the stand-in child's is added below
+    used = stack.cpu_seconds() - started_cpu  # this process's, its environments' and its stand-in's
     stop.set()
     work.join(timeout=300)
-    if stack.api is not None:
-        used += stack.api.cpu_seconds()
     stack.stop()
     return {"created": {name: created[key] for name, key in keys.items() if key in created}, "cpu": used}
 
@@ -202,11 +224,18 @@ def main() -> None:
     parser.add_argument(
         "--kubelet-sync-s", type=float, default=KUBELET_SYNC_S, help="the proxy pods' kubelet sync period"
     )
+    parser.add_argument(
+        "--environments",
+        type=int,
+        default=0,
+        help="stream mode with --standin process: the stream handler's execution environments, each a "
+        "process (0: every batch on a thread of this process)",
+    )
     args = parser.parse_args()
     os.environ.setdefault(ENDPOINT_URL_ENV, args.endpoint_url)
     result = run(
         *(args.region, args.endpoint_url, args.table, args.mode, args.standin, args.expect, args.deadline),
-        *(args.proxy_pods, args.kubelet_sync_s),
+        *(args.proxy_pods, args.kubelet_sync_s, args.environments),
     )
     print(json.dumps(result), flush=True)
 
