@@ -15,12 +15,13 @@ the 400 KB item limit is refused before the write, naming its largest field.
 from __future__ import annotations
 
 import base64
+import binascii
 import math
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, DecimalException
 from typing import Any
 
-from gco.endpoints.errors import InvalidSpecError
+from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
 
 # DynamoDB numbers: up to 38 significant digits, magnitude 1E-130 .. 9.99...E+125.
 MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
@@ -123,13 +124,62 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: to_attribute(value, name) for name, value in values.items()}
 
 
+# What decoding a value that is not an AttributeValue raises: a mapping without exactly one type
+# (unpacking), a type DynamoDB does not define, base64 or a number that does not parse
+# (binascii.Error is a ValueError), a value of the wrong Python type.
+_UNDECODABLE = (ValueError, TypeError, AttributeError, DecimalException)
+
+
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A DynamoDB item as plain Python values (int, float, str, bool, None, bytes, list, dict).
 
     Raises:
-        ValueError: an attribute of a type DynamoDB does not define.
+        MalformedRecordError: an attribute is not a DynamoDB AttributeValue (naming the item's
+            `endpoint_name`, where it has one, and the dotted path of the first bad value).
     """
-    return {name: _decode(value) for name, value in item.items()}
+    try:
+        return {name: _decode(value) for name, value in item.items()}
+    except _UNDECODABLE:
+        pass
+    # Only on failure: walk again to name the value (the decode itself keeps no path, as it runs
+    # for every attribute of every answer).
+    field, problem = next(found for name, value in item.items() if (found := _first_undecodable(value, name)))
+    key = item.get("endpoint_name")
+    shown = key["S"] if isinstance(key, Mapping) and isinstance(key.get("S"), str) else "?"
+    raise MalformedRecordError(shown, field, problem) from None
+
+
+def _first_undecodable(attribute: Any, path: str) -> tuple[str, str] | None:
+    """The dotted path of the first value under `attribute` that does not decode, and why; None if
+    all of it decodes."""
+    try:
+        _decode(attribute)
+        return None
+    except _UNDECODABLE as error:
+        problem = _problem(attribute, error)
+    if isinstance(attribute, Mapping) and len(attribute) == 1:
+        ((kind, value),) = attribute.items()
+        children: list[tuple[str, Any]] = []
+        if kind == "M" and isinstance(value, Mapping):
+            children = [(f"{path}.{name}", item) for name, item in value.items()]
+        elif kind == "L" and isinstance(value, list):
+            children = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+        for where, item in children:
+            found = _first_undecodable(item, where)
+            if found is not None:
+                return found
+    return path, problem
+
+
+def _problem(attribute: Any, error: Exception) -> str:
+    if not isinstance(attribute, Mapping) or len(attribute) != 1:
+        return "not an attribute value (a mapping of one type to its value)"
+    value = next(iter(attribute.values()))
+    if isinstance(error, DecimalException):
+        return f"{value!r} is not a number"
+    if isinstance(error, binascii.Error):
+        return f"{value!r} is not base64"
+    return str(error)
 
 
 # DynamoDB's item size limit (400 KB, counted as 400 * 1024 bytes) for one record.

@@ -14,15 +14,19 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from gco.endpoints import operations
 from gco.endpoints.codec import from_item
+from gco.endpoints.errors import MalformedRecordError
 from gco.endpoints.store import EndpointStore
 from gco.rollout.errors import RolloutInputError, RolloutSupersededError
 from gco.rollout.state import RolloutSettings, parse_settings, parse_state
 from gco.rollout.steps import Ports, abort, begin, remove_canary_of, step
+
+log = logging.getLogger(__name__)
 
 REQUEST_ATTRIBUTE = "rollout_request"  # the record attribute whose write starts a rollout
 
@@ -97,13 +101,18 @@ def give_up(
 
 def requests_from_stream(records: Iterable[Mapping[str, Any]]) -> list[tuple[RolloutSettings, str]]:
     """(settings, lifecycle id) of each rollout the stream's records ask for (a new or changed
-    `rollout_request` on a live record); a malformed request is skipped (it would fail every retry).
+    `rollout_request` on a live record); a malformed request, or an image that does not decode, is
+    skipped (it would fail every retry) and logged.
     """
     found: list[tuple[RolloutSettings, str]] = []
     for record in records:
         change = record.get("dynamodb") or {}
-        new = from_item(change.get("NewImage") or {})
-        old = from_item(change.get("OldImage") or {})
+        try:
+            new = from_item(change.get("NewImage") or {})
+            old = from_item(change.get("OldImage") or {})
+        except MalformedRecordError as error:
+            log.warning("stream record skipped: %s", error)
+            continue
         request = new.get(REQUEST_ATTRIBUTE)
         if not isinstance(request, dict) or request == old.get(REQUEST_ATTRIBUTE):
             continue

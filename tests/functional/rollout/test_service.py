@@ -109,6 +109,10 @@ def test_the_stream_asks_for_a_rollout_where_the_request_appeared_or_changed() -
             _stream_record({**base, "desired_state": "stopped", REQUEST_ATTRIBUTE: request}, base),  # stopped
             _stream_record({**base, REQUEST_ATTRIBUTE: {"image": CANARY, "block_requests": 3}}, base),  # bad
             _stream_record(base, None),  # none
+            {
+                "eventName": "INSERT",
+                "dynamodb": {"NewImage": {"endpoint_name": {"Q": "smol"}}},
+            },  # undecodable
         ]
     )
     assert len(asked) == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import binascii
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -138,8 +137,22 @@ def test_codec_refuses_what_dynamodb_cannot_hold() -> None:
     assert from_item({"b": {"B": b"xy"}, "ss": {"SS": ["a"]}}) == {"b": b"xy", "ss": ["a"]}
     # As the JSON protocol writes binaries (the table's answers reach the codec unparsed): base64 text.
     assert from_item({"b": {"B": "eHk="}, "bs": {"BS": ["eHk=", b"z"]}}) == {"b": b"xy", "bs": [b"xy", b"z"]}
-    with pytest.raises(binascii.Error):
-        from_item({"b": {"B": "not base64!"}})
+
+
+def test_an_item_that_does_not_decode_is_one_error_naming_its_key_and_the_bad_value() -> None:
+    key: dict[str, Any] = {"endpoint_name": {"S": "chat"}}
+    cases: list[tuple[dict[str, Any], str, str]] = [
+        ({**key, "b": {"B": "not base64!"}}, "b", "'not base64!' is not base64"),
+        ({**key, "spec": {"M": {"a": {"L": [{"S": "ok"}, {"Q": "1"}]}}}}, "spec.a[1]", "unknown DynamoDB"),
+        ({**key, "port": {"N": "eighty"}}, "port", "'eighty' is not a number"),
+        ({**key, "two": {"S": "a", "N": "1"}}, "two", "not an attribute value"),
+        ({"plain": 5}, "plain", "not an attribute value"),
+    ]
+    for item, field, problem in cases:
+        with pytest.raises(MalformedRecordError) as raised:
+            from_item(item)
+        assert (raised.value.field, raised.value.key) == (field, "chat" if "endpoint_name" in item else "?")
+        assert problem in raised.value.problem
 
 
 # -- expressions -----------------------------------------------------------------------------------
