@@ -124,12 +124,6 @@ def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: to_attribute(value, name) for name, value in values.items()}
 
 
-# What decoding a value that is not an AttributeValue raises: a mapping without exactly one type
-# (unpacking), a type DynamoDB does not define, base64 or a number that does not parse
-# (binascii.Error is a ValueError), a value of the wrong Python type.
-_UNDECODABLE = (ValueError, TypeError, AttributeError, DecimalException)
-
-
 def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A DynamoDB item as plain Python values (int, float, str, bool, None, bytes, list, dict).
 
@@ -139,7 +133,10 @@ def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """
     try:
         return {name: _decode(value) for name, value in item.items()}
-    except _UNDECODABLE:
+    # What decoding a value that is not an AttributeValue raises: a mapping without exactly one
+    # type (unpacking), a type DynamoDB does not define, base64 or a number that does not parse
+    # (binascii.Error is a ValueError), a value of the wrong Python type.
+    except (ValueError, TypeError, AttributeError, DecimalException):
         pass
     # Only on failure: walk again to name the value (the decode itself keeps no path, as it runs
     # for every attribute of every answer).
@@ -155,7 +152,7 @@ def _first_undecodable(attribute: Any, path: str) -> tuple[str, str] | None:
     try:
         _decode(attribute)
         return None
-    except _UNDECODABLE as error:
+    except (ValueError, TypeError, AttributeError, DecimalException) as error:  # as `from_item`
         problem = _problem(attribute, error)
     if isinstance(attribute, Mapping) and len(attribute) == 1:
         ((kind, value),) = attribute.items()
