@@ -6,7 +6,7 @@ clusters run in this process (`LocalClusters`: per Region the stand-in API serve
 engines, autoscaler and proxy), so the demo can show what each Region holds between steps.
 
 The walk: first two rollouts of an endpoint whose images run the fake engine, decided by a paired
-comparison (one build promoted Region by Region, one 20% slower rolled back, each with its evidence's
+comparison (one build promoted Region by Region, one half again as slow rolled back, each with its evidence's
 report page), and the lifecycle of another such endpoint (list, scale, stop, start, update, move a
 Region, refuse a stale delete, delete and purge: `demo_lifecycle`) with the global address in front of
 it (`demo_global`); then, on the demo's engine, deploy to two Regions from a spec file, invoke both,
