@@ -351,12 +351,21 @@ def test_the_queue_timeout_ends_the_wait_for_an_endpoint_that_never_gets_a_repli
     result = run_matrix(stack, store, tmp_path, run_id="q1", queue_timeout_seconds=3)
     assert result.verdict == "fail"
     ready = {s["endpoint"]: s for s in steps(tmp_path) if s["step"] == "ready"}
-    for name in ("mx-q1-tgi-baseline", "mx-q1-tgi-hpa"):
-        assert ready[name]["verdict"] == "fail" and ready[name]["data"]["timeout"] == "queue_timeout_seconds"
-        assert "no replica ready within queue_timeout_seconds (3 s)" in ready[name]["detail"]
-        assert ready[name]["seconds"] < 60  # the readiness timeout was not waited out
+    never = ("mx-q1-tgi-baseline", "mx-q1-tgi-hpa")
+    # The first to pass its queue timeout ends the wait for every endpoint still waiting: on a loaded
+    # machine the two never-ready endpoints reach theirs in different polls, and the later one is
+    # then reported as not awaited.
+    timed_out = [name for name in never if ready[name]["data"].get("timeout") == "queue_timeout_seconds"]
+    assert timed_out, [ready[name]["detail"] for name in never]
+    for name in never:
+        assert ready[name]["verdict"] == "fail"
+        if name in timed_out:
+            assert "no replica ready within queue_timeout_seconds (3 s)" in ready[name]["detail"]
+            assert ready[name]["seconds"] < 60  # the readiness timeout was not waited out
+        else:
+            assert ready[name]["detail"] == f"not awaited: {timed_out[0]} cannot be ready"
     evidence = LocalEvidenceStore(tmp_path / "run" / "evidence").get(result.evidence_id)
-    assert ready["mx-q1-tgi-hpa"] in evidence.data["steps"]
+    assert ready[timed_out[0]] in evidence.data["steps"]
     assert_nothing_left(stack, store, "q1")
 
 
