@@ -33,8 +33,9 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -191,7 +192,8 @@ class NginxProxy:
         self.status_port = free_port()
         self.routes = ShardReader(api, MountedShards(api, LOCAL_PROXY_POD, sync_s=kubelet_sync_s))
         self._files: dict[str, str] = {}
-        self._adapted: dict[str, tuple[str, dict[str, str]]] = {}  # shard -> (resourceVersion, files)
+        # ConfigMap (the configuration, each route shard) -> (resourceVersion, its files adapted)
+        self._adapted: dict[str, tuple[str, dict[str, str]]] = {}
         self._adapted_with: dict[str, str] = {}  # the addresses `_adapted` was adapted with
         self._addresses_of: tuple[RouteTable, dict[str, str]] | None = None
         self._process: EngineProcess | None = None
@@ -210,13 +212,15 @@ class NginxProxy:
         """Each file nginx reads (relative to the run directory) as adapted now; none before the
         reconciler rendered the proxy.
 
-        A shard's files are adapted again only when its resourceVersion or the Services' addresses
-        changed: at 10,000 routes adapting every map file takes seconds, and the sync loop asks
-        several times a second.
+        The configuration and each shard's files are adapted again only when that ConfigMap's
+        resourceVersion or the Services' addresses changed: at 10,000 routes adapting every map file
+        takes seconds, and the sync loop asks several times a second; with nothing changing, adapting
+        the configuration alone was a quarter of the walk-through's Python time in its own process
+        (`py-spy record --gil`, docs/benchmarks.md).
         """
         config = self.api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
         rendered = ((config or {}).get("data") or {}).get(NGINX_CONF) or ""
-        if not rendered:
+        if config is None or not rendered:
             return {}
         addresses = self._addresses(self.routes.table())
         if addresses != self._adapted_with:
@@ -229,21 +233,30 @@ class NginxProxy:
             run_dir=self.run_dir,
             status_port=self.status_port,
         )
-        files = {NGINX_CONF: adapt(rendered)}
+        files = dict(self._adapted_files(config, lambda: {NGINX_CONF: rendered}, adapt))
         for shard in self.routes.shards():
-            meta = shard["metadata"]
-            name, version = str(meta["name"]), str(meta.get("resourceVersion"))
-            kept = self._adapted.get(name)
-            if kept is None or kept[0] != version:
+
+            def maps(shard: Mapping[str, Any] = shard) -> dict[str, str]:
                 data = (shard.get("data") or {}).items()
-                adapted = {
-                    f"routes/{key}": adapt(text) if text else ""
-                    for key, text in data
-                    if key.endswith(MAP_SUFFIXES)
-                }
-                kept = self._adapted[name] = (version, adapted)
-            files.update(kept[1])
+                return {f"routes/{key}": text for key, text in data if key.endswith(MAP_SUFFIXES)}
+
+            files.update(self._adapted_files(shard, maps, adapt))
         return files
+
+    def _adapted_files(
+        self,
+        config_map: Mapping[str, Any],
+        texts: Callable[[], Mapping[str, str]],
+        adapt: Callable[[str], str],
+    ) -> dict[str, str]:
+        """A ConfigMap's files (`texts`: path -> its text) adapted, kept until its resourceVersion changes."""
+        meta = config_map["metadata"]
+        name, version = str(meta["name"]), str(meta.get("resourceVersion"))
+        kept = self._adapted.get(name)
+        if kept is None or kept[0] != version:
+            adapted = {path: adapt(text) if text else "" for path, text in texts().items()}
+            kept = self._adapted[name] = (version, adapted)
+        return kept[1]
 
     def _addresses(self, table: RouteTable) -> dict[str, str]:
         """The upstreams' loopback addresses (`local_conf`), looked up again only for a new table."""

@@ -12,11 +12,12 @@ import httpx
 import pytest
 
 from gco.endpoints import EndpointStore, operations
+from gco.local.region import nginx
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.nginx import NginxProxy, nginx_path
 from gco.processes.proc import group_members
-from gco.reconcile.objects import DEPLOYMENT, SYSTEM_NAMESPACE
-from gco.reconcile.proxy.render_proxy import PROXY_DEPLOYMENT
+from gco.reconcile.objects import CONFIG_MAP, DEPLOYMENT, SYSTEM_NAMESPACE
+from gco.reconcile.proxy.render_proxy import NGINX_CONF, PROXY_CONFIG, PROXY_DEPLOYMENT
 from tests.functional.local.conftest import client, eventually
 from tests.unit.reconcile.records import EAST, IMAGE, WEST
 
@@ -156,3 +157,34 @@ def test_a_route_change_reloads_nginx_in_place_and_leaves_the_proxy_deployment_a
     assert len(masters) == 1 and None not in masters  # one nginx master throughout: reloaded, not restarted
     after = api.get(DEPLOYMENT, SYSTEM_NAMESPACE, PROXY_DEPLOYMENT)
     assert after is not None and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_nginx_adapts_its_configuration_again_only_when_the_config_map_changes(
+    store: EndpointStore, clusters: LocalClusters, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sync loop asks for the files several times a second: with nothing changed, nothing is
+    adapted again; a new resourceVersion of the rendered configuration is adapted (and served)."""
+    proxy = clusters.proxies[EAST]
+    assert isinstance(proxy, NginxProxy)
+    store.create("first", SPEC, [EAST])
+    eventually(functools.partial(running, store, "first", EAST, 1), "first running")
+    adapted: list[str] = []
+    real = nginx.local_conf
+
+    def counted(rendered: str, **options: Any) -> str:
+        adapted.append(rendered)
+        return real(rendered, **options)
+
+    monkeypatch.setattr(nginx, "local_conf", counted)
+    with proxy._lock:  # the loop's own passes wait; these are the passes counted
+        first = proxy.desired_files()
+        assert proxy.desired_files() == first
+    assert adapted == []  # the loop's earlier passes adapted everything; nothing changed since
+    api = clusters.reconcilers.regions[EAST].api
+    config = api.get(CONFIG_MAP, SYSTEM_NAMESPACE, PROXY_CONFIG)
+    assert config is not None
+    changed = config["data"][NGINX_CONF] + "# changed by the test\n"
+    api.apply_as("test", {**config, "data": {NGINX_CONF: changed}})
+    with proxy._lock:
+        files = proxy.desired_files()
+    assert adapted == [changed] and files[NGINX_CONF].endswith("# changed by the test\n")
