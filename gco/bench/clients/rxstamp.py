@@ -51,6 +51,10 @@ ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size) if hasattr(socket, "CMSG_SPA
 # A realtime read bracketed by monotonic reads further apart than this was preempted: sampled again.
 OFFSET_GAP_NS = 20_000
 OFFSET_TRIES = 3
+# The probe's reads before it concludes the kernel stamps nothing (`loopback_stamps`): the kernel
+# switches stamping on from a work queue, which a busy machine may run late.
+PROBE_READS = 50
+PROBE_PAUSE_S = 0.02
 
 Ancillary = Sequence[tuple[int, int, bytes]]
 Clock = Callable[[], int]
@@ -75,8 +79,16 @@ def enable(sock: socket.socket) -> bool:
 
 @cache
 def loopback_stamps() -> bool:
-    """Whether this kernel stamps a TCP read on loopback: one probe (a connection to itself, one
-    byte), asked once a process. False where the option is unsupported or accepted and ignored."""
+    """Whether this kernel stamps a TCP read on loopback: one probe (a connection to itself, a byte at
+    a time until a read carries a stamp or `PROBE_READS` reads did not), asked once a process. False
+    where the option is unsupported or accepted and ignored.
+
+    Why more than one byte: while no socket of the machine asks for stamps, the kernel switches
+    stamping on from a work queue, after the `setsockopt` has returned (net/core/dev.c,
+    `net_enable_timestamp`: with `netstamp_wanted` at 0 it counts the request in
+    `netstamp_needed_deferred` and calls `schedule_work(&netstamp_work)`, which enables the
+    `netstamp_needed_key` static branch later), so the first packets after it may go unstamped.
+    """
     try:
         with socket.create_server(("127.0.0.1", 0)) as server:
             client = socket.create_connection(server.getsockname(), timeout=5)
@@ -84,11 +96,24 @@ def loopback_stamps() -> bool:
             with client, peer:
                 if not enable(client):
                     return False
-                peer.sendall(b"!")
-                _, ancillary, _, _ = client.recvmsg(1, ANCILLARY_BYTES)
+                return stamped_read(peer, client) is not None
     except OSError:
         return False
-    return kernel_realtime_ns(ancillary) is not None
+
+
+def stamped_read(writer: socket.socket, reader: socket.socket, reads: int = 0) -> int | None:
+    """Send a byte from `writer` to `reader` until a read carries the kernel's stamp (returned) or
+    `reads` reads (`PROBE_READS` where 0) did not (None), `PROBE_PAUSE_S` apart; `reader` has stamps
+    enabled and a timeout set."""
+    for attempt in range(reads or PROBE_READS):
+        if attempt:
+            time.sleep(PROBE_PAUSE_S)
+        writer.sendall(b"!")
+        _, ancillary, _, _ = reader.recvmsg(1, ANCILLARY_BYTES)
+        stamp = kernel_realtime_ns(ancillary)
+        if stamp is not None:
+            return stamp
+    return None
 
 
 def kernel_realtime_ns(ancillary: Ancillary) -> int | None:

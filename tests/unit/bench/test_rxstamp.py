@@ -78,9 +78,11 @@ def test_a_loopback_read_carries_a_kernel_stamp_between_the_write_and_the_read()
         peer, _ = server.accept()
         with client, peer:
             assert rxstamp.enable(client)
+            client.settimeout(10)
+            # the kernel switches stamping on from a work queue once a socket asks (rxstamp.loopback_stamps)
+            assert rxstamp.stamped_read(peer, client) is not None
             written = time.perf_counter_ns()
             peer.sendall(b"first token")
-            client.settimeout(10)
             data, ancillary, _, _ = client.recvmsg(64, rxstamp.ANCILLARY_BYTES)
             read = time.perf_counter_ns()
     assert data == b"first token"
@@ -115,6 +117,27 @@ def test_the_probe_says_no_where_the_kernel_accepts_the_option_and_stamps_nothin
     monkeypatch.setattr(socket.socket, "recvmsg", without_control_messages)
     try:
         assert not rxstamp.loopback_stamps()
+    finally:
+        rxstamp.loopback_stamps.cache_clear()
+
+
+@pytest.mark.skipif(not rxstamp.loopback_stamps(), reason="this kernel does not stamp TCP reads")
+def test_the_probe_waits_for_the_kernel_to_switch_stamping_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel enables stamping from a work queue: the first reads after the setsockopt may carry
+    no stamp (net/core/dev.c `net_enable_timestamp`). Three unstamped reads, then the kernel's own."""
+    real_recvmsg = socket.socket.recvmsg
+    reads: list[bool] = []
+
+    def late(sock: socket.socket, *args: int) -> tuple[bytes, list[tuple[int, int, bytes]], int, object]:
+        data, ancillary, flags, address = real_recvmsg(sock, *args)
+        reads.append(len(reads) >= 3)
+        return data, ancillary if reads[-1] else [], flags, address
+
+    rxstamp.loopback_stamps.cache_clear()
+    monkeypatch.setattr(socket.socket, "recvmsg", late)
+    try:
+        assert rxstamp.loopback_stamps()
+        assert reads[:4] == [False, False, False, True]
     finally:
         rxstamp.loopback_stamps.cache_clear()
 
