@@ -17,7 +17,12 @@ probes) and the Service endpoints. Each `sync()`:
   restarts, and reports it meanwhile as `CrashLoopBackOff` with the last exit;
 - rolls a changed pod template as `maxUnavailable: 0` does: replicas of the old template keep
   serving until as many of the new one are ready;
-- probes each engine's health path: a replica is ready while it answers 2xx;
+- probes each engine's health path as the kubelet's prober worker does
+  (kubernetes/kubernetes pkg/kubelet/prober/worker.go, `doProbe`): a replica becomes ready on its
+  first 2xx answer and unready only after its container's `readinessProbe.failureThreshold`
+  consecutive failures (3 when unset, the API's default), so one slow answer from a busy engine
+  does not take it out of its Service; an engine that exited is unready at once (a container that
+  is not running is never ready);
 - gives each engine its container's `env`: a `value` as is, and a `valueFrom.secretKeyRef` as the
   kubelet resolves it, from the named Secret's `data` key (base64-decoded) in the pod's namespace
   (kubernetes.io/docs/concepts/configuration/secret/#using-secrets-as-environment-variables); while
@@ -32,9 +37,10 @@ the stand-in's Pod lists: one Pod per replica with the container status a kubele
 container runtime gives it, 128 + the signal for a signalled process, and `signal`).
 
 It does not model: pods as API objects, scheduling onto nodes or GPUs, init containers (a
-`model_source` is not synced), probes' periods and thresholds (one failed probe makes a replica
-unready), liveness restarts (an engine that hangs stays unready, not restarted), `maxSurge` (every
-missing new replica starts at once), or a Pod's IP kept across restarts (a restarted engine
+`model_source` is not synced), probes' periods, timeouts and `successThreshold` (every replica is
+probed once a pass with `probe_timeout`, and one success makes it ready), liveness restarts (an
+engine that hangs stays unready, not restarted), `maxSurge` (every missing new replica starts at
+once), or a Pod's IP kept across restarts (a restarted engine
 listens on a new loopback port), `optional` secret references, `configMapKeyRef`/`fieldRef` env, or a
 Secret changed after an engine started (a real container keeps the values it started with, too).
 """
@@ -69,6 +75,10 @@ from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SECRET
 
 log = logging.getLogger(__name__)
 
+# A probe's `failureThreshold` when the container leaves it unset (the Kubernetes API's default,
+# kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Probe).
+DEFAULT_FAILURE_THRESHOLD = 3
+
 
 def _digest(template: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:16]
@@ -101,7 +111,9 @@ class Replica:
     health_path: str
     process: EngineProcess
     container: str = "engine"
+    failure_threshold: int = DEFAULT_FAILURE_THRESHOLD
     ready: bool = False
+    probe_failures: int = 0  # consecutive failed readiness probes
     started_at: float = 0.0
     restarts: int = 0
     last_exit: int | None = None
@@ -160,6 +172,7 @@ class _Wanted:
     env: dict[str, str] = field(repr=False)  # may hold Secrets' values: never in a repr or a log
     labels: dict[str, str]
     container: str
+    failure_threshold: int
 
 
 class LocalKubelet:
@@ -324,6 +337,9 @@ class LocalKubelet:
                 env=env,
                 labels=dict((template.get("metadata") or {}).get("labels") or {}),
                 container=str(container.get("name") or "engine"),
+                failure_threshold=int(
+                    container["readinessProbe"].get("failureThreshold", DEFAULT_FAILURE_THRESHOLD)
+                ),
             )
         return wanted
 
@@ -387,7 +403,7 @@ class LocalKubelet:
             replica.restarts += 1
             replica.port = free_port()
             replica.process = self._process(key, want, replica.serial, replica.port, replica.restarts)
-            replica.waiting_until, replica.started_at = None, now
+            replica.waiting_until, replica.started_at, replica.probe_failures = None, now, 0
 
     def _process(
         self, key: tuple[str, str], want: _Wanted, serial: int, port: int, restart: int
@@ -403,7 +419,10 @@ class LocalKubelet:
         port = free_port()
         serial = next(self._serial)
         process = self._process(key, want, serial, port, 0)
-        replica = Replica(serial, want.digest, port, want.launch.health_path, process, want.container)
+        launch = want.launch
+        replica = Replica(
+            serial, want.digest, port, launch.health_path, process, want.container, want.failure_threshold
+        )
         replica.started_at = self.clock()
         return replica
 
@@ -426,7 +445,14 @@ class LocalKubelet:
         results = {id(r): (not r.process.exited()) and self._answers(r) for _, r in replicas}
         with self._lock:  # a probe made to fail (`fail_probes`) meanwhile wins over this pass's answer
             for name, replica in replicas:
-                replica.ready = results[id(replica)] and name not in self.failing_probes
+                if name in self.failing_probes:
+                    replica.ready = False
+                elif results[id(replica)]:
+                    replica.ready, replica.probe_failures = True, 0
+                else:
+                    replica.probe_failures += 1
+                    if replica.process.exited() or replica.probe_failures >= replica.failure_threshold:
+                        replica.ready = False
 
     def _answers(self, replica: Replica) -> bool:
         try:

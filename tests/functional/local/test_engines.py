@@ -124,6 +124,44 @@ def test_killed_engine_is_unready_seen_and_replaced(store: EndpointStore, manual
     assert answer.status_code == 200
 
 
+def test_an_engine_stays_ready_until_its_probe_fails_failure_threshold_times(
+    store: EndpointStore, manual: LocalClusters
+) -> None:
+    """A stopped (SIGSTOP) engine answers no probe: its replica stays in its Service for the rendered
+    `failureThreshold` - 1 failed probes, leaves it at the last, and is back on the next answer."""
+    kubelet = manual.kubelets[EAST]
+
+    def ready() -> bool:
+        (pod,) = kubelet.pods("gco-inference", "gco.dev/endpoint=smol")
+        return bool(pod["status"]["containerStatuses"][0]["ready"])
+
+    def synced_running() -> bool:
+        kubelet.sync()
+        return running(store, "smol", EAST, 1)
+
+    store.create("smol", SPEC, [EAST])
+    eventually(synced_running, "smol running")
+    (engine,) = kubelet.pids()
+    deployment = kubelet.api.get(DEPLOYMENT, "gco-inference", "smol")
+    assert deployment is not None
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    threshold = container["readinessProbe"]["failureThreshold"]
+    assert threshold == 3
+    os.killpg(engine, signal.SIGSTOP)
+    try:
+        for _ in range(threshold - 1):
+            kubelet.sync()
+            assert ready()
+            assert kubelet.ready_urls("gco-inference", "smol")
+        kubelet.sync()
+        assert not ready()
+        assert not kubelet.ready_urls("gco-inference", "smol")
+    finally:
+        os.killpg(engine, signal.SIGCONT)
+    kubelet.sync()
+    assert ready()
+
+
 def test_tgi_engine_answers_its_protocol(store: EndpointStore, clusters: LocalClusters) -> None:
     store.create("tgi", {**SPEC, "framework": "tgi", "port": 8080}, [EAST])
     eventually(lambda: running(store, "tgi", EAST, 1), "tgi running")
