@@ -1,9 +1,10 @@
 """Cold import of each Lambda handler from the built bundle, as Lambda runs it, beside `import boto3`.
 
-The bundle is the one the project's bundling builds for the functions (handlers, gco, the lock's
-wheels, bytecode compiled by the functions' Python: `stacks.bundling.compile_bundle`), measured with
-that Python (`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for
-this interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so.
+The bundle is the one the project's bundling builds for the Regional functions
+(`stacks.bundling.REGIONAL`: handlers, gco, its lock's wheels, bytecode compiled by the functions'
+Python: `stacks.bundling.compile_bundle`), measured with that Python
+(`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for this
+interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so.
 Each measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the
 path but the bundle, a copy of the AWS SDK standing in for the runtime's, and the standard library),
 no bytecode written (`-B`: Lambda's task root is read-only), Lambda's environment variables set (so
@@ -44,11 +45,13 @@ from aws_cdk import aws_lambda as lambda_  # noqa: E402
 from gco.env import AWS_REGION_ENV, DEFAULT_REGION_ENV  # noqa: E402
 from stacks.bundling import (  # noqa: E402
     BUNDLE_ENVIRONMENT,
-    LOCK,
+    REGIONAL,
+    ROOT,
     RUNTIME,
     TASK_ROOT,
     LocalPythonBundling,
     compile_bundle,
+    pinned_versions,
     python_version,
     runtime_interpreter,
 )
@@ -90,17 +93,15 @@ def build(scratch: Path) -> tuple[Path, Path, Path]:
     compiled = scratch / "bundle"
     compiled.mkdir()  # CDK hands the bundler an existing, empty directory
     # The functions' own bundle (the lock's wheels, their hashes checked) when their Python is here.
-    assert LocalPythonBundling(install_dependencies=MEASURED is RUNTIME, runtime=MEASURED).try_bundle(
+    wheels = MEASURED is RUNTIME
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=wheels, runtime=MEASURED)
+    assert bundling.try_bundle(
         str(compiled),
         image=None,  # type: ignore[arg-type]
     )
     if MEASURED is not RUNTIME:
         pins = scratch / "pins.txt"
-        pins.write_text(
-            "".join(
-                line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum()
-            )
-        )
+        pins.write_text(pinned_versions(ROOT / REGIONAL.lock))
         subprocess.run(
             [
                 *(

@@ -1,11 +1,17 @@
 """Lambda code bundled without Docker: the handlers, the `gco` modules they import, and Lambda wheels.
 
-`LocalPythonBundling` implements CDK's ILocalBundling: it copies `lambdas/` and the modules of
-`gco/` the handlers import (`handler_imports.py`: the local stack and the CLI are not shipped)
-into the asset directory and, when asked, installs the locked requirements (`lambdas/requirements.txt`:
-every wheel pinned by version and hash for the functions' Python and architecture) with
-`pip --platform ... --only-binary=:all: --require-hashes`, so every machine builds the same bundle.
-The Docker image CDK would otherwise use is never pulled: `try_bundle` always succeeds or raises.
+`LocalPythonBundling` implements CDK's ILocalBundling: it copies one `Bundle`'s handlers from
+`lambdas/` and the modules of `gco/` they import (`handler_imports.py`: the local stack and the CLI
+are not shipped) into the asset directory and, when asked, installs that bundle's locked
+requirements (every wheel pinned by version and hash for the functions' Python and architecture)
+with `pip --platform ... --only-binary=:all: --require-hashes`, so every machine builds the same
+bundle. The Docker image CDK would otherwise use is never pulled: `try_bundle` always succeeds or
+raises.
+
+Two bundles: `REGIONAL` (the reconciler's handlers and the global front door's authorizer, from
+`lambdas/requirements-regional.txt`) and `ROLLOUT` (the rollout workflow's step and starter, from
+`lambdas/requirements.txt`, which adds numpy, scipy and jsonschema). The regional lock is resolved
+within the full one, so a package common to both is the same wheel in both.
 
 Lambda's task root is read-only, so a bundle without bytecode is compiled from source on every cold
 start (and the result thrown away): where the build machine has the runtime's Python (same CPython
@@ -27,7 +33,7 @@ running pip and compileall again (`benchmarks/synth.py` prints cold and warm syn
 share spent bundling); a changed input is a new key, so a stale bundle is never reused. The newest
 few bundles are kept.
 
-    .venv/bin/python -m stacks.bundling     # re-resolve LAMBDA_REQUIREMENTS into the lock
+    .venv/bin/python -m stacks.bundling     # re-resolve the requirements into the two locks
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsii
@@ -56,26 +63,58 @@ RUNTIME = lambda_.Runtime.PYTHON_3_13
 # Functions whose code is inline (no bundle, so no bytecode to ship) run the newest Lambda Python.
 INLINE_RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.X86_64
-# What the handlers import beyond the Lambda runtime's boto3, in the project's ranges; resolved into LOCK.
-# Powertools' Tracer (both handlers) imports the X-Ray SDK, which needs wrapt: neither comes with
+# What every handler imports beyond the Lambda runtime's boto3, in the project's ranges; resolved into
+# REGIONAL_LOCK. Powertools' Tracer imports the X-Ray SDK, which needs wrapt: neither comes with
 # Powertools nor with the Lambda runtime.
-LAMBDA_REQUIREMENTS = (
+REGIONAL_REQUIREMENTS = (
     "aws-lambda-powertools>=3.0,<4",
     "aws-xray-sdk>=2.14,<3",
     "pydantic>=2.7,<3",
     "httpx>=0.27,<1",
-    # The rollout step (lambdas/rollout.py) decides with the bench's paired bootstrap (gco.bench.analysis);
-    # the reconcilers never import them.
-    # Below numpy 2.5 and scipy 1.18: those have no wheels for Python 3.11, the project's own, on which
-    # the tests run the bundle's handlers with exactly the lock's versions (test_bundle_imports.py).
+)
+# What only the rollout step (lambdas/rollout.py) adds: it decides with the bench's paired bootstrap
+# (gco.bench.analysis). Below numpy 2.5 and scipy 1.18: those have no wheels for Python 3.11, the
+# project's own, on which the tests run the bundle's handlers with exactly the lock's versions
+# (test_bundle_imports.py).
+ROLLOUT_REQUIREMENTS = (
     "numpy>=1.26,<2.5",
     "scipy>=1.11,<1.18",
     "jsonschema>=4.20,<5",  # the rollout's evidence records are schema-checked before they are written
 )
+# Everything any handler imports; resolved into LOCK.
+LAMBDA_REQUIREMENTS = (*REGIONAL_REQUIREMENTS, *ROLLOUT_REQUIREMENTS)
 # The Lambda Python runtime provides the AWS SDK and its dependencies: never locked nor bundled (a
 # bundled copy would shadow the runtime's on the import path).
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "urllib3", "python-dateutil", "six"})
 LOCK = ROOT / "lambdas" / "requirements.txt"
+# REGIONAL_REQUIREMENTS alone, resolved with LOCK as constraints: the same version and wheel of each.
+REGIONAL_LOCK = ROOT / "lambdas" / "requirements-regional.txt"
+# A function's code and layers unzipped may hold at most 250 MB (Lambda quotas, "Deployment package
+# (.zip file archive) size": docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html); the
+# account's `CodeSizeUnzipped` (GetAccountSettings, API_AccountLimit) reports it as these bytes.
+CODE_SIZE_UNZIPPED_LIMIT = 262_144_000
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One Lambda asset: the handlers it ships (files of `lambdas/`, with the `gco` modules they
+    import) and the lock its wheels come from (relative to the project's root)."""
+
+    name: str
+    handlers: tuple[str, ...]
+    lock: str
+
+
+# The Regional stack's functions (the reconciler's stream and sweep handlers) and the global front
+# door's authorizer: no numpy or scipy (about 210 MB of the 236 MB a bundle with them unzips to, and
+# Lambda fetches and unpacks a function's whole package on every cold start, the authorizer's on a
+# request's path).
+REGIONAL = Bundle(
+    "regional", ("authorizer.py", "reconciler.py", "sweep.py"), str(REGIONAL_LOCK.relative_to(ROOT))
+)
+# The global stack's rollout workflow: its step (the paired bootstrap) and the stream's starter.
+ROLLOUT = Bundle("rollout", ("rollout.py", "rollout_starter.py"), str(LOCK.relative_to(ROOT)))
+BUNDLES = (REGIONAL, ROLLOUT)
 # Lambda's Python 3.12+ runtimes run on Amazon Linux 2023 (glibc 2.34), older ones on Amazon Linux 2
 # (glibc 2.26); manylinux2014, the oldest tag worth accepting, is glibc 2.17.
 _AL2023_FROM = (3, 12)
@@ -138,9 +177,10 @@ def resolve_lock(
     runtime: lambda_.Runtime = RUNTIME,
     architecture: lambda_.Architecture = ARCHITECTURE,
     constraints: Path | None = None,
+    requirements: tuple[str, ...] = LAMBDA_REQUIREMENTS,
 ) -> str:
-    """The lock file's text: LAMBDA_REQUIREMENTS resolved (pip's dry-run report) for the runtime,
-    each wheel as `name==version --hash=sha256:...`, sorted by name."""
+    """The lock file's text: `requirements` resolved (pip's dry-run report) for the runtime, each
+    wheel as `name==version --hash=sha256:...`, sorted by name."""
     with tempfile.TemporaryDirectory(prefix="gco-lock-") as scratch:
         report = Path(scratch) / "report.json"
         subprocess.run(
@@ -149,7 +189,7 @@ def resolve_lock(
                 *("--report", str(report), "--target", str(Path(scratch) / "target")),
                 *_wheel_options(runtime, architecture),
                 *(["-c", str(constraints)] if constraints else []),
-                *LAMBDA_REQUIREMENTS,
+                *requirements,
             ],
             check=True,
         )
@@ -166,21 +206,30 @@ def resolve_lock(
     return "\n".join(lines) + "\n"
 
 
+def pinned_versions(lock: Path) -> str:
+    """The `name==version` lines of a lock, without their hashes."""
+    lines = lock.read_text().splitlines()
+    return "".join(line.split(" ", 1)[0] + "\n" for line in lines if line[:1].isalnum())
+
+
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @jsii.implements(ILocalBundling)
 class LocalPythonBundling:
-    """Copy the code and (optionally) install wheels into the asset output directory."""
+    """Copy `bundle`'s handlers and the code they import and (optionally) install its lock's wheels
+    into the asset output directory."""
 
     def __init__(
         self,
         *,
+        bundle: Bundle,
         install_dependencies: bool,
         runtime: lambda_.Runtime = RUNTIME,
         architecture: lambda_.Architecture = ARCHITECTURE,
     ) -> None:
+        self.bundle = bundle
         self.install_dependencies = install_dependencies
         self.runtime = runtime
         self.architecture = architecture
@@ -188,7 +237,7 @@ class LocalPythonBundling:
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         started = time.perf_counter()
         out = Path(output_dir)
-        handlers = sorted((ROOT / "lambdas").glob("*.py"))
+        handlers = [ROOT / "lambdas" / name for name in sorted(self.bundle.handlers)]
         sources = [*(h.relative_to(ROOT) for h in handlers), *sorted(handler_modules(ROOT, handlers))]
         if not self._fill(out, sources):
             version = python_version(self.runtime)
@@ -235,7 +284,7 @@ class LocalPythonBundling:
             *(ROOT / s for s in sources),
         ]
         if self.install_dependencies:
-            inputs.append(LOCK)
+            inputs.append(ROOT / self.bundle.lock)
         for path in inputs:
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
         return digest.hexdigest()[:32]
@@ -246,7 +295,8 @@ class LocalPythonBundling:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / relative, target)
         if self.install_dependencies:
-            subprocess.run(pip_install_command(out, self.runtime, self.architecture), check=True)
+            command = pip_install_command(out, self.runtime, self.architecture, ROOT / self.bundle.lock)
+            subprocess.run(command, check=True)
             _drop_machine_specific(out)
         if interpreter is not None:
             compile_bundle(out, self.runtime, interpreter)
@@ -380,20 +430,32 @@ def _drop_machine_specific(out: Path) -> None:
         record.unlink()
 
 
-def lambda_code(*, install_dependencies: bool) -> lambda_.Code:
-    """The asset for every gco Lambda: hashed on the output, bundled locally."""
+def lambda_code(*, bundle: Bundle, install_dependencies: bool) -> lambda_.Code:
+    """The asset of `bundle`'s functions: hashed on the output, bundled locally."""
     return lambda_.Code.from_asset(
         str(ROOT / "lambdas"),
         asset_hash_type=AssetHashType.OUTPUT,
         bundling=BundlingOptions(
             # Never run (local bundling always succeeds); named so it matches the runtime if it were.
             image=RUNTIME.bundling_image,
-            local=LocalPythonBundling(install_dependencies=install_dependencies),
+            local=LocalPythonBundling(bundle=bundle, install_dependencies=install_dependencies),
             command=["false"],
         ),
     )
 
 
-if __name__ == "__main__":
+def write_locks() -> None:
+    """Resolve LAMBDA_REQUIREMENTS into LOCK, then REGIONAL_REQUIREMENTS into REGIONAL_LOCK within it."""
     LOCK.write_text(resolve_lock(), encoding="utf-8")
     print(f"wrote {LOCK.relative_to(ROOT)}")
+    with tempfile.TemporaryDirectory(prefix="gco-lock-") as scratch:
+        pins = Path(scratch) / "constraints.txt"
+        pins.write_text(pinned_versions(LOCK), encoding="utf-8")  # a hash in a constraint turns on hash mode
+        REGIONAL_LOCK.write_text(
+            resolve_lock(constraints=pins, requirements=REGIONAL_REQUIREMENTS), encoding="utf-8"
+        )
+    print(f"wrote {REGIONAL_LOCK.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    write_locks()

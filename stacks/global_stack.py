@@ -17,7 +17,7 @@ from constructs import Construct
 
 from gco.admission.policy import parameter_name
 from gco.front_door import FRONT_DOOR_PART
-from stacks.bundling import lambda_code
+from stacks.bundling import ROLLOUT, lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.dashboards import GlobalDashboard
 from stacks.constructs.data import EndpointTable, EvidenceBucket
@@ -153,7 +153,7 @@ class GlobalStack(Stack):
             table_key=self.table_key,
             bucket=self.evidence.bucket,
             key=self.key,
-            code=lambda_code(install_dependencies=config.bundle_dependencies),
+            code=lambda_code(bundle=ROLLOUT, install_dependencies=config.bundle_dependencies),
             log_retention=retention,
             validation_policy=self.validation_policy,
         )

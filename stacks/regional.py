@@ -18,7 +18,7 @@ from gco.reconcile.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_pre
 from gco.reconcile.proxy.proxy_settings import ProxySettings
 from gco.reconcile.proxy.render_proxy import target_group_binding
 from gco.reconcile.proxy_forwarding import Forwarding
-from stacks.bundling import lambda_code
+from stacks.bundling import REGIONAL, lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.api_account import ApiGatewayAccount
 from stacks.constructs.cluster_access import ClusterAccess
@@ -139,7 +139,7 @@ class RegionalStack(Stack):
             security_group=security_group,
             log_retention=retention,
         )
-        code = lambda_code(install_dependencies=config.bundle_dependencies)
+        code = lambda_code(bundle=REGIONAL, install_dependencies=config.bundle_dependencies)
         self.reconciler = Reconciler(
             self,
             "Reconciler",

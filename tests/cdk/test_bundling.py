@@ -20,10 +20,15 @@ import stacks.bundling as bundling_module
 from stacks.bundling import (
     ARCHITECTURE,
     BUNDLE_PYTHON_ENV,
+    BUNDLES,
     LAMBDA_REQUIREMENTS,
     LOCK,
+    REGIONAL,
+    REGIONAL_REQUIREMENTS,
+    ROLLOUT,
     ROOT,
     RUNTIME,
+    Bundle,
     LocalPythonBundling,
     compile_bundle,
     manylinux_platforms,
@@ -41,12 +46,13 @@ THIS_PYTHON = lambda_.Runtime(f"python3.{sys.version_info.minor}", lambda_.Runti
 OTHER_PYTHON = lambda_.Runtime("python3.1", lambda_.RuntimeFamily.PYTHON)
 
 
-def imported_by_handlers() -> set[str]:
-    """The `gco` modules the handlers import, found by the standard library's `modulefinder` (which
-    follows the compiled code's imports, those inside functions too), as files relative to the root."""
+def imported_by_handlers(handlers: tuple[str, ...]) -> set[str]:
+    """The `gco` modules the `handlers` (files of lambdas/) import, found by the standard library's
+    `modulefinder` (which follows the compiled code's imports, those inside functions too), as files
+    relative to the root."""
     finder = modulefinder.ModuleFinder(path=[str(ROOT)])  # only the project: third parties are not followed
-    for handler in sorted((ROOT / "lambdas").glob("*.py")):
-        finder.run_script(str(handler))
+    for handler in sorted(handlers):
+        finder.run_script(str(ROOT / "lambdas" / handler))
     files = {name: module_file(module) for name, module in finder.modules.items()}
     return {
         str(Path(file).relative_to(ROOT))
@@ -62,39 +68,55 @@ def module_file(module: modulefinder.Module) -> str | None:
 
 
 def test_local_bundling_copies_handlers_and_library(tmp_path: Path) -> None:
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=OTHER_PYTHON)
-    assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
-    assert (tmp_path / "reconciler.py").is_file() and (tmp_path / "sweep.py").is_file()
-    assert (tmp_path / "gco" / "reconcile" / "reconciler.py").is_file()
-    assert (tmp_path / "gco" / "endpoints" / "store.py").is_file()
-    for absent in ("local", "cli", "validation"):
-        assert not (tmp_path / "gco" / absent).exists()
+    regional, rollout = tmp_path / "regional", tmp_path / "rollout"
+    for bundle, out in ((REGIONAL, regional), (ROLLOUT, rollout)):
+        bundling = LocalPythonBundling(bundle=bundle, install_dependencies=False, runtime=OTHER_PYTHON)
+        assert bundling.try_bundle(str(out), image=None)  # type: ignore[arg-type]
+        assert sorted(path.name for path in out.glob("*.py")) == sorted(bundle.handlers)
+        assert (out / "gco" / "endpoints" / "store.py").is_file()
+        for absent in ("local", "cli", "validation"):
+            assert not (out / "gco" / absent).exists()
+        assert not list(out.rglob("__pycache__")), "no bytecode a different Python would refuse"
+    assert (regional / "reconciler.py").is_file() and (regional / "authorizer.py").is_file()
+    assert (regional / "gco" / "reconcile" / "reconciler.py").is_file()
+    assert not (regional / "gco" / "bench").exists()  # the statistics are the rollout's alone
     # of the benchmarks, the rollout step takes only the statistics (its paired bootstrap)
-    bench = {
-        str(path.relative_to(tmp_path / "gco" / "bench"))
-        for path in (tmp_path / "gco" / "bench").rglob("*.py")
-    }
+    bench_dir = rollout / "gco" / "bench"
+    bench = {str(path.relative_to(bench_dir)) for path in bench_dir.rglob("*.py")}
     assert bench == {"__init__.py", "errors.py", "analysis/__init__.py", "analysis/stats.py"}
-    assert not list(tmp_path.rglob("__pycache__")), "no bytecode a different Python would refuse"
 
 
-def test_the_bundle_holds_exactly_the_modules_the_handlers_import(tmp_path: Path) -> None:
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=OTHER_PYTHON)
+def test_every_handler_is_in_one_bundle() -> None:
+    shipped = [handler for bundle in BUNDLES for handler in bundle.handlers]
+    assert sorted(shipped) == sorted(path.name for path in (ROOT / "lambdas").glob("*.py"))
+
+
+@pytest.mark.parametrize("bundle", BUNDLES, ids=lambda bundle: bundle.name)
+def test_the_bundle_holds_exactly_the_modules_the_handlers_import(bundle: Bundle, tmp_path: Path) -> None:
+    bundling = LocalPythonBundling(bundle=bundle, install_dependencies=False, runtime=OTHER_PYTHON)
     assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
     bundled = {str(path.relative_to(tmp_path)) for path in (tmp_path / "gco").rglob("*.py")}
-    # modulefinder also follows imports under `if TYPE_CHECKING:`, which never run: the lazy face of
-    # `gco.endpoints` names the table module there only (no handler creates the table).
-    assert bundled == imported_by_handlers() - {"gco/endpoints/table.py"}
-    assert "gco/endpoints/table.py" not in bundled
-    # Imported only inside a function (the EKS client, built on the first invocation): still shipped.
-    assert "gco/reconcile/eks.py" in bundled
+    # modulefinder also follows imports under `if TYPE_CHECKING:`, which never run: the lazy faces of
+    # `gco.endpoints` and `gco.reconcile` name modules there only. So nothing is shipped that it does not
+    # find; that nothing the bundle's code imports is missing is test_bundling_install's (every import
+    # resolves in the bundle) and test_bundle_imports' (each handler runs from it alone).
+    found = imported_by_handlers(bundle.handlers)
+    assert bundled <= found
+    assert "gco/endpoints/table.py" not in bundled  # no handler creates the table
+    if bundle is REGIONAL:
+        # The Regional handlers import all of `gco.reconcile` but what only the type checker reads.
+        assert bundled == found - {"gco/endpoints/table.py"}
+        # Imported only inside a function (the EKS client, built on the first invocation): still shipped.
+        assert "gco/reconcile/eks.py" in bundled
+    else:
+        assert "gco/reconcile/reconciler.py" not in bundled  # named by the type checker alone
     # The stand-in API server and the local reconcilers live with the local stack, which no handler imports.
     assert not any(path.startswith("gco/local/") for path in bundled)
 
 
 def test_bundle_ships_unchecked_bytecode_naming_the_task_root(tmp_path: Path) -> None:
     """Built by the runtime's Python: every module has bytecode Lambda loads without the source's mtime."""
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False, runtime=THIS_PYTHON)
     assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
     source = tmp_path / "gco" / "reconcile" / "runtime.py"
     cached = Path(importlib.util.cache_from_source(str(source)))
@@ -143,6 +165,8 @@ def test_requirements_are_what_the_handlers_import() -> None:
         "scipy",
         "jsonschema",
     }
+    regional = {requirement.split(">")[0].split("=")[0] for requirement in REGIONAL_REQUIREMENTS}
+    assert regional == names - {"numpy", "scipy", "jsonschema"}  # the statistics are the rollout's
 
 
 def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Path) -> None:
@@ -227,7 +251,7 @@ def test_an_unchanged_bundle_is_copied_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False, runtime=THIS_PYTHON)
     assert bundling.try_bundle(str(tmp_path / "first"), image=None)  # type: ignore[arg-type]
 
     def no_build(*_: object) -> None:
@@ -252,7 +276,7 @@ def test_a_cached_bundle_with_bytecode_is_used_without_looking_for_the_interpret
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False, runtime=THIS_PYTHON)
     assert bundling.try_bundle(str(tmp_path / "first"), image=None)  # type: ignore[arg-type]
 
     def no_search(*_: object) -> None:
@@ -268,7 +292,7 @@ def test_without_the_runtime_s_python_the_bundle_ships_source_and_says_so(
 ) -> None:
     monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(bundling_module, "runtime_interpreter", lambda _runtime: None)
-    bundling = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False, runtime=THIS_PYTHON)
     for attempt in ("first", "second"):  # built, then linked from the cache: the same words each time
         assert bundling.try_bundle(str(tmp_path / attempt), image=None)  # type: ignore[arg-type]
         assert not list((tmp_path / attempt).rglob("*.pyc"))
@@ -286,10 +310,9 @@ def test_the_cache_key_changes_with_every_input(tmp_path: Path, monkeypatch: pyt
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_bytes((ROOT / relative).read_bytes())
     monkeypatch.setattr("stacks.bundling.ROOT", root)
-    monkeypatch.setattr("stacks.bundling.LOCK", root / "lambdas" / "requirements.txt")
     sources = [Path("lambdas/sweep.py")]
-    plain = LocalPythonBundling(install_dependencies=False, runtime=THIS_PYTHON)
-    wheels = LocalPythonBundling(install_dependencies=True, runtime=THIS_PYTHON)
+    plain = LocalPythonBundling(bundle=ROLLOUT, install_dependencies=False, runtime=THIS_PYTHON)
+    wheels = LocalPythonBundling(bundle=ROLLOUT, install_dependencies=True, runtime=THIS_PYTHON)
     keys = {plain.cache_key(sources, bytecode=True), plain.cache_key(sources, bytecode=False)}
     before = wheels.cache_key(sources, bytecode=True)
     keys.add(before)

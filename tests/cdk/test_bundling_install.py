@@ -19,10 +19,17 @@ from packaging.utils import canonicalize_name
 
 from stacks.bundling import (
     ARCHITECTURE,
+    BUNDLES,
+    CODE_SIZE_UNZIPPED_LIMIT,
     LAMBDA_REQUIREMENTS,
     LOCK,
+    REGIONAL,
+    REGIONAL_LOCK,
+    REGIONAL_REQUIREMENTS,
+    ROLLOUT_REQUIREMENTS,
     ROOT,
     RUNTIME,
+    Bundle,
     LocalPythonBundling,
     resolve_lock,
 )
@@ -38,10 +45,20 @@ GLIBC_MINOR = 34
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "urllib3"})
 
 
+# What each bundle's lock resolves: the regional functions' own, and the rollout's with the statistics.
+REQUIREMENTS = {"regional": REGIONAL_REQUIREMENTS, "rollout": LAMBDA_REQUIREMENTS}
+
+
+@pytest.fixture(scope="module", params=BUNDLES, ids=lambda bundle: bundle.name)
+def kind(request: pytest.FixtureRequest) -> Bundle:
+    bundle: Bundle = request.param
+    return bundle
+
+
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("lambda-bundle")
-    assert LocalPythonBundling(install_dependencies=True).try_bundle(str(out), image=None)  # type: ignore[arg-type]
+def bundle(kind: Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp(f"lambda-bundle-{kind.name}")
+    assert LocalPythonBundling(bundle=kind, install_dependencies=True).try_bundle(str(out), image=None)  # type: ignore[arg-type]
     return out
 
 
@@ -49,11 +66,12 @@ def distributions(bundle: Path) -> dict[str, metadata.Distribution]:
     return {canonicalize_name(d.metadata["Name"]): d for d in metadata.distributions(path=[str(bundle)])}
 
 
-def test_handlers_library_and_every_requirement_are_bundled(bundle: Path) -> None:
-    assert (bundle / "reconciler.py").is_file() and (bundle / "sweep.py").is_file()
-    assert (bundle / "gco" / "reconcile" / "handler.py").is_file()
+def test_handlers_library_and_every_requirement_are_bundled(kind: Bundle, bundle: Path) -> None:
+    handlers = {path.name for path in (ROOT / "lambdas").glob("*.py")}
+    assert {path.name for path in bundle.glob("*.py")} & handlers == set(kind.handlers)
+    assert (bundle / "gco" / "endpoints" / "record.py").is_file()
     installed = distributions(bundle)
-    for requirement in map(Requirement, LAMBDA_REQUIREMENTS):
+    for requirement in map(Requirement, REQUIREMENTS[kind.name]):
         name = canonicalize_name(requirement.name)
         assert name in installed, name
         assert requirement.specifier.contains(installed[name].version), (name, installed[name].version)
@@ -120,9 +138,9 @@ def resolves_in(bundle: Path, module: str) -> bool:
     return path.with_suffix(".py").is_file() or path.is_dir() or compiled
 
 
-def test_every_bundled_import_resolves_on_lambda(bundle: Path) -> None:
+def test_every_bundled_import_resolves_on_lambda(kind: Bundle, bundle: Path) -> None:
     # The handlers and gco, not the wheels: those import per Python version (annotationlib on 3.14).
-    handlers = [bundle / handler.name for handler in (ROOT / "lambdas").glob("*.py")]
+    handlers = [bundle / handler for handler in kind.handlers]
     sources = [*handlers, *(bundle / "gco").rglob("*.py")]
     assert len(handlers) >= 2 and len(sources) > 10
     unresolved = {
@@ -144,19 +162,19 @@ def test_nothing_in_the_bundle_names_this_machine(bundle: Path) -> None:
             assert not any(marker in body for marker in here), path.relative_to(bundle)
 
 
-def locked() -> dict[str, str]:
-    """The lock's pins: canonical name -> version."""
+def locked(lock: Path = LOCK) -> dict[str, str]:
+    """A lock's pins: canonical name -> version."""
     pins: dict[str, str] = {}
-    for line in LOCK.read_text().splitlines():
+    for line in lock.read_text().splitlines():
         if line and not line.startswith("#"):
             name, version = line.split(" ", 1)[0].split("==")
             pins[canonicalize_name(name)] = version
     return pins
 
 
-def test_the_bundle_holds_exactly_the_locked_wheels(bundle: Path) -> None:
+def test_the_bundle_holds_exactly_the_locked_wheels(kind: Bundle, bundle: Path) -> None:
     installed = {name: dist.version for name, dist in distributions(bundle).items()}
-    assert installed == locked()
+    assert installed == locked(ROOT / kind.lock)
 
 
 def test_the_lock_is_the_resolution_of_the_requirements(tmp_path: Path) -> None:
@@ -167,9 +185,36 @@ def test_the_lock_is_the_resolution_of_the_requirements(tmp_path: Path) -> None:
     assert resolve_lock(constraints=constraints) == LOCK.read_text()
 
 
-def test_a_second_build_is_byte_for_byte_the_same(bundle: Path, tmp_path: Path) -> None:
+def test_the_regional_lock_is_its_requirements_resolved_within_the_full_lock(tmp_path: Path) -> None:
+    """The same wheels as the full lock (line for line), only those REGIONAL_REQUIREMENTS need, and
+    none of the rollout's statistics."""
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("".join(f"{name}=={version}\n" for name, version in locked().items()))
+    regional = REGIONAL_LOCK.read_text()
+    assert resolve_lock(constraints=constraints, requirements=REGIONAL_REQUIREMENTS) == regional
+    full = set(LOCK.read_text().splitlines())
+    assert all(line in full for line in regional.splitlines() if line[:1].isalnum())
+    statistics = {canonicalize_name(Requirement(r).name) for r in ROLLOUT_REQUIREMENTS}
+    assert not statistics & locked(REGIONAL_LOCK).keys()
+
+
+def test_the_bundle_unzipped_fits_lambda_s_code_size_quota(bundle: Path) -> None:
+    """Lambda refuses a function whose package unzips to more than CODE_SIZE_UNZIPPED_LIMIT bytes."""
+    size = sum(path.stat().st_size for path in bundle.rglob("*") if path.is_file())
+    assert size < CODE_SIZE_UNZIPPED_LIMIT, f"{size:,} bytes unzipped"
+
+
+def test_only_the_rollout_bundle_carries_the_statistics(kind: Bundle, bundle: Path) -> None:
+    """The reconciler's handlers and the authorizer (on a request's path) need neither numpy nor scipy:
+    their package is a tenth of the rollout's, which Lambda fetches and unpacks on each cold start."""
+    statistics = {canonicalize_name(Requirement(r).name) for r in ROLLOUT_REQUIREMENTS}
+    assert statistics & distributions(bundle).keys() == (set() if kind is REGIONAL else statistics)
+    assert (bundle / "numpy").exists() == (bundle / "scipy").exists() == (kind is not REGIONAL)
+
+
+def test_a_second_build_is_byte_for_byte_the_same(kind: Bundle, bundle: Path, tmp_path: Path) -> None:
     """The asset hash is taken over the bundle: two builds must not differ, or every synth redeploys."""
-    assert LocalPythonBundling(install_dependencies=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    assert LocalPythonBundling(bundle=kind, install_dependencies=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
 
     def tree(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}

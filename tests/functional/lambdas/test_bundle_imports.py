@@ -36,7 +36,16 @@ from gco.local.moto.motoserver import MotoServer
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.heartbeat import SsmParameters, read_heartbeat
-from stacks.bundling import BUNDLE_ENVIRONMENT, LOCK, RUNTIME_PROVIDED, LocalPythonBundling
+from stacks.bundling import (
+    BUNDLE_ENVIRONMENT,
+    REGIONAL,
+    ROLLOUT,
+    ROOT,
+    RUNTIME_PROVIDED,
+    Bundle,
+    LocalPythonBundling,
+    pinned_versions,
+)
 from tests.conftest import TABLE
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -50,16 +59,13 @@ SDK_MODULES = {"boto3": "boto3", "botocore": "botocore", "s3transfer": "s3transf
                "python-dateutil": "dateutil", "six": "six"}  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bundle: handlers and gco by LocalPythonBundling, then exactly the lock's versions for this
-    interpreter (the lock's hashes are those of the Lambda runtime's wheels)."""
-    out = tmp_path_factory.mktemp("bundle")
-    assert LocalPythonBundling(install_dependencies=False).try_bundle(str(out), image=None)  # type: ignore[arg-type]
+def built(kind: Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`kind`'s bundle: handlers and gco by LocalPythonBundling, then exactly its lock's versions for
+    this interpreter (the lock's hashes are those of the Lambda runtime's wheels)."""
+    out = tmp_path_factory.mktemp(f"bundle-{kind.name}")
+    assert LocalPythonBundling(bundle=kind, install_dependencies=False).try_bundle(str(out), image=None)  # type: ignore[arg-type]
     pins = tmp_path_factory.mktemp("pins") / "requirements.txt"
-    pins.write_text(
-        "".join(line.split(" ", 1)[0] + "\n" for line in LOCK.read_text().splitlines() if line[:1].isalnum())
-    )
+    pins.write_text(pinned_versions(ROOT / kind.lock))
     subprocess.run(
         [
             *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)),
@@ -68,6 +74,18 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     )
     return out
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Regional functions' bundle (the reconciler's handlers and the authorizer)."""
+    return built(REGIONAL, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def rollout_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The rollout workflow's bundle (its step and the stream's starter)."""
+    return built(ROLLOUT, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -303,3 +321,52 @@ def test_authorizer_handler_from_the_bundle(
     assert allowed["context"] == {"keyId": key.key_id, "serveRegion": EAST}
     assert refused == {"error": "UnauthorizedError", "message": "Unauthorized"}
     assert plaintext not in done.stdout + done.stderr  # the key is in no log line
+
+
+IMPORT_PROBE = """
+import json, sys, sysconfig
+bundle, runtime, modules = sys.argv[1], sys.argv[2], sys.argv[3:]
+stdlib = [sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]]
+sys.path[:] = [bundle, runtime, *[p for p in sys.path if p.startswith(tuple(stdlib))]]
+for module in modules:
+    __import__(module)
+roots = (bundle, runtime, *stdlib)
+files = [getattr(m, "__file__", None) for name, m in list(sys.modules.items()) if name != "__main__"]
+print(json.dumps(sorted(f for f in files if f and not f.startswith(roots))))
+"""
+
+
+def test_the_rollout_handlers_and_their_statistics_import_from_their_bundle(
+    rollout_bundle: Path, runtime_sdk: Path, tmp_path: Path
+) -> None:
+    """The rollout step's paired bootstrap (numpy, scipy) and evidence schema (jsonschema) come with
+    its bundle, not the Regional one; nothing is loaded from outside it, the SDK and the stdlib."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(IMPORT_PROBE)
+    modules = ["rollout", "rollout_starter", "gco.bench.analysis.stats", "gco.evidence.record", "scipy.stats"]
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(probe), str(rollout_bundle), str(runtime_sdk), *modules],
+        env={"PATH": "/usr/bin:/bin", **BUNDLE_ENVIRONMENT},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_regional_bundle_cannot_import_the_statistics(
+    bundle: Path, runtime_sdk: Path, tmp_path: Path
+) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(IMPORT_PROBE)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(probe), str(bundle), str(runtime_sdk), "numpy"],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1 and "No module named 'numpy'" in done.stderr
