@@ -110,7 +110,8 @@ synth: $(STAMP) node_modules/.package-lock.json
 		AWS_EC2_METADATA_DISABLED=true JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
 		npx --no-install cdk synth --quiet -c gco.bundle_dependencies=false
 
-# Re-resolve the Lambda functions' wheels (stacks/bundling.py LAMBDA_REQUIREMENTS) into lambdas/requirements.txt.
+# Re-resolve the Lambda functions' wheels (stacks/bundling.py) into lambdas/requirements.txt, then the Regional
+# functions' within it into lambdas/requirements-regional.txt.
 lambda-lock: $(STAMP)
 	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 $(BIN)/python -m stacks.bundling
 
