@@ -42,9 +42,10 @@ from gco.endpoints import EndpointRecord, default_table_name, init_table, names,
 from gco.endpoints.errors import EndpointNotFoundError, InvalidSpecError
 from gco.endpoints.limits import checked_spec
 from gco.endpoints.observed_state import OBSERVED_STATES
-from gco.endpoints.record import DEFAULT_NAMESPACE, DESIRED_STATES
+from gco.endpoints.record import DEFAULT_NAMESPACE
 from gco.endpoints.spec import spec_json_schema
 from gco.endpoints.specfile import load_spec_file
+from gco.endpoints.states import DESIRED_STATES
 from gco.env import ENDPOINT_URL_ENV
 from gco.inference.invoke import INVOKE_URLS_ENV, local_bases
 from gco.inference.regional_outputs import endpoint_urls

@@ -50,7 +50,8 @@ def open_keys(endpoint_url: str | None, keys_table: str) -> DynamoKeyStore:
 
 
 def _row(record: keys.ApiKey) -> dict[str, object]:
-    data = record.model_dump(exclude={"key_hash"})
+    data = record.to_dict()
+    del data["key_hash"]
     data["state"] = "revoked" if record.revoked_at else "active"
     return data
 

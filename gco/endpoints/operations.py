@@ -20,8 +20,9 @@ from gco.endpoints.errors import (
 from gco.endpoints.fenced import require_token
 from gco.endpoints.limits import checked_spec
 from gco.endpoints.namespaces import DEFAULT_NAMESPACE
-from gco.endpoints.record import LIVE_STATES, EndpointRecord
+from gco.endpoints.record import EndpointRecord
 from gco.endpoints.spec import EndpointSpec, check_residency, parse_spec
+from gco.endpoints.states import LIVE_STATES
 from gco.endpoints.store import EndpointStore
 
 ATTEMPTS = 5

@@ -7,7 +7,7 @@ parses, with `is_legacy` true until `ensure_lifecycle_metadata` back-fills it.
 # No `from __future__ import annotations` in the modules of pydantic models: pydantic would compile and
 # evaluate every string annotation when the models are defined, at each Lambda cold start.
 
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -16,14 +16,7 @@ from gco.endpoints.errors import InvalidSpecError, MalformedRecordError
 from gco.endpoints.namespaces import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE  # noqa: PLC0414 (re-exported: the record default)
 from gco.endpoints.paths import INGRESS_PREFIX
 from gco.endpoints.spec import EndpointSpec, invalid_spec_from
-
-DesiredState = Literal["deploying", "running", "stopped", "deleted"]
-RegionState = Literal[
-    "pending", "creating", "running", "updating", "stopping", "stopped", "deleting", "deleted", "error"
-]
-DESIRED_STATES: tuple[str, ...] = get_args(DesiredState)
-REGION_STATES: tuple[str, ...] = get_args(RegionState)
-LIVE_STATES = frozenset({"deploying", "running"})
+from gco.endpoints.states import DESIRED_STATES, REGION_STATES, DesiredState, RegionState
 
 
 def ingress_path_for(name: str) -> str:

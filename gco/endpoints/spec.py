@@ -16,6 +16,7 @@ from gco import engines
 from gco.endpoints import names
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.paths import escape_reason
+from gco.endpoints.residency import residency_allows
 
 # Every pattern is matched with `fullmatch`: `$` alone would accept a trailing newline.
 IMAGE_REFERENCE = re.compile(
@@ -333,9 +334,7 @@ class Residency(_Strict):
 
     def allowed(self, targets: list[str]) -> list[str]:
         """The Regions that may serve: the named ones, else every target (all targets when off)."""
-        if not self.enabled or not self.regions:
-            return list(targets)
-        return [region for region in self.regions if region in targets]
+        return residency_allows(self.enabled, self.regions, targets)
 
 
 def check_residency(spec: "EndpointSpec", targets: list[str], prefix: str = "spec") -> None:

@@ -36,13 +36,13 @@ from gco.endpoints.lifecycle import plan_create, plan_target_regions
 from gco.endpoints.limits import check_item_size, checked_spec
 from gco.endpoints.record import (
     DEFAULT_NAMESPACE,
-    LIVE_STATES,
     EndpointRecord,
     check_desired_state,
     parse_record,
 )
 from gco.endpoints.region_writes import RegionWrites
 from gco.endpoints.spec import EndpointSpec, check_residency
+from gco.endpoints.states import LIVE_STATES
 from gco.endpoints.tokens import MonotonicClock, new_token
 from gco.env import DEFAULT_TABLE, TABLE_ENV
 

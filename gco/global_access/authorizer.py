@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from gco.endpoints.record import EndpointRecord
+from gco.endpoints.serving import ServingRecord
 from gco.front_door import HOP_HEADER, HOP_VALUE
 from gco.global_access.errors import BearerFormatError, UnauthorizedError
 from gco.global_access.keys import ApiKey, parse_bearer, verify
@@ -61,8 +61,8 @@ class Tables(Protocol):
         """The key's stored record, or None when no key has this id."""
         ...
 
-    def endpoint(self, name: str) -> EndpointRecord | None:
-        """The endpoint's record, or None when there is no such endpoint."""
+    def endpoint(self, name: str) -> ServingRecord | None:
+        """The endpoint's record's serving fields, or None when there is no such endpoint."""
         ...
 
 

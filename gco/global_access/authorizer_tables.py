@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from gco import aws
 from gco.endpoints.codec import from_item
 from gco.endpoints.errors import StoreUnavailableError
-from gco.endpoints.record import EndpointRecord, parse_record
+from gco.endpoints.serving import ServingRecord, parse_serving
 from gco.global_access.key_store import DynamoKeyStore
 from gco.global_access.keys import ApiKey
 
@@ -50,8 +50,8 @@ class DynamoTables:
         """
         return self._keys.get(key_id)
 
-    def endpoint(self, name: str) -> EndpointRecord | None:
-        """The endpoint's record, or None.
+    def endpoint(self, name: str) -> ServingRecord | None:
+        """The endpoint's record's serving fields (`parse_serving`), or None.
 
         Raises:
             StoreUnavailableError: the table cannot be read.
@@ -61,4 +61,4 @@ class DynamoTables:
             data = self._get(self._endpoints, ENDPOINT_ATTRIBUTE, name)
         except (ClientError, BotoCoreError) as error:
             raise StoreUnavailableError(f"cannot read {self._endpoints}: {error}") from error
-        return None if data is None else parse_record(data)
+        return None if data is None else parse_serving(data)

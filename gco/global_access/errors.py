@@ -3,6 +3,7 @@
     GlobalAccessError              (gco.errors.GcoError; exit 1)
     ├── BearerFormatError          an Authorization header that is not `Bearer gco-<key_id>-<secret>`
     ├── UnauthorizedError          the global authorizer's 401: its message is exactly "Unauthorized"
+    ├── KeyRecordError             a value that is not a key's record (a field and why; also a ValueError)
     └── KeyStoreError              the keys table cannot be read or written (AWS unavailable, no table)
         ├── KeyExistsError         a new key's id is already in the table (nothing was written)
         └── KeyNotFoundError       no key has this id (revoke, get)
@@ -34,6 +35,16 @@ class UnauthorizedError(GlobalAccessError):
 
     def __init__(self) -> None:
         super().__init__(UNAUTHORIZED)
+
+
+class KeyRecordError(GlobalAccessError, ValueError):
+    """A key's record does not hold: `field` names the first bad field, `message` says why. The store
+    turns it into a `KeyStoreError` naming the item; `keys.new_key` into a `GcoInputError`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
 
 
 class KeyStoreError(GlobalAccessError):

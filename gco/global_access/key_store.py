@@ -20,11 +20,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
-from pydantic import ValidationError
 
 from gco import aws
 from gco.endpoints.tokens import format_timestamp
-from gco.global_access.errors import KeyExistsError, KeyNotFoundError, KeyStoreError
+from gco.global_access.errors import KeyExistsError, KeyNotFoundError, KeyRecordError, KeyStoreError
 from gco.global_access.keys import ApiKey, check_key_id, new_key
 
 KEYS_TABLE_ENV = "GCO_KEYS_TABLE_NAME"
@@ -49,7 +48,7 @@ class KeyStore(Protocol):
 def to_item(record: ApiKey) -> dict[str, Any]:
     """The record as a DynamoDB item (attribute values); an unset field is left out."""
     item: dict[str, Any] = {}
-    for field, value in record.model_dump(exclude_none=True).items():
+    for field, value in record.to_dict(exclude_none=True).items():
         if isinstance(value, list):
             item[field] = {"L": [{"S": entry} for entry in value]}
         else:
@@ -72,12 +71,10 @@ def from_item(item: dict[str, Any]) -> ApiKey:
         elif value.get("NULL"):
             plain[field] = None
     try:
-        return ApiKey.model_validate(plain)
-    except ValidationError as error:
-        first = error.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
+        return ApiKey.parse(plain)
+    except KeyRecordError as error:
         raise KeyStoreError(
-            f"key item {str(plain.get(KEY_ATTRIBUTE))[:40]!r} is malformed: {where}: {first['msg']}"
+            f"key item {str(plain.get(KEY_ATTRIBUTE))[:40]!r} is malformed: {error.field}: {error.message}"
         ) from None
 
 

@@ -13,27 +13,28 @@ differ (docs.python.org/3/library/hmac.html#hmac.compare_digest), and says why a
 unknown, wrong secret, revoked, or not scoped to the endpoint. Pure: no I/O, the clock injected.
 """
 
-# No `from __future__ import annotations` in the modules of pydantic models (see gco/endpoints/record.py).
+from __future__ import annotations
 
 import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any, Literal
 
 from gco.endpoints import names
 from gco.endpoints.errors import InvalidSpecError
 from gco.endpoints.tokens import format_timestamp
 from gco.errors import GcoInputError
-from gco.global_access.errors import BearerFormatError
+from gco.global_access.errors import BearerFormatError, KeyRecordError
 
 KEY_PREFIX = "gco-"
 KEY_ID_BYTES = 6
 SECRET_BYTES = 32
 KEY_ID = re.compile(r"[0-9a-f]{12}")
+KEY_HASH = re.compile(r"[0-9a-f]{64}")
 # `secrets.token_urlsafe(32)`: 32 bytes base64url without padding is 43 characters.
 KEY = re.compile(r"gco-(?P<key_id>[0-9a-f]{12})-(?P<secret>[A-Za-z0-9_-]{43})")
 ALL_ENDPOINTS = "*"
@@ -51,38 +52,95 @@ REASONS: dict[str, str] = {
 }
 
 
-class ApiKey(BaseModel):
-    """A key's stored record: never the key itself, only its SHA-256."""
+@dataclass(frozen=True, kw_only=True)
+class ApiKey:
+    """A key's stored record: never the key itself, only its SHA-256.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain dataclass checked when made (`__post_init__`), not a pydantic model: the global front
+    door's authorizer reads one on every request, and pydantic's import was most of that function's
+    cold start (docs/benchmarks.md, "Lambda cold start"). `parse` reads a stored item's values.
 
-    key_id: Annotated[str, Field(pattern=r"^[0-9a-f]{12}$")]
-    key_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-    name: Annotated[str, Field(min_length=1, max_length=MAX_KEY_NAME)]
-    endpoints: Annotated[list[str], Field(min_length=1, max_length=MAX_SCOPED_ENDPOINTS)]
+    Raises (on construction):
+        KeyRecordError: a field is missing its form (naming the field).
+    """
+
+    key_id: str
+    key_hash: str
+    name: str
+    endpoints: list[str]
     created_at: str
     created_by: str | None = None
     revoked_at: str | None = None
 
-    @field_validator("endpoints")
+    def __post_init__(self) -> None:
+        _pattern(self.key_id, KEY_ID, "key_id", "12 lowercase hex characters")
+        _pattern(self.key_hash, KEY_HASH, "key_hash", "64 lowercase hex characters (a SHA-256)")
+        if not isinstance(self.name, str) or not 1 <= len(self.name) <= MAX_KEY_NAME:
+            raise KeyRecordError("name", f"must be a string of 1 to {MAX_KEY_NAME} characters")
+        _scope(self.endpoints)
+        _text(self.created_at, "created_at", optional=False)
+        _text(self.created_by, "created_by", optional=True)
+        _text(self.revoked_at, "revoked_at", optional=True)
+
     @classmethod
-    def _endpoints(cls, value: list[str]) -> list[str]:
-        if ALL_ENDPOINTS in value and value != [ALL_ENDPOINTS]:
-            raise ValueError(f"{ALL_ENDPOINTS!r} (all endpoints) cannot be listed with endpoint names")
-        for name in value:
-            if name != ALL_ENDPOINTS:
-                names.endpoint_name(name, "endpoints")
-        return value
+    def parse(cls, values: Mapping[str, Any]) -> ApiKey:
+        """The record stored `values` hold (a stored item's plain values).
+
+        Raises:
+            KeyRecordError: a field unknown, missing or malformed (naming the first one).
+        """
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(str(name) for name in values if name not in known)
+        if unknown:
+            raise KeyRecordError(unknown[0], "is not a field of a key's record")
+        for required in ("key_id", "key_hash", "name", "endpoints", "created_at"):
+            if required not in values:
+                raise KeyRecordError(required, "is missing")
+        return cls(**values)
+
+    def to_dict(self, *, exclude_none: bool = False) -> dict[str, Any]:
+        """The record's fields as plain values (the stored item's, the CLI's JSON)."""
+        data = asdict(self)
+        return {name: value for name, value in data.items() if value is not None} if exclude_none else data
 
     def allows(self, endpoint: str) -> bool:
         """Whether the key's scope covers `endpoint`."""
         return self.endpoints == [ALL_ENDPOINTS] or endpoint in self.endpoints
 
 
-class Verdict(BaseModel):
-    """Whether a request's key may call an endpoint, and if not, why."""
+def _pattern(value: Any, pattern: re.Pattern[str], name: str, form: str) -> None:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise KeyRecordError(name, f"must be {form}")
 
-    model_config = ConfigDict(frozen=True)
+
+def _text(value: Any, name: str, *, optional: bool) -> None:
+    if not isinstance(value, str) and not (optional and value is None):
+        raise KeyRecordError(name, "must be a string" + (" or absent" if optional else ""))
+
+
+def _scope(endpoints: Any) -> None:
+    """The endpoints a key may call: 1-64 endpoint names, or `["*"]` alone (all endpoints)."""
+    if not isinstance(endpoints, list) or not all(isinstance(name, str) for name in endpoints):
+        raise KeyRecordError("endpoints", "must be a list of endpoint names")
+    if not 1 <= len(endpoints) <= MAX_SCOPED_ENDPOINTS:
+        raise KeyRecordError(
+            "endpoints", f"must hold 1 to {MAX_SCOPED_ENDPOINTS} names (got {len(endpoints)})"
+        )
+    if ALL_ENDPOINTS in endpoints and endpoints != [ALL_ENDPOINTS]:
+        raise KeyRecordError(
+            "endpoints", f"{ALL_ENDPOINTS!r} (all endpoints) cannot be listed with endpoint names"
+        )
+    for index, name in enumerate(endpoints):
+        if name != ALL_ENDPOINTS:
+            try:
+                names.endpoint_name(name, f"endpoints[{index}]")
+            except InvalidSpecError as error:
+                raise KeyRecordError(error.field, error.message) from None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a request's key may call an endpoint, and if not, why."""
 
     allowed: bool
     key_id: str | None = None
@@ -177,8 +235,8 @@ def new_key(
             created_at=format_timestamp(now),
             created_by=created_by,
         )
-    except ValueError as error:  # pydantic's ValidationError is a ValueError
-        raise GcoInputError("endpoints", str(error).splitlines()[-1].strip()) from None
+    except KeyRecordError as error:
+        raise GcoInputError(error.field, error.message) from None
     return plaintext, record
 
 

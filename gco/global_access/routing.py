@@ -1,8 +1,8 @@
 """Which Regions may answer a request for an endpoint, best first: the global way in's one decision.
 
-Both global ways in ask this function with a fresh read of the endpoint's record: the AWS
-authorizer (its answer goes to the Regional proxy as `X-Gco-Serve-Region`) and the local global
-address (`gco.local.front`). A Region qualifies when:
+Both global ways in ask this function with a fresh read of the endpoint's record's serving fields
+(`gco.endpoints.serving.ServingRecord`): the AWS authorizer (its answer goes to the Regional proxy
+as `X-Gco-Serve-Region`) and the local global address (`gco.local.front`). A Region qualifies when:
 
 - it is a target of a live record (desired `deploying` or `running`; a stopped or deleted endpoint
   is served nowhere, and a Region only being cleaned is no target);
@@ -27,7 +27,8 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 
-from gco.endpoints.record import LIVE_STATES, EndpointRecord
+from gco.endpoints.serving import ServingRecord
+from gco.endpoints.states import LIVE_STATES
 from gco.endpoints.tokens import parse_timestamp
 
 SERVING_STATES = frozenset({"running", "updating"})
@@ -37,19 +38,19 @@ SERVING_STATES = frozenset({"running", "updating"})
 REGION_HEADER = "X-Gco-Region"
 
 
-def allowed_regions(record: EndpointRecord) -> list[str]:
+def allowed_regions(record: ServingRecord) -> list[str]:
     """The Regions the endpoint may be served from: its targets, narrowed by residency."""
-    if record.spec.residency is None:
+    if record.residency is None:
         return list(record.target_regions)
-    return record.spec.residency.allowed(list(record.target_regions))
+    return record.residency.allowed(list(record.target_regions))
 
 
-def resident(record: EndpointRecord) -> bool:
+def resident(record: ServingRecord) -> bool:
     """Whether the endpoint's requests must stay in its allowed Regions."""
-    return record.spec.residency is not None and record.spec.residency.enabled
+    return record.residency is not None and record.residency.enabled
 
 
-def refusal(record: EndpointRecord, region: str, now: datetime, stale_after_s: float) -> str | None:
+def refusal(record: ServingRecord, region: str, now: datetime, stale_after_s: float) -> str | None:
     """Why `region` cannot serve the endpoint now (None: it can)."""
     if record.desired_state not in LIVE_STATES:
         return f"the endpoint is {record.desired_state}"
@@ -79,7 +80,7 @@ def refusal(record: EndpointRecord, region: str, now: datetime, stale_after_s: f
 
 
 def choose_regions(
-    record: EndpointRecord,
+    record: ServingRecord,
     here: str | None,
     order: Sequence[str],
     now: datetime,
@@ -105,7 +106,7 @@ def choose_regions(
     return chosen
 
 
-def refusals(record: EndpointRecord, now: datetime, stale_after_s: float) -> dict[str, str]:
+def refusals(record: ServingRecord, now: datetime, stale_after_s: float) -> dict[str, str]:
     """Each allowed Region that cannot serve, with why (the 503's detail)."""
     found: dict[str, str] = {}
     for region in allowed_regions(record) or record.target_regions:
@@ -115,7 +116,7 @@ def refusals(record: EndpointRecord, now: datetime, stale_after_s: float) -> dic
     return found
 
 
-def unavailable_message(record: EndpointRecord, now: datetime, stale_after_s: float) -> str:
+def unavailable_message(record: ServingRecord, now: datetime, stale_after_s: float) -> str:
     """The 503's message when `choose_regions` is empty: every allowed Region and why it cannot serve."""
     name = record.endpoint_name
     if record.desired_state not in LIVE_STATES:

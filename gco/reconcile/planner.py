@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gco.endpoints.observed_state import CANARY_DESIRED, CANARY_READY
-from gco.endpoints.record import EndpointRecord, RegionState, RegionStatus
+from gco.endpoints.record import EndpointRecord, RegionStatus
+from gco.endpoints.states import RegionState
 from gco.reconcile.objects import HASH_ANNOTATION, ROLE_LABEL, ObjectRef, annotations_of, lifecycle_of
 from gco.reconcile.pods import trouble
 from gco.reconcile.proxy.routes import Route, route_of

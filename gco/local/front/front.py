@@ -46,6 +46,7 @@ import httpx
 from gco.endpoints.errors import EndpointError
 from gco.endpoints.paths import INGRESS_PREFIX, escape_reason
 from gco.endpoints.record import EndpointRecord
+from gco.endpoints.serving import ServingRecord, serving_of
 from gco.front_door import GENERATION_TIMEOUT_S
 from gco.global_access import keys
 from gco.global_access.errors import BearerFormatError, KeyStoreError
@@ -123,7 +124,7 @@ class GlobalFront:
         self._server = serve(self.handle, "global-front", port)
         self.url = f"http://{LOOPBACK}:{self._server.server_address[1]}"
 
-    def regions_for(self, record: EndpointRecord) -> list[str]:
+    def regions_for(self, record: ServingRecord) -> list[str]:
         """The Regions to try, in order: `choose_regions`, the healthy ones first."""
         chosen = choose_regions(record, None, self.order, self.now(), self.stale_after_s)
         chosen = [region for region in chosen if region in self.proxies]
@@ -164,9 +165,10 @@ class GlobalFront:
         if record is None:
             answer(request, 404, error_body(f"no endpoint {name!r}", "invalid_request_error", "not_found"))
             return
-        regions = self.regions_for(record)
+        serving = serving_of(record)
+        regions = self.regions_for(serving)
         if not regions:
-            message = unavailable_message(record, self.now(), self.stale_after_s)
+            message = unavailable_message(serving, self.now(), self.stale_after_s)
             answer(request, 503, error_body(message, "server_error", "no_region"))
             return
         self._forward(request, regions, f"{INGRESS_PREFIX}{name}{match['rest'] or ''}{sep}{query}", body)

@@ -31,7 +31,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from gco.endpoints import EndpointExistsError, EndpointNotFoundError, EndpointStore, InvalidTransitionError
 from gco.endpoints.codec import to_item
-from gco.endpoints.record import LIVE_STATES, EndpointRecord
+from gco.endpoints.record import EndpointRecord
+from gco.endpoints.states import LIVE_STATES
 from gco.endpoints.tokens import MonotonicClock
 
 REGIONS = ["us-east-1", "us-west-2", "eu-west-1"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,7 +38,7 @@ def test_a_taken_id_is_refused(key_store: DynamoKeyStore) -> None:
     _, record = keys.new_key("ci", ["*"], now=NOW)
     key_store.put(record)
     with pytest.raises(KeyExistsError):
-        key_store.put(record.model_copy(update={"name": "other"}))
+        key_store.put(dataclasses.replace(record, name="other"))
     assert key_store.get(record.key_id) == record
 
 

@@ -12,7 +12,9 @@ import sys
 import sysconfig
 from typing import Any
 
-HEAVY = ("aws_lambda_powertools", "aws_xray_sdk", "httpx", "boto3")
+# pydantic too: the keys and the endpoint's serving fields are read without models
+# (gco.global_access.keys.ApiKey, gco.endpoints.serving), the models being most of the cold start.
+HEAVY = ("aws_lambda_powertools", "aws_xray_sdk", "httpx", "boto3", "pydantic")
 
 
 def main() -> None:

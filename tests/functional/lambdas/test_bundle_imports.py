@@ -253,8 +253,8 @@ def test_sweep_handler_from_the_bundle(
 def test_authorizer_handler_from_the_bundle(
     bundle: Path, runtime_sdk: Path, store: EndpointStore, moto: MotoServer, dynamodb: Any
 ) -> None:
-    """The authorizer decides from the tables alone, and its cold start loads no Powertools, X-Ray
-    SDK, httpx or boto3 (it is on every request's path)."""
+    """The authorizer decides from the tables alone, and neither its cold start nor its decisions
+    load Powertools, the X-Ray SDK, httpx, boto3 or pydantic (it is on every request's path)."""
     dynamodb.create_table(
         TableName=KEYS_TABLE,
         KeySchema=[{"AttributeName": KEY_ATTRIBUTE, "KeyType": "HASH"}],

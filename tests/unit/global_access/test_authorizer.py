@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -11,6 +12,7 @@ import pytest
 
 from gco.endpoints import parse_spec
 from gco.endpoints.record import EndpointRecord
+from gco.endpoints.serving import ServingRecord, serving_of
 from gco.endpoints.tokens import format_timestamp
 from gco.global_access.authorizer import (
     KEY_ID_CONTEXT,
@@ -45,17 +47,19 @@ def status(state: str = "running", ready: int = 1) -> dict[str, Any]:
     }
 
 
-def record(statuses: dict[str, dict[str, Any]], residency: dict[str, Any] | None = None) -> EndpointRecord:
+def record(statuses: dict[str, dict[str, Any]], residency: dict[str, Any] | None = None) -> ServingRecord:
     spec: dict[str, Any] = {"image": "vllm/vllm-openai:v0.6.3"}
     if residency is not None:
         spec["residency"] = residency
-    return EndpointRecord(
-        endpoint_name="smol",
-        lifecycle_id=LIFE,
-        desired_state="running",
-        target_regions=[EAST, WEST, EU],
-        spec=parse_spec(spec),
-        region_status=statuses,
+    return serving_of(
+        EndpointRecord(
+            endpoint_name="smol",
+            lifecycle_id=LIFE,
+            desired_state="running",
+            target_regions=[EAST, WEST, EU],
+            spec=parse_spec(spec),
+            region_status=statuses,
+        )
     )
 
 
@@ -65,19 +69,19 @@ class StandInTables:
     does not model replication lag or read errors. Counts reads, so a test sees what was read."""
 
     keys: dict[str, ApiKey] = field(default_factory=dict)
-    endpoints: dict[str, EndpointRecord] = field(default_factory=dict)
+    endpoints: dict[str, ServingRecord] = field(default_factory=dict)
     reads: list[str] = field(default_factory=list)
 
     def api_key(self, key_id: str) -> ApiKey | None:
         self.reads.append(f"key:{key_id}")
         return self.keys.get(key_id)
 
-    def endpoint(self, name: str) -> EndpointRecord | None:
+    def endpoint(self, name: str) -> ServingRecord | None:
         self.reads.append(f"endpoint:{name}")
         return self.endpoints.get(name)
 
 
-def tables_with(rec: EndpointRecord, endpoints: list[str] | None = None) -> tuple[str, StandInTables]:
+def tables_with(rec: ServingRecord, endpoints: list[str] | None = None) -> tuple[str, StandInTables]:
     plaintext, key = new_key("ci", endpoints or ["*"], now=NOW - timedelta(days=1))
     return plaintext, StandInTables(keys={key.key_id: key}, endpoints={"smol": rec})
 
@@ -147,8 +151,8 @@ def test_unknown_wrong_and_revoked_keys_are_401_and_out_of_scope_is_403() -> Non
     assert decide(event(key), tables, SETTINGS, NOW).effect == "Deny"  # scoped to another endpoint
     forged = key[:-4] + ("AAAA" if not key.endswith("AAAA") else "BBBB")
     assert decide(event(forged), tables, SETTINGS, NOW).effect == "Unauthorized"
-    tables.keys[key_id] = tables.keys[key_id].model_copy(
-        update={"endpoints": ["*"], "revoked_at": format_timestamp(NOW)}
+    tables.keys[key_id] = dataclasses.replace(
+        tables.keys[key_id], endpoints=["*"], revoked_at=format_timestamp(NOW)
     )
     assert decide(event(key), tables, SETTINGS, NOW).effect == "Unauthorized"  # revoked: at once
     tables.keys.clear()

@@ -38,7 +38,7 @@ def test_reads_a_key_and_an_endpoint(dynamodb: Any, store: EndpointStore, keys_t
     assert tables.api_key(key.key_id) == key
     assert tables.api_key("0" * 12) is None
     record = tables.endpoint("smol")
-    assert record is not None and record.target_regions == ["us-east-1"]
+    assert record is not None and record.target_regions == ("us-east-1",)
     assert tables.endpoint("absent") is None
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from gco.endpoints import InvalidSpecError, parse_spec
 from gco.endpoints.record import EndpointRecord
+from gco.endpoints.serving import ServingRecord, parse_serving, serving_of
 from gco.endpoints.spec import check_residency
 from gco.endpoints.tokens import format_timestamp
 from gco.global_access.routing import choose_regions, refusals, unavailable_message
@@ -35,11 +36,12 @@ def record(
     desired: str = "running",
     targets: list[str] | None = None,
     residency: dict[str, Any] | None = None,
-) -> EndpointRecord:
+) -> ServingRecord:
+    """The record's serving fields, which the stored item's plain reading must read alike."""
     spec: dict[str, Any] = {"image": "vllm/vllm-openai:v0.6.3"}
     if residency is not None:
         spec["residency"] = residency
-    return EndpointRecord(
+    full = EndpointRecord(
         endpoint_name="smol",
         lifecycle_id=LIFE,
         desired_state=desired,
@@ -47,6 +49,9 @@ def record(
         spec=parse_spec(spec),
         region_status=statuses,
     )
+    serving = serving_of(full)
+    assert parse_serving(full.to_json()) == serving
+    return serving
 
 
 def test_here_first_then_the_nearest_first_order() -> None:
