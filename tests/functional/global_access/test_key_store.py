@@ -12,7 +12,7 @@ from gco.endpoints.tokens import format_timestamp
 from gco.errors import GcoInputError
 from gco.global_access import keys
 from gco.global_access.errors import KeyExistsError, KeyNotFoundError, KeyStoreError
-from gco.global_access.key_store import KEYS_TABLE_ENV, DynamoKeyStore, create_keys_table
+from gco.global_access.key_store import KEYS_TABLE_ENV, DynamoKeyStore, create_keys_table, to_item
 from gco.local.moto.motoserver import MotoServer
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -80,6 +80,19 @@ def test_a_malformed_item_is_named(key_store: DynamoKeyStore, dynamodb: Any) -> 
     with pytest.raises(KeyStoreError) as caught:
         key_store.get("0123456789ab")
     assert "'0123456789ab' is malformed" in str(caught.value)
+
+
+def test_an_item_scoped_to_a_malformed_endpoint_name_is_a_store_error(
+    key_store: DynamoKeyStore, dynamodb: Any
+) -> None:
+    """Not the endpoint name's own `InvalidSpecError` (which the former pydantic model let through
+    its validator): the store's error, naming the item and the list entry."""
+    _, record = keys.new_key("k", ["smol"], now=NOW)
+    item = {**to_item(record), "endpoints": {"L": [{"S": "smol"}, {"S": "Bad_Name"}]}}
+    dynamodb.put_item(TableName="test-keys", Item=item)
+    with pytest.raises(KeyStoreError) as caught:
+        key_store.get(record.key_id)
+    assert f"{record.key_id!r} is malformed: endpoints[1]:" in str(caught.value)
 
 
 def test_a_table_with_another_key_is_refused(dynamodb: Any) -> None:
