@@ -1,8 +1,9 @@
 """Cold import of each Lambda handler from the built bundle, as Lambda runs it, beside `import boto3`.
 
-The bundle is the one the project's bundling builds for the Regional functions
-(`stacks.bundling.REGIONAL`: handlers, gco, its lock's wheels, bytecode compiled by the functions'
-Python: `stacks.bundling.compile_bundle`), measured with that Python
+Each handler is measured in the bundle the project's bundling builds for its functions
+(`stacks.bundling.BUNDLES`: the Regional functions' `REGIONAL`, the rollout workflow's `ROLLOUT`;
+handlers, gco, the lock's wheels, bytecode compiled by the functions' Python:
+`stacks.bundling.compile_bundle`), measured with that Python
 (`stacks.bundling.runtime_interpreter`); on a machine without it, a bundle built for this
 interpreter stands in (the lock's versions, this interpreter's wheels) and the header says so.
 Each measurement is a fresh process started as Lambda starts one: isolated (`-I -S`, nothing on the
@@ -45,10 +46,11 @@ from aws_cdk import aws_lambda as lambda_  # noqa: E402
 from gco.env import AWS_REGION_ENV, DEFAULT_REGION_ENV  # noqa: E402
 from stacks.bundling import (  # noqa: E402
     BUNDLE_ENVIRONMENT,
-    REGIONAL,
+    BUNDLES,
     ROOT,
     RUNTIME,
     TASK_ROOT,
+    Bundle,
     LocalPythonBundling,
     compile_bundle,
     pinned_versions,
@@ -56,7 +58,8 @@ from stacks.bundling import (  # noqa: E402
     runtime_interpreter,
 )
 
-HANDLERS = ("reconciler", "sweep", "authorizer")
+# Each handler module (a file of `lambdas/`, without `.py`) and the bundle it ships in.
+HANDLERS = {handler.removesuffix(".py"): bundle for bundle in BUNDLES for handler in bundle.handlers}
 TARGET_MS = 300.0
 TARGET_RATIO = 1.3  # each handler with bytecode at most this many times `import boto3` (issue 39)
 # The import names of what the Lambda Python runtime provides (stacks.bundling.RUNTIME_PROVIDED).
@@ -88,20 +91,20 @@ print(json.dumps({{"wall": (time.perf_counter() - start) * 1000, "cpu": (time.pr
 """
 
 
-def build(scratch: Path) -> tuple[Path, Path, Path]:
-    """The bundle with bytecode, the same without, and the runtime SDK stand-in (with bytecode)."""
-    compiled = scratch / "bundle"
+def build(scratch: Path, bundle: Bundle) -> tuple[Path, Path]:
+    """The bundle with bytecode and the same without."""
+    compiled = scratch / bundle.name
     compiled.mkdir()  # CDK hands the bundler an existing, empty directory
     # The functions' own bundle (the lock's wheels, their hashes checked) when their Python is here.
     wheels = MEASURED is RUNTIME
-    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=wheels, runtime=MEASURED)
+    bundling = LocalPythonBundling(bundle=bundle, install_dependencies=wheels, runtime=MEASURED)
     assert bundling.try_bundle(
         str(compiled),
         image=None,  # type: ignore[arg-type]
     )
     if MEASURED is not RUNTIME:
-        pins = scratch / "pins.txt"
-        pins.write_text(pinned_versions(ROOT / REGIONAL.lock))
+        pins = scratch / f"{bundle.name}-pins.txt"
+        pins.write_text(pinned_versions(ROOT / bundle.lock))
         subprocess.run(
             [
                 *(
@@ -119,8 +122,13 @@ def build(scratch: Path) -> tuple[Path, Path, Path]:
             check=True,
         )
         assert compile_bundle(compiled, MEASURED)
-    source_only = scratch / "source-only"
+    source_only = scratch / f"{bundle.name}-source-only"
     shutil.copytree(compiled, source_only, ignore=shutil.ignore_patterns("__pycache__"))
+    return compiled, source_only
+
+
+def runtime_sdk(scratch: Path) -> Path:
+    """The runtime's AWS SDK stand-in: a copy of this machine's, with bytecode."""
     runtime = scratch / "runtime"
     runtime.mkdir()
     for name in SDK_MODULES:
@@ -131,7 +139,7 @@ def build(scratch: Path) -> tuple[Path, Path, Path]:
             shutil.copy2(source, runtime / source.name)
     # The runtime's own packages are installed with their bytecode (pip compiles by default).
     subprocess.run([INTERPRETER, "-m", "compileall", "-q", "-j0", str(runtime)], check=True)
-    return compiled, source_only, runtime
+    return runtime
 
 
 def cold_import_ms(module: str, bundle: Path, runtime: Path, probe: Path) -> dict[str, float]:
@@ -190,11 +198,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="Fresh processes per figure (median).")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gco-cold-") as scratch:
-        compiled, source_only, runtime = build(Path(scratch))
+        built = {bundle.name: build(Path(scratch), bundle) for bundle in BUNDLES}
+        runtime = runtime_sdk(Path(scratch))
         probe = Path(scratch) / "probe.py"
         probe.write_text(PROBE, encoding="utf-8")
-        figures = {"boto3": ("boto3", compiled)}
-        for handler in HANDLERS:
+        figures = {"boto3": ("boto3", built[BUNDLES[0].name][0])}
+        for handler, bundle in HANDLERS.items():
+            compiled, source_only = built[bundle.name]
             figures[handler] = (handler, compiled)
             figures[f"{handler} source"] = (handler, source_only)
         load = os.getloadavg()[0]
@@ -211,7 +221,7 @@ def main() -> None:
             f"  {'import boto3 (baseline)':24s} {median_of(base, 'cpu'):5.0f} ms CPU "
             f"{median_of(base, 'wall'):6.0f} ms wall"
         )
-        for handler in HANDLERS:
+        for handler, bundle in HANDLERS.items():
             bundled, source = samples[handler], samples[f"{handler} source"]
             cpu, ratio = median_of(bundled, "cpu"), ratio_to(bundled, base)
             verdict = "met" if cpu < TARGET_MS and ratio <= TARGET_RATIO else "MISSED"
@@ -219,7 +229,7 @@ def main() -> None:
                 f"  {handler + ' handler':24s} {cpu:5.0f} ms CPU {median_of(bundled, 'wall'):6.0f} ms wall "
                 f"with bytecode ({ratio:.2f}x boto3; target < {TARGET_MS:.0f} ms and <= {TARGET_RATIO}x "
                 f"{verdict}); source only: {median_of(source, 'cpu'):.0f} ms CPU "
-                f"({ratio_to(source, base):.2f}x boto3)"
+                f"({ratio_to(source, base):.2f}x boto3); {bundle.name} bundle"
             )
 
 

@@ -7,26 +7,26 @@ Requests go to each Region's front door (its Regional stack's `InvokeUrl`), sign
 role; evidence goes to the evidence bucket (env `GCO_EVIDENCE_BUCKET`). The canary's image is admitted
 by the deployment's validation policy in each Region it reaches before it is written there, as on the
 CLI's path (`admission_for`).
+
+Its cold import is Powertools and the lazy tracer alone: the rollout's code (pydantic's models,
+botocore's client machinery, httpx, the statistics' numpy and scipy) is imported by the function that
+needs it, at the first invocation (docs/benchmarks.md, "Lambda cold start";
+tests/unit/lambdas/test_cold_imports.py).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 
-from gco import aws
-from gco.endpoints import EndpointStore, operations
-from gco.endpoints.operations import AdmissionHook
-from gco.env import EVIDENCE_BUCKET_ENV
-from gco.evidence.store import S3EvidenceStore
-from gco.inference.regional_outputs import invoke_urls
 from gco.reconcile.tracing import LazyTracer
-from gco.rollout.service import advance, give_up
-from gco.rollout.state import RolloutSettings
-from gco.rollout.steps import Ports
-from gco.rollout.traffic import HttpTraffic
+
+if TYPE_CHECKING:
+    from gco.endpoints.operations import AdmissionHook
+    from gco.rollout.state import RolloutSettings
+    from gco.rollout.steps import Ports
 
 SERVICE = "gco-rollout"
 FUNCTION_NAME_ENV = "AWS_LAMBDA_FUNCTION_NAME"  # set by Lambda in every function's environment
@@ -50,6 +50,14 @@ def admission_for(settings: RolloutSettings) -> AdmissionHook:
 
 def ports_for(settings: RolloutSettings) -> Ports:
     """The ports of a rollout: the table, its Regions' front doors, the evidence bucket, admission."""
+    from gco import aws
+    from gco.endpoints import EndpointStore, operations
+    from gco.env import EVIDENCE_BUCKET_ENV
+    from gco.evidence.store import S3EvidenceStore
+    from gco.inference.regional_outputs import invoke_urls
+    from gco.rollout.steps import Ports
+    from gco.rollout.traffic import HttpTraffic
+
     name = settings.endpoint
     store = EndpointStore.connect()
     record = operations.fresh(store, name)
@@ -65,6 +73,8 @@ def ports_for(settings: RolloutSettings) -> Ports:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from gco.rollout.service import advance
+
     answer = advance(event, ports_for)
     logger.info("rollout step", extra={"done": answer["done"], "waiting": answer["waiting"]})
     return answer
@@ -73,6 +83,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def give_up_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from gco.endpoints import EndpointStore
+    from gco.rollout.service import give_up
+
     answer = give_up(event, ports_for, EndpointStore.connect())
     logger.info("rollout given up", extra={"removed": answer.get("removed")})
     return answer

@@ -5,6 +5,9 @@ of `gco inference rollout`'s options: `image`, `waves`, `rule`, ...) starts the 
 execution named by the endpoint, its lifecycle and the image (`gco.rollout.execution`), so a redelivered
 stream record starts nothing twice. The event source mapping's filter passes only records that hold
 the attribute; the handler starts only where it appeared or changed.
+
+Its cold import is Powertools and the lazy tracer alone; the rollout's code and botocore's client
+machinery are imported by the first invocation (tests/unit/lambdas/test_cold_imports.py).
 """
 
 from __future__ import annotations
@@ -14,11 +17,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from gco import aws
 from gco.reconcile.tracing import LazyTracer
-from gco.rollout import execution
-from gco.rollout.errors import ExecutionStartError
-from gco.rollout.service import requests_from_stream
 
 SERVICE = "gco-rollout-starter"
 logger = Logger(service=SERVICE)
@@ -29,6 +28,11 @@ ALREADY = "ExecutionAlreadyExists"  # a finished execution of the same name: thi
 @logger.inject_lambda_context
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from gco import aws
+    from gco.rollout import execution
+    from gco.rollout.errors import ExecutionStartError
+    from gco.rollout.service import requests_from_stream
+
     client = aws.client("stepfunctions")
     started: list[str] = []
     for settings, lifecycle in requests_from_stream(event.get("Records") or []):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-HANDLERS = ("lambdas.reconciler", "lambdas.sweep")
+HANDLERS = ("lambdas.reconciler", "lambdas.sweep", "lambdas.rollout", "lambdas.rollout_starter")
 # What the first invocation imports. `botocore` itself is absent from the list: Powertools' metrics
 # import the package (its `__init__`, a few ms), not its session, client or loaders.
 DEFERRED = (
@@ -34,6 +34,12 @@ DEFERRED = (
     "gco.reconcile.reconciler",
     "gco.reconcile.sweep",
     "gco.reconcile.expiry",
+    # The rollout's: its service and steps, the evidence store, the statistics' numpy and scipy.
+    "gco.rollout.service",
+    "gco.rollout.traffic",
+    "gco.evidence.store",
+    "numpy",
+    "scipy",
 )
 PROBE = "import importlib, json, sys; importlib.import_module(sys.argv[1]); print(json.dumps([*sys.modules]))"
 
@@ -62,3 +68,4 @@ def test_the_probe_sees_an_eager_import() -> None:
     """The check can fail: the reconciler's module itself loads what the handlers defer."""
     loaded = loaded_by("gco.reconcile.reconciler")
     assert {"pydantic", "gco.endpoints.spec", "botocore.session"} <= loaded
+    assert {"gco.rollout.service", "numpy", "pydantic"} <= loaded_by("gco.rollout.service")
