@@ -8,6 +8,7 @@ so the models' refusals are all about serving fields.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from typing import Any
@@ -17,10 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gco.endpoints.record as record_module
+from gco.endpoints import serving
 from gco.endpoints.errors import MalformedRecordError
 from gco.endpoints.names import MAX_REGIONS, partitions
-from gco.endpoints.record import parse_record
+from gco.endpoints.record import EndpointRecord, RegionStatus, parse_record
 from gco.endpoints.serving import ServingRecord, ServingResidency, ServingStatus, parse_serving, serving_of
+from gco.endpoints.spec import Residency
 from gco.endpoints.states import DESIRED_STATES, REGION_STATES
 
 LIFE = "l" * 64
@@ -192,3 +195,14 @@ def test_the_plain_reading_imports_no_pydantic() -> None:
         "assert not [name for name in sys.modules if name.split('.')[0] == 'pydantic'], 'pydantic loaded'"
     )
     subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
+
+
+def test_the_plain_reading_knows_every_field_of_the_models_it_reads() -> None:
+    """A field added to `RegionStatus` or `Residency` must be added to the plain reading's checks too
+    (else it would vouch for a status or residency whose new field the models refuse)."""
+    declared = {"state", *serving.STATUS_INTEGERS, *serving.STATUS_OPTIONAL_TEXT}
+    assert set(RegionStatus.model_fields) == declared
+    assert set(Residency.model_fields) == serving.RESIDENCY_FIELDS
+    read = {field.name for field in dataclasses.fields(ServingRecord)} - {"residency"}
+    assert read <= set(EndpointRecord.model_fields)
+    assert {field.name for field in dataclasses.fields(ServingStatus)} <= declared
