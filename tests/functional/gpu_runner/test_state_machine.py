@@ -79,11 +79,31 @@ def _wait_for_job(s3: Any, key: str, timeout: float = 30.0) -> Any:
             time.sleep(0.1)
 
 
-def _runner_up(aws: dict[str, Any], key: str) -> JobMessage:
-    """What the runner does when its instance is up: answer the start message, read the job message."""
-    message = start(aws["s3"], aws["stepfunctions"], BUCKET, key, runner=RUNNER, wait=30.0, poll=0.1)
+def _runner_up(aws: dict[str, Any], key: str, execution: str) -> JobMessage:
+    """What the runner does when its instance is up: answer the start message, read the job message.
+
+    Then it waits for moto to wait on the task token, which in AWS is the case once the job message
+    exists. moto's interpreter (moto 5.2, `state_task_service_callback.py`) puts the message in S3
+    first, then records `TaskSubmitted` and only after that sets up the token's heartbeat endpoint
+    (`_after_eval_execution` -> `_eval_integration_pattern` -> `setup_heartbeat_endpoint`); a
+    heartbeat in between is answered `InvalidToken` (`callback.py` `notify_heartbeat` returns False),
+    which the runner rightly takes as final. On a fast machine the runner's first heartbeat landed
+    there (a CI run: "heartbeat refused (InvalidToken): stopping the job").
+    """
+    sfn = aws["stepfunctions"]
+    message = start(aws["s3"], sfn, BUCKET, key, runner=RUNNER, wait=30.0, poll=0.1)
     assert message is not None and message.phase == "run"
+    deadline = time.monotonic() + 30.0
+    while _submitted(sfn, execution) < 2:  # the start message's task, then the job's
+        assert time.monotonic() < deadline, f"{execution}: moto never waited on the job's token"
+        time.sleep(0.05)
+    time.sleep(0.05)  # `TaskSubmitted` is recorded a few statements before the endpoint is set up
     return message
+
+
+def _submitted(sfn: Any, execution: str) -> int:
+    history = sfn.get_execution_history(executionArn=execution)["events"]
+    return sum(1 for event in history if event["type"] == "TaskSubmitted")
 
 
 def _finish(sfn: Any, execution_arn: str, timeout: float = 60.0) -> dict[str, Any]:
@@ -136,7 +156,7 @@ def test_success_ends_with_evidence_named_and_instance_terminated(
 ) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-ok")
-    message = _runner_up(aws, "jobs/bench-ok.json")
+    message = _runner_up(aws, "jobs/bench-ok.json", execution)
     assert message.execution == "bench-ok" and message.instance_ids[0].startswith("i-")
     assert _instance_states(aws["ec2"]) == ["running"]
     instance = aws["ec2"].describe_instances()["Reservations"][0]["Instances"][0]
@@ -165,7 +185,7 @@ def test_the_machine_accepts_a_matrix_job(sfn_moto: MotoServer, tmp_path: Path) 
     execution = aws["stepfunctions"].start_execution(
         stateMachineArn=_deploy(aws), name="matrix-ok", input=json.dumps({"job": job})
     )["executionArn"]
-    message = _runner_up(aws, "jobs/matrix-ok.json")
+    message = _runner_up(aws, "jobs/matrix-ok.json", execution)
     assert isinstance(message.job, MatrixJob) and message.job.settings == job["settings"]
     fake = FakeRounds()
     outcome = run_job(
@@ -236,7 +256,7 @@ def test_a_bad_queue_timeout_is_refused_before_any_instance(
 def test_runner_failure_fails_the_execution_and_terminates(sfn_moto: MotoServer, tmp_path: Path) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-fails")
-    message = _runner_up(aws, "jobs/bench-fails.json")
+    message = _runner_up(aws, "jobs/bench-fails.json", execution)
     run_job(
         message,
         sfn=aws["stepfunctions"],
@@ -261,7 +281,7 @@ def test_heartbeat_timeout_terminates_and_the_runner_stops(
 ) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws, heartbeat_seconds), "bench-silent")
-    message = _runner_up(aws, "jobs/bench-silent.json")
+    message = _runner_up(aws, "jobs/bench-silent.json", execution)
     described = _finish(aws["stepfunctions"], execution)  # no heartbeat is sent
     assert described["status"] == "FAILED"
     assert described.get("error") == "RunnerFailed"
@@ -315,7 +335,7 @@ class SpySfn:
 def test_the_first_heartbeat_goes_before_the_jobs_first_output(sfn_moto: MotoServer, tmp_path: Path) -> None:
     aws = clients(sfn_moto)
     execution = _start(aws, _deploy(aws), "bench-beat")
-    message = _runner_up(aws, "jobs/bench-beat.json")
+    message = _runner_up(aws, "jobs/bench-beat.json", execution)
     events: list[str] = []
     fake = FakeRounds()
 
@@ -337,7 +357,7 @@ def test_a_zone_that_refuses_the_launch_passes_it_to_the_next(sfn_moto: MotoServ
     aws = clients(sfn_moto)
     # The first zone's launch is refused (here: its template does not exist); the second zone launches.
     execution = _start(aws, _deploy(aws, templates=("gco-runner-2",)), "bench-zone2")
-    message = _runner_up(aws, "jobs/bench-zone2.json")
+    message = _runner_up(aws, "jobs/bench-zone2.json", execution)
     (instance,) = [i for r in aws["ec2"].describe_instances()["Reservations"] for i in r["Instances"]]
     (zone2,) = aws["ec2"].describe_launch_templates(LaunchTemplateNames=["gco-runner-2"])["LaunchTemplates"]
     assert {"Key": "aws:ec2launchtemplate:id", "Value": zone2["LaunchTemplateId"]} in instance["Tags"]
@@ -381,7 +401,7 @@ def test_an_exhausted_terminate_fails_the_run_and_the_cleanup_terminates(
     aws = clients(sfn_moto)
     sfn = aws["stepfunctions"]
     execution = _start(aws, _deploy(aws, edit=_terminate_refused), "bench-stuck")
-    message = _runner_up(aws, "jobs/bench-stuck.json")
+    message = _runner_up(aws, "jobs/bench-stuck.json", execution)
     run_job(
         message, sfn=sfn, s3=aws["s3"], bucket=BUCKET, workdir=tmp_path, runner=RUNNER, execute=FakeRounds()
     )
