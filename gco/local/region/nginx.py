@@ -19,8 +19,10 @@ Routing (the maps, the canary splits, the prefix rewrite), `/healthz`, 404 and t
 as rendered. `NginxProxy.sync()` writes the files whose rendered content or Service addresses
 changed, checks the whole with `nginx -t`, and reloads (SIGHUP) the running master, as the
 deployed pod's reloader does when the kubelet updates the volume; a master that died is started
-again. It registers itself with the stand-in as the proxy's Pod, so the reconciler asks its real
-status port (through the pod proxy) whether it serves a route before reporting `running`.
+again, and one still starting is left to the next sync (`master_looping`: it could lose the SIGHUP
+and serve its first configuration until the next change). It registers itself with the stand-in as
+the proxy's Pod, so the reconciler asks its real status port (through the pod proxy) whether it
+serves a route before reporting `running`.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -104,6 +106,30 @@ def local_conf(
     return "\n".join(out) + "\n"
 
 
+def workers(master: int, proc: Path = PROC) -> list[bool]:
+    """For each worker process of nginx's master `master`, whether it still takes new connections
+    (False: `nginx: worker process is shutting down`, https://nginx.org/en/docs/control.html).
+
+    Raises:
+        FileNotFoundError: there is no /proc to read (not Linux).
+    """
+    if not proc.is_dir():
+        raise FileNotFoundError(proc)
+    found: list[bool] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # the process ended meanwhile
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == master and title.startswith("nginx: worker process"):
+            found.append("shutting down" not in title)
+    return found
+
+
 def reload_settled(master: int, proc: Path = PROC) -> bool:
     """Whether nginx's master `master` has exactly one worker taking new connections.
 
@@ -114,21 +140,51 @@ def reload_settled(master: int, proc: Path = PROC) -> bool:
     request can still get the old configuration's 404. One accepting worker (`worker_processes 1`
     here) means the reload, if any, is over. Where there is no /proc to read (not Linux), True.
     """
-    if not proc.is_dir():
+    try:
+        return sum(workers(master, proc)) == 1
+    except FileNotFoundError:
         return True
-    accepting = 0
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:  # the process ended meanwhile
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        if parent == master and title.startswith("nginx: worker process") and "shutting down" not in title:
-            accepting += 1
-    return accepting == 1
+
+
+def master_looping(master: int, proc: Path = PROC) -> bool:
+    """Whether nginx's master `master` has forked a worker, so that it acts on a SIGHUP.
+
+    nginx installs its signal handlers early in `main` (`ngx_init_signals`), but acts on a reload
+    only in its master loop: `ngx_master_process_cycle` (src/os/unix/ngx_process_cycle.c) blocks the
+    signals it handles, forks the workers, and then loops on `sigsuspend`, reading the flags the
+    handlers set (`ngx_reconfigure`) only after a signal wakes it. A SIGHUP taken between the two
+    sets the flag before the loop starts, and the first `sigsuspend` then waits for another signal:
+    the reload is lost, and the master serves the configuration it started with until the next
+    signal (seen here: nginx 1.22 signalled 2.8 ms after its start kept its old configuration,
+    alive). A master with a worker has passed the block: a SIGHUP is either pending or acted upon.
+    Where there is no /proc to read (not Linux), True.
+    """
+    try:
+        return bool(workers(master, proc))
+    except FileNotFoundError:
+        return True
+
+
+SyncAction = Literal["none", "wait", "start", "reload"]
+
+
+def sync_action(*, changed: bool, running: bool, looping: bool) -> SyncAction:
+    """What a sync does with the files it rendered (`NginxProxy.sync`).
+
+    Parameters:
+        changed: the files differ from those nginx was last started or reloaded with.
+        running: an nginx master runs (started and not exited).
+        looping: that master acts on a SIGHUP (`master_looping`).
+
+    Returns:
+        `start` with no master running; else nothing unless the files changed; then `wait` (write
+        nothing, the next sync asks again) while the master is still starting, else `reload`.
+    """
+    if not running:
+        return "start"
+    if not changed:
+        return "none"
+    return "reload" if looping else "wait"
 
 
 def self_signed(tls_dir: Path) -> Path:
@@ -276,7 +332,8 @@ class NginxProxy:
         return [self.program, "-p", f"{self.run_dir}/", "-c", str(self.conf_path), "-e", "stderr", *extra]
 
     def sync(self) -> None:
-        """Serve the rendered files: write and check them when they changed, then start or reload.
+        """Serve the rendered files: write and check them when they changed, then start or reload
+        (`sync_action`: a master still starting is not signalled, its reload could be lost).
 
         Raises:
             NginxError: `nginx -t` refused the configuration (the files are written again, and
@@ -286,8 +343,14 @@ class NginxProxy:
             files = self.desired_files()
             if not files:
                 return  # the reconciler has not rendered the proxy yet
-            exited = self._process is not None and self._process.exited()
-            if files == self._files and not exited:
+            process = self._process
+            running = process is not None and not process.exited()
+            action = sync_action(
+                changed=files != self._files,
+                running=running,
+                looping=running and process is not None and master_looping(process.popen.pid),
+            )
+            if action in ("none", "wait"):
                 return
             self._write(files)
             check = subprocess.run(
@@ -297,15 +360,13 @@ class NginxProxy:
                 self._files = {}  # written but refused: written again, and checked, next time
                 raise NginxError(f"nginx -t refused the configuration: {check.stderr.strip()[-400:]}")
             self._files = files
-            if self._process is None or exited:
-                if self._process is not None:
-                    log.warning("nginx exited (%s); starting it again", self._process.popen.returncode)
-                env = clean_env({}, os.environ).env
-                self._process = EngineProcess(
-                    self._argv("-g", "daemon off;"), env, self.run_dir / "nginx.log"
-                )
-            else:
-                self._process.signal(signal.SIGHUP)  # graceful reload of the master
+            if action == "reload" and process is not None:
+                process.signal(signal.SIGHUP)  # graceful reload of the master
+                return
+            if process is not None:
+                log.warning("nginx exited (%s); starting it again", process.popen.returncode)
+            env = clean_env({}, os.environ).env
+            self._process = EngineProcess(self._argv("-g", "daemon off;"), env, self.run_dir / "nginx.log")
 
     def _write(self, files: Mapping[str, str]) -> None:
         """Write what changed, each file atomically (nginx may read while a file is being replaced)."""

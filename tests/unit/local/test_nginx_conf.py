@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gco.local.region.nginx import local_conf, reload_settled
+import pytest
+
+from gco.local.region.nginx import local_conf, master_looping, reload_settled, sync_action, workers
 from gco.reconcile.proxy.proxy_conf import nginx_conf
 from gco.reconcile.proxy.route_shards import shard_data, shard_of
 from gco.reconcile.proxy.routes import Route, RouteTable
@@ -70,3 +72,30 @@ def test_a_reload_is_settled_only_with_one_worker_taking_connections(tmp_path: P
     (tmp_path / "11" / "cmdline").write_bytes(b"nginx: worker process is shutting down\0")
     assert reload_settled(10, tmp_path)
     assert reload_settled(10, tmp_path / "absent")  # no /proc: nothing to tell
+
+
+def test_a_master_acts_on_a_reload_only_once_it_forked_a_worker(tmp_path: Path) -> None:
+    """Before its first worker the master may take a SIGHUP and never act on it (`master_looping`)."""
+    _process(tmp_path, 10, 1, "nginx: master process nginx -c conf")
+    _process(tmp_path, 99, 1, "nginx: worker process")  # another master's worker
+    assert workers(10, tmp_path) == [] and not master_looping(10, tmp_path)
+    _process(tmp_path, 11, 10, "nginx: worker process is shutting down")
+    assert workers(10, tmp_path) == [False] and master_looping(10, tmp_path)
+    _process(tmp_path, 12, 10, "nginx: worker process")
+    assert sorted(workers(10, tmp_path)) == [False, True]
+    assert master_looping(10, tmp_path / "absent")  # no /proc: nothing to tell
+
+
+@pytest.mark.parametrize(
+    ("changed", "running", "looping", "action"),
+    [
+        (True, False, False, "start"),
+        (False, False, False, "start"),  # a master that exited is started again
+        (False, True, True, "none"),
+        (False, True, False, "none"),
+        (True, True, True, "reload"),
+        (True, True, False, "wait"),  # a master still starting is not signalled
+    ],
+)
+def test_a_sync_starts_reloads_or_waits(changed: bool, running: bool, looping: bool, action: str) -> None:
+    assert sync_action(changed=changed, running=running, looping=looping) == action
