@@ -41,10 +41,23 @@ def stack(
             name, _, value = line.removeprefix("export ").partition("=")
             monkeypatch.setenv(name, shlex.split(value)[0])
         deploy = ["inference", "deploy", "smol", "--image", IMAGE, "--model-id", MODEL]
-        gco(*deploy, "--region", EAST, "--region", WEST, "--wait", "--timeout", "60")
+        try:
+            gco(*deploy, "--region", EAST, "--region", WEST, "--wait", "--timeout", "60")
+        except AssertionError as error:  # what each Region's process and nginx said meanwhile
+            raise AssertionError(f"{error}\n{region_logs(tmp_path / 'state')}") from None
         yield Stack(gco, flag)
     finally:
         gco("local", "down", *flag)
+
+
+def region_logs(state_dir: Path, lines: int = 40) -> str:
+    """The last `lines` of each Region process's log and of each Region's nginx log (without the
+    global address's health checks, which fill it)."""
+    parts = []
+    for log in sorted(state_dir.glob("region-*.log")) + sorted(state_dir.glob("*/*/nginx/nginx.log")):
+        kept = [line for line in log.read_text(errors="replace").splitlines() if "GET /healthz" not in line]
+        parts.append(f"--- {log.relative_to(state_dir)}\n" + "\n".join(kept[-lines:]))
+    return "\n".join(parts)
 
 
 def answered(gco: Gco) -> str:
