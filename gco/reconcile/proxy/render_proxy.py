@@ -56,14 +56,23 @@ CONFIG_DIGEST_ANNOTATION = "gco.dev/routes-digest"
 NGINX_CONF = "nginx.conf"
 CERT_ARGS = ("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "365")
 STATUS_PORT_NAME = "status"
-# The reloader (module docstring). nginx writes its pid file once it has read its configuration, so a
-# HUP sent once the file exists makes it read the routes again, whichever came first; the link is
-# remembered only once the signal was sent.
+# The reloader (module docstring). It signals nginx's master only once that master has forked a worker:
+# nginx writes its pid file and installs its signal handlers before its master loop
+# (src/core/nginx.c `main`: `ngx_init_signals`, `ngx_create_pidfile`, then `ngx_master_process_cycle`),
+# and acts on a SIGHUP only in that loop, which first blocks the signals and forks the workers, then
+# waits in `sigsuspend` (src/os/unix/ngx_process_cycle.c). A HUP taken before the loop only sets a
+# flag the loop reads after the next signal: the reload is lost, and nginx would serve the routes it
+# started with until the next change (seen with nginx 1.22 signalled 2.8 ms after its start). A
+# process whose parent is the master (`PPid:` in /proc/<pid>/status, the pod's shared process
+# namespace) means the loop runs. The link is remembered only once the signal was sent, so a HUP
+# held back goes out on a later pass.
 RELOADER_SCRIPT = (
     'last=""; while true; do '
     f"now=$(readlink {ROUTES_DIR}/..data); "
     'if [ -n "$now" ] && [ "$now" != "$last" ] && [ -s /tmp/nginx.pid ]; then '
-    'kill -HUP "$(cat /tmp/nginx.pid)" && last="$now"; fi; '
+    "pid=$(cat /tmp/nginx.pid); "
+    'if grep -qsx "PPid:[[:space:]]*$pid" /proc/[0-9]*/status; then kill -HUP "$pid" && last="$now"; fi; '
+    "fi; "
     f"sleep {RELOAD_POLL_S}; done"
 )
 
