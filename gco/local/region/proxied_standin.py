@@ -54,7 +54,7 @@ def _status_port(reader: ShardReader) -> PodServer:
     """A pod's answers on its status port, from the shards `reader` reads (its mounted copy)."""
 
     def answer(port: int, path: str) -> tuple[int, str]:
-        return status_answer(reader.table(), port, path)
+        return status_answer(reader, port, path)
 
     return answer
 

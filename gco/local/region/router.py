@@ -42,11 +42,20 @@ from gco.local.region.volume import MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
 from gco.reconcile.proxy.render_proxy import proxy_labels
-from gco.reconcile.proxy.route_shards import merged, route_digest, shard_labels, shard_number, shard_table
+from gco.reconcile.proxy.route_shards import (
+    merged,
+    route_digest,
+    shard_labels,
+    shard_number,
+    shard_table,
+    version_of,
+    versions_answer,
+)
 from gco.reconcile.proxy.routes import (
     HEALTH_PATH,
     STATUS_PORT,
     STATUS_ROUTE_PATH,
+    STATUS_SHARDS_PATH,
     UPSTREAM,
     VERSION_HEADER,
     RouteTable,
@@ -79,6 +88,17 @@ class ShardReader:
             return self.volume.read()
         return self.api.list(CONFIG_MAP, SYSTEM_NAMESPACE, selector(shard_labels()))[0]
 
+    def versions(self) -> dict[int, str]:
+        """Each shard's version as its data declares it (`route_shards.version_of`; a shard without
+        one is left out), of the same shards `table` reads."""
+        found: dict[int, str] = {}
+        for obj in self.shards():
+            number = shard_number(str(obj["metadata"]["name"]))
+            version = version_of(number, obj.get("data")) if number is not None else None
+            if number is not None and version is not None:
+                found[number] = version
+        return found
+
     def table(self) -> RouteTable:
         with self._lock:
             fresh: dict[str, tuple[str, RouteTable]] = {}
@@ -98,8 +118,12 @@ class ShardReader:
             return self._table
 
 
-def status_answer(table: RouteTable, port: int, path: str) -> tuple[int, str]:
-    """What the proxy's status port answers for `GET path` with `table` loaded (`proxy_conf.py`)."""
+def status_answer(reader: ShardReader, port: int, path: str) -> tuple[int, str]:
+    """What the proxy's status port answers for `GET path` with the shards `reader` reads loaded
+    (`proxy_conf.py`): every shard's version, or one route's digest."""
+    if port == STATUS_PORT and path == STATUS_SHARDS_PATH:
+        return 200, versions_answer(reader.versions())
+    table = reader.table()
     name = path.removeprefix(STATUS_ROUTE_PATH)
     route = table.by_path.get(INGRESS_PREFIX + name) if port == STATUS_PORT and path != name else None
     return (200, route_digest(route) + "\n") if route is not None else (404, "no route\n")
@@ -148,7 +172,7 @@ class LocalRouter:
 
     def status(self, port: int, path: str) -> tuple[int, str]:
         """The status port's answer (`proxy_conf.py`), from the routes it routes by."""
-        return status_answer(self.routes.table(), port, path)
+        return status_answer(self.routes, port, path)
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
         body = read_body(request)

@@ -22,7 +22,14 @@ shards' map files (`route_shards.py`) from the proxy's projected volume (`ROUTES
 A second server on `STATUS_PORT` (no Service, load balancer or route reaches it; the API server's
 pod proxy does) answers `GET /routes/<name>` with the digest of the route this pod's nginx serves
 for the endpoint (`route_shards.route_digest`), or 404: how the reconciler knows that a request
-through every ready proxy pod reaches the endpoint before it reports the endpoint `running`.
+through every ready proxy pod reaches the endpoint before it reports the endpoint `running`. It also
+answers `GET /shards` with the version of every route shard this pod's nginx loaded
+(`route_shards.shard_version`, one `NN <version>` line a shard, the version empty for a shard it has
+none of), so that one question a pod covers every endpoint of a batch whose shard it loaded as
+written. nginx evaluates a `map` for one key a request, so each shard has a `map` of its own whose
+source is the constant shard number (a map's source may be any text,
+https://nginx.org/en/docs/http/ngx_http_map_module.html#map) over every shard's `NN.version.map`
+(64 lines in all); the reply names the 64 variables.
 
 nginx streams answers (`proxy_buffering off`) and waits `GENERATION_TIMEOUT_S` between reads and
 writes, the front door's limit on a generation.
@@ -41,7 +48,14 @@ from __future__ import annotations
 
 from gco.endpoints.paths import INGRESS_PREFIX, NGINX_REFUSED, NGINX_ROUTE_CHECK
 from gco.front_door import GENERATION_TIMEOUT_S, HOP_HEADER, HOP_VALUE, MAX_REQUEST_BYTES, SERVE_REGION_HEADER
-from gco.reconcile.proxy.route_shards import CANARY_MAP, DIGEST_MAP, PRIMARY_MAP, WEIGHT_MAP
+from gco.reconcile.proxy.route_shards import (
+    CANARY_MAP,
+    DIGEST_MAP,
+    PRIMARY_MAP,
+    SHARDS,
+    VERSION_MAP,
+    WEIGHT_MAP,
+)
 from gco.reconcile.proxy.routes import (
     CANARY,
     HEALTH_PATH,
@@ -51,6 +65,7 @@ from gco.reconcile.proxy.routes import (
     ROUTES_DIR,
     STATUS_PORT,
     STATUS_ROUTE_PATH,
+    STATUS_SHARDS_PATH,
     TLS_DIR,
     VERSION_HEADER,
 )
@@ -75,6 +90,23 @@ def _splits() -> str:
 def _version_entries() -> str:
     entries = [f"100 {CANARY};"] + [f"{weight} $gco_split_{weight};" for weight in range(1, 100)]
     return "\n        ".join(entries)
+
+
+def _shard_variable(shard: int) -> str:
+    return f"$gco_shard_{shard:02d}"
+
+
+def _shard_maps() -> str:
+    """One `map` a route shard: its constant number looked up in every shard's version file."""
+    return "\n    ".join(
+        f"map {shard:02d} {_shard_variable(shard)} {{ include {ROUTES_DIR}/*{VERSION_MAP}; }}"
+        for shard in range(SHARDS)
+    )
+
+
+def _shard_lines() -> str:
+    """The `GET /shards` answer: `NN <version>` a shard (nginx's `\\n` escape ends each line)."""
+    return "".join(f"{shard:02d} {_shard_variable(shard)}\\n" for shard in range(SHARDS))
 
 
 def header_variable(header: str) -> str:
@@ -153,6 +185,9 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
         name=NAME_CAPTURE,
         status_port=STATUS_PORT,
         status_path=STATUS_ROUTE_PATH,
+        shards_path=STATUS_SHARDS_PATH,
+        shard_maps=_shard_maps(),
+        shard_lines=_shard_lines(),
     )
 
 
@@ -202,6 +237,8 @@ http {{
         default "";
         include {routes}/*{digest_map};
     }}
+    # Each route shard's version, for the status port's `GET /shards` (module docstring).
+    {shard_maps}
     # The canary decision: the split of the route's weight (weight 0: always the primary), unless the
     # request pins a version by name.
     {splits}
@@ -243,6 +280,7 @@ http {{
             if ($gco_route_digest = "") {{ return 404 "no route\\n"; }}
             return 200 "$gco_route_digest\\n";
         }}
+        location = {shards_path} {{ return 200 "{shard_lines}"; }}
         location / {{ return 404; }}
     }}
 }}

@@ -9,6 +9,12 @@ proxy subresource (`GET /api/v1/namespaces/gco-system/pods/<pod>:<port>/proxy/<p
 from the reconciler into the cluster. A pod being deleted is skipped: it is out of the Service's
 endpoints, so no new request reaches it.
 
+A batch asks each pod once, not once per endpoint: `GET /shards` answers the version of every route
+shard the pod's nginx loaded (`route_shards.shard_version`, a digest of the shard's routes), and an
+endpoint whose route is in a shard the route keeper wrote or read at the version the pod loaded is
+served by that pod. Only an endpoint that answer does not settle (its shard written since by another
+process, or by this one again; a pod whose nginx.conf predates the versions) is asked about alone.
+
 It also makes the proxy pods take a route change in seconds (docs/proxy.md, "A route change"): the
 kubelet refreshes a pod's ConfigMap volumes on each sync of the pod, which comes every
 `syncFrequency` (1 minute by default) or at once when the pod changes. `refresh` annotates every
@@ -43,7 +49,8 @@ from typing import Any, Protocol
 from gco.reconcile.errors import ClusterError
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE, Kind
 from gco.reconcile.proxy.render_proxy import proxy_labels
-from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH
+from gco.reconcile.proxy.route_shards import ShardVersion, parse_versions
+from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, STATUS_SHARDS_PATH
 
 log = logging.getLogger(__name__)
 # Set on each proxy pod (never on the Deployment's template, which would roll it) to a new value
@@ -59,10 +66,15 @@ class ProxyProbe(Protocol):
         ...
 
     def unserved_all(
-        self, digests: Mapping[str, str], pods: Sequence[str] | None = None
+        self,
+        digests: Mapping[str, str],
+        pods: Sequence[str] | None = None,
+        versions: Mapping[str, ShardVersion] | None = None,
     ) -> dict[str, str | None]:
         """`unserved` of each endpoint (key) and route digest (value), from one list of the ready
-        pods (`pods`: as `refresh` just listed them; None: list them now)."""
+        pods (`pods`: as `refresh` just listed them; None: list them now). `versions`: for an
+        endpoint, a shard version known to hold its route as digested (a pod that loaded that
+        version serves the route)."""
         ...
 
     def refresh(self) -> list[str]:
@@ -105,23 +117,34 @@ class PodProxyProbe:
         return self.unserved_all({endpoint: digest})[endpoint]
 
     def unserved_all(
-        self, digests: Mapping[str, str], pods: Sequence[str] | None = None
+        self,
+        digests: Mapping[str, str],
+        pods: Sequence[str] | None = None,
+        versions: Mapping[str, ShardVersion] | None = None,
     ) -> dict[str, str | None]:
         """One list of the ready proxy pods (none when `pods` are given: as `refresh` just listed
-        them), then each pod asked for each route's digest; every pod behind on any route is
-        annotated once, so that its kubelet syncs it again.
+        them), then each pod asked once for the shard versions it loaded (with `versions`), and
+        about each route that answer does not settle; every pod behind on any route is annotated
+        once, so that its kubelet syncs it again.
 
         Raises:
             ClusterAuthError: the API server refused the list or a pod-proxy request (401, 403).
             ClusterUnavailableError: no answer after the client's retries.
         """
         pods = list(pods) if pods is not None else self._ready_pods()
-        answers: dict[str, str | None] = {}
+        late: dict[str, list[str]] = {endpoint: [] for endpoint in digests}
         lagging: dict[str, None] = {}  # pods behind on some route, in order, once each
-        for endpoint, digest in digests.items():
-            late = [name for name in pods if not self._serves(name, endpoint, digest)]
-            lagging.update(dict.fromkeys(late))
-            answers[endpoint] = behind(len(late), len(pods)) if late or not pods else None
+        for name in pods:
+            loaded = self._loaded(name) if versions else {}
+            for endpoint, digest in digests.items():
+                if served_by_version(endpoint, versions, loaded) or self._serves(name, endpoint, digest):
+                    continue
+                late[endpoint].append(name)
+                lagging[name] = None
+        answers = {
+            endpoint: behind(len(missing), len(pods)) if missing or not pods else None
+            for endpoint, missing in late.items()
+        }
         if lagging:
             try:  # a pod synced before its kubelet had the shard: sync it again
                 self._annotate(list(lagging))
@@ -143,6 +166,11 @@ class PodProxyProbe:
         code, body = self.cluster.proxy_get(SYSTEM_NAMESPACE, pod, STATUS_PORT, STATUS_ROUTE_PATH + endpoint)
         return code == 200 and body.strip() == digest
 
+    def _loaded(self, pod: str) -> dict[int, str]:
+        """The shard versions the pod's nginx loaded (none from a pod that does not answer them)."""
+        code, body = self.cluster.proxy_get(SYSTEM_NAMESPACE, pod, STATUS_PORT, STATUS_SHARDS_PATH)
+        return parse_versions(body) if code == 200 else {}
+
     def _ready_pods(self) -> list[str]:
         listed = self.cluster.list_in(POD, SYSTEM_NAMESPACE, proxy_labels())
         return [str(pod["metadata"]["name"]) for pod in listed if _serving(pod)]
@@ -152,6 +180,15 @@ class PodProxyProbe:
         value = f"{self._clock():.3f}-{next(self._count)}"
         for name in pods:
             self.cluster.annotate_pod(SYSTEM_NAMESPACE, name, {REFRESH_ANNOTATION: value})
+
+
+def served_by_version(
+    endpoint: str, versions: Mapping[str, ShardVersion] | None, loaded: Mapping[int, str]
+) -> bool:
+    """Whether a pod that loaded these shard versions serves the endpoint's route: its shard is
+    loaded at a version known to hold the route."""
+    known = (versions or {}).get(endpoint)
+    return known is not None and loaded.get(known.shard) == known.version
 
 
 def _serving(pod: Mapping[str, Any]) -> bool:

@@ -51,10 +51,12 @@ from gco.reconcile.proxy.proxy_probe import ProxyProbe
 from gco.reconcile.proxy.route_changes import PendingRouteChanges, RouteChanges
 from gco.reconcile.proxy.route_shards import (
     SHARDS,
+    ShardVersion,
     route_digest,
     shard_data,
     shard_name,
     shard_of,
+    shard_version,
     split,
 )
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore, RouteStore, StoredShard
@@ -197,10 +199,28 @@ class RouteKeeper:
         self, routes: Sequence[Route], pods: Sequence[str] | None = None
     ) -> dict[str, str | None]:
         """`unserved` of each route, keyed by endpoint, from one list of the proxy's pods (none when
-        `pods` are given: `Published.pods`)."""
+        `pods` are given: `Published.pods`). Each route held by a shard as this process last wrote
+        or read it comes with that shard's version, so a pod that loaded it needs no question about
+        the route (`proxy_probe.py`)."""
         if self.probe is None or not routes:
             return {route.endpoint: None for route in routes}
-        return self.probe.unserved_all({route.endpoint: route_digest(route) for route in routes}, pods)
+        digests = {route.endpoint: route_digest(route) for route in routes}
+        return self.probe.unserved_all(digests, pods, self.versions_holding(routes))
+
+    def versions_holding(self, routes: Iterable[Route]) -> dict[str, ShardVersion]:
+        """For each route a shard holds as this process last wrote or read it, that shard's version."""
+        known = dict(self._known)  # one copy (refreshes on other threads replace entries)
+        versions: dict[int, ShardVersion] = {}
+        holding: dict[str, ShardVersion] = {}
+        for route in routes:
+            shard = shard_of(route.endpoint)
+            stored = known.get(shard)
+            if stored is None or stored.table is None or route not in stored.table.routes:
+                continue
+            if shard not in versions:
+                versions[shard] = ShardVersion(shard, shard_version(stored.table))
+            holding[route.endpoint] = versions[shard]
+        return holding
 
     # -- refreshing ----------------------------------------------------------------------------
 

@@ -13,6 +13,10 @@ A shard's data, the files of the proxy's projected volume (`ROUTES_DIR`):
   name: its upstream (`host:port`), its canary's, the canary weight (0-100), and the route's digest
   (`route_digest`, which the proxy's status port answers so the reconciler can tell that a proxy
   serves the route as rendered). Only routes with a canary appear in the canary and weight maps;
+- `NN.version.map`: one `map` entry, `NN <version>;`, the shard's version (`shard_version`: a digest
+  of every route it holds, by name and route digest). The proxy's status port answers every shard's
+  version in one reply (`GET /shards`), so the reconciler asks each proxy pod once per batch whether
+  it loaded the shards it wrote, instead of once per endpoint;
 - `NN.json`: the same routes as a route table (`{"routes": [...]}`, sorted by path), which the
   route keeper merges changes into and the local in-process router reads.
 
@@ -26,6 +30,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gco.reconcile.objects import (
@@ -43,8 +48,16 @@ SHARDS = 64
 SHARD_PREFIX = "inference-proxy-routes-"
 SHARD_COMPONENT = "inference-proxy-routes"  # the shards' component label (one list finds them all)
 PRIMARY_MAP, CANARY_MAP, WEIGHT_MAP = ".primary.map", ".canary.map", ".weight.map"
-DIGEST_MAP, TABLE_JSON = ".digest.map", ".json"
-MAP_SUFFIXES = (PRIMARY_MAP, CANARY_MAP, WEIGHT_MAP, DIGEST_MAP)
+DIGEST_MAP, VERSION_MAP, TABLE_JSON = ".digest.map", ".version.map", ".json"
+MAP_SUFFIXES = (PRIMARY_MAP, CANARY_MAP, WEIGHT_MAP, DIGEST_MAP, VERSION_MAP)
+
+
+@dataclass(frozen=True)
+class ShardVersion:
+    """A shard at one version (`shard_version`): what a proxy pod that loaded it routes is known."""
+
+    shard: int
+    version: str
 
 
 def shard_of(endpoint: str) -> int:
@@ -88,8 +101,43 @@ def shard_data(shard: int, table: RouteTable) -> dict[str, str]:
         shard_key(shard, CANARY_MAP): "".join(_canary_line(route) for route in canaries),
         shard_key(shard, WEIGHT_MAP): "".join(_weight_line(route) for route in canaries),
         shard_key(shard, DIGEST_MAP): "".join(_digest_line(route) for route in table.routes),
+        shard_key(shard, VERSION_MAP): f"{shard:02d} {shard_version(table)};\n",
         shard_key(shard, TABLE_JSON): '{"routes": [' + ", ".join(_route_json(r) for r in table.routes) + "]}",
     }
+
+
+def shard_version(table: RouteTable) -> str:
+    """A digest of a shard's routes, each by its name and `route_digest`: a proxy that loaded a shard
+    of this version routes every endpoint of it as `table` does (the table, not the other files,
+    is what the digest lines are made from)."""
+    return hashlib.sha256("".join(_digest_line(route) for route in table.routes).encode()).hexdigest()[:16]
+
+
+def versions_answer(versions: Mapping[int, str]) -> str:
+    """The proxy's `GET /shards` answer for these loaded versions, as its nginx.conf writes it
+    (`proxy_conf.py`): a line a shard, its number, a space and its version (empty when none)."""
+    return "".join(f"{shard:02d} {versions.get(shard, '')}\n" for shard in range(SHARDS))
+
+
+def parse_versions(text: str) -> dict[int, str]:
+    """Each shard's version from the proxy's `GET /shards` answer (`NN <version>` lines; a shard
+    the proxy has no version of has none after its number, and is left out)."""
+    versions: dict[int, str] = {}
+    for line in text.splitlines():
+        number, _, version = line.strip().partition(" ")
+        if number.isdigit() and int(number) < SHARDS and version.strip():
+            versions[int(number)] = version.strip()
+    return versions
+
+
+def version_of(shard: int, data: Mapping[str, Any] | None) -> str | None:
+    """The version a stored shard's data declares (its `NN.version.map` entry, `NN <version>;`), or
+    None without one (a shard written before versions were, or not this shard's entry)."""
+    text = (data or {}).get(shard_key(shard, VERSION_MAP))
+    number, _, version = (
+        text.strip().removesuffix(";").partition(" ") if isinstance(text, str) else ("", "", "")
+    )
+    return version.strip() or None if number == f"{shard:02d}" else None
 
 
 def shard_config_map(shard: int, table: RouteTable) -> dict[str, Any]:

@@ -64,9 +64,11 @@ HEALTH_PATH = "/healthz"
 CONFIG_DIR = "/etc/gco-proxy/conf"  # nginx.conf (the proxy's ConfigMap)
 ROUTES_DIR = "/etc/gco-proxy/routes"  # the route shards' files (their ConfigMaps, one projected volume)
 # The proxy's status port, inside the pod only (no Service or target group names it): `GET
-# /routes/<name>` answers what this pod's nginx routes the endpoint to now (`proxy_conf.py`).
+# /routes/<name>` answers what this pod's nginx routes the endpoint to now, `GET /shards` the
+# version of each route shard it loaded (`proxy_conf.py`).
 STATUS_PORT = 8081
 STATUS_ROUTE_PATH = "/routes/"
+STATUS_SHARDS_PATH = "/shards"
 TLS_DIR = "/tls"
 RESOLVER = f"kube-dns.kube-system.svc.{CLUSTER_DOMAIN}"
 VERSION_HEADER = "X-Gco-Version"  # which version answered: PRIMARY or CANARY

@@ -66,7 +66,7 @@ def cluster(api: StandInKubeAPI) -> Iterator[KubeCluster]:
 
 def answering(reader: ShardReader) -> Callable[[int, str], tuple[int, str]]:
     """A proxy pod's status port, answering from the shards its kubelet mounted."""
-    return lambda port, path: status_answer(reader.table(), port, path)
+    return lambda port, path: status_answer(reader, port, path)
 
 
 def proxies(api: StandInKubeAPI, count: int) -> None:
@@ -101,12 +101,14 @@ def test_a_batch_of_new_endpoints_costs_these_calls_without_a_proxy_to_ask(
     assert calls(api) == {"GET": SCOPES + OBJECTS * endpoints, "PATCH": OBJECTS * endpoints + shards}
 
 
-@pytest.mark.parametrize(("endpoints", "pods"), [(1, 2), (10, 2)])
+@pytest.mark.parametrize(("endpoints", "pods"), [(1, 2), (10, 2), (10, 3)])
 def test_a_batch_of_new_endpoints_costs_these_calls_with_the_proxy_asked(
     store: EndpointStore, api: StandInKubeAPI, cluster: KubeCluster, endpoints: int, pods: int
 ) -> None:
     """The batch merges its routes into their shards once, tells each proxy pod once, and asks
-    each pod for each route; an endpoint reported running is never asked again."""
+    each pod once for the shard versions it loaded, which settles every route of the batch (the
+    pods loaded the shards as the batch wrote them); an endpoint reported running is never asked
+    again."""
     proxies(api, pods)
     reconciler = Reconciler(store, cluster, EAST, probe=PodProxyProbe(cluster), wait=0.0)
     reconciler.ensure_system()
@@ -119,10 +121,10 @@ def test_a_batch_of_new_endpoints_costs_these_calls_with_the_proxy_asked(
     first = reconciler.reconcile_many(names, wait=0.0, concurrency=endpoints)
     assert {name: future.result().kind for name, future in first.items()} == dict.fromkeys(names, "done")
     # GET: the batch's lists, each name's read before its first apply, one list of the proxy's
-    # pods, each pod asked for each route; PATCH: each object's apply, each touched shard's merge,
-    # each proxy pod's annotation.
+    # pods, each pod asked once (`GET /shards`); PATCH: each object's apply, each touched shard's
+    # merge, each proxy pod's annotation.
     assert calls(api) == {
-        "GET": SCOPES + OBJECTS * endpoints + 1 + endpoints * pods,
+        "GET": SCOPES + OBJECTS * endpoints + 1 + pods,
         "PATCH": OBJECTS * endpoints + shards + pods,
     }
 

@@ -26,9 +26,9 @@ from gco.reconcile.proxy import route_keeper
 from gco.reconcile.proxy.proxy_probe import REFRESH_ANNOTATION, PodProxyProbe
 from gco.reconcile.proxy.route_changes import RouteChanges
 from gco.reconcile.proxy.route_keeper import Published, RouteKeeper, RouteReport
-from gco.reconcile.proxy.route_shards import route_digest
+from gco.reconcile.proxy.route_shards import route_digest, shard_of
 from gco.reconcile.proxy.route_store import ConfigMapRouteStore
-from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, Route
+from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, STATUS_SHARDS_PATH, Route
 
 FAST = RetryPolicy(attempts=2, base_delay=0.001, max_delay=0.001)
 RUNNER = "runner-token"
@@ -69,16 +69,25 @@ def cluster(api: StandInKubeAPI) -> Iterator[KubeCluster]:
     client.close()
 
 
-def proxy(api: StandInKubeAPI, name: str, clock: Clock, *, ready: bool = True) -> ShardReader:
-    """A proxy pod whose status port answers from its mounted shards, as nginx serves them."""
+def proxy(
+    api: StandInKubeAPI, name: str, clock: Clock, *, ready: bool = True, asked: list[str] | None = None
+) -> ShardReader:
+    """A proxy pod whose status port answers from its mounted shards, as nginx serves them (each
+    question, `<pod>:<port><path>`, appended to `asked`)."""
     reader = ShardReader(api, MountedShards(api, name, sync_s=KUBELET_SYNC_S, clock=clock, rng=Draw(0.5)))
-    api.register_pod(proxy_pod(name, ready), lambda port, path: status_answer(reader.table(), port, path))
+
+    def answer(port: int, path: str) -> tuple[int, str]:
+        if asked is not None:
+            asked.append(f"{name}:{port}{path}")
+        return status_answer(reader, port, path)
+
+    api.register_pod(proxy_pod(name, ready), answer)
     reader.table()  # the kubelet mounted the volume when the pod started
     return reader
 
 
 def served(reader: ShardReader) -> bool:
-    return status_answer(reader.table(), STATUS_PORT, STATUS_ROUTE_PATH + ROUTE.endpoint)[0] == 200
+    return status_answer(reader, STATUS_PORT, STATUS_ROUTE_PATH + ROUTE.endpoint)[0] == 200
 
 
 def keeper(cluster: KubeCluster, probe: PodProxyProbe | None = None) -> RouteKeeper:
@@ -285,3 +294,89 @@ def test_publish_gives_up_waiting_after_its_bound(
 def stored_endpoints(cluster: KubeCluster) -> set[str]:
     shards = ConfigMapRouteStore(cluster).read_all().values()
     return {route.endpoint for shard in shards if shard.table for route in shard.table.routes}
+
+
+def test_one_question_a_pod_settles_every_route_of_shards_it_loaded_as_written(
+    api: StandInKubeAPI, cluster: KubeCluster
+) -> None:
+    """After `publish`, each pod is asked once for the shard versions it loaded; the routes in shards
+    it loaded at the versions the keeper wrote need no question of their own."""
+    clock = Clock()
+    asked: list[str] = []
+    readers = [proxy(api, name, clock, asked=asked) for name in ("proxy-a", "proxy-b")]
+    routes = keeper(cluster, PodProxyProbe(cluster))
+    other = Route(
+        endpoint="mistral", path="/inference/mistral", upstream="http://mistral.gco-inference.svc:8000"
+    )
+    both = changes()
+    both.put(other.endpoint, other)
+    published = routes.publish(both)
+    held = routes.versions_holding([ROUTE, other])
+    assert {version.shard for version in held.values()} == {
+        shard_of(ROUTE.endpoint),
+        shard_of(other.endpoint),
+    }
+    for reader in readers:
+        assert {shard: reader.versions()[shard] for shard in (v.shard for v in held.values())} == {
+            version.shard: version.version for version in held.values()
+        }
+    asked.clear()
+    assert routes.unserved_all([ROUTE, other], published.pods) == {ROUTE.endpoint: None, other.endpoint: None}
+    assert asked == [
+        f"proxy-a:{STATUS_PORT}{STATUS_SHARDS_PATH}",
+        f"proxy-b:{STATUS_PORT}{STATUS_SHARDS_PATH}",
+    ]
+
+
+def test_a_route_whose_shard_changed_since_is_asked_about_alone_and_a_pod_behind_is_found(
+    api: StandInKubeAPI, cluster: KubeCluster
+) -> None:
+    """Another process's keeper wrote the shard after this one, and the pod loaded that: its version
+    is not the one this keeper knows, so the route is asked about alone (and answered exactly). A
+    route the pod has not loaded at all is found behind."""
+    clock = Clock()
+    asked: list[str] = []
+    reader = proxy(api, "proxy-a", clock, asked=asked)
+    routes = keeper(cluster, PodProxyProbe(cluster))
+    routes.publish(changes())
+    assert served(reader)
+    first, second = (
+        Route(endpoint=name, path=f"/inference/{name}", upstream=f"http://{name}.gco-inference.svc:8000")
+        for name in [
+            f"n{index}" for index in range(1000) if shard_of(f"n{index}") == shard_of(ROUTE.endpoint)
+        ][:2]
+    )
+    elsewhere = RouteKeeper(cluster)  # another process's keeper
+    added = RouteChanges()
+    added.put(first.endpoint, first)
+    elsewhere.refresh(added)
+    assert api.annotate_pod(SYSTEM_NAMESPACE, "proxy-a", {"synced": "1"}) is not None  # loads it
+    asked.clear()
+    assert routes.unserved_all([ROUTE]) == {ROUTE.endpoint: None}
+    assert asked == [
+        f"proxy-a:{STATUS_PORT}{STATUS_SHARDS_PATH}",
+        f"proxy-a:{STATUS_PORT}{STATUS_ROUTE_PATH}{ROUTE.endpoint}",
+    ]
+    added = RouteChanges()
+    added.put(second.endpoint, second)
+    elsewhere.refresh(added)  # stored, the pod not told: it still serves the shard without it
+    reread = RouteKeeper(cluster, probe=PodProxyProbe(cluster))
+    reread.refresh(added)  # nothing to write: it reads the shard, and knows it as stored now
+    asked.clear()
+    assert reread.unserved_all([second]) == {
+        second.endpoint: "waiting for the proxy to serve the route (1 of 1 proxy pods)"
+    }
+    assert asked[:2] == [
+        f"proxy-a:{STATUS_PORT}{STATUS_SHARDS_PATH}",
+        f"proxy-a:{STATUS_PORT}{STATUS_ROUTE_PATH}{second.endpoint}",
+    ]
+
+
+def test_a_route_the_keeper_holds_otherwise_gets_no_version(
+    api: StandInKubeAPI, cluster: KubeCluster
+) -> None:
+    routes = keeper(cluster)
+    routes.refresh(changes())
+    moved = Route(endpoint=ROUTE.endpoint, path=ROUTE.path, upstream="http://llama-2.gco-inference.svc:8000")
+    assert set(routes.versions_holding([ROUTE])) == {ROUTE.endpoint}
+    assert routes.versions_holding([moved]) == {}

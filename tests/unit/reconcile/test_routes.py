@@ -100,7 +100,9 @@ def test_nginx_conf_pins_a_version_by_the_request_header_with_one_more_map() -> 
     assert "map $http_x_gco_version $gco_version {" in conf
     assert "default $gco_split_version;" in conf and "map $gco_weight $gco_split_version {" in conf
     assert 'if ($gco_backend = "") { return 404; }' in conf  # a pinned canary the route lacks
-    assert conf.count("map ") == 7  # four route maps, the split's, the pin's, the backend's: none per route
+    # four route maps, the split's, the pin's, the backend's, and one a route shard for its
+    # version (`GET /shards`): none per route
+    assert conf.count("map ") == 7 + SHARDS
 
 
 def test_nginx_conf_looks_routes_up_by_name_whatever_their_number() -> None:
