@@ -9,7 +9,9 @@ URL and a control URL, then serves until SIGTERM or until its stdin closes (its 
 The control face is a second loopback port, apart from the API (which answers only what the
 Kubernetes API answers): `GET /created?plural=P` lists `[plural, namespace, name, clock]` for every
 object of that resource created (CLOCK_MONOTONIC, one clock for every process of the machine; no
-`plural`: every resource), `GET /requests` counts the API's requests by method, `GET /cpu` is the
+`plural`: every resource), `GET /created/count?plural=P&namespace=N` how many of them there are (in
+one namespace when given: what a benchmark polls, cheap however many there are, before it reads the
+list once), `GET /requests` counts the API's requests by method, `GET /cpu` is the
 CPU seconds the process has used (for benchmarks). Faults, `apply_as` and a `replica_source` stay
 with the in-process server: tests that need them use `StandInKubeAPI` directly.
 """
@@ -106,6 +108,11 @@ class StandInProcess:
         rows = self._http.get(f"{self.control}/created", params=params).raise_for_status().json()
         return {(str(kind), str(namespace), str(name)): float(at) for kind, namespace, name, at in rows}
 
+    def created_count(self, plural: str, namespace: str | None = None) -> int:
+        """How many objects of one resource were created (in `namespace` when given)."""
+        params = {"plural": plural, **({"namespace": namespace} if namespace else {})}
+        return int(self._http.get(f"{self.control}/created/count", params=params).raise_for_status().json())
+
     def requests(self) -> Counter[str]:
         """The API's requests so far, by HTTP method."""
         return Counter(self._http.get(f"{self.control}/requests").raise_for_status().json())
@@ -136,10 +143,14 @@ def _control_handler(api: StandInKubeAPI) -> type[BaseHTTPRequestHandler]:  # pr
         def do_GET(self) -> None:
             answer: Any
             path, _, query = self.path.partition("?")
+            params = {key: values[-1] for key, values in parse_qs(query).items()}
+            plural, namespace = params.get("plural"), params.get("namespace")
             if path == "/created":
-                plural = parse_qs(query).get("plural", [None])[0]
                 rows = list(api.store.creations().items())
                 answer = [[*key, at] for key, at in rows if plural is None or key[0] == plural]
+            elif path == "/created/count":
+                keys = api.store.creations()
+                answer = sum(key[0] == plural and namespace in (None, key[1]) for key in keys)
             elif path == "/requests":
                 answer = dict(api.requests)
             elif path == "/cpu":

@@ -44,7 +44,8 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
 
 from gco.reconcile.errors import ClusterError
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE, Kind
@@ -53,6 +54,8 @@ from gco.reconcile.proxy.route_shards import ShardVersion, parse_versions
 from gco.reconcile.proxy.routes import STATUS_PORT, STATUS_ROUTE_PATH, STATUS_SHARDS_PATH
 
 log = logging.getLogger(__name__)
+Result = TypeVar("Result")
+MAX_PODS_AT_ONCE = 8  # proxy pods asked or annotated at once (a Region runs a few)
 # Set on each proxy pod (never on the Deployment's template, which would roll it) to a new value
 # whenever its kubelet should sync it now (module docstring).
 REFRESH_ANNOTATION = "gco.dev/routes-refreshed"
@@ -123,31 +126,24 @@ class PodProxyProbe:
         versions: Mapping[str, ShardVersion] | None = None,
     ) -> dict[str, str | None]:
         """One list of the ready proxy pods (none when `pods` are given: as `refresh` just listed
-        them), then each pod asked once for the shard versions it loaded (with `versions`), and
-        about each route that answer does not settle; every pod behind on any route is annotated
-        once, so that its kubelet syncs it again.
+        them), then the pods asked concurrently, each once for the shard versions it loaded (with
+        `versions`) and about each route that answer does not settle; every pod behind on any route
+        is annotated once, so that its kubelet syncs it again.
 
         Raises:
             ClusterAuthError: the API server refused the list or a pod-proxy request (401, 403).
             ClusterUnavailableError: no answer after the client's retries.
         """
         pods = list(pods) if pods is not None else self._ready_pods()
-        late: dict[str, list[str]] = {endpoint: [] for endpoint in digests}
-        lagging: dict[str, None] = {}  # pods behind on some route, in order, once each
-        for name in pods:
-            loaded = self._loaded(name) if versions else {}
-            for endpoint, digest in digests.items():
-                if served_by_version(endpoint, versions, loaded) or self._serves(name, endpoint, digest):
-                    continue
-                late[endpoint].append(name)
-                lagging[name] = None
-        answers = {
-            endpoint: behind(len(missing), len(pods)) if missing or not pods else None
-            for endpoint, missing in late.items()
-        }
+        behind_on = each_pod(pods, lambda name: self._behind_on(name, digests, versions))
+        lagging = [name for name, endpoints in zip(pods, behind_on, strict=True) if endpoints]
+        answers: dict[str, str | None] = {}
+        for endpoint in digests:
+            missing = sum(endpoint in endpoints for endpoints in behind_on)
+            answers[endpoint] = behind(missing, len(pods)) if missing or not pods else None
         if lagging:
             try:  # a pod synced before its kubelet had the shard: sync it again
-                self._annotate(list(lagging))
+                self._annotate(lagging)
             except ClusterError as error:  # only a speed-up: the periodic sync loads the shard anyway
                 log.warning("could not have proxy pods %s sync now: %s", ", ".join(lagging), error)
         return answers
@@ -161,6 +157,18 @@ class PodProxyProbe:
         pods = self._ready_pods()
         self._annotate(pods)
         return pods
+
+    def _behind_on(
+        self, pod: str, digests: Mapping[str, str], versions: Mapping[str, ShardVersion] | None
+    ) -> set[str]:
+        """The endpoints whose route the pod does not serve as digested: one question for the shard
+        versions it loaded (with `versions`), then one for each route that answer does not settle."""
+        loaded = self._loaded(pod) if versions else {}
+        return {
+            endpoint
+            for endpoint, digest in digests.items()
+            if not served_by_version(endpoint, versions, loaded) and not self._serves(pod, endpoint, digest)
+        }
 
     def _serves(self, pod: str, endpoint: str, digest: str) -> bool:
         code, body = self.cluster.proxy_get(SYSTEM_NAMESPACE, pod, STATUS_PORT, STATUS_ROUTE_PATH + endpoint)
@@ -178,8 +186,21 @@ class PodProxyProbe:
     def _annotate(self, pods: list[str]) -> None:
         """A new `REFRESH_ANNOTATION` value on each pod: an update, so its kubelet syncs it now."""
         value = f"{self._clock():.3f}-{next(self._count)}"
-        for name in pods:
-            self.cluster.annotate_pod(SYSTEM_NAMESPACE, name, {REFRESH_ANNOTATION: value})
+        each_pod(
+            pods, lambda name: self.cluster.annotate_pod(SYSTEM_NAMESPACE, name, {REFRESH_ANNOTATION: value})
+        )
+
+
+def each_pod(pods: Sequence[str], work: Callable[[str], Result]) -> list[Result]:
+    """`work(pod)` for every pod, concurrently (each a round trip to the API server, none depending on
+    another: a batch waits for one, not one per pod), results in the pods' order; the first error
+    is raised once all are done."""
+    if len(pods) <= 1:
+        return [work(name) for name in pods]
+    with ThreadPoolExecutor(
+        max_workers=min(len(pods), MAX_PODS_AT_ONCE), thread_name_prefix="proxy-pod"
+    ) as pool:
+        return list(pool.map(work, pods))
 
 
 def served_by_version(

@@ -39,6 +39,11 @@ def test_a_standin_process_serves_and_refuses_as_the_api_server() -> None:
         key = (DEPLOYMENT.plural, "gco-inference", "llama")
         assert before <= created[key] <= time.monotonic()  # one clock for both processes
         assert set(api.created_at(DEPLOYMENT.plural)) == {key}
+        assert (
+            api.created_count(DEPLOYMENT.plural) == api.created_count(DEPLOYMENT.plural, "gco-inference") == 1
+        )
+        assert api.created_count(DEPLOYMENT.plural, "gco-system") == 0
+        assert api.created_count("services", "gco-inference") == 1
         assert api.requests()["PATCH"] == len(objects) + 1
         assert api.cpu_seconds() > 0
         with pytest.raises(ClusterAuthError):
