@@ -3,9 +3,10 @@
 Every object of a plan is independent: its namespace exists (`Reconciler.ensure_system`), and no
 object's admission depends on another (a Service or autoscaler may name a Deployment that does not
 exist yet), so the applies go out concurrently, one round trip rather than one per object. An
-object the endpoint's list did not show as its own is applied only once `ownership.claim` read its
-name and found it free or the endpoint's (a server-side apply with `force` would take over whatever
-holds the name, and Kubernetes has no create-only apply: kubernetes/kubernetes#116156).
+object the endpoint's list did not show as its own is applied only once `ownership.claim` found its
+name free or the endpoint's, in what the batch's lists saw or by reading it (a server-side apply with
+`force` would take over whatever holds the name, and Kubernetes has no create-only apply:
+kubernetes/kubernetes#116156).
 
 What the deletes and applies did to the Region's routes goes into the reconcile's `Tally.routes`
 (`route_keeper.note_deleted`, `note_applied`), for the route keeper to merge as the batch ends.
@@ -18,7 +19,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gco.endpoints.record import EndpointRecord
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
 from gco.reconcile.objects import ObjectRef
 from gco.reconcile.observation import ActResult, Observation
@@ -53,7 +53,7 @@ def act(cluster: Cluster, region: str, name: str, seen: Observation, step: Plan,
         tally.deleted += len(step.delete)
         log.info("deleted %d object(s): endpoint=%s region=%s", len(step.delete), name, region)
     owned = {ObjectRef.of(obj).key for obj in seen.objects}
-    results = _apply_all(cluster, name, seen.record, step.apply, owned)
+    results = _apply_all(cluster, name, seen, step.apply, owned)
     note_applied(tally.routes, name, step.apply, results)
     answers = tuple(result for result in results if isinstance(result, dict))
     tally.applied += len(answers)
@@ -71,17 +71,18 @@ def act(cluster: Cluster, region: str, name: str, seen: Observation, step: Plan,
 def _apply_all(
     cluster: Cluster,
     name: str,
-    record: EndpointRecord | None,
+    seen: Observation,
     objects: Sequence[dict[str, Any]],
     owned: set[tuple[str, str, str]],
 ) -> list[dict[str, Any] | Exception]:
-    """Each object applied (after `claim` for one not among `owned`), concurrently, results in plan
-    order: the API server's answer or the error it raised."""
+    """Each object applied (after `claim` for one not among `owned`, against what `seen` holds of
+    the batch's lists when it has them), concurrently, results in plan order: the API server's
+    answer or the error it raised."""
 
     def one(obj: dict[str, Any]) -> dict[str, Any] | Exception:
         try:
             if ObjectRef.of(obj).key not in owned:
-                claim(cluster, name, record, obj)
+                claim(cluster, name, seen.record, obj, seen.holders)
             return cluster.apply(obj)
         except Exception as error:  # returned in plan order; `act` decides
             return error

@@ -59,7 +59,17 @@ from gco.reconcile.errors import (
     ClusterUnavailableError,
     KindNotServedError,
 )
-from gco.reconcile.objects import FIELD_MANAGER, KINDS, POD, Kind, ObjectRef, kind_of, selector, set_selector
+from gco.reconcile.objects import (
+    FIELD_MANAGER,
+    KINDS,
+    POD,
+    Kind,
+    ObjectRef,
+    absent_selector,
+    kind_of,
+    selector,
+    set_selector,
+)
 
 log = logging.getLogger(__name__)
 TokenProvider = Callable[[bool], str]
@@ -185,10 +195,22 @@ class KubeCluster:
         """One scope's list (a kind the caller knows lives in one namespace: the routes)."""
         return self._list_scope(namespace, kind, selector(labels))
 
-    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
-        """One set-based list per scope for many label values (a batch's endpoints), chunked."""
-        chunks = [values[start : start + MAX_SET_VALUES] for start in range(0, len(values), MAX_SET_VALUES)]
-        return [item for chunk in chunks for item in self._list_selected(set_selector(key, chunk))]
+    def list_any(
+        self, key: str, values: Sequence[str], *, or_absent: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        """One set-based list per scope for many label values (a batch's endpoints), chunked; with
+        `or_absent`, one more per scope of the objects without the label (`!key`). Every list of the
+        call goes out at once: one round trip."""
+        selectors = [
+            set_selector(key, values[start : start + MAX_SET_VALUES])
+            for start in range(0, len(values), MAX_SET_VALUES)
+        ]
+        if or_absent:
+            selectors.append(absent_selector(key))
+        scopes = builtins.list(self.grant.object_scopes(KINDS))
+        lists = [(namespace, kind, chosen) for chosen in selectors for namespace, kind in scopes]
+        pages = self._concurrently(lambda scope: self._list_scope(*scope), lists)
+        return [item for page in pages for item in page]
 
     def _list_selected(self, label_selector: str) -> builtins.list[dict[str, Any]]:
         scopes = builtins.list(self.grant.object_scopes(KINDS))

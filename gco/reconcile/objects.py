@@ -170,3 +170,8 @@ def selector(labels: Mapping[str, str]) -> str:
 def set_selector(key: str, values: Sequence[str]) -> str:
     """A Kubernetes set-based label selector, `key in (a,b)`, values in sorted order."""
     return f"{key} in ({','.join(sorted(set(values)))})"
+
+
+def absent_selector(key: str) -> str:
+    """A Kubernetes label selector of the objects without label `key` at all: `!key`."""
+    return f"!{key}"

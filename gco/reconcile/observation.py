@@ -22,6 +22,7 @@ from typing import Any
 
 from gco.endpoints.record import EndpointRecord
 from gco.reconcile.objects import ObjectRef
+from gco.reconcile.ownership import Holders
 from gco.reconcile.planner import Plan, RouteCheck, plan
 from gco.reconcile.proxy.routes import Route
 from gco.reconcile.secret_sync import SecretRead
@@ -38,6 +39,8 @@ class Observation:
         secret: its `secret_env` as read now (None: it has no Secret here).
         pods: its Pods, once a plan asked for them (None: not read).
         route: what the proxy said of its route, once a plan asked (None: not asked).
+        holders: what holds each name the batch's lists saw, by `ObjectRef.key`, for the claims
+            (`ownership.claim`); None: not listed, so a name the endpoint does not own is read.
     """
 
     record: EndpointRecord | None
@@ -45,6 +48,7 @@ class Observation:
     secret: SecretRead | None = field(default=None, repr=False)
     pods: tuple[dict[str, Any], ...] | None = None
     route: RouteCheck | None = None
+    holders: Holders | None = field(default=None, repr=False)
 
     def with_pods(self, pods: Sequence[dict[str, Any]]) -> Observation:
         return replace(self, pods=tuple(pods))
@@ -60,18 +64,20 @@ class Observation:
         """
         fresh = {ObjectRef.of(obj).key: obj for obj in answers}
         kept = tuple(obj for obj in self.objects if ObjectRef.of(obj).key not in fresh)
-        return Observation(self.record, kept + tuple(fresh.values()), self.secret)
+        return Observation(self.record, kept + tuple(fresh.values()), self.secret, holders=self.holders)
 
 
 @dataclass(frozen=True)
 class Prefetched:
     """One endpoint's share of what its batch read for all its endpoints at once, for its first pass:
-    its objects (one list per scope for the batch) and, when the batch's read answered for it, its
-    record (one BatchGetItem for the batch; `has_record` False: read it alone)."""
+    its objects (one list per scope for the batch), when the batch's read answered for it its record
+    (one BatchGetItem for the batch; `has_record` False: read it alone), and what holds each name the
+    batch's lists saw (`Observation.holders`, shared by the batch's endpoints)."""
 
     objects: tuple[dict[str, Any], ...]
     record: EndpointRecord | None = None
     has_record: bool = False
+    holders: Holders | None = None
 
 
 def plan_of(name: str, seen: Observation, region: str, settings: RenderSettings) -> Plan:

@@ -2,11 +2,26 @@
 
 The endpoint's list (by its label) shows the objects it owns; a rendered object missing from that list
 may still exist under its name, held by another endpoint, another lifecycle of this one, or someone
-other than gco. A server-side apply with `force` would take it over, so `claim` reads it first.
+other than gco. A server-side apply with `force` would take it over, so `claim` looks first.
+
+Where it looks:
+- A batch's endpoints (`Reconciler._observe_batch`): in what the batch's lists found, in the same
+  round as its endpoints' objects: every object labelled for one of them (`gco.dev/endpoint in
+  (...)`) and every object without that label (`!gco.dev/endpoint`, what people and other tools
+  make). A name neither list shows held is free, with no read of its own: five reads of a new
+  endpoint become one more list per scope for the whole batch. What those lists cannot show is an
+  object labelled for an endpoint outside the batch under a name rendered for this one; gco never
+  makes one (rendered names are injective: no endpoint name holds `--`, `render`), so it is one
+  made by hand with gco's labels, and labels were never a boundary against whoever can write them.
+- Otherwise (a batch of one, a pass after a fresh observation): the name is read (`Cluster.get`).
+
+Either way the check and the apply are two requests, and an object made between them is taken
+over, as it would be by the apply of a name read free a moment earlier.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gco.endpoints.record import EndpointRecord
@@ -23,19 +38,33 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.port import Cluster
 
+# Each object a batch's lists found (its endpoints' own, and every one without an endpoint's label),
+# by `ObjectRef.key`: what holds each name those lists saw.
+Holders = Mapping[tuple[str, str, str], dict[str, Any]]
 
-def claim(cluster: Cluster, name: str, record: EndpointRecord | None, obj: dict[str, Any]) -> None:
+
+def claim(
+    cluster: Cluster,
+    name: str,
+    record: EndpointRecord | None,
+    obj: dict[str, Any],
+    holders: Holders | None = None,
+) -> None:
     """Check that applying `obj` creates it or updates the endpoint's own object of this lifecycle.
 
-    A server-side apply with `force` takes over whatever holds the name, so an object the
-    endpoint's list did not show is read first. What it finds and does not own is left alone.
+    A server-side apply with `force` takes over whatever holds the name, so for an object the
+    endpoint's list did not show, what holds the name is looked up in `holders` (the batch's
+    lists) or, without them, read. What it finds and does not own is left alone.
 
     Raises:
         ObjectOwnedElsewhereError: the name is held by another endpoint's object, another
             lifecycle's, or one gco did not make.
     """
     ref = ObjectRef.of(obj)
-    stored = cluster.get(kind_of(obj), ref.namespace, ref.name)
+    if holders is not None:
+        stored = holders.get(ref.key)
+    else:
+        stored = cluster.get(kind_of(obj), ref.namespace, ref.name)
     if stored is None:
         return
     labels = labels_of(stored)

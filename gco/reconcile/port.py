@@ -29,8 +29,11 @@ class Cluster(Protocol):
         """The objects of one kind in one namespace whose labels match (one list, not one per scope)."""
         ...
 
-    def list_any(self, key: str, values: Sequence[str]) -> builtins.list[dict[str, Any]]:
-        """Every managed object whose label `key` is one of `values` (`key in (...)`), as `list` scopes it."""
+    def list_any(
+        self, key: str, values: Sequence[str], *, or_absent: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        """Every object whose label `key` is one of `values` (`key in (...)`), as `list` scopes it; with
+        `or_absent`, also every object there without the label (`!key`), listed in the same round."""
         ...
 
     def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:

@@ -33,7 +33,7 @@ from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.acting import act
 from gco.reconcile.batches import run_each, settled
 from gco.reconcile.errors import ClusterRejectedError
-from gco.reconcile.objects import ENDPOINT_LABEL, POD, labels_of
+from gco.reconcile.objects import ENDPOINT_LABEL, POD, ObjectRef, labels_of
 from gco.reconcile.observation import (
     Acted,
     AwaitRoute,
@@ -232,7 +232,9 @@ class Reconciler:
 
     def _observe_batch(self, names: Sequence[str]) -> dict[str, Prefetched]:
         """For several endpoints, their objects from one list per scope (`Grant.object_scopes`) and
-        their records from one strongly consistent BatchGetItem, not one read each.
+        their records from one strongly consistent BatchGetItem, not one read each; in the same
+        round one more list per scope, of the objects without an endpoint's label, so that the
+        names the endpoints render are claimed without a read each (`ownership`).
 
         Read after the batch was delivered, the records after the objects (as each endpoint's own
         reads would be); the first pass of each endpoint uses them, later passes read afresh. A
@@ -241,13 +243,15 @@ class Reconciler:
         if len(names) < 2:
             return {}
         found: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for obj in self.cluster.list_any(ENDPOINT_LABEL, names):
+        listed = self.cluster.list_any(ENDPOINT_LABEL, names, or_absent=True)
+        for obj in listed:
             owner = labels_of(obj).get(ENDPOINT_LABEL)
             if owner in found:
                 found[owner].append(obj)
+        holders = {ObjectRef.of(obj).key: obj for obj in listed}
         records = self.records.read_many(names)
         return {
-            name: Prefetched(tuple(objects), records.get(name), name in records)
+            name: Prefetched(tuple(objects), records.get(name), name in records, holders)
             for name, objects in found.items()
         }
 
@@ -308,7 +312,8 @@ class Reconciler:
         secrets' versions (their digest is on the pod template, so a rotation rolls the pods)."""
         record = first.record if first is not None and first.has_record else self.records.read(name)
         objects = first.objects if first is not None else tuple(self.cluster.list({ENDPOINT_LABEL: name}))
-        return Observation(record, tuple(objects), self.secrets.read(record, secret_reads))
+        holders = first.holders if first is not None else None
+        return Observation(record, tuple(objects), self.secrets.read(record, secret_reads), holders=holders)
 
     def _pass(self, name: str, seen: Observation, tally: Tally, park: bool) -> PassResult:
         """One pass on `seen`: refuse, or plan (gathering what the plan asks for) and act."""

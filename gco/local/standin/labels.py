@@ -4,9 +4,15 @@ The real API server answers a label-selector list from its watch cache without r
 object of the cluster from etcd; a stand-in that scanned every stored object per list would make
 the local stack slower with each endpoint in a way the real system is not (at 1,000 endpoints a
 scan touches ~6,000 objects per list, and a reconcile makes one list per kind and namespace).
-The index narrows a selector's equality terms (`a=b`, `a==b`) and set terms (`a in (b,c)`) to
-the candidates; the caller still matches every term on each candidate, so the index can only
-make a list faster, never change its answer.
+The index narrows a selector's equality terms (`a=b`, `a==b`), set terms (`a in (b,c)`) and
+absence terms (`!a`) to the candidates; the caller still matches every term on each candidate, so
+the index can only make a list faster, never change its answer.
+
+The grammar is the API server's (`k8s.io/apimachinery/pkg/labels/selector.go`, `Parse`; "Labels
+and Selectors" in the Kubernetes docs): terms are separated by commas and ANDed; `a=b`, `a==b` and
+`a!=b` compare (`!=` also matches an object without the label), `a in (b,c)` needs the label with
+one of the values, `a` (exists) needs the label with any value, and `!a` (does not exist) needs it
+absent. Not modelled: `notin`, and the value syntax checks (a malformed selector is not refused).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Generic, TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
 _SET_TERM = re.compile(r"^\s*([^\s!=]+)\s+in\s+\(([^)]*)\)\s*$")
+_EXISTENCE_TERM = re.compile(r"^\s*(!?)\s*([^\s!=(),]+)\s*$")
 
 
 def split_terms(query: str) -> list[str]:
@@ -44,6 +51,14 @@ def set_term(term: str) -> tuple[str, frozenset[str]] | None:
     return match.group(1), frozenset(value.strip() for value in match.group(2).split(",") if value.strip())
 
 
+def existence_term(term: str) -> tuple[str, bool] | None:
+    """`key` as (key, True) (the label exists), `!key` as (key, False); None for any other term."""
+    match = _EXISTENCE_TERM.match(term)
+    if match is None:
+        return None
+    return match.group(2), not match.group(1)
+
+
 def equality_term(term: str) -> tuple[str, str] | None:
     """`key=value` or `key==value` as (key, value); None for `!=`, set and existence terms."""
     if "!=" in term or set_term(term) is not None or "=" not in term:
@@ -52,7 +67,8 @@ def equality_term(term: str) -> tuple[str, str] | None:
     return key.strip(), value.strip()
 
 
-# One parsed selector term: ("in", key, values), ("!=", key, value) or ("=", key, value).
+# One parsed selector term: ("in", key, values), ("!=", key, value), ("=", key, value), or
+# ("exists", key, "") / ("!exists", key, "").
 Term = tuple[str, str, frozenset[str] | str]
 
 
@@ -62,8 +78,11 @@ def parse_selector(query: str) -> tuple[Term, ...]:
     terms: list[Term] = []
     for term in split_terms(query):
         values = set_term(term)
+        existence = existence_term(term)
         if values is not None:
             terms.append(("in", values[0], values[1]))
+        elif existence is not None:
+            terms.append(("exists" if existence[1] else "!exists", existence[0], ""))
         elif "!=" in term:
             key, value = term.split("!=", 1)
             terms.append(("!=", key, value))
@@ -74,10 +93,13 @@ def parse_selector(query: str) -> tuple[Term, ...]:
 
 
 def matches(labels: Mapping[str, str], query: str) -> bool:
-    """Whether `labels` satisfy every term of the selector `query` (equality, `!=` and `in`)."""
+    """Whether `labels` satisfy every term of the selector `query` (equality, `!=`, `in`, `key`, `!key`)."""
     for operator, key, value in parse_selector(query):
         found = labels.get(key)
-        if operator == "in":
+        if operator in ("exists", "!exists"):
+            if (found is not None) != (operator == "exists"):
+                return False
+        elif operator == "in":
             if found not in value:
                 return False
         elif (found == value) != (operator == "="):
@@ -91,6 +113,7 @@ class LabelIndex(Generic[Key]):
     def __init__(self) -> None:
         self._keys: dict[tuple[str, str], set[Key]] = {}
         self._labels: dict[Key, dict[str, str]] = {}
+        self._with_label: dict[str, set[Key]] = {}  # label key -> the keys whose labels have it
 
     def put(self, key: Key, labels: Mapping[str, str]) -> None:
         """Index `key` under `labels`, replacing what it was indexed under before."""
@@ -98,6 +121,7 @@ class LabelIndex(Generic[Key]):
         self._labels[key] = dict(labels)
         for pair in labels.items():
             self._keys.setdefault(pair, set()).add(key)
+            self._with_label.setdefault(pair[0], set()).add(key)
 
     def remove(self, key: Key) -> None:
         for pair in (self._labels.pop(key, None) or {}).items():
@@ -106,6 +130,11 @@ class LabelIndex(Generic[Key]):
                 keys.discard(key)
                 if not keys:
                     del self._keys[pair]
+            holders = self._with_label.get(pair[0])
+            if holders is not None:
+                holders.discard(key)
+                if not holders:
+                    del self._with_label[pair[0]]
 
     def candidates(self, query: str) -> set[Key] | None:
         """Keys that may match `query` (a superset of the answer), or None: the selector narrows nothing."""
@@ -113,6 +142,11 @@ class LabelIndex(Generic[Key]):
         for term in split_terms(query):
             pairs: list[tuple[str, str]] = []
             equality = equality_term(term)
+            existence = existence_term(term)
+            if existence is not None and not existence[1]:  # `!key`: every key indexed without it
+                lacking = self._labels.keys() - self._with_label.get(existence[0], set())
+                found = lacking if found is None else found & lacking
+                continue
             if equality is not None:
                 pairs = [equality]
             else:

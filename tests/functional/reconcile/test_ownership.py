@@ -12,7 +12,14 @@ import pytest
 from gco.endpoints import EndpointStore, canary
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy, static_token
-from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, LIFECYCLE_ANNOTATION, MANAGED_BY, MANAGER
+from gco.reconcile.objects import (
+    DEPLOYMENT,
+    ENDPOINT_LABEL,
+    KINDS,
+    LIFECYCLE_ANNOTATION,
+    MANAGED_BY,
+    MANAGER,
+)
 from gco.reconcile.reconciler import Reconciler
 from gco.reconcile.render import render
 from tests.unit.reconcile.records import EAST, IMAGE
@@ -89,6 +96,26 @@ def test_a_held_name_is_reported_and_left_alone_until_it_is_free(
     canary.rollback(store, "col")
     reconciler.reconcile("col", wait=0.0)
     assert canary_image(api) == "someone/else:1"
+
+
+def test_in_a_batch_a_name_held_by_hand_is_found_by_the_batch_lists_and_left_alone(
+    store: EndpointStore, api: StandInKubeAPI, reconciler: Reconciler
+) -> None:
+    """A batch lists, besides its endpoints' objects, the objects without an endpoint's label; a
+    rendered name one of them holds is reported and not applied over, and no name is read alone."""
+    store.create("col", SPEC, [EAST])
+    store.create("bystander", {"image": IMAGE, "model_id": "m"}, [EAST])
+    reconciler.ensure_system()
+    assert api.apply_as("someone", squatter(store, {"app": "by-hand"}, {}))[0] == 201
+    api.requests.clear()
+    outcomes = reconciler.reconcile_many(["col", "bystander"], wait=0.0, concurrency=2)
+    col, bystander = outcomes["col"].result(), outcomes["bystander"].result()
+    assert (col.kind, bystander.kind) == ("terminal", "done")
+    assert "Deployment gco-inference/col--canary is held by an object gco did not make" in col.detail
+    assert canary_image(api) == "someone/else:1"  # not applied over
+    assert api.get(DEPLOYMENT, NAMESPACE, "col") is not None  # what is free was applied
+    # Every GET was a list of the batch (7 scopes, 2 selectors): no name was read alone.
+    assert api.requests["GET"] == 2 * len(list(reconciler.grant.object_scopes(KINDS)))
 
 
 def test_an_earlier_lifecycle_of_the_same_endpoint_is_removed_not_adopted(

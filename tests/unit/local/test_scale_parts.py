@@ -245,6 +245,29 @@ def test_a_selector_is_parsed_once_and_matches_each_operator() -> None:
     assert matches({"anything": "1"}, "")  # the empty selector matches everything
 
 
+def test_existence_terms_select_by_whether_a_label_is_there() -> None:
+    """`key` and `!key` as the API server parses them (apimachinery `labels.Parse`)."""
+    assert parse_selector("!gco.dev/endpoint,app") == (
+        ("!exists", "gco.dev/endpoint", ""),
+        ("exists", "app", ""),
+    )
+    assert matches({"app": "x"}, "!gco.dev/endpoint,app")
+    assert not matches({"app": "x", "gco.dev/endpoint": ""}, "!gco.dev/endpoint")  # present, if empty
+    assert not matches({"gco.dev/endpoint": "a"}, "!gco.dev/endpoint,app")
+    assert not matches({}, "app")
+    index: LabelIndex[str] = LabelIndex()
+    index.put("mine", {"gco.dev/endpoint": "a"})
+    index.put("theirs", {"app": "x"})
+    index.put("bare", {})
+    assert index.candidates("!gco.dev/endpoint") == {"theirs", "bare"}
+    assert index.candidates("!gco.dev/endpoint,app=x") == {"theirs"}
+    index.put("mine", {"app": "y"})  # relabelled: no longer an endpoint's
+    assert index.candidates("!gco.dev/endpoint") == {"mine", "theirs", "bare"}
+    index.remove("bare")
+    assert index.candidates("!gco.dev/endpoint") == {"mine", "theirs"}
+    assert index.candidates("app") is None  # `key` narrows nothing: the caller matches each object
+
+
 def test_creation_times_are_read_as_a_copy_while_objects_are_created() -> None:
     """The benchmark's control endpoint reads the creation clocks while requests create objects:
     iterating the live dict then fails with 'dictionary changed size during iteration'."""
