@@ -41,6 +41,8 @@ class Observation:
         route: what the proxy said of its route, once a plan asked (None: not asked).
         holders: what holds each name the batch's lists saw, by `ObjectRef.key`, for the claims
             (`ownership.claim`); None: not listed, so a name the endpoint does not own is read.
+        rendered: the objects a plan on this reading rendered (`Plan.desired`), so that the plans
+            after it on the same record and secrets do not render again; None: not rendered yet.
     """
 
     record: EndpointRecord | None
@@ -49,6 +51,7 @@ class Observation:
     pods: tuple[dict[str, Any], ...] | None = None
     route: RouteCheck | None = None
     holders: Holders | None = field(default=None, repr=False)
+    rendered: tuple[dict[str, Any], ...] | None = field(default=None, repr=False)
 
     def with_pods(self, pods: Sequence[dict[str, Any]]) -> Observation:
         return replace(self, pods=tuple(pods))
@@ -64,7 +67,14 @@ class Observation:
         """
         fresh = {ObjectRef.of(obj).key: obj for obj in answers}
         kept = tuple(obj for obj in self.objects if ObjectRef.of(obj).key not in fresh)
-        return Observation(self.record, kept + tuple(fresh.values()), self.secret, holders=self.holders)
+        objects = kept + tuple(fresh.values())
+        return Observation(self.record, objects, self.secret, holders=self.holders, rendered=self.rendered)
+
+    def rendered_by(self, step: Plan) -> Observation:
+        """This reading with what `step` rendered on it kept for the next plan (`rendered`)."""
+        if self.rendered is not None or not step.desired:
+            return self
+        return replace(self, rendered=step.desired)
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,11 @@ def plan_of(name: str, seen: Observation, region: str, settings: RenderSettings)
     """
     digest = seen.secret.digest if seen.secret is not None else None
     pods = list(seen.pods) if seen.pods is not None else None
-    step = plan(name, seen.record, region, seen.objects, settings, pods, seen.route, secret_digest=digest)
+    step = plan(
+        *(name, seen.record, region, seen.objects, settings, pods, seen.route),
+        secret_digest=digest,
+        rendered=seen.rendered,
+    )
     if (step.needs_pods and seen.pods is not None) or (
         step.needs_route is not None and seen.route is not None
     ):

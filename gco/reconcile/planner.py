@@ -167,6 +167,7 @@ def plan(
     route: RouteCheck | None = None,
     *,
     secret_digest: str | None = None,
+    rendered: Sequence[dict[str, Any]] | None = None,
 ) -> Plan:
     """What the Region's reconciler should do next for endpoint `name`.
 
@@ -178,6 +179,8 @@ def plan(
             (`Plan.needs_route`): `running` means a request through the proxy reaches a ready
             replica, so it is written only once the proxy serves the route as rendered.
         secret_digest: the digest of the endpoint's secrets as read now (`render`), or None.
+        rendered: what `render` gives for this record, Region, settings and digest, when an earlier
+            plan on the same reading rendered it (`Plan.desired`; rendering is pure); None: render.
     """
     if record is None:
         return Plan(delete=_deletions(observed), converged=not observed, reason="no record: remove leftovers")
@@ -185,7 +188,12 @@ def plan(
         return _plan_deleted(record, region, observed)
     if region not in record.target_regions:
         return _plan_removed(record, region, observed)
-    return _plan_live(record, region, observed, settings, pods, route, secret_digest)
+    desired = (
+        list(rendered)
+        if rendered is not None
+        else render(record, region, settings, secret_digest=secret_digest)
+    )
+    return _plan_live(record, region, observed, desired, pods, route)
 
 
 def _plan_deleted(record: EndpointRecord, region: str, observed: Sequence[dict[str, Any]]) -> Plan:
@@ -244,12 +252,10 @@ def _plan_live(
     record: EndpointRecord,
     region: str,
     observed: Sequence[dict[str, Any]],
-    settings: RenderSettings,
+    desired: list[dict[str, Any]],
     pods: Sequence[dict[str, Any]] | None,
     route: RouteCheck | None = None,
-    secret_digest: str | None = None,
 ) -> Plan:
-    desired = render(record, region, settings, secret_digest=secret_digest)
     wanted = {ObjectRef.of(obj).key: obj for obj in desired}
     current: dict[tuple[str, str, str], dict[str, Any]] = {}
     delete: list[ObjectRef] = []
@@ -300,7 +306,12 @@ def _plan_live(
         state, done = "running", True
         gate = _route_gate(record, region, desired, previous, ready, total, canary, route)
         if isinstance(gate, AskProxy):
-            return Plan(converged=False, reason="observed running: asking the proxy", needs_route=gate.route)
+            return Plan(
+                converged=False,
+                reason="observed running: asking the proxy",
+                needs_route=gate.route,
+                desired=tuple(desired),
+            )
         if isinstance(gate, NotServed):
             state, done, unserved = progressing, False, gate.reason
     else:
@@ -309,7 +320,10 @@ def _plan_live(
     if not done and ready < total:
         if pods is None:
             return Plan(
-                converged=False, reason=f"observed {state} {ready}/{total}: reading Pods", needs_pods=True
+                converged=False,
+                reason=f"observed {state} {ready}/{total}: reading Pods",
+                needs_pods=True,
+                desired=tuple(desired),
             )
         found = trouble(pods)
     write = StatusWrite(

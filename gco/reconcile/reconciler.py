@@ -351,6 +351,7 @@ class Reconciler:
         (at most twice: `planner` module docstring); returns the last plan and what it was made on.
         With `park`, a plan that asks about the route is returned as it is (the batch asks)."""
         step = plan_of(name, seen, self.region, self.settings)
+        seen = seen.rendered_by(step)
         while step.needs_pods or step.needs_route is not None:
             if step.needs_route is not None:
                 if park:

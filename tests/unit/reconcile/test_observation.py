@@ -79,3 +79,33 @@ def test_each_endpoint_of_a_batch_has_its_own_result_or_error() -> None:
         futures = run_each(["a", "bad", "c"], work, concurrency)
         assert [futures[name].exception() is not None for name in ("a", "bad", "c")] == [False, True, False]
         assert futures["a"].result() == "A" and futures["c"].result() == "C"
+
+
+def test_plans_on_one_reading_render_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first plan on a reading renders; the plans after it on the same record and secrets (with
+    the Pods, with the proxy's answer, on the API server's answers to the applies) reuse what it
+    rendered, and decide as if they had rendered again."""
+    from gco.reconcile import planner
+
+    renders: list[str] = []
+
+    def counted(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        renders.append(args[0].endpoint_name)
+        return render(*args, **kwargs)
+
+    monkeypatch.setattr(planner, "render", counted)
+    record = make_record()
+    fresh = Observation(record, ())
+    applying = plan_of("llama", fresh, EAST, DEFAULT_SETTINGS)
+    assert applying.apply and renders == ["llama"]
+    answered = fresh.rendered_by(applying).after_applies(stored(render(record, EAST), ready=False))
+    asks = plan_of("llama", answered, EAST, DEFAULT_SETTINGS)
+    decided = plan_of("llama", answered.rendered_by(asks).with_pods([]), EAST, DEFAULT_SETTINGS)
+    assert asks.needs_pods and decided.status is not None and decided.status.state == "creating"
+    ready = answered.after_applies(stored(render(record, EAST)))
+    asks = plan_of("llama", ready, EAST, DEFAULT_SETTINGS)
+    running = plan_of("llama", ready.with_route(RouteCheck()), EAST, DEFAULT_SETTINGS)
+    assert asks.needs_route is not None and running.status is not None and running.status.state == "running"
+    assert renders == ["llama"]  # one render for the reading, however many plans
+    assert plan_of("llama", Observation(record, ()), EAST, DEFAULT_SETTINGS).desired == applying.desired
+    assert renders == ["llama", "llama"]  # a fresh reading renders again
