@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from gco.reconcile.batches import each_leaf
 from gco.reconcile.errors import ClusterRejectedError, KindNotServedError
 from gco.reconcile.objects import ObjectRef
 from gco.reconcile.observation import ActResult, Observation
@@ -87,7 +87,4 @@ def _apply_all(
         except Exception as error:  # returned in plan order; `act` decides
             return error
 
-    if len(objects) <= 1:
-        return [one(obj) for obj in objects]
-    with ThreadPoolExecutor(max_workers=min(len(objects), MAX_APPLIES), thread_name_prefix="apply") as pool:
-        return list(pool.map(one, objects))
+    return each_leaf(one, objects, MAX_APPLIES)

@@ -44,9 +44,9 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from gco.reconcile.batches import each_leaf
 from gco.reconcile.errors import ClusterError
 from gco.reconcile.objects import POD, SYSTEM_NAMESPACE, Kind
 from gco.reconcile.proxy.render_proxy import proxy_labels
@@ -195,12 +195,7 @@ def each_pod(pods: Sequence[str], work: Callable[[str], Result]) -> list[Result]
     """`work(pod)` for every pod, concurrently (each a round trip to the API server, none depending on
     another: a batch waits for one, not one per pod), results in the pods' order; the first error
     is raised once all are done."""
-    if len(pods) <= 1:
-        return [work(name) for name in pods]
-    with ThreadPoolExecutor(
-        max_workers=min(len(pods), MAX_PODS_AT_ONCE), thread_name_prefix="proxy-pod"
-    ) as pool:
-        return list(pool.map(work, pods))
+    return each_leaf(work, pods, MAX_PODS_AT_ONCE)
 
 
 def served_by_version(

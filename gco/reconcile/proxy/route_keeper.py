@@ -29,10 +29,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from gco.reconcile.batches import each_leaf
 from gco.reconcile.errors import ClusterConflictError, ClusterError
 from gco.reconcile.objects import (
     INGRESS,
@@ -272,11 +272,8 @@ class RouteKeeper:
     def _merge_all(self, by_shard: dict[int, RouteChanges], report: RouteReport) -> list[bool]:
         """Each touched shard merged, concurrently (shards are independent objects): a batch's
         refresh takes one round trip, not one per shard. The first error is raised."""
-        if len(by_shard) <= 1:
-            return [self._merge_locked(shard, part, report) for shard, part in by_shard.items()]
-        workers = min(len(by_shard), MAX_SHARD_WRITES)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="route-shard") as pool:
-            return list(pool.map(lambda item: self._merge_locked(item[0], item[1], report), by_shard.items()))
+        merges = list(by_shard.items())
+        return each_leaf(lambda item: self._merge_locked(item[0], item[1], report), merges, MAX_SHARD_WRITES)
 
     def _merge_locked(self, shard: int, changes: RouteChanges, report: RouteReport) -> bool:
         """Merge `changes` into the stored shard; False when it must be rebuilt instead."""
