@@ -118,6 +118,32 @@ def test_in_a_batch_a_name_held_by_hand_is_found_by_the_batch_lists_and_left_alo
     assert api.requests["GET"] == 2 * len(list(reconciler.grant.object_scopes(KINDS)))
 
 
+def test_in_a_batch_a_role_object_an_older_gco_named_is_read_and_left_alone(
+    store: EndpointStore, api: StandInKubeAPI, reconciler: Reconciler
+) -> None:
+    """An older gco named the canary of `chat` `chat-canary`, the name the endpoint `chat-canary`
+    renders; that object carries `chat`'s label, which the batch's lists show only with `chat` in
+    the batch, so a name ending in a role is read before it is applied."""
+    store.create("chat-canary", {"image": IMAGE, "model_id": "m"}, [EAST])
+    store.create("bystander", {"image": IMAGE, "model_id": "m"}, [EAST])
+    reconciler.ensure_system()
+    record = store.get("chat-canary")
+    assert record is not None
+    (rendered,) = [o for o in render(record, EAST) if o["kind"] == "Deployment"]
+    legacy = copy.deepcopy(rendered)
+    legacy["metadata"]["labels"] = {MANAGED_BY: MANAGER, ENDPOINT_LABEL: "chat"}
+    legacy["metadata"]["annotations"] = {}
+    legacy["spec"]["template"]["spec"]["containers"][0]["image"] = "older/canary:1"
+    assert api.apply_as("gco-reconciler", legacy)[0] == 201
+    outcomes = reconciler.reconcile_many(["chat-canary", "bystander"], wait=0.0, concurrency=2)
+    held = outcomes["chat-canary"].result()
+    assert (held.kind, outcomes["bystander"].result().kind) == ("terminal", "done")
+    assert "Deployment gco-inference/chat-canary is held by endpoint chat" in held.detail
+    found = api.get(DEPLOYMENT, NAMESPACE, "chat-canary")
+    assert found is not None
+    assert found["spec"]["template"]["spec"]["containers"][0]["image"] == "older/canary:1"  # not applied over
+
+
 def test_an_earlier_lifecycle_of_the_same_endpoint_is_removed_not_adopted(
     store: EndpointStore, api: StandInKubeAPI, reconciler: Reconciler
 ) -> None:
