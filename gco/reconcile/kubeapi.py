@@ -26,7 +26,7 @@ protocol below is the documented one, and it is what tests exercise against the 
   this module as a `ClusterError` (`gco.reconcile.errors`), converted with `raise ... from`.
 - The HTTP client is urllib3: botocore's own, so in Lambda the runtime's SDK provides it and the
   bundle does not carry it (`stacks.bundling.RUNTIME_PROVIDED`); only what urllib3 1.26 and 2.x both
-  offer is used (`PoolManager`, `request` with `timeout`, `retries`, `redirect`; `status`,
+  offer is used (`connection_from_url`, `urlopen` with `timeout`, `retries`, `redirect`; `status`,
   `headers`, `data`). One pool of keep-alive connections is shared by every thread. Against httpx,
   which this client used before, it costs the caller 1.5-3x less CPU per request
   (`benchmarks/kube_client.py`), and its pool does not scan every queued request under one lock on
@@ -50,6 +50,7 @@ from urllib.parse import quote, urlencode
 
 import urllib3
 from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.util import parse_url
 
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import (
@@ -135,13 +136,16 @@ class KubeCluster:
         self._sleep = sleep
         self.timeout = timeout
         self._http = _pool(self.server, verify)
+        # Paths go to the pool as they are, under the server's own path if it has one (a proxy's).
+        self._base_path = (parse_url(self.server).path or "").rstrip("/")
+        self._timeout = urllib3.Timeout(connect=timeout, read=timeout)
         # Requests of one call (a list's scopes, a plan's deletes) share this pool; it never runs
         # work that submits to it again, so concurrent callers only queue.
         self._pool = ThreadPoolExecutor(max_workers=MAX_IN_FLIGHT, thread_name_prefix="kube")
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._http.clear()
+        self._http.close()
 
     # -- the port ------------------------------------------------------------------------------
 
@@ -334,7 +338,7 @@ class KubeCluster:
         for attempt in range(self.retry.attempts):
             request_headers = {**(headers or {}), "Authorization": f"Bearer {self._token(refreshed)}"}
             request_headers["Accept"] = "application/json"
-            url = self.server + path + ("?" + urlencode(params, quote_via=quote) if params else "")
+            url = self._base_path + path + ("?" + urlencode(params, quote_via=quote) if params else "")
             try:
                 response = self._send(method, url, content, request_headers)
             except Urllib3Error as error:  # timeouts, refusals, resets, bad encodings: all retried
@@ -359,19 +363,13 @@ class KubeCluster:
 
     def _send(self, method: str, url: str, body: bytes | None, headers: Mapping[str, str]) -> Answer:
         """One request and its whole answer: the one place a request leaves (`tracing.trace_kube_requests`
-        records each as an X-Ray subsegment).
+        records each as an X-Ray subsegment). `url` is the path and query on the server.
 
         Raises:
             urllib3.exceptions.HTTPError: no answer (refused, reset, timed out) or an undecodable body.
         """
-        raw = self._http.request(
-            method,
-            url,
-            body=body,
-            headers=headers,
-            timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout),
-            retries=False,
-            redirect=False,
+        raw = self._http.urlopen(
+            method, url, body=body, headers=headers, timeout=self._timeout, retries=False, redirect=False
         )
         return Answer(raw.status, raw.headers, raw.data)
 
@@ -404,8 +402,12 @@ class Answer:
         return json.loads(self.content)
 
 
-def _pool(server: str, verify: ssl.SSLContext | bool) -> urllib3.PoolManager:
+def _pool(server: str, verify: ssl.SSLContext | bool) -> urllib3.HTTPConnectionPool:
     """Keep-alive connections to `server`, at most `MAX_CONNECTIONS`, a caller waiting for a free one.
+
+    One host's pool, not a `PoolManager`: a client talks to one API server, and the manager's work on
+    every request (parse the URL, find the host's pool, merge headers) was a quarter of the client's
+    CPU per request (`benchmarks/kube_client.py`).
 
     `verify`: an SSL context (the cluster's CA, `eks.py`), True (the system's CAs) or False (loopback
     tests only).
@@ -418,7 +420,7 @@ def _pool(server: str, verify: ssl.SSLContext | bool) -> urllib3.PoolManager:
             options["ssl_context"] = ssl.create_default_context()
         else:
             options["cert_reqs"] = ssl.CERT_NONE
-    return urllib3.PoolManager(num_pools=1, **options)
+    return urllib3.connection_from_url(server, **options)
 
 
 def _object(response: Answer, what: str) -> dict[str, Any]:

@@ -318,3 +318,40 @@ def test_stand_in_answers_unknown_paths_and_bad_requests(api: StandInKubeAPI) ->
         assert http.patch(path, params={"fieldManager": "m"}, json=mismatch, headers=apply).status_code == 400
     assert api.writes() >= 1
     assert len(api.endpoint_objects()) == 1
+
+
+def test_a_server_url_with_a_path_keeps_it_on_every_request() -> None:
+    """An API server reached under a path (an authenticating proxy's, e.g. `/k8s/clusters/<id>`):
+    each request goes to that path plus the API path, on the one host the URL names."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = json.dumps({"kind": "Deployment", "metadata": {"name": "llama"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/k8s/clusters/c-1/"
+        client = KubeCluster(url, static_token(TOKEN), retry=FAST, sleep=lambda _: None)
+        found = client.get(DEPLOYMENT, "gco-inference", "llama")
+        assert found is not None and found["metadata"]["name"] == "llama"
+        client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["/k8s/clusters/c-1/apis/apps/v1/namespaces/gco-inference/deployments/llama"]
