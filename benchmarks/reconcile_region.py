@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import resource
 import sys
@@ -89,6 +88,7 @@ class Region:
         self.api: StandInProcess | None = None
         self.kube: KubeCluster | None = None  # the process mode's client of the stand-in, closed on stop
         self.environments: ExecutionEnvironments | None = None
+        self.poller: StreamPoller | None = None
         if standin == "thread":
             self.local = LocalReconcilers(store, [region], endpoint_url=endpoint_url, wait=0.0)
             self.reconciler = self.local.regions[region].reconciler
@@ -136,19 +136,13 @@ class Region:
         return self.api.created_count(DEPLOYMENT.plural, NAMESPACE)
 
     def run_stream(self, stop: threading.Event) -> None:
-        """As `LocalReconcilers.start`: poll again at once after records, else after LAMBDA_POLL."""
+        """As `LocalReconcilers.start`: the poller's lanes (`StreamPoller.run`), waiting LAMBDA_POLL
+        only when nothing is in flight and a read found nothing."""
         if self.local is not None:
             self.local.start(poll_interval=LAMBDA_POLL, sweep_interval=3600.0)
             return
-        while not stop.is_set():
-            try:
-                delivered = self.poller.poll_once()
-            except Exception:  # as `LocalReconcilers` does: the next poll retries (a dead poller
-                # would leave this Region waiting for its deadline)
-                logging.exception("%s: a poll failed", self.region)
-                delivered = 0
-            if delivered == 0:
-                stop.wait(LAMBDA_POLL)
+        assert self.poller is not None
+        self.poller.run(stop, LAMBDA_POLL)
 
     def cpu_seconds(self) -> float:
         """CPU seconds of what runs this Region's reconciles: this process, its environments (if
@@ -161,6 +155,8 @@ class Region:
         return used
 
     def stop(self) -> None:
+        if self.poller is not None:
+            self.poller.close()
         if self.environments is not None:
             self.environments.close()
         if self.local is not None:

@@ -3,20 +3,30 @@
 It reads the table's stream (`dynamodbstreams` on the moto server), hands the handler the very
 event shape Lambda would (`{"Records": [...]}` with `eventSourceARN`, `awsRegion`, low-level
 attribute values, epoch `ApproximateCreationDateTime`), and honours the partial batch response:
-the checkpoint advances past every record before the first reported failure; a record that
-fails `max_retries` times (or a batch whose handler raised that often) goes to the dead letters
-and the checkpoint moves past it. As the mapping does with a parallelization factor, the records
-of one GetRecords call are split by partition key (the endpoint) into concurrent batches, so one
-endpoint's records stay in order. One poller per Region stands in for that Region's replica
-stream and its event source mapping.
+the checkpoint advances past every record before the first one not yet settled; a failed record
+is delivered again (with the records after it in its batch) until it succeeds or has failed
+`max_retries` times (or its batch's handler raised that often), then goes to the dead letters and
+the checkpoint moves past it. As the mapping does with a parallelization factor ("Lambda processes
+up to 10 batches in each shard simultaneously ... in-order processing at the item (partition and
+sort key) level", https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html#services-ddb-
+parallelization), each record goes to a lane by its partition key (the endpoint), each lane has one
+batch in flight at most, and `run` lets each lane take its next batch as soon as its last one
+returned, whatever the other lanes are doing. One poller per Region stands in for that Region's
+replica stream and its event source mapping.
 
 What is Lambda's cost and not the function's is kept cheap here, as the managed pollers are to the
 function: GetRecords' records are handed on as the JSON protocol wrote them (a `before-parse`
 hook keeps botocore's parser, which walks every attribute value of both images of every record,
-off them: the wire form is already the event's), the next poll continues from GetRecords'
-`NextShardIterator` when the whole answer was delivered (records a full batch held back are kept
-for the next poll, not read again), and the shard list is described again only every
-`SHARD_REFRESH_S`.
+off them: the wire form is already the event's), each read continues from the last one's
+`NextShardIterator` (records waiting in a lane, or to be retried, are kept, not read again), and
+the shard list is described again only every `SHARD_REFRESH_S`.
+
+Before the lanes, every poll waited for all of its batches: at 1,000 endpoints written within 15 s
+a Region's rounds took 1.0-1.7 s, the longest batch of each round plus its read, while the lanes
+whose batch had returned waited idle (`docs/scale.md`, "The ninth pass").
+
+What it does not model: Lambda's batching window and payload limit (6 MB), bisecting a failed
+batch, and a record's maximum age.
 """
 
 from __future__ import annotations
@@ -27,8 +37,10 @@ import logging
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -92,41 +104,77 @@ def _wire_event(records: list[dict[str, Any]], stream_arn: str, region: str) -> 
     return {"Records": records}
 
 
-def partition(records: list[dict[str, Any]], batches: int, batch_size: int) -> list[list[dict[str, Any]]]:
-    """Split a shard's records into at most `batches` batches by partition key, order kept per key.
-
-    As Lambda does with a parallelization factor: every record of one key (one endpoint) lands in
-    the same batch, in stream order, so two batches never race on one endpoint. A batch holds at
-    most `batch_size` records: once a batch is full, its later records (and so every later record
-    of its keys) wait for the next poll, while the other batches go on filling, as Lambda's lanes
-    fill independently. What waits is returned by neither batch; the caller keeps it, in order.
-    """
-    groups: list[list[dict[str, Any]]] = [[] for _ in range(max(1, batches))]
-    for record in records:
-        key = json.dumps((record.get("dynamodb") or {}).get("Keys") or {}, sort_keys=True)
-        group = groups[zlib.crc32(key.encode()) % len(groups)]
-        if len(group) < batch_size:
-            group.append(record)
-    return [group for group in groups if group]
+def lane_of(record: dict[str, Any], lanes: int) -> int:
+    """The lane of a record: by its partition key (the endpoint), so one endpoint's records keep
+    their order, as Lambda keeps a partition key's records in order with a parallelization factor."""
+    key = json.dumps((record.get("dynamodb") or {}).get("Keys") or {}, sort_keys=True)
+    return zlib.crc32(key.encode()) % max(1, lanes)
 
 
 def _sequence(record: dict[str, Any]) -> str:
     return str(record["dynamodb"]["SequenceNumber"])
 
 
+@dataclass(eq=False)
+class _Flight:
+    """One batch in flight: its lane and records, in order."""
+
+    lane: int
+    batch: list[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class _ShardState:
+    """What the poller holds of one shard between reads.
+
+    Fields:
+        queues: per lane, the records read and not yet delivered (or delivered and to be retried),
+            in stream order.
+        flights: the batches in flight, by their future.
+        unsettled: the sequence numbers read and not yet settled, in stream order (the checkpoint
+            goes right before the first of them).
+        settled: those of `unsettled` that were delivered and did not fail, or were dead-lettered.
+        following: GetRecords' NextShardIterator after the last record read (None: start after the
+            checkpoint).
+    """
+
+    queues: list[deque[dict[str, Any]]]
+    flights: dict[Future[list[str]], _Flight] = field(default_factory=dict)
+    unsettled: deque[str] = field(default_factory=deque)
+    settled: set[str] = field(default_factory=set)
+    following: str | None = None
+
+    def queued(self) -> int:
+        return sum(len(queue) for queue in self.queues)
+
+    def busy(self) -> set[int]:
+        return {flight.lane for flight in self.flights.values()}
+
+
 class StreamPoller:
-    """Polls every shard of one stream and invokes `handler` per batch.
+    """Polls every shard of one stream and invokes `handler` per batch, in lanes.
 
     Parameters:
         client: a `dynamodbstreams` boto3 client.
         stream_arn: the table's LatestStreamArn.
         handler: called as `handler(event, context)`, returns `{"batchItemFailures": [...]}`.
         batch_size: records per invocation (Lambda's BatchSize).
-        parallelization: batches of one shard in flight at once (Lambda's ParallelizationFactor):
-            the records of one GetRecords call are split by partition key into up to this many
-            batches, invoked concurrently, so the records of one endpoint stay in order.
+        parallelization: lanes per shard (Lambda's ParallelizationFactor): each record goes to the
+            lane of its partition key (`lane_of`), each lane has at most one batch in flight, so the
+            records of one endpoint stay in order while the lanes go on independently.
         max_retries: attempts of a failing record or batch before it is dead-lettered.
         clock: monotonic seconds (when to describe the shards again).
+
+    Two ways to drive it: `poll_once` (one read, one batch of each lane that has records, all
+    waited for: deterministic, for tests and `LocalReconcilers.pump`) and `run` (what Lambda's
+    pollers do: a lane whose batch returned takes its next batch at once, without waiting for the
+    other lanes, and reads go on while batches run).
+
+    A failed record (reported in `batchItemFailures`, or the first record of a batch whose handler
+    raised) is delivered again with the records after it in its batch, first in its lane, as Lambda
+    retries a batch from the failed record; after `max_retries` failures it goes to the dead
+    letters and its lane goes on. The checkpoint goes right after the longest prefix of the records
+    read that are settled (delivered without failing, or dead-lettered).
 
     The client's GetRecords answers carry their records unparsed under `WIRE_RECORDS` from then
     on (the hook is registered on `client`): give the poller a client of its own.
@@ -147,14 +195,9 @@ class StreamPoller:
         self.client = client
         client.meta.events.register(_GET_RECORDS_PARSE, _keep_wire_records, unique_id="gco-wire-records")
         self.clock = clock
-        self._shards: list[str] = []
+        self._shard_ids: list[str] = []
         self._described_at = -SHARD_REFRESH_S
-        self._iterators: dict[str, str] = {}  # shard -> NextShardIterator, where it continues the checkpoint
-        # shard -> records read but held back by a full batch (the first right after the
-        # checkpoint; later records of other batches may have been delivered), and the iterator
-        # after the last record read
-        self._held: dict[str, tuple[list[dict[str, Any]], str | None]] = {}
-        self._dead: set[str] = set()  # sequence numbers dead-lettered: never delivered again
+        self._shards: dict[str, _ShardState] = {}
         self.stream_arn = stream_arn
         self.handler = handler
         self.region = region
@@ -165,15 +208,25 @@ class StreamPoller:
         self.dead_letters: list[dict[str, Any]] = []
         self._failures: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- driving -----------------------------------------------------------------------------------
 
     def poll_once(self) -> int:
-        """One GetRecords per shard and one invocation per non-empty batch; returns records delivered."""
+        """One read of each shard and one batch of each lane that has records, all waited for;
+        returns the records delivered."""
         with self._lock:
-            if not self._shards or self.clock() - self._described_at >= SHARD_REFRESH_S:
-                described = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
-                self._shards = [shard["ShardId"] for shard in described["Shards"][:MAX_SHARDS]]
-                self._described_at = self.clock()
-            return sum(self._poll_shard(shard) for shard in self._shards)
+            self._describe()
+            delivered = 0
+            for shard_id in self._shard_ids:
+                state = self._state(shard_id)
+                self._read(shard_id, state)
+                delivered += self._start(state)
+            flights = self._flights()
+            wait(flights)
+            for future, shard_id in flights.items():
+                self._settle(shard_id, future)
+            return delivered
 
     def drain(self, max_rounds: int = 50) -> int:
         """Poll until a round delivers nothing (bounded); returns records delivered."""
@@ -185,11 +238,70 @@ class StreamPoller:
                 break
         return total
 
+    def run(self, stop: threading.Event, idle_wait: float) -> None:
+        """Poll until `stop` is set, each lane on its own: read while a lane is idle with nothing
+        queued, start every idle lane that has records, settle each batch as it returns. Waits
+        `idle_wait` (or until a batch returns) when there is nothing to start. A read that fails
+        is logged and tried again after `idle_wait`; batches in flight are waited for on stop.
+
+        The poller's lock is held for each step and each settling, not while batches run, so a
+        `poll_once` from another thread (`LocalReconcilers.pump`) goes in between."""
+        while not stop.is_set():
+            with self._lock:
+                try:
+                    started = self._step()
+                except Exception:  # the next step retries (a dead poller would stop the Region)
+                    log.exception("stream poll failed; retrying")
+                    started = 0
+                flights = self._flights()
+            if flights:
+                done, _ = wait(flights, timeout=idle_wait, return_when=FIRST_COMPLETED)
+                with self._lock:
+                    for future in done:
+                        self._settle(flights[future], future)
+            elif started == 0:
+                stop.wait(idle_wait)
+        with self._lock:
+            flights = self._flights()
+        wait(flights)
+        with self._lock:
+            for future, shard_id in flights.items():
+                self._settle(shard_id, future)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _step(self) -> int:
+        """Read where a lane is starved, then start every idle lane's next batch; returns the
+        records started."""
+        self._describe()
+        started = 0
+        for shard_id in self._shard_ids:
+            state = self._state(shard_id)
+            busy = state.busy()
+            if any(lane not in busy and not queue for lane, queue in enumerate(state.queues)):
+                self._read(shard_id, state)
+            started += self._start(state)
+        return started
+
+    # -- reading -------------------------------------------------------------------------------------
+
+    def _describe(self) -> None:
+        if not self._shard_ids or self.clock() - self._described_at >= SHARD_REFRESH_S:
+            described = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+            self._shard_ids = [shard["ShardId"] for shard in described["Shards"][:MAX_SHARDS]]
+            self._described_at = self.clock()
+
+    def _state(self, shard_id: str) -> _ShardState:
+        state = self._shards.get(shard_id)
+        if state is None:
+            state = self._shards[shard_id] = _ShardState([deque() for _ in range(self.parallelization)])
+        return state
+
     def _iterator(self, shard_id: str) -> str:
-        """Where the shard's next read starts: right after the checkpoint (or its first record)."""
-        continued = self._iterators.pop(shard_id, None)
-        if continued is not None:
-            return continued
+        """Where the shard's first read starts: right after the checkpoint (or its first record)."""
         checkpoint = self.checkpoints.get(shard_id)
         arguments: dict[str, Any] = {"StreamArn": self.stream_arn, "ShardId": shard_id}
         if checkpoint is None:
@@ -199,72 +311,82 @@ class StreamPoller:
         iterator: str = self.client.get_shard_iterator(**arguments)["ShardIterator"]
         return iterator
 
-    def _read(self, shard_id: str) -> tuple[list[dict[str, Any]], str | None]:
-        """The shard's next records in the event's shape (those a full batch held back last time
-        first, not read again, then new ones up to the read's limit), and the iterator after the
-        last record read."""
-        limit = min(MAX_GET_RECORDS, self.batch_size * self.parallelization)
-        held, following = self._held.pop(shard_id, ([], None))
-        if held and (following is None or len(held) >= limit):
-            return held, following
+    def _read(self, shard_id: str, state: _ShardState) -> None:
+        """The shard's next records, up to the read's limit less what is queued, each to its lane.
+
+        A read continues from the last one's NextShardIterator: nothing read is read again (a
+        record to retry waits in its lane).
+        """
+        room = min(MAX_GET_RECORDS, self.batch_size * self.parallelization) - state.queued()
+        if room <= 0:
+            return
         answer = self.client.get_records(
-            ShardIterator=following or self._iterator(shard_id), Limit=limit - len(held)
+            ShardIterator=state.following or self._iterator(shard_id), Limit=room
         )
+        state.following = answer.get("NextShardIterator") or state.following
         wire = answer.get(WIRE_RECORDS)
         event = (
             lambda_event(answer.get("Records") or [], self.stream_arn, self.region)
             if wire is None
             else _wire_event(wire, self.stream_arn, self.region)
         )
-        return held + event["Records"], answer.get("NextShardIterator")
+        for record in event["Records"]:
+            state.queues[lane_of(record, self.parallelization)].append(record)
+            state.unsettled.append(_sequence(record))
 
-    def _poll_shard(self, shard_id: str) -> int:
-        records, following = self._read(shard_id)
-        if not records:
-            if following:  # nothing new: the next read starts where this one did
-                self._iterators[shard_id] = following
-            return 0
-        live = [record for record in records if _sequence(record) not in self._dead]
-        batches = partition(live, self.parallelization, self.batch_size)
-        if len(batches) == 1:
-            failed = self._invoke(batches[0])
-        else:
-            with ThreadPoolExecutor(max_workers=len(batches)) as pool:
-                failed = [seq for found in pool.map(self._invoke, batches) for seq in found]
-        delivered = {_sequence(record) for batch in batches for record in batch}
-        retried = self._count_failure(records, failed)
-        settled = (delivered - retried) | self._dead
-        # The checkpoint goes right after the longest settled prefix: before the earliest failure
-        # or the first record held for the next poll. After a failure the records after it are
-        # read and delivered again (at least once; reconciling is idempotent); otherwise what was
-        # held is kept, already read, and nothing delivered is read again.
-        cut = next((i for i, record in enumerate(records) if _sequence(record) not in settled), len(records))
-        if cut > 0:
-            self.checkpoints[shard_id] = _sequence(records[cut - 1])
-        if retried:
-            return len(delivered)
-        waiting = [record for record in records[cut:] if _sequence(record) not in settled]
-        if waiting:
-            self._held[shard_id] = (waiting, following)
-        elif following:  # all delivered: continue after the last one
-            self._iterators[shard_id] = following
-        return len(delivered)
+    # -- delivering ----------------------------------------------------------------------------------
 
-    def _count_failure(self, records: list[dict[str, Any]], failed: list[str]) -> set[str]:
-        """The earliest failed record, counted: the sequence numbers to retry (none once it is
-        dead-lettered after `max_retries` failures; the checkpoint then moves past it)."""
-        if not failed:
-            return set()
-        sequences = [_sequence(record) for record in records]
-        first = min((sequences.index(seq) for seq in failed if seq in sequences), default=0)
-        seq = sequences[first]
-        self._failures[seq] = self._failures.get(seq, 0) + 1
-        if self._failures[seq] < self.max_retries:
-            return {seq}
-        log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
-        self.dead_letters.append(records[first])
-        self._dead.add(seq)
-        return {s for s in failed if s != seq}
+    def _start(self, state: _ShardState) -> int:
+        """The next batch of each idle lane that has records, on the pool; returns records started."""
+        busy = state.busy()
+        started = 0
+        for lane, queue in enumerate(state.queues):
+            if lane in busy or not queue:
+                continue
+            batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
+            state.flights[self._executor().submit(self._invoke, batch)] = _Flight(lane, batch)
+            started += len(batch)
+        return started
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.parallelization * MAX_SHARDS, thread_name_prefix="lane"
+            )
+        return self._pool
+
+    def _flights(self) -> dict[Future[list[str]], str]:
+        """Every batch in flight, with its shard."""
+        return {future: shard_id for shard_id, state in self._shards.items() for future in state.flights}
+
+    def _settle(self, shard_id: str, future: Future[list[str]]) -> None:
+        """A returned batch: what did not fail is settled; a failure is retried first in its lane
+        (with the records after it in the batch) or dead-lettered; the checkpoint moves on. A batch
+        settled already (by the other driver, `run` or `poll_once`) is left alone."""
+        state = self._shards[shard_id]
+        flight = state.flights.pop(future, None)
+        if flight is None:
+            return
+        failed = set(future.result())
+        sequences = [_sequence(record) for record in flight.batch]
+        first = next((i for i, seq in enumerate(sequences) if seq in failed), len(sequences))
+        state.settled.update(sequences[:first])
+        retry = flight.batch[first:]
+        if retry:
+            seq = sequences[first]
+            self._failures[seq] = self._failures.get(seq, 0) + 1
+            if self._failures[seq] >= self.max_retries:
+                log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
+                self.dead_letters.append(retry[0])
+                state.settled.add(seq)
+                retry = retry[1:]
+            state.queues[flight.lane].extendleft(reversed(retry))
+        last = None
+        while state.unsettled and state.unsettled[0] in state.settled:
+            last = state.unsettled.popleft()
+            state.settled.discard(last)
+        if last is not None:
+            self.checkpoints[shard_id] = last
 
     def _invoke(self, batch: list[dict[str, Any]]) -> list[str]:
         """One invocation; returns the sequence numbers of the records it reports as failed."""

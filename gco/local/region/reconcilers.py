@@ -34,11 +34,6 @@ from gco.secrets.secrets_manager import SecretsManagerReader
 log = logging.getLogger(__name__)
 
 
-def _poll_again(poller: StreamPoller) -> bool:
-    """One poll of every shard; poll again at once if it delivered records."""
-    return poller.poll_once() > 0
-
-
 def _sweep_then_wait(reconciler: Reconciler, heartbeat: HeartbeatWriter) -> bool:
     """One sweep with its heartbeat and the cleanup of expired matrix endpoints, as the sweep Lambda
     does (lambdas/sweep.py); the next waits for the sweep interval, whatever this one found."""
@@ -150,13 +145,19 @@ class LocalReconcilers:
     def start(self, *, poll_interval: float = 0.2, sweep_interval: float = 15.0) -> LocalReconcilers:
         """Run every Region's poller, and the sweep, on background threads.
 
-        A poller that just delivered records polls again at once (as Lambda's pollers do while a
-        shard has records); it waits `poll_interval` only after an empty poll.
+        Each poller runs its lanes (`StreamPoller.run`): a lane whose batch returned takes its next
+        at once, as Lambda's pollers do while a shard has records; a poller waits `poll_interval`
+        only when nothing is in flight and a read found nothing.
         """
         for local in self.regions.values():
-            self._threads.append(
-                self._spawn(f"poller-{local.region}", partial(_poll_again, local.poller), poll_interval)
+            poller = threading.Thread(
+                target=local.poller.run,
+                args=(self._stop, poll_interval),
+                name=f"poller-{local.region}",
+                daemon=True,
             )
+            poller.start()
+            self._threads.append(poller)
             ssm = aws.client("ssm", region=local.region, endpoint_url=self.endpoint_url)
             heartbeat = HeartbeatWriter(SsmParameters(ssm), self.store.table_name, sweep_interval)
             self._threads.append(
@@ -191,6 +192,7 @@ class LocalReconcilers:
             thread.join(timeout=30)
         self._threads.clear()
         for local in self.regions.values():
+            local.poller.close()
             local.cluster.close()
             local.api.stop()
 

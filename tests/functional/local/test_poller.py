@@ -1,7 +1,8 @@
 """The stream poller's own costs stay low without changing what it delivers: records reach the
-handler in the Lambda event's shape straight from the wire, a poll after a fully delivered answer
-continues from GetRecords' next iterator, a failure re-reads from the checkpoint, and the shard list
-is described again only after `SHARD_REFRESH_S`."""
+handler in the Lambda event's shape straight from the wire, every read continues from GetRecords'
+next iterator (a failed record is delivered again from what was read, not read again), and the
+shard list is described again only after `SHARD_REFRESH_S`. The lanes (`run`) are tested in
+`test_poller_lanes.py`."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_poller_reads_the_wire_form_and_reuses_iterators(store: EndpointStore, m
     assert poller.poll_once() == 1
     assert (calls["DescribeStream"], calls["GetShardIterator"], calls["GetRecords"]) == (1, 1, 3)
 
-    # A failure: the next poll starts again after the checkpoint and redelivers the failed record.
+    # A failure: the next poll delivers the failed record again, kept in its lane (not read again).
     fail.add("gamma")
     store.create("gamma", SPEC, [EAST])
     assert poller.poll_once() == 1
@@ -79,7 +80,8 @@ def test_poller_reads_the_wire_form_and_reuses_iterators(store: EndpointStore, m
         "gamma",
         "gamma",
     ]
-    assert calls["GetShardIterator"] == 2 and calls["DescribeStream"] == 1
+    assert calls["GetShardIterator"] == 1 and calls["DescribeStream"] == 1
+    assert poller.checkpoints == {next(iter(poller.checkpoints)): delivered[-1]["dynamodb"]["SequenceNumber"]}
 
     now[0] = SHARD_REFRESH_S  # the shard list is described again after the refresh interval
     assert poller.poll_once() == 0
