@@ -51,6 +51,7 @@ role's access entry names.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -177,8 +178,15 @@ class Grant:
 
     def namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
         """The rules of the Role in `namespace`; none where the grant has no Role (`rbac_objects`)."""
-        if namespace not in self.namespaces:
-            return ()
+        return self._rules_by_namespace.get(namespace, ())
+
+    @functools.cached_property
+    def _rules_by_namespace(self) -> dict[str, tuple[Rule, ...]]:
+        """Each namespace's rules, built once: the stand-in API server asks on every request
+        (`allows`), and building them was about a thirteenth of its CPU at 1,000 endpoints."""
+        return {namespace: self._build_namespace_rules(namespace) for namespace in self.namespaces}
+
+    def _build_namespace_rules(self, namespace: str) -> tuple[Rule, ...]:
         rules = _rules(self.kinds_in(namespace), self.verbs)
         if namespace == SYSTEM_NAMESPACE:
             return rules + self.proxy_rules
