@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     )
     from werkzeug.serving import BaseWSGIServer, run_simple
 
-    from gco.local.moto import moto_direct, moto_json, moto_lexer
+    from gco.local.moto import moto_direct, moto_items, moto_json, moto_lexer
     from gco.local.moto.moto_direct import DirectDispatch
     from gco.local.processes.collector import collect_rarely
     from gco.local.processes.listen import LISTEN_BACKLOG
@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
 
     moto_json.install()
     moto_lexer.install()
+    moto_items.install()
     moto_direct.install()
     collect_rarely()
 
