@@ -1,4 +1,4 @@
-"""The pure parts of reconciling at scale: the poller's partition by key, the stand-in's label
+"""The pure parts of reconciling at scale: the poller's lanes by key, the stand-in's label
 index and kept list answers, the cost model's choice, and the local moto server's direct JSON bodies."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from gco.local.moto.moto_json import EncodedRecords, item_body, record_json, records_body
-from gco.local.region.poller import partition
+from gco.local.region.poller import lane_of
 from gco.local.standin.labels import (
     LabelIndex,
     equality_term,
@@ -36,38 +36,13 @@ def record(name: str, seq: int) -> dict[str, Any]:
     return {"dynamodb": {"Keys": {"endpoint_name": {"S": name}}, "SequenceNumber": str(seq)}}
 
 
-def test_partition_keeps_every_key_in_one_batch_in_stream_order() -> None:
-    records = [record(f"ep-{seq % 7}", seq) for seq in range(70)]
-    batches = partition(records, 4, 100)
-    assert 1 < len(batches) <= 4
-    seen: dict[str, int] = {}
-    for batch in batches:
-        for item in batch:
-            name = item["dynamodb"]["Keys"]["endpoint_name"]["S"]
-            assert seen.setdefault(name, id(batch)) == id(batch)  # one batch per endpoint
-        sequences = [int(item["dynamodb"]["SequenceNumber"]) for item in batch]
-        assert sequences == sorted(sequences)
-    assert sorted(int(i["dynamodb"]["SequenceNumber"]) for b in batches for i in b) == list(range(70))
-
-
-def test_partition_caps_batches_and_one_batch_is_the_whole_shard() -> None:
-    records = [record("same", seq) for seq in range(30)]
-    assert partition(records, 4, 10) == [records[:10]]
-    assert partition(records, 1, 100) == [records]
-
-
-def test_a_full_batch_holds_back_its_own_keys_only() -> None:
-    """A record that would overflow its batch waits, and so does every later record of that batch's
-    keys (their order kept); the other batches go on filling, as Lambda's lanes do."""
-    records = [record("same" if seq < 12 else f"other-{seq}", seq) for seq in range(20)]
-    batches = partition(records, 4, 10)
-    delivered = sorted(int(item["dynamodb"]["SequenceNumber"]) for batch in batches for item in batch)
-    same = next(batch for batch in batches if batch[0]["dynamodb"]["Keys"] == records[0]["dynamodb"]["Keys"])
-    assert [int(item["dynamodb"]["SequenceNumber"]) for item in same[:10]] == list(range(10))
-    assert 10 not in delivered and 11 not in delivered  # the rest of "same" waits
-    others = [seq for seq in range(12, 20) if seq in delivered]
-    assert len(others) >= 4  # keys of the other batches were delivered past the full one
-    assert all(len(batch) <= 10 for batch in batches)
+def test_lanes_keep_every_key_in_one_lane_and_spread_the_keys() -> None:
+    names = [f"ep-{index}" for index in range(70)]
+    lanes = {name: lane_of(record(name, index), 4) for index, name in enumerate(names)}
+    assert all(lane_of(record(name, 1000 + index), 4) == lanes[name] for index, name in enumerate(names))
+    assert set(lanes.values()) == {0, 1, 2, 3}  # 70 keys over 4 lanes: every lane has some
+    assert all(lane_of(record(name, 0), 1) == 0 for name in names)  # one lane: the whole shard
+    assert lane_of({"dynamodb": {}}, 4) == lane_of({}, 4)  # a record without keys has a lane too
 
 
 def test_selector_terms_and_the_label_index() -> None:
