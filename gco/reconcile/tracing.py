@@ -62,7 +62,10 @@ def trace_kube_requests() -> None:
         stack: Any,
     ) -> None:
         subsegment.put_http_meta(http.METHOD, args[0])
-        subsegment.put_http_meta(http.URL, str(args[1]).partition("?")[0])
+        server = urlsplit(instance.server)  # `_send` gets the path and query on the server
+        subsegment.put_http_meta(
+            http.URL, f"{server.scheme}://{server.netloc}{str(args[1]).partition('?')[0]}"
+        )
         if return_value is not None:
             subsegment.put_http_meta(http.STATUS, return_value.status_code)
 
@@ -72,7 +75,7 @@ def trace_kube_requests() -> None:
             instance,
             args,
             kwargs,
-            name=urlsplit(str(args[1])).hostname,
+            name=urlsplit(instance.server).hostname,
             namespace="remote",
             meta_processor=describe,
         )
