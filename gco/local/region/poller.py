@@ -136,6 +136,9 @@ class _ShardState:
         settled: those of `unsettled` that were delivered and did not fail, or were dead-lettered.
         following: GetRecords' NextShardIterator after the last record read (None: start after the
             checkpoint).
+        closed: the shard is closed and read to its end (GetRecords answered no NextShardIterator,
+            https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_streams_GetRecords.html):
+            it is not read again.
     """
 
     queues: list[deque[dict[str, Any]]]
@@ -143,6 +146,7 @@ class _ShardState:
     unsettled: deque[str] = field(default_factory=deque)
     settled: set[str] = field(default_factory=set)
     following: str | None = None
+    closed: bool = False
 
     def queued(self) -> int:
         return sum(len(queue) for queue in self.queues)
@@ -318,12 +322,13 @@ class StreamPoller:
         record to retry waits in its lane).
         """
         room = min(MAX_GET_RECORDS, self.batch_size * self.parallelization) - state.queued()
-        if room <= 0:
+        if room <= 0 or state.closed:
             return
         answer = self.client.get_records(
             ShardIterator=state.following or self._iterator(shard_id), Limit=room
         )
-        state.following = answer.get("NextShardIterator") or state.following
+        state.following = answer.get("NextShardIterator")
+        state.closed = state.following is None
         wire = answer.get(WIRE_RECORDS)
         event = (
             lambda_event(answer.get("Records") or [], self.stream_arn, self.region)

@@ -187,3 +187,47 @@ def test_the_moto_server_reports_the_cpu_it_used(moto: MotoServer) -> None:
     after = moto.cpu_seconds()
     assert after is not None and after > before
     assert MotoServer().cpu_seconds() is None  # not started
+
+
+class ClosedShardStreams:
+    """A `dynamodbstreams` client whose one shard is closed after two records: its GetRecords
+    answers no NextShardIterator, as DynamoDB Streams does at the end of a closed shard
+    (API_streams_GetRecords: "If set to null, the shard has been closed and the requested iterator
+    will not return any more data"). moto never closes a shard, so the end is modelled here; what
+    it does not model: the child shards a split opens."""
+
+    def __init__(self) -> None:
+        self.meta = type("Meta", (), {"events": type("Events", (), {"register": lambda *a, **k: None})()})()
+        self.reads = 0
+
+    def describe_stream(self, **_: Any) -> dict[str, Any]:
+        return {"StreamDescription": {"Shards": [{"ShardId": "shard-0"}]}}
+
+    def get_shard_iterator(self, **_: Any) -> dict[str, Any]:
+        return {"ShardIterator": "start"}
+
+    def get_records(self, **_: Any) -> dict[str, Any]:
+        self.reads += 1
+        records = [
+            {
+                "eventName": "INSERT",
+                "dynamodb": {"Keys": {"endpoint_name": {"S": name}}, "SequenceNumber": seq},
+            }
+            for name, seq in (("a", "1"), ("b", "2"))
+        ]
+        return {"Records": records if self.reads == 1 else []}
+
+
+def test_a_closed_shard_read_to_its_end_is_not_read_again() -> None:
+    delivered: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        delivered.extend(r["dynamodb"]["SequenceNumber"] for r in event["Records"])
+        return {"batchItemFailures": []}
+
+    client = ClosedShardStreams()
+    poller = StreamPoller(client, "arn", handler, region=EAST, parallelization=2)
+    assert poller.drain() == 2
+    assert poller.poll_once() == 0
+    assert sorted(delivered) == ["1", "2"] and client.reads == 1
+    assert poller.checkpoints == {"shard-0": "2"}
