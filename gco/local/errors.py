@@ -9,7 +9,8 @@
     ├── EngineNotReadyError        the CPU engine's warm-up decoded no token: it must not report ready
     ├── DemoStepError              a walk-through step did not end as it should
     ├── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
-    └── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
+    ├── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
+    └── RequestBodyError           a request to the local moto server whose body is not as its headers say
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -58,3 +59,8 @@ class NginxError(LocalError):
 
 class PolicyDeniedError(LocalError):
     """The NetworkPolicies of a Service's namespace admit the source to none of its ready engines."""
+
+
+class RequestBodyError(LocalError):
+    """A request to the local moto server whose body cannot be read as its headers describe it (a
+    `Content-Length` that is not a number, or a body cut short): answered 400, connection closed."""

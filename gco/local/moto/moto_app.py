@@ -94,27 +94,26 @@ def main(argv: list[str] | None = None) -> None:  # pragma: no cover - runs as t
     from werkzeug.serving import BaseWSGIServer, run_simple
 
     from gco.local.moto import moto_direct, moto_items, moto_json, moto_lexer
+    from gco.local.moto.keep_alive import keep_alive_handler
     from gco.local.moto.moto_direct import DirectDispatch
+    from gco.local.processes import headers
     from gco.local.processes.collector import collect_rarely
     from gco.local.processes.listen import LISTEN_BACKLOG
 
     BaseWSGIServer.request_queue_size = LISTEN_BACKLOG  # werkzeug's 128: see gco.local.processes.listen
 
+    headers.install()
     moto_json.install()
     moto_lexer.install()
     moto_items.install()
     moto_direct.install()
     collect_rarely()
 
-    class QuietRequestHandler(MotoRequestHandler):  # type: ignore[misc]  # moto is not followed by mypy
-        """moto's handler without werkzeug's line per request (the server's output is discarded:
-        `MotoServer`), which cost about a twentieth of the server's CPU at 1,000 endpoints."""
-
-        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-            return None
-
     app = SerializedApp(DirectDispatch(DomainDispatcherApplication(create_backend_app)))
-    run_simple(options.host, options.port, app, threaded=True, request_handler=QuietRequestHandler)
+    # moto's handler (its environ) answering over kept connections, without a log line per request
+    # (the server's output is discarded: `MotoServer`), which cost about a twentieth of its CPU.
+    handler = keep_alive_handler(MotoRequestHandler)
+    run_simple(options.host, options.port, app, threaded=True, request_handler=handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,8 +4,9 @@
 backlog of the local stack's HTTP servers (the moto server, the stand-in API servers):
 
 Python's servers listen with a backlog of 5 (`socketserver`) or 128 (werkzeug's). The local stack's
-servers take bursts of new connections: moto's clients open one per request (werkzeug's server
-closes each after its response), and the concurrent lists and applies of a poll's batches open a
+servers take bursts of new connections: moto's clients opened one per request while its server
+closed each after its response (`gco.local.moto.keep_alive` keeps them now, but a burst of new
+clients still connects at once), and the concurrent lists and applies of a poll's batches open a
 stand-in's connection pool at once. A connection the backlog cannot hold is dropped by the kernel
 and the client's SYN is sent again only after a second (Linux's initial retransmission timeout), so
 one dropped connection held a whole poll's batches for a second or more: at 1,000 endpoints written

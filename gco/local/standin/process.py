@@ -34,6 +34,7 @@ from urllib.parse import parse_qs
 import httpx
 
 from gco.local.errors import LocalStackError
+from gco.local.processes import headers
 from gco.local.processes.collector import collect_rarely
 from gco.local.standin.api import StandInKubeAPI
 from gco.local.standin.server import QuietServer
@@ -186,6 +187,7 @@ def main(
 ) -> int:  # pragma: no cover - runs as the child process
     """Serve a stand-in until SIGTERM or the parent's end; `setup` adds to it before it serves."""
     options = (parser or child_parser("python -m gco.local.standin.process", __doc__)).parse_args(argv)
+    headers.install()  # this process's servers parse request headers without the email package
     api = StandInKubeAPI(
         token=options.token, ready_delay=options.ready_delay, deletion_delay=options.deletion_delay
     ).start()

@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
+from gco.local.processes.headers import http_date
 from gco.local.processes.listen import LISTEN_BACKLOG
 from gco.local.standin.faults import FaultQueue
 from gco.local.standin.limits import body_refusal
@@ -116,6 +117,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        return http_date(timestamp)  # made once a second, not per answer (`headers.py`)
 
     def do_GET(self) -> None:
         self._serve("GET")

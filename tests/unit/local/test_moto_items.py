@@ -1,5 +1,5 @@
-"""The local moto server builds an item with one size check and parses an update expression once
-per text, with moto's own results and errors."""
+"""The local moto server builds an item with one size check, parses an update expression once per
+text, and copies and writes out items node by node once, with moto's own results and errors."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from moto.dynamodb.exceptions import ItemSizeTooLarge
-from moto.dynamodb.models.dynamo_type import DynamoType, Item
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.models.utilities import bytesize
 from moto.dynamodb.parsing.expressions import UpdateExpressionParser
 from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 
-from gco.local.moto.moto_items import ITEM_LIMIT, parsed_once, sized_once
+from gco.local.moto.moto_items import ITEM_LIMIT, copy_item, copy_value, parsed_once, regular_json, sized_once
 
 KEY = DynamoType({"S": "ep-1"})
 ATTRS: dict[str, Any] = {
@@ -111,3 +111,84 @@ def test_a_text_that_does_not_parse_raises_moto_error_every_time() -> None:
     for _ in range(2):
         with pytest.raises(Exception, match="Invalid UpdateExpression"):
             kept("SET = :v")
+
+
+# Every kind of attribute value, nested: moto's own `__deepcopy__` and `to_regular_json` (unpatched in
+# this process: `install` runs only in the moto server) are the reference.
+EVERY_KIND: dict[str, Any] = {
+    "s": {"S": "text"},
+    "n": {"N": "8000"},
+    "b": {"B": "aGVsbG8="},  # base64 on the wire: to_regular_json decodes it
+    "raw": {"B": b"bytes"},  # raw bytes (after a projection round trip): kept
+    "bool": {"BOOL": False},
+    "null": {"NULL": True},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": ["aGk=", "eW8="]},
+    "list": {"L": [{"S": "x"}, {"L": [{"N": "1"}, {"M": {"deep": {"SS": ["y"]}}}]}, {"NULL": True}]},
+    "map": {
+        "M": {
+            "empty": {"M": {}},
+            "status": {"M": {"us-east-1": {"M": {"state": {"S": "running"}, "ready": {"N": "1"}}}}},
+            "env": {"L": []},
+        }
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVERY_KIND))
+def test_a_value_is_copied_and_written_out_as_moto_does_it(name: str) -> None:
+    value = DynamoType(EVERY_KIND[name])
+    copied = copy_value(value, {}, DynamoType)
+    assert copied == copy.deepcopy(value) and copied.to_json() == copy.deepcopy(value).to_json()
+    assert type(copied) is DynamoType and copied is not value
+    assert regular_json(value, DynamoType) == value.to_regular_json()
+
+
+def test_an_item_is_copied_as_moto_copies_it_and_shares_nothing_mutable() -> None:
+    item = Item(KEY, DynamoType({"N": "7"}), {**ATTRS, **EVERY_KIND})
+    copied = copy_item(item, {}, DynamoType, LimitedSizeDict)
+    reference = copy.deepcopy(item)
+    assert copied == reference and copied.to_json() == reference.to_json()
+    assert type(copied.attrs) is LimitedSizeDict and copied.hash_key is not item.hash_key
+    copied.attrs["region_status"].value["us-east-1"].value["state"] = DynamoType({"S": "deleted"})
+    copied.attrs["list"].value[1].value.append(DynamoType({"S": "later"}))
+    copied.attrs["ss"].value.append("c")
+    assert item.to_json() == reference.to_json() != copied.to_json()  # the original is untouched
+    with pytest.raises(ItemSizeTooLarge):  # the copy's later sets keep moto's size check
+        copied.attrs["later"] = DynamoType({"S": "x" * ITEM_LIMIT})
+
+
+def test_a_node_reached_twice_is_copied_once_as_copy_deepcopy_does() -> None:
+    shared = DynamoType({"M": {"a": {"S": "x"}}})
+    value = DynamoType({"L": []})
+    value.value = [shared, shared]
+    copied = copy_value(value, {}, DynamoType)
+    reference = copy.deepcopy(value)
+    assert copied.value[0] is copied.value[1] and reference.value[0] is reference.value[1]
+    assert copied.value[0] is not shared
+
+
+def test_writing_out_converts_each_node_once() -> None:
+    depth = 12
+    value: dict[str, Any] = {"S": "leaf"}
+    for _ in range(depth):
+        value = {"M": {"k": value}}
+    tree = DynamoType(value)
+    assert regular_json(tree, DynamoType) == tree.to_regular_json()
+    deepcopies: list[int] = []
+    original = DynamoType.__deepcopy__
+
+    def counting_deepcopy(node: Any, memo: dict[int, Any]) -> Any:
+        deepcopies.append(1)
+        return original(node, memo)
+
+    DynamoType.__deepcopy__ = counting_deepcopy
+    try:
+        tree.to_regular_json()
+        moto_copies = len(deepcopies)
+        deepcopies.clear()
+        regular_json(tree, DynamoType)
+    finally:
+        DynamoType.__deepcopy__ = original
+    assert deepcopies == [] and moto_copies >= depth * (depth + 1) // 2  # moto: each node d times
