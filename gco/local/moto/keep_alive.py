@@ -9,7 +9,8 @@ the same WSGI call made in-process: most of a small call's cost was the connecti
 own endpoints keep connections open (botocore's clients pool them). So `keep_alive_handler` answers
 over the same connection until the client closes it or `IDLE_TIMEOUT_S` passes without a request:
 it reads the whole request body before the app runs (so nothing unread is left ahead of the next
-request line, which is what werkzeug could not promise), answers with a `Content-Length`, and keeps
+request line, which is what werkzeug could not promise), answers with a `Content-Length` (and closes
+the connection after an answer whose own `Content-Length` is not its body's), and keeps
 werkzeug's environ (`make_environ`, moto's underscore headers included), its dechunked request
 bodies and `http.server`'s `Expect: 100-continue` answer.
 
@@ -115,6 +116,13 @@ def answer(app: WsgiApp, environ: dict[str, Any]) -> tuple[str, list[tuple[str, 
     return started[0], started[1], body
 
 
+def length_agrees(headers: list[tuple[str, str]], content: bytes, method: str) -> bool:
+    """Whether the app's own `Content-Length` (if any) is the body's: a client of a kept connection
+    would read the next answer from the wrong place otherwise. A HEAD answer's is the GET's."""
+    declared = [value.strip() for key, value in headers if key.lower() == "content-length"]
+    return method == "HEAD" or all(value == str(len(content)) for value in declared)
+
+
 def _no_write(data: bytes) -> None:
     raise RuntimeError("the local moto server takes a response body from the app's iterable, not write()")
 
@@ -138,8 +146,8 @@ def keep_alive_handler(base: type[Any]) -> type[Any]:
                 self.wfile.write(head)
                 return
             status, headers, content = answer(self.server.app, with_body(environ, body))
-            if status.startswith("500"):
-                self.close_connection = True
+            if status.startswith("500") or not length_agrees(headers, content, self.command):
+                self.close_connection = True  # the client reads to the end: nothing follows on it
             head = response_head(
                 status, headers, len(content), close=self.close_connection, extra=self._server_headers()
             )

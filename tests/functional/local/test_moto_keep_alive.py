@@ -27,6 +27,9 @@ def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
     path = environ["PATH_INFO"]
     if path == "/raise":
         raise RuntimeError("the app failed")
+    if path == "/wrong-length":
+        start_response("200 OK", [("Content-Length", "99")])
+        return [b"short"]
     body = b"" if path == "/unread" else environ["wsgi.input"].read()
     SEEN.append({"port": environ["REMOTE_PORT"], "body": body, "length": environ.get("CONTENT_LENGTH")})
     start_response("200 OK", [("Content-Type", "text/plain")])
@@ -119,6 +122,15 @@ def test_an_app_that_raised_answers_500_and_closes(
     )
     assert raw.startswith(b"HTTP/1.1 500 INTERNAL SERVER ERROR\r\n") and raw.count(b"HTTP/1.1 ") == 1
     assert "the app failed" in capsys.readouterr().err
+
+
+def test_an_answer_whose_length_is_not_its_bodys_closes_the_connection(server: tuple[str, int]) -> None:
+    raw = exchange(
+        server,
+        b"GET /wrong-length HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+    )
+    assert raw.count(b"HTTP/1.1 ") == 1 and b"Connection: close" in raw and raw.endswith(b"short")
 
 
 def test_head_gets_the_length_and_no_body(server: tuple[str, int]) -> None:
