@@ -6,7 +6,8 @@ The CLI only needs `exit_code`: 2 for bad input, 1 for a runtime failure.
 
     GcoError                       exit 1
     ├── GcoInputError              bad input from a user or a caller: nothing was changed (exit 2)
-    │   └── ConfigError            a `cdk.json` context value is invalid (`gco.deployment.config`)
+    │   ├── ConfigError            a `cdk.json` context value is invalid (`gco.deployment.config`)
+    │   └── EventFilterError       a filter Lambda refuses or never matches (`gco.deployment.event_filter`)
     ├── EndpointError              the endpoint store and models (`gco.endpoints.errors`)
     ├── ReconcileError             the reconcilers and their clusters (`gco.reconcile.errors`)
     ├── MatrixError                the live validation matrix (`gco.validation.errors`)
@@ -43,3 +44,4 @@ class GcoInputError(GcoError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}" if field else message)
+

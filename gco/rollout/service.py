@@ -29,6 +29,12 @@ from gco.rollout.steps import Ports, abort, begin, remove_canary_of, step
 log = logging.getLogger(__name__)
 
 REQUEST_ATTRIBUTE = "rollout_request"  # the record attribute whose write starts a rollout
+# The starter's event filter (Lambda event filtering, `gco.deployment.event_filter`): records whose new
+# image holds a request naming its image. Matchers apply to leaves only, so the filter names the
+# request's `image` string: on the request's map (`M`) itself it would never match.
+STREAM_FILTER: dict[str, Any] = {
+    "dynamodb": {"NewImage": {REQUEST_ATTRIBUTE: {"M": {"image": {"S": [{"exists": True}]}}}}}
+}
 
 
 def _answer(state: Any) -> dict[str, Any]:

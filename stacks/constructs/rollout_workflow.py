@@ -37,11 +37,12 @@ from constructs import Construct
 from gco.env import EVIDENCE_BUCKET_ENV, TABLE_ENV
 from gco.front_door import PREFIX_ENV, regional_stack_name
 from gco.rollout.execution import STATE_MACHINE_ENV
-from gco.rollout.service import REQUEST_ATTRIBUTE
+from gco.rollout.service import STREAM_FILTER
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
 from stacks.constructs.iam import managed_role, statement
 from stacks.constructs.reconciler import KMS_VIA_DYNAMODB, XRAY_ACTIONS, dead_letter_queue, function_logs
 from stacks.constructs.runner_workflow import LOG_DELIVERY, XRAY, logged_state_machine
+from stacks.constructs.stream_filter import stream_filters
 
 STEP_TIMEOUT_S = 900  # one Lambda invocation: a few blocks of streamed requests, Lambda's maximum
 POLL_S = 15  # between looks while the canary starts
@@ -238,13 +239,9 @@ class RolloutWorkflow(Construct):
                 retry_attempts=3,
                 max_record_age=Duration.hours(1),
                 on_failure=sources.SqsDlq(self.dlq),
-                # Only records whose new image holds the request (Lambda event filtering on a DynamoDB
+                # Only records whose new image holds a request (Lambda event filtering on a DynamoDB
                 # stream, https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html).
-                filters=[
-                    lambda_.FilterCriteria.filter(
-                        {"dynamodb": {"NewImage": {REQUEST_ATTRIBUTE: {"M": lambda_.FilterRule.exists()}}}}
-                    )
-                ],
+                filters=stream_filters(STREAM_FILTER),
             )
         )
 

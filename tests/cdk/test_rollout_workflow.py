@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk.assertions import Match
 
+from gco.deployment.event_filter import EventFilterError, check_filters, passes
+from gco.endpoints.codec import to_item
 from gco.rollout.execution import STATE_MACHINE_ENV
-from gco.rollout.service import REQUEST_ATTRIBUTE
+from gco.rollout.service import REQUEST_ATTRIBUTE, STREAM_FILTER
 from stacks.constructs.rollout_workflow import ENDED_WITHOUT_VERDICT, EXECUTION_TIMEOUT, STEP_TIMEOUT_S
+from stacks.constructs.stream_filter import stream_filters
 from tests.cdk.synth_cache import Synthesized, state_machine_definition
 
 NAME = "gco-rollout"
@@ -98,10 +103,12 @@ def test_an_execution_ended_without_a_verdict_gives_up(global_template: Any) -> 
 def test_the_stream_starter_is_filtered_to_rollout_requests(global_template: Any) -> None:
     mappings = global_template.find_resources("AWS::Lambda::EventSourceMapping")
     (mapping,) = [m for m in mappings.values() if "StarterFunction" in json.dumps(m)]
-    (pattern,) = mapping["Properties"]["FilterCriteria"]["Filters"]
-    assert json.loads(pattern["Pattern"]) == {
-        "dynamodb": {"NewImage": {REQUEST_ATTRIBUTE: {"M": [{"exists": True}]}}}
-    }
+    patterns = check_filters(f["Pattern"] for f in mapping["Properties"]["FilterCriteria"]["Filters"])
+    # Lambda's filter rules, applied to records as the stream writes them: a request passes, nothing else.
+    request = {"endpoint_name": "llama", REQUEST_ATTRIBUTE: {"image": "repo@sha256:1", "waves": True}}
+    assert passes({"eventName": "MODIFY", "dynamodb": {"NewImage": to_item(request)}}, patterns)
+    other = {"endpoint_name": "llama", "desired_state": "running"}
+    assert not passes({"eventName": "MODIFY", "dynamodb": {"NewImage": to_item(other)}}, patterns)
     global_template.has_resource_properties(
         "AWS::Lambda::Function",
         {
@@ -109,6 +116,14 @@ def test_the_stream_starter_is_filtered_to_rollout_requests(global_template: Any
             "Environment": {"Variables": Match.object_like({STATE_MACHINE_ENV: Match.any_value()})},
         },
     )
+
+
+def test_a_stream_filter_lambda_would_never_match_fails_the_synth() -> None:
+    on_the_map = {"dynamodb": {"NewImage": {REQUEST_ATTRIBUTE: {"M": lambda_.FilterRule.exists()}}}}
+    with pytest.raises(EventFilterError, match=r"rollout_request\.M: is a map of attributes, not a leaf"):
+        stream_filters(on_the_map)
+    (made,) = stream_filters(STREAM_FILTER)
+    assert json.loads(made["pattern"]) == STREAM_FILTER
 
 
 def test_the_roles_name_their_actions_and_resources(global_template: Any) -> None:
