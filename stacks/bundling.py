@@ -127,6 +127,8 @@ TASK_ROOT = "/var/task"
 # plugin, so pydantic is told not to look for one: otherwise building the first model (at each cold
 # start) reads the entry points of every distribution on the function's path.
 BUNDLE_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+# The bundling options naming a bundle (`lambda_code`): never set in a function's environment.
+BUNDLE_NAME_ENV, BUNDLE_WHEELS_ENV = "GCO_BUNDLE", "GCO_BUNDLE_WHEELS"
 # An interpreter of the functions' Python to compile the bundle with, when this one is another.
 BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
 
@@ -440,6 +442,12 @@ def lambda_code(*, bundle: Bundle, install_dependencies: bool) -> lambda_.Code:
             image=RUNTIME.bundling_image,
             local=LocalPythonBundling(bundle=bundle, install_dependencies=install_dependencies),
             command=["false"],
+            # CDK keeps one bundling result per source path and bundling options in a synth
+            # (AssetStaging's cache, keyed by their JSON), and cannot see inside the local bundler: without
+            # an option that differs, the second bundle of `lambdas/` would be the first one again (every
+            # Regional function shipping the rollout's handlers). The bundle and whether it installs
+            # wheels are so part of the options.
+            environment={BUNDLE_NAME_ENV: bundle.name, BUNDLE_WHEELS_ENV: str(install_dependencies).lower()},
         ),
     )
 

@@ -10,7 +10,8 @@
     ├── DemoStepError              a walk-through step did not end as it should
     ├── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
     ├── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
-    └── RequestBodyError           a request to the local moto server whose body is not as its headers say
+    ├── RequestBodyError           a request to the local moto server whose body is not as its headers say
+    └── AssemblyError              a cloud assembly gco cannot read (no manifest; a stack or asset missing)
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -64,3 +65,8 @@ class PolicyDeniedError(LocalError):
 class RequestBodyError(LocalError):
     """A request to the local moto server whose body cannot be read as its headers describe it (a
     `Content-Length` that is not a number, or a body cut short): answered 400, connection closed."""
+
+
+class AssemblyError(LocalError):
+    """A cloud assembly (`cdk synth`'s output) that cannot be read as gco's: no manifest, a stack or an
+    asset it names missing, a function whose code or handler is not where its template says."""
