@@ -1,5 +1,6 @@
 """Whole-app synth, cold and warm: wall time, the share spent bundling the Lambda code, peak memory,
-resources, nag findings and suppressions.
+resources, nag findings and suppressions, and each Lambda bundle's unzipped size (with
+`--bundle-dependencies`, the deployed size: stacks/bundle_size.py).
 
 Each run synthesizes the app of cdk.json (home + the Regional Regions + runner, all five cdk-nag
 packs) in a fresh child process, with the App `cdk synth` runs (`stacks.app.new_app`), so import
@@ -41,7 +42,7 @@ CHILD = """
 import json, os, sys, time
 start = time.perf_counter()
 from stacks.app import VALIDATION_ENV, build_app, nag_findings, new_app
-from stacks.bundling import BUNDLE_SECONDS
+from stacks.bundling import BUNDLE_SECONDS, BUNDLE_SIZES
 from stacks.config import parse_config
 config = json.loads(open("cdk.json").read())["context"]["gco"]
 config["bundle_dependencies"] = sys.argv[2] == "1"
@@ -51,6 +52,7 @@ assembly = app.synth()
 print(json.dumps({
     "seconds_in_process": time.perf_counter() - start,
     "bundling_seconds": sum(BUNDLE_SECONDS),
+    "bundle_mib": {size.name: round(size.total / 2**20, 1) for size in BUNDLE_SIZES},
     "stacks": {s.stack_name: len(s.template.get("Resources", {})) for s in assembly.stacks},
     "findings": len(nag_findings(assembly)),
     "suppressions": len(gco.suppressions),
@@ -110,6 +112,8 @@ def main() -> None:
             f"{label} synth (median of {len(measured)}): {wall:.1f} s wall, bundling {bundling:.2f} s "
             f"({100 * bundling / wall:.0f}% of it)"
         )
+    sizes: dict[str, float] = runs[-1]["bundle_mib"]  # type: ignore[assignment]
+    print("bundles unzipped: " + ", ".join(f"{name} {mib:.1f} MiB" for name, mib in sorted(sizes.items())))
     # ru_maxrss of waited-for descendants: the largest of the Python and jsii Node processes (KiB on Linux).
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     last = runs[-1]
