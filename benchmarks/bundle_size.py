@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from stacks.bundle_size import CODE_SIZE_UNZIPPED_LIMIT  # noqa: E402
 from stacks.bundling import (  # noqa: E402
     BUNDLE_CACHE_ENV,
     BUNDLES,
-    CODE_SIZE_UNZIPPED_LIMIT,
     REGIONAL,
     ROLLOUT,
     Bundle,

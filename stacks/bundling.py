@@ -305,7 +305,7 @@ class LocalPythonBundling:
         if self.install_dependencies:
             command = pip_install_command(out, self.runtime, self.architecture, ROOT / self.bundle.lock)
             subprocess.run(command, check=True)
-            _drop_machine_specific(out)
+            finish_wheels(out)
         if interpreter is not None:
             compile_bundle(out, self.runtime, interpreter)
 
@@ -429,6 +429,25 @@ def compile_bundle(out: Path, runtime: lambda_.Runtime, interpreter: str | None 
     if done.returncode not in (0, 1):
         raise RuntimeError(f"{interpreter} -m compileall {out} failed with exit status {done.returncode}")
     return True
+
+
+def finish_wheels(out: Path) -> None:
+    """What every bundle's installed wheels go through after pip: what pip wrote for this machine out
+    (`_drop_machine_specific`), the wheels' own test suites out (`_drop_wheel_tests`)."""
+    _drop_machine_specific(out)
+    _drop_wheel_tests(out)
+
+
+def _drop_wheel_tests(out: Path) -> None:
+    """Remove the test suites the wheels ship (`scipy/**/tests`, `numpy/**/tests`: about 70 MiB of
+    the rollout bundle's 220, which Lambda fetches and unpacks on every cold start). No package imports
+    its own test suite at run time (`numpy.testing`, a library, is kept); gco's code has no `tests`."""
+    for package in out.iterdir():
+        if not package.is_dir() or package.name == "gco" or package.name.endswith(".dist-info"):
+            continue
+        for tests in sorted(package.rglob("tests"), reverse=True):
+            if tests.is_dir():
+                shutil.rmtree(tests)
 
 
 def _drop_machine_specific(out: Path) -> None:

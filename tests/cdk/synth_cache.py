@@ -61,6 +61,20 @@ def synthesize() -> Synthesized:
     return Synthesized(gco=gco, assembly=app.synth())
 
 
+@functools.cache
+def synthesize_deployed() -> Path:
+    """The test app synthesized as `cdk deploy` would ship it: every bundle with its lock's wheels (PyPI
+    and pip's cache on a first build; the bundle cache after). Its assembly's directory."""
+    from aws_cdk import App
+
+    from stacks.app import build_app
+    from stacks.config import parse_config
+
+    app = App(outdir=tempfile.mkdtemp(prefix="gco-cdk-deployed-"))
+    build_app(parse_config({**cdk_json_config(), "bundle_dependencies": True}), app=app)
+    return Path(app.synth().directory)
+
+
 def state_machine_definition(
     template: dict[str, Any], name: str = "gco-gpu-runner", substitute: dict[str, str] | None = None
 ) -> dict[str, Any]:

@@ -44,8 +44,7 @@ def test_a_bundle_over_the_limit_is_refused_naming_its_largest_packages(tmp_path
 
 
 def test_the_synth_prints_each_bundle_s_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert LocalPythonBundling(bundle=REGIONAL, install_dependencies=False).try_bundle(
-        str(tmp_path), image=None
-    )  # type: ignore[arg-type]
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False)
+    assert bundling.try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
     printed = capsys.readouterr().err
     assert f"gco bundling: regional: {measure('regional', tmp_path).total / MIB:.1f} MiB unzipped" in printed

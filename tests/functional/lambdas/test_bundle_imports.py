@@ -10,9 +10,7 @@ X-Ray daemon: the traces must still reach it though the tracer now loads on the 
 
 from __future__ import annotations
 
-import importlib
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,13 +38,10 @@ from stacks.bundling import (
     BUNDLE_ENVIRONMENT,
     REGIONAL,
     ROLLOUT,
-    ROOT,
-    RUNTIME_PROVIDED,
     Bundle,
-    LocalPythonBundling,
-    pinned_versions,
 )
 from tests.conftest import TABLE
+from tests.tools.lambda_runtime import bundle_for_this_python, runtime_sdk
 from tests.unit.reconcile.records import EAST, IMAGE
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -54,26 +49,11 @@ DRIVER = Path(__file__).with_name("bundle_driver.py")
 AUTHORIZER_DRIVER = Path(__file__).with_name("authorizer_driver.py")
 KEYS_TABLE = "gco-test-api-keys"
 TOKEN = "bundle-test-token"
-# The import names of the runtime's SDK and its dependencies (stacks.bundling.RUNTIME_PROVIDED).
-SDK_MODULES = {"boto3": "boto3", "botocore": "botocore", "s3transfer": "s3transfer", "urllib3": "urllib3",
-               "python-dateutil": "dateutil", "six": "six"}  # fmt: skip
 
 
 def built(kind: Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`kind`'s bundle: handlers and gco by LocalPythonBundling, then exactly its lock's versions for
-    this interpreter (the lock's hashes are those of the Lambda runtime's wheels)."""
-    out = tmp_path_factory.mktemp(f"bundle-{kind.name}")
-    assert LocalPythonBundling(bundle=kind, install_dependencies=False).try_bundle(str(out), image=None)  # type: ignore[arg-type]
-    pins = tmp_path_factory.mktemp("pins") / "requirements.txt"
-    pins.write_text(pinned_versions(ROOT / kind.lock))
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)),
-            *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
-        ],
-        check=True,
-    )
-    return out
+    """`kind`'s bundle for this interpreter (tests/tools/lambda_runtime.py)."""
+    return bundle_for_this_python(kind, tmp_path_factory.mktemp(f"bundle-{kind.name}"))
 
 
 @pytest.fixture(scope="module")
@@ -88,18 +68,10 @@ def rollout_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built(ROLLOUT, tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def runtime_sdk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+@pytest.fixture(scope="module", name="runtime_sdk")
+def runtime_sdk_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Stands in for the Lambda runtime's own packages: the AWS SDK and its dependencies."""
-    assert set(SDK_MODULES) == RUNTIME_PROVIDED
-    out = tmp_path_factory.mktemp("runtime")
-    for name in SDK_MODULES.values():
-        source = Path(importlib.import_module(name).__file__ or "")
-        if source.name == "__init__.py":
-            shutil.copytree(source.parent, out / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, out / source.name)
-    return out
+    return runtime_sdk(tmp_path_factory.mktemp("runtime"))
 
 
 @pytest.fixture
