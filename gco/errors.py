@@ -44,4 +44,3 @@ class GcoInputError(GcoError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}" if field else message)
-

@@ -161,7 +161,7 @@ def _scaled_role(
 def _gpu_template(ctx: _Context, role: str, image: str, **extra: Any) -> dict[str, Any]:
     return pod_template(
         ctx.name, ctx.spec, ctx.settings, role=role, labels=ctx.labels(role), image=image,
-        gpus=ctx.spec.gpu_count, secret_digest=ctx.secret_digest, **extra,
+        gpus=ctx.spec.gpu_count, secret_digest=ctx.secret_digest, region=ctx.region, **extra,
     )  # fmt: skip
 
 

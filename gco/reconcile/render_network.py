@@ -15,6 +15,9 @@ What is rendered:
 - `gco-default-deny` in each endpoint namespace (`default_deny`, applied with the system objects):
   every pod there is isolated for ingress, so a pod that no endpoint policy admits anything to
   accepts nothing.
+- `gco-no-instance-metadata` in each endpoint namespace (`no_instance_metadata`, with the system
+  objects): the one egress rule, every address but the instance metadata service's, so no endpoint
+  pod reads its node's role (on any node group, whatever its IMDS hop limit).
 - Per endpoint, `NetworkPolicy <name>` beside its other objects, labelled as they are (so it is
   deleted with them): its pods accept connections on their serving port (`http`, the container port
   every role names) from the shared proxy's pods in `gco-system` and from the Prometheus server that
@@ -67,6 +70,10 @@ from gco.reconcile.objects import (
 )
 
 DEFAULT_DENY = "gco-default-deny"
+NO_INSTANCE_METADATA = "gco-no-instance-metadata"
+# EC2's instance metadata service: its IPv4 address and its IPv6 address on Nitro instances (Amazon EC2
+# User Guide, "Access instance metadata for an EC2 instance").
+INSTANCE_METADATA_CIDRS = {"0.0.0.0/0": "169.254.169.254/32", "::/0": "fd00:ec2::254/128"}
 SERVING_PORT_NAME = "http"  # the container port every pod template names (render_pods.py)
 # The shared proxy's pod labels (gco.reconcile.proxy.render_proxy.proxy_labels, which imports the
 # endpoint renderer and so cannot be imported by it; a unit test holds the two equal).
@@ -104,6 +111,19 @@ def default_deny(namespace: str) -> dict[str, Any]:
     """Every pod of `namespace` isolated for ingress, allowing nothing by itself (sealed)."""
     spec = {"podSelector": {}, "policyTypes": ["Ingress"]}
     return _sealed(_policy(DEFAULT_DENY, namespace, {"labels": {MANAGED_BY: MANAGER}}, spec))
+
+
+def no_instance_metadata(namespace: str) -> dict[str, Any]:
+    """Every pod of `namespace` may connect anywhere but to the instance metadata service (sealed).
+
+    The GPU nodes' hop limit of 1 already stops a pod's IMDSv2 token (stacks/constructs/node_storage.py);
+    this policy holds on every node, the system nodes that run `gpu_count: 0` endpoints included, whose
+    launch template EKS generates with a hop limit of 2. The Pod Identity agent (169.254.170.23), DNS
+    and every other address stay reachable: the blocks are the whole address space less IMDS's.
+    """
+    to = [{"ipBlock": {"cidr": block, "except": [imds]}} for block, imds in INSTANCE_METADATA_CIDRS.items()]
+    spec = {"podSelector": {}, "policyTypes": ["Egress"], "egress": [{"to": to}]}
+    return _sealed(_policy(NO_INSTANCE_METADATA, namespace, {"labels": {MANAGED_BY: MANAGER}}, spec))
 
 
 def endpoint_policy(

@@ -11,6 +11,7 @@ from typing import Any
 from gco import engines
 from gco.endpoints.spec import EndpointSpec, Mooncake
 from gco.engines.base import Launch
+from gco.env import AWS_REGION_ENV, DEFAULT_REGION_ENV
 from gco.reconcile.model_sources import MODEL_SERVICE_ACCOUNT
 from gco.reconcile.node_storage import model_volume_gib
 from gco.reconcile.nodes import ACCELERATOR_TAINTS, capacity_labels, gpu_pod_requests, gpu_type_selector
@@ -136,11 +137,18 @@ def _model_storage(
     container: dict[str, Any],
     mounts: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
+    region: str | None,
 ) -> list[dict[str, Any]]:
     """The model's room on the node (gco.reconcile.node_storage) and, for a `model_source`, the directory
     it is synced into (an `emptyDir`, limited to that room) with the init container that syncs it; returns
     the init containers. The room is ephemeral storage the serving container requests: the synced
-    directory or, for a Hub model, the download cache in its writable layer."""
+    directory or, for a Hub model, the download cache in its writable layer.
+
+    The sync is told its `region` (`AWS_REGION`, and `AWS_DEFAULT_REGION`, which every AWS CLI v2
+    reads): the CLI would otherwise ask the instance metadata service, last in its Region chain
+    (aws/aws-cli `awscli/clidriver.py`, `_construct_cli_region_chain`), which the GPU nodes close to
+    pods (hop limit 1, stacks/constructs/node_storage.py). Its credentials come from the pod's Pod
+    Identity association."""
     room = f"{model_volume_gib(spec.model_size_gib)}Gi" if spec.model_size_gib is not None else None
     if room is not None:
         container["resources"].setdefault("requests", {})[EPHEMERAL_STORAGE] = room
@@ -148,14 +156,15 @@ def _model_storage(
         return []
     mounts.append({"name": "model", "mountPath": settings.model_dir})
     volumes.append({"name": "model", "emptyDir": {"sizeLimit": room} if room is not None else {}})
-    return [
-        {
-            "name": "model-sync",
-            "image": settings.model_sync_image,
-            "args": ["s3", "sync", "--no-progress", spec.model_source, settings.model_dir],
-            "volumeMounts": [{"name": "model", "mountPath": settings.model_dir}],
-        }
-    ]
+    sync: dict[str, Any] = {
+        "name": "model-sync",
+        "image": settings.model_sync_image,
+        "args": ["s3", "sync", "--no-progress", spec.model_source, settings.model_dir],
+        "volumeMounts": [{"name": "model", "mountPath": settings.model_dir}],
+    }
+    if region is not None:
+        sync["env"] = env_list({AWS_REGION_ENV: region, DEFAULT_REGION_ENV: region})
+    return [sync]
 
 
 def pod_template(
@@ -174,8 +183,10 @@ def pod_template(
     port: int | None = None,
     command: list[str] | None = None,
     secret_digest: str | None = None,
+    region: str | None = None,
 ) -> dict[str, Any]:
     """The pod template of one role; `serving` pods run the model, others (proxy, store) do not.
+    A serving pod's model sync is told `region` (`_model_storage`).
 
     A serving pod of a spec with `secret_env` carries `secret_digest` (the version ids of its secrets,
     digested) as an annotation: a rotation changes the template, and the Deployment rolls its pods.
@@ -205,7 +216,7 @@ def pod_template(
         container["resources"] = resources(spec, gpus, efa=efa, instance_types=settings.gpu_instance_types)
         mounts = [{"name": "shm", "mountPath": "/dev/shm"}]  # noqa: S108 - the pod's shared memory
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory"}})
-        init_containers = _model_storage(spec, settings, container, mounts, volumes)
+        init_containers = _model_storage(spec, settings, container, mounts, volumes, region)
         container["volumeMounts"] = mounts
     else:
         env = dict(extra_env or {})

@@ -31,7 +31,7 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.port import Cluster
 from gco.reconcile.proxy.render_proxy import STATUS_PORT_NAME, proxy_labels, render_proxy
-from gco.reconcile.render_network import default_deny, proxy_policy
+from gco.reconcile.render_network import default_deny, no_instance_metadata, proxy_policy
 from gco.reconcile.settings import RenderSettings
 
 
@@ -57,9 +57,13 @@ def namespace_objects(namespaces: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def network_objects(settings: RenderSettings, grant: Grant) -> list[dict[str, Any]]:
-    """The default deny of each endpoint namespace and, where the load balancer's and the control
-    plane's subnets are known, the proxy's policy (render_network.py)."""
-    objects = [default_deny(namespace) for namespace in grant.endpoint_namespaces]
+    """The default deny and the instance metadata's refusal of each endpoint namespace and, where the
+    load balancer's and the control plane's subnets are known, the proxy's policy (render_network.py)."""
+    objects = [
+        policy(namespace)
+        for namespace in grant.endpoint_namespaces
+        for policy in (default_deny, no_instance_metadata)
+    ]
     if settings.load_balancer_cidrs is not None and settings.control_plane_cidrs is not None:
         policy = proxy_policy(
             proxy_labels(),

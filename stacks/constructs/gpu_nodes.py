@@ -17,9 +17,10 @@ same template on the node group for whoever copies them to the group.
 
 Several instance types of one model (g6e.xlarge, g6e.2xlarge) make one group that EC2 can fill from
 whichever type has capacity. With `capacity_type: both` each model gets a Spot and an On-Demand
-group (`...-gpu-l40s-spot-nvme`, `...-gpu-l40s-on-demand-nvme`); the Cluster Autoscaler's priority expander
-(`priority_expander`) scales the `capacity_priority` kind first and falls to the other when it
-cannot (no Spot capacity: the scale-up times out and the group is backed off).
+group (`...-gpu-l40s-spot-nvme`, `...-gpu-l40s-on-demand-nvme`; a p3 group ends in `-ebs`); the
+Cluster Autoscaler's priority expander (`priority_expander`) scales the `capacity_priority` kind first
+and falls to the other when it cannot (no Spot capacity: the scale-up times out and the group is
+backed off).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from constructs import Construct
 from gco.deployment.capacity import capacity_kinds, gpu_models
 from gco.reconcile.nodes import GPU_TAINT, autoscaler_tags, capacity_labels, gpu_labels, system_labels
 from stacks.config import NodeGroupConfig
-from stacks.constructs.node_storage import instance_store_template, uses_instance_store
+from stacks.constructs.node_storage import gpu_launch_template, uses_instance_store
 
 CAPACITY = {"on-demand": eks.CapacityType.ON_DEMAND, "spot": eks.CapacityType.SPOT}
 
@@ -47,25 +48,28 @@ def group_id(model: str) -> str:
     return f"Gpu{model.replace('-', '').capitalize()}Nodes"
 
 
-# The name of a group whose pods' storage is its instance store (`_gpu_storage`) ends with this. Its
-# disk then lives in a launch template, and moving a group's disk into one is a change that
-# CloudFormation makes by replacement (AWS::EKS::Nodegroup: `DiskSize` and `LaunchTemplate`,
-# "Update requires: Replacement"), which it refuses for a resource with a custom name ("CloudFormation
-# cannot update a stack when a custom-named resource requires replacing"). A group's name so follows
-# its storage: a deployment made with the root volume updates to new groups under the new names
-# (created first, the old ones then deleted), instead of failing.
+# A GPU group's name ends with where its pods' storage is: its instance store (`INSTANCE_STORE_SUFFIX`)
+# or its EBS root volume (`ROOT_VOLUME_SUFFIX`). Either way its disk lives in a launch template
+# (`_gpu_storage`), and moving a group's disk into one is a change that CloudFormation makes by
+# replacement (AWS::EKS::Nodegroup: `DiskSize` and `LaunchTemplate`, "Update requires: Replacement"),
+# which it refuses for a resource with a custom name ("CloudFormation cannot update a stack when a
+# custom-named resource requires replacing"). A group's name so follows its storage: a deployment made
+# with the node group's own disk updates to new groups under the new names (created first, the old
+# ones then deleted), instead of failing. The instance store groups kept their names when the root
+# volume groups got their template (and hop limit 1, stacks/constructs/node_storage.py).
 INSTANCE_STORE_SUFFIX = "-nvme"
+ROOT_VOLUME_SUFFIX = "-ebs"
 
 
 def gpu_group_names(name: str, group: NodeGroupConfig) -> dict[tuple[str, str], str]:
     """Node group names by (GPU model, capacity kind): `{name}-gpu-{model}`, with the kind as a
-    suffix when a model has two groups, and `INSTANCE_STORE_SUFFIX` when its pods' storage is the
-    instance store."""
+    suffix when a model has two groups, then `INSTANCE_STORE_SUFFIX` when its pods' storage is the
+    instance store, else `ROOT_VOLUME_SUFFIX`."""
     kinds = capacity_kinds(group)
     return {
         (model, kind): f"{name}-gpu-{model}"
         + (f"-{kind}" if len(kinds) > 1 else "")
-        + (INSTANCE_STORE_SUFFIX if uses_instance_store(types) else "")
+        + (INSTANCE_STORE_SUFFIX if uses_instance_store(types) else ROOT_VOLUME_SUFFIX)
         for model, types in gpu_models(group.instance_types).items()
         for kind in kinds
     }
@@ -98,17 +102,14 @@ def _sizes(group: NodeGroupConfig, instance_types: list[str], kind: str) -> dict
 def _gpu_storage(
     scope: Construct, construct_id: str, group: NodeGroupConfig, instance_types: list[str], kind: str
 ) -> dict[str, object]:
-    """The group's sizes: the instance store launch template where every type has instance store
-    (`stacks/constructs/node_storage.py`; the root volume then moves into the template), else a root
-    volume of `model_disk_gib`, which holds the models."""
+    """The group's sizes with its launch template (`stacks/constructs/node_storage.py`), which holds
+    its root volume and requires IMDSv2 with hop limit 1: the RAID0 of the instance store where every
+    type has one (the root volume then `disk_size_gib`), else a root volume of `model_root_gib`, which
+    holds the models (gco.reconcile.node_storage)."""
     sizes = _sizes(group, instance_types, kind)
-    if not uses_instance_store(instance_types):
-        # The root volume holds the pods' models here: `gpu_nodes.model_disk_gib`
-        # (gco.reconcile.node_storage).
-        sizes["disk_size"] = group.model_root_gib
-        return sizes
-    template = instance_store_template(scope, construct_id, disk_size_gib=group.disk_size_gib)
     del sizes["disk_size"]
+    disk = group.disk_size_gib if uses_instance_store(instance_types) else group.model_root_gib
+    template = gpu_launch_template(scope, construct_id, instance_types=instance_types, disk_size_gib=disk)
     sizes["launch_template_spec"] = eks.LaunchTemplateSpec(
         id=template.ref, version=template.attr_latest_version_number
     )

@@ -117,9 +117,9 @@ def test_priority_expander_and_group_names_are_pure() -> None:
     }
     single = group.model_copy(update={"capacity_type": "spot"})
     assert gpu_group_names("c", single) == {("l40s", "spot"): "c-gpu-l40s-nvme"}
-    # A type without instance store keeps its root volume, and its group the plain name.
+    # A type without instance store keeps the pods' storage on its EBS root volume, and says so.
     root = single.model_copy(update={"instance_types": ["p3.2xlarge"]})
-    assert gpu_group_names("c", root) == {("v100", "spot"): "c-gpu-v100"}
+    assert gpu_group_names("c", root) == {("v100", "spot"): "c-gpu-v100-ebs"}
 
 
 def test_network_cidr_nat_per_zone_and_no_endpoints() -> None:

@@ -19,6 +19,8 @@ from stacks.constructs.node_storage import uses_instance_store
 from tests.cdk.conftest import HOME, OTHER, Synthesized, cdk_json_config
 from tests.unit.reconcile.records import EAST, make_record
 
+# IMDSv2 only, its token one hop: the node's processes and hostNetwork pods, no pod's containers.
+NODE_ONLY_IMDS = {"HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 1}
 EKS_EFFECTS = {
     "NO_SCHEDULE": "NoSchedule",
     "PREFER_NO_SCHEDULE": "PreferNoSchedule",
@@ -218,7 +220,7 @@ def test_gpu_groups_with_instance_store_keep_the_pods_storage_on_it(synthesized:
         assert "DiskSize" not in group
         template_id = group["LaunchTemplate"]["Id"]["Ref"]
         data = resources[template_id]["Properties"]["LaunchTemplateData"]
-        assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+        assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
         (root,) = data["BlockDeviceMappings"]
         config = parse_config(cdk_json_config())
         assert root["Ebs"] == {
@@ -233,6 +235,21 @@ def test_gpu_groups_with_instance_store_keep_the_pods_storage_on_it(synthesized:
     assert "LaunchTemplate" not in system and system["DiskSize"] > 0
 
 
-def test_a_group_with_a_type_without_instance_store_keeps_its_root_volume() -> None:
+def test_every_gpu_node_group_closes_the_instance_metadata_to_its_pods(synthesized: Synthesized) -> None:
+    """IMDSv2 only, hop limit 1, on every GPU group of every Region: a container of an endpoint pod
+    cannot read the node role's credentials (stacks/constructs/node_storage.py); the system group keeps
+    EKS's generated template."""
+    for region in (HOME, OTHER):
+        template = synthesized.template_json(f"gco-regional-{region}")
+        gpu_groups = [g for g in node_groups(template) if g["AmiType"] == "AL2023_x86_64_NVIDIA"]
+        assert gpu_groups
+        for group in gpu_groups:
+            launch_template = template["Resources"][group["LaunchTemplate"]["Id"]["Ref"]]
+            assert launch_template["Type"] == "AWS::EC2::LaunchTemplate"
+            options = launch_template["Properties"]["LaunchTemplateData"]["MetadataOptions"]
+            assert options == NODE_ONLY_IMDS
+
+
+def test_a_group_uses_instance_store_only_where_every_type_has_it() -> None:
     assert not uses_instance_store(["p3.8xlarge"]) and not uses_instance_store(["g6e.xlarge", "p3.2xlarge"])
     assert uses_instance_store(["g6e.xlarge", "g6e.2xlarge"])

@@ -25,7 +25,8 @@ kubernetes.io/docs/concepts/services-networking/network-policies/:
   adds `kubernetes.io/metadata.name: <name>`.
 - Selectors: `matchLabels` and `matchExpressions` (In, NotIn, Exists, DoesNotExist), all of them.
 
-What it does not model: egress (no rendered policy has egress rules, so `Egress` isolation is not
+What it does not model: egress (the one rendered egress rule, `gco-no-instance-metadata`, refuses
+only the instance metadata service, which no local engine calls; `Egress` isolation is not
 evaluated), protocols other than TCP (every local connection is TCP), the node's traffic (always
 allowed in Kubernetes; local engines have no node), and time: a denied connection is refused at
 once, where in a cluster its packets are dropped and the client times out.

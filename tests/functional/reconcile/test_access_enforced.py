@@ -39,6 +39,7 @@ PROXY = {
     ("Service", "gco-system", "inference-proxy"),
     ("HorizontalPodAutoscaler", "gco-system", "inference-proxy-hpa"),
     ("NetworkPolicy", "gco-inference", "gco-default-deny"),
+    ("NetworkPolicy", "gco-inference", "gco-no-instance-metadata"),
 }
 
 
@@ -252,6 +253,7 @@ def test_namespaces_and_proxy_are_applied_once_and_outlive_every_endpoint(
         "Service gco-system/inference-proxy",
         "HorizontalPodAutoscaler gco-system/inference-proxy-hpa",
         "NetworkPolicy gco-inference/gco-default-deny",
+        "NetworkPolicy gco-inference/gco-no-instance-metadata",
         *(shard_name(shard) for shard in range(SHARDS)),  # every shard, empty
     }
     assert keys(api) >= PROXY
@@ -287,8 +289,8 @@ def test_a_route_refresh_reads_the_routes_and_the_shards_and_nothing_of_the_prox
     assert (api.requests["GET"] - reads, api.writes() - writes) == (2, 0)
     assert reconciler.ensure_system().applied == []
     # the full check: namespaces, every proxy object (2 + 4) and the endpoint namespace's default
-    # deny, then the routes and the shards
-    assert api.requests["GET"] - reads == 2 + 2 + 4 + 1 + 2
+    # deny and refusal of the instance metadata, then the routes and the shards
+    assert api.requests["GET"] - reads == 2 + 2 + 4 + 2 + 2
 
 
 def test_missing_keda_is_a_terminal_status_not_a_retry(store: EndpointStore) -> None:

@@ -183,6 +183,9 @@ def test_gpu_pods_get_resources_toleration_and_probes() -> None:
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["httpGet"]["path"] == "/health"
     assert pod["initContainers"][0]["args"][3] == "s3://models-bucket/llama"
+    # The sync's Region is given: the GPU nodes' IMDS answers no pod (stacks/constructs/node_storage.py).
+    sync_env = {item["name"]: item["value"] for item in pod["initContainers"][0]["env"]}
+    assert sync_env == {"AWS_DEFAULT_REGION": EAST, "AWS_REGION": EAST}
     env = {item["name"]: item["value"] for item in container["env"]}
     assert (env["MODEL_ID"], env["PORT"], env["NUM_SHARD"]) == ("/models", "8080", "2")
 

@@ -4,6 +4,7 @@ of the Kubernetes rules)."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
@@ -27,7 +28,12 @@ from gco.reconcile.objects import (
 )
 from gco.reconcile.proxy.render_proxy import proxy_labels
 from gco.reconcile.render import render
-from gco.reconcile.render_network import DEFAULT_DENY, PROXY_POD_LABELS, SERVING_PORT_NAME
+from gco.reconcile.render_network import (
+    DEFAULT_DENY,
+    NO_INSTANCE_METADATA,
+    PROXY_POD_LABELS,
+    SERVING_PORT_NAME,
+)
 from gco.reconcile.settings import RenderSettings
 from gco.reconcile.system import network_objects
 from tests.unit.reconcile.records import EAST, make_record
@@ -98,11 +104,12 @@ NODE_SUBNETS = ("10.64.32.0/19", "10.64.64.0/19")  # nodes, pods and the cluster
 def test_the_system_objects_deny_by_default_and_isolate_the_proxy_where_the_subnets_are_known() -> None:
     unknown = network_objects(RenderSettings(), RECONCILER_GRANT)
     assert [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in unknown] == [
-        (NAMESPACE, DEFAULT_DENY)
+        (NAMESPACE, DEFAULT_DENY),
+        (NAMESPACE, NO_INSTANCE_METADATA),
     ]
     assert unknown[0]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
     half = RenderSettings(load_balancer_cidrs=LB_SUBNETS)  # without the control plane's: no probe path
-    assert len(network_objects(half, RECONCILER_GRANT)) == 1
+    assert len(network_objects(half, RECONCILER_GRANT)) == 2
     settings = RenderSettings(load_balancer_cidrs=LB_SUBNETS, control_plane_cidrs=NODE_SUBNETS)
     known = network_objects(settings, RECONCILER_GRANT)
     proxy_policy = known[-1]
@@ -159,3 +166,32 @@ def test_the_stack_tells_the_reconciler_the_load_balancer_subnets_and_a_bad_one_
     with pytest.raises(InvalidSpecError) as raised:
         ReconcilerEnvironment.from_env({**env, LOAD_BALANCER_CIDRS_ENV: "10.64.32.0/33"})
     assert raised.value.field == LOAD_BALANCER_CIDRS_ENV
+
+
+def test_no_endpoint_pod_may_connect_to_the_instance_metadata_service() -> None:
+    """Every pod of an endpoint namespace is isolated for egress by one policy whose only rule allows
+    every address but IMDS's (IPv4 and the Nitro IPv6 one): the Pod Identity agent, DNS and the rest
+    stay reachable. Evaluated here on its rule, as the VPC CNI's agent matches an ipBlock with except."""
+    (policy,) = [
+        o
+        for o in network_objects(RenderSettings(), RECONCILER_GRANT)
+        if o["metadata"]["name"] == NO_INSTANCE_METADATA
+    ]
+    spec = policy["spec"]
+    assert spec["podSelector"] == {} and spec["policyTypes"] == ["Egress"]
+    (rule,) = spec["egress"]
+    assert "ports" not in rule  # every port
+
+    def allowed(address: str) -> bool:
+        ip = ipaddress.ip_address(address)
+        return any(
+            ip in ipaddress.ip_network(peer["ipBlock"]["cidr"])
+            and not any(ip in ipaddress.ip_network(block) for block in peer["ipBlock"]["except"])
+            for peer in rule["to"]
+        )
+
+    assert not allowed("169.254.169.254") and not allowed("fd00:ec2::254")
+    assert allowed("169.254.170.23")  # the EKS Pod Identity agent
+    assert (
+        allowed("10.100.0.10") and allowed("10.64.40.7") and allowed("52.94.0.1") and allowed("fd00:ec2::23")
+    )
