@@ -19,6 +19,9 @@ import os
 INVOKE_URL_OUTPUT = "InvokeUrl"
 # Each Region's front door (its REST API, load balancer and VPC link) is named `<prefix>-inference-<region>`.
 FRONT_DOOR_PART = "inference"
+# With a global address, each Region's global API, its authorizer and their log groups are named
+# `<prefix>-global-<region>...` (docs/global.md).
+GLOBAL_API_PART = "global"
 # API Gateway's longest streamed response (docs.aws.amazon.com/apigateway/latest/developerguide/
 # response-transfer-mode.html: "The maximum duration for response streaming is 15 minutes").
 GENERATION_TIMEOUT_S = 900

@@ -16,6 +16,8 @@ from typing import Any
 from gco.endpoints.errors import MalformedRecordError, StoreUnavailableError
 from gco.env import AWS_REGION_ENV, TABLE_ENV
 from gco.global_access.authorizer import (
+    DECISION_MESSAGE,
+    EFFECT_FIELD,
     FAILURE_MESSAGE,
     Settings,
     decide,
@@ -46,9 +48,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         logger.error(FAILURE_MESSAGE, extra={"error": str(error), "path": event.get("path")})
         raise
     logger.info(
-        "authorizer decision",
+        DECISION_MESSAGE,
         extra={
-            "effect": decision.effect,
+            EFFECT_FIELD: decision.effect,
             "reason": decision.reason,
             "serve_region": decision.serve_region,
             "key_id": decision.key_id,

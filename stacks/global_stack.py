@@ -16,7 +16,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from gco.admission.policy import parameter_name
-from gco.front_door import FRONT_DOOR_PART
+from gco.front_door import FRONT_DOOR_PART, GLOBAL_API_PART
 from stacks.bundling import ROLLOUT, lambda_code
 from stacks.config import GcoConfig
 from stacks.constructs.dashboards import GlobalDashboard
@@ -142,6 +142,12 @@ class GlobalStack(Stack):
             # Each Regional stack names its cluster so (stacks/regional.py).
             cluster_names={region: config.name(region) for region in config.regions},
             stage=STAGE,
+            # With a global address, each Regional stack names its global API so (stacks/regional.py).
+            global_api_names=(
+                {region: config.name(GLOBAL_API_PART, region) for region in config.regions}
+                if config.global_address is not None
+                else None
+            ),
         )
         self.rollout = RolloutWorkflow(
             self,

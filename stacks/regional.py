@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from gco.endpoints.namespaces import SYSTEM_NAMESPACE
-from gco.front_door import FRONT_DOOR_PART
+from gco.front_door import FRONT_DOOR_PART, GLOBAL_API_PART
 from gco.reconcile.access import RECONCILER_GRANT
 from gco.reconcile.environment import ReconcilerEnvironment
 from gco.reconcile.model_sources import MODEL_SOURCES_ENV, NO_SOURCES, parse_prefixes
@@ -214,7 +214,7 @@ class RegionalStack(Stack):
             GlobalFrontDoor(
                 self,
                 "GlobalFrontDoor",
-                name=config.name("global", region),
+                name=config.name(GLOBAL_API_PART, region),
                 address=config.global_address,
                 order=config.global_address.order(config.regions),
                 front_door=self.front_door,
@@ -270,6 +270,9 @@ class RegionalStack(Stack):
             cluster_name=cluster_name,
             sweep_minutes=config.sweep_minutes,
             alarm_targets=self.reconciler.alarm_targets,
+            global_api_name=(
+                self.global_front_door.api.rest_api_name if self.global_front_door is not None else None
+            ),
         )
         binding = self.eks.cluster.add_manifest(
             "ProxyTargetGroupBinding", target_group_binding(self.front_door.target_group.target_group_arn)

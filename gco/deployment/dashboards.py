@@ -9,6 +9,10 @@ Syntax", CloudWatch API reference):
   REST API stage, namespace `AWS/ApiGateway`, `Count`, `4XXError`, `5XXError`, `Latency`, dimensions
   `ApiName` and `Stage` ("Amazon API Gateway dimensions and metrics", developer guide). They cannot be
   split by endpoint: every endpoint is the one resource `/inference/{proxy+}`.
+- **The same, of the global address** (only when one is configured, `docs/global.md`): each Region's
+  global REST API, which carries the keyed traffic (`Authorization: Bearer`) through its authorizer
+  to the same proxy, has its own `ApiName` (`<prefix>-global-<region>`) and the same stage; its
+  latency includes the authorizer's. Its 5xx are the authorizer's failures as callers see them.
 - **The same, per endpoint**: the front door's access log (one JSON line per request, with `path`,
   `status` and `latency`: `stacks/constructs/front_door.py` ACCESS_LOG_FORMAT), read by a CloudWatch
   Logs Insights widget that takes the endpoint from the path (`/<stage>/inference/<name>/...`). It
@@ -46,7 +50,9 @@ from gco.reconcile.replica_metrics import (
 )
 
 API_NAMESPACE = "AWS/ApiGateway"
-API_METRICS = ("Count", "4XXError", "5XXError", "Latency")
+FIVE_XX_METRIC = "5XXError"
+COUNT_METRICS = ("Count", "4XXError", FIVE_XX_METRIC)
+API_METRICS = (*COUNT_METRICS, "Latency")
 PERIOD = 300
 WIDTH = 24
 
@@ -69,19 +75,29 @@ def _metric(
     }
 
 
-def front_door_widgets(region: str, api_name: str, stage: str, label: str = "") -> list[dict[str, Any]]:
-    """Requests and errors, and latency p50/p99, of one Region's front door."""
+def _api_widgets(region: str, api_name: str, stage: str, *, what: str, label: str) -> list[dict[str, Any]]:
+    """Requests and errors, and latency p50/p99, of one REST API stage, titled `what`."""
     dims = ["ApiName", api_name, "Stage", stage]
     prefix = f"{label}: " if label else ""
-    counts = [[API_NAMESPACE, name, *dims, {"region": region}] for name in ("Count", "4XXError", "5XXError")]
+    counts = [[API_NAMESPACE, name, *dims, {"region": region}] for name in COUNT_METRICS]
     latency = [
         [API_NAMESPACE, "Latency", *dims, {"stat": stat, "label": f"Latency {stat}", "region": region}]
         for stat in ("p50", "p99")
     ]
     return [
-        _metric(f"{prefix}front door requests and errors", region, counts),
-        _metric(f"{prefix}front door latency (ms)", region, latency, stat="p50"),
+        _metric(f"{prefix}{what} requests and errors", region, counts),
+        _metric(f"{prefix}{what} latency (ms)", region, latency, stat="p50"),
     ]
+
+
+def front_door_widgets(region: str, api_name: str, stage: str, label: str = "") -> list[dict[str, Any]]:
+    """Requests and errors, and latency p50/p99, of one Region's front door (SigV4 callers)."""
+    return _api_widgets(region, api_name, stage, what="front door", label=label)
+
+
+def global_address_widgets(region: str, api_name: str, stage: str, label: str = "") -> list[dict[str, Any]]:
+    """The same of one Region's global API (bearer-key callers, through the authorizer)."""
+    return _api_widgets(region, api_name, stage, what="global address", label=label)
 
 
 def _search(
@@ -229,13 +245,22 @@ def endpoint_log_widgets(region: str, log_group: str, stage: str) -> list[dict[s
 
 
 def regional_dashboard(
-    *, region: str, api_name: str, stage: str, access_log_group: str, cluster_name: str
+    *,
+    region: str,
+    api_name: str,
+    stage: str,
+    access_log_group: str,
+    cluster_name: str,
+    global_api_name: str | None = None,
 ) -> dict[str, Any]:
-    """One Region: its front door, per endpoint from its access log, its endpoints' replicas, time to
-    first token and GPU utilisation, and its GPU nodes'."""
+    """One Region: its front door and, with a global address, its global API (`global_api_name`), per
+    endpoint from the front door's access log, its endpoints' replicas, time to first token and GPU
+    utilisation, and its GPU nodes'."""
+    keyed = global_address_widgets(region, global_api_name, stage) if global_api_name else []
     return {
         "widgets": [
             *front_door_widgets(region, api_name, stage),
+            *keyed,
             *endpoint_log_widgets(region, access_log_group, stage),
             *replica_widgets(region),
             ttft_widget(region),
@@ -245,13 +270,20 @@ def regional_dashboard(
 
 
 def global_dashboard(
-    *, api_names: dict[str, str], cluster_names: dict[str, str], stage: str
+    *,
+    api_names: dict[str, str],
+    cluster_names: dict[str, str],
+    stage: str,
+    global_api_names: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Every Region side by side: each front door, and each Region's endpoints' replicas, time to first
+    """Every Region side by side: each front door and, with a global address, each global API
+    (`global_api_names`: Region -> its name), and each Region's endpoints' replicas, time to first
     token and GPU utilisation (`cluster_names`: Region -> its cluster's name)."""
     widgets: list[dict[str, Any]] = []
     for region, api_name in api_names.items():
         widgets += front_door_widgets(region, api_name, stage, label=region)
+        if global_api_names:
+            widgets += global_address_widgets(region, global_api_names[region], stage, label=region)
         widgets += replica_widgets(region, label=region)
         widgets += [
             ttft_widget(region, label=region),

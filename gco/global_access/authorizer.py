@@ -45,13 +45,22 @@ INFERENCE_PREFIX = "/inference/"
 REGION_ORDER_ENV = "GCO_REGION_ORDER"
 STALE_AFTER_ENV = "GCO_STALE_AFTER_S"
 # The log message of a decision that could not be made (a table unreadable): the stack counts these
-# lines with a metric filter and alarms on them. Not the function's Errors metric: a 401 is a
-# function error too (module docstring, step 1), and callers with bad keys must not page anyone.
+# lines with a metric filter and alarms on them. The function's Errors metric alone cannot say it: a
+# 401 is a function error too (module docstring, step 1), and callers with bad keys must not page
+# anyone.
 FAILURE_MESSAGE = "authorizer could not decide"
 FAILURE_METRIC = "AuthorizerFailures"
+# The log message of every decision made, with its effect in the field `EFFECT_FIELD`: the stack
+# counts the 401s among them (`REFUSAL_METRIC`) and takes them out of the function's Errors, so that
+# what remains are the errors no line of this code explains (an import error, a timeout, memory
+# exhausted; `stacks/constructs/authorizer_alarms.py`).
+DECISION_MESSAGE = "authorizer decision"
+EFFECT_FIELD = "effect"
+REFUSAL_METRIC = "AuthorizerRefusals"
 METRICS_NAMESPACE = "gco/global"
 
 Effect = Literal["Allow", "Deny", "Unauthorized"]
+REFUSED: Effect = "Unauthorized"  # the effect answered by failing (401), counted as a function error
 
 
 class Tables(Protocol):

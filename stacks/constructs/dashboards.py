@@ -1,13 +1,16 @@
 """The CloudWatch dashboards (bodies from `gco.deployment.dashboards`) and the alarms an operator is
-paged by besides the reconciler's own: the front door's 5xx answers, and endpoints that stay short of
-ready replicas.
+paged by besides the reconciler's own: the front door's 5xx answers, the global API's with a global
+address, and endpoints that stay short of ready replicas.
 
-- `RegionalDashboard` (each Regional stack): dashboard `<prefix>-<region>`, and two alarms to the
-  Region's alarm topic: `<name>-FrontDoor5xx` (API Gateway's `5XXError` of the stage, summed over
-  5 minutes, above `FIVE_XX_THRESHOLD`) and `<name>-EndpointsNotReady` (the sweep's count above 0 in
-  each of `NOT_READY_PERIODS` sweeps in a row, so a rollout that becomes ready within that time does
-  not page). Missing data is not breaching: no traffic is not an error, and a sweep that did not run
-  is the reconciler's own `SweepErrors` alarm.
+- `RegionalDashboard` (each Regional stack): dashboard `<prefix>-<region>`, and alarms to the Region's
+  alarm topic: `<name>-FrontDoor5xx` (API Gateway's `5XXError` of the stage, summed over 5 minutes,
+  above `FIVE_XX_THRESHOLD`); with a global address, `<name>-GlobalApi5xx`, the same of the Region's
+  global API (`stacks/constructs/global_front_door.py`), which carries every keyed request and
+  answers 500 when its authorizer fails (an authorizer that cannot be imported or times out never
+  reaches its own log, but its callers' 5xx do reach this metric); and `<name>-EndpointsNotReady`
+  (the sweep's count above 0 in each of `NOT_READY_PERIODS` sweeps in a row, so a rollout that
+  becomes ready within that time does not page). Missing data is not breaching: no traffic is not an
+  error, and a sweep that did not run is the reconciler's own `SweepErrors` alarm.
 - `GlobalDashboard` (the global stack, home Region): dashboard `<prefix>-regions`, every Region's
   widgets side by side (a dashboard's metric widgets name their Region, so one dashboard reads all).
 """
@@ -22,16 +25,43 @@ from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from gco.deployment.dashboards import API_NAMESPACE, global_dashboard, regional_dashboard
+from gco.deployment.dashboards import (
+    API_NAMESPACE,
+    FIVE_XX_METRIC,
+    global_dashboard,
+    regional_dashboard,
+)
 from gco.reconcile.failures import METRICS_NAMESPACE, SWEEP_SERVICE
 from gco.reconcile.replica_metrics import NOT_READY_METRIC
 
 FIVE_XX_THRESHOLD = 5
 NOT_READY_PERIODS = 3
+# The alarms' names end in these (`<name>-<id>`); the endpoints-not-ready alarm is named for its metric.
+FRONT_DOOR_5XX_ALARM = "FrontDoor5xx"
+GLOBAL_API_5XX_ALARM = "GlobalApi5xx"
+
+
+def notify(alarm: cloudwatch.Alarm, targets: Sequence[sns.ITopic]) -> cloudwatch.Alarm:
+    """Send `alarm`'s changes into and out of ALARM to each topic of `targets`."""
+    for topic in targets:
+        alarm.add_alarm_action(actions.SnsAction(topic))
+        alarm.add_ok_action(actions.SnsAction(topic))
+    return alarm
+
+
+def five_xx(api_name: str, stage: str) -> cloudwatch.Metric:
+    """A REST API stage's 5xx answers, summed over 5 minutes."""
+    return cloudwatch.Metric(
+        namespace=API_NAMESPACE,
+        metric_name=FIVE_XX_METRIC,
+        dimensions_map={"ApiName": api_name, "Stage": stage},
+        statistic="Sum",
+        period=Duration.minutes(5),
+    )
 
 
 class RegionalDashboard(Construct):
-    """The Region's dashboard and its front-door and readiness alarms."""
+    """The Region's dashboard and its front-door, global-API and readiness alarms."""
 
     def __init__(
         self,
@@ -45,7 +75,9 @@ class RegionalDashboard(Construct):
         cluster_name: str,
         sweep_minutes: int,
         alarm_targets: Sequence[sns.ITopic],
+        global_api_name: str | None = None,
     ) -> None:
+        """`global_api_name`: the Region's global API, where a global address is configured."""
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         body = regional_dashboard(
@@ -54,17 +86,10 @@ class RegionalDashboard(Construct):
             stage=stage,
             access_log_group=access_log_group,
             cluster_name=cluster_name,
+            global_api_name=global_api_name,
         )
         self.dashboard = cloudwatch.CfnDashboard(
             self, "Dashboard", dashboard_name=name, dashboard_body=stack.to_json_string(body)
-        )
-        five = Duration.minutes(5)
-        five_xx = cloudwatch.Metric(
-            namespace=API_NAMESPACE,
-            metric_name="5XXError",
-            dimensions_map={"ApiName": api_name, "Stage": stage},
-            statistic="Sum",
-            period=five,
         )
         not_ready = cloudwatch.Metric(
             namespace=METRICS_NAMESPACE,
@@ -73,11 +98,14 @@ class RegionalDashboard(Construct):
             statistic="Maximum",
             period=Duration.minutes(max(5, sweep_minutes)),
         )
+        specs: list[tuple[str, cloudwatch.Metric, int, int]] = [
+            (FRONT_DOOR_5XX_ALARM, five_xx(api_name, stage), FIVE_XX_THRESHOLD, 1),
+            (NOT_READY_METRIC, not_ready, 0, NOT_READY_PERIODS),
+        ]
+        if global_api_name is not None:
+            specs.append((GLOBAL_API_5XX_ALARM, five_xx(global_api_name, stage), FIVE_XX_THRESHOLD, 1))
         self.alarms = []
-        for alarm_id, metric, threshold, periods in (
-            ("FrontDoor5xx", five_xx, FIVE_XX_THRESHOLD, 1),
-            ("EndpointsNotReady", not_ready, 0, NOT_READY_PERIODS),
-        ):
+        for alarm_id, metric, threshold, periods in specs:
             alarm = cloudwatch.Alarm(
                 self,
                 alarm_id,
@@ -88,10 +116,7 @@ class RegionalDashboard(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
-            for topic in alarm_targets:
-                alarm.add_alarm_action(actions.SnsAction(topic))
-                alarm.add_ok_action(actions.SnsAction(topic))
-            self.alarms.append(alarm)
+            self.alarms.append(notify(alarm, alarm_targets))
 
 
 class GlobalDashboard(Construct):
@@ -106,9 +131,16 @@ class GlobalDashboard(Construct):
         api_names: dict[str, str],
         cluster_names: dict[str, str],
         stage: str,
+        global_api_names: dict[str, str] | None = None,
     ) -> None:
+        """`global_api_names`: Region -> its global API, where a global address is configured."""
         super().__init__(scope, construct_id)
-        body = global_dashboard(api_names=api_names, cluster_names=cluster_names, stage=stage)
+        body = global_dashboard(
+            api_names=api_names,
+            cluster_names=cluster_names,
+            stage=stage,
+            global_api_names=global_api_names,
+        )
         self.dashboard = cloudwatch.CfnDashboard(
             self, "Dashboard", dashboard_name=name, dashboard_body=Stack.of(self).to_json_string(body)
         )

@@ -23,9 +23,12 @@ global REST API with its bearer-key authorizer, the Route 53 health check and la
 - **Authorizer function**: the bundle's `authorizer.handler` in the private subnets; its role may
   `dynamodb:GetItem` on this Region's replicas of the keys and endpoint tables and `kms:Decrypt` with
   this Region's table key (via DynamoDB only), nothing else but its own log group, ENIs and X-Ray.
-  An alarm fires on any decision it could not make (a table unreadable: it answers 500 to every
-  caller, and DNS would not notice, since the health check does not pass through it); counted from
-  its log by a metric filter, because a 401 is a function error too.
+- **Alarms** (`stacks/constructs/authorizer_alarms.py`): `<name>-authorizer-Failures` on any
+  decision it could not make, from its log (a table unreadable: it answers 500 to every caller, and
+  DNS would not notice, since the health check does not pass through it); `<name>-authorizer-Errors`
+  on its calls that failed with no log line to say why, from Lambda's own `Errors` and `Throttles`
+  less its 401s (an import error, a timeout or memory exhausted never reaches the log). The API's
+  own 5xx are `<prefix>-<region>-GlobalApi5xx` (`stacks/constructs/dashboards.py`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_apigateway as restapi
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -49,9 +51,6 @@ from gco.env import TABLE_ENV
 from gco.front_door import GENERATION_TIMEOUT_S, SERVE_REGION_HEADER
 from gco.global_access.authorizer import (
     AUTHORIZATION_HEADER,
-    FAILURE_MESSAGE,
-    FAILURE_METRIC,
-    METRICS_NAMESPACE,
     REASON_CONTEXT,
     REGION_ORDER_ENV,
     SERVE_REGION_CONTEXT,
@@ -59,6 +58,7 @@ from gco.global_access.authorizer import (
 from gco.global_access.key_store import KEYS_TABLE_ENV
 from gco.reconcile.proxy.routes import HEALTH_PATH
 from stacks.bundling import ARCHITECTURE, BUNDLE_ENVIRONMENT, RUNTIME
+from stacks.constructs.authorizer_alarms import authorizer_alarms
 from stacks.constructs.front_door import (
     ACCESS_LOG_FORMAT,
     INFERENCE_PREFIX,
@@ -109,8 +109,9 @@ class GlobalFrontDoor(Construct):
             subject_alternative_names=[regional_name],
             validation=acm.CertificateValidation.from_dns(self.zone),
         )
+        authorizer_name = f"{name}-authorizer"
         self.authorizer_function = self._authorizer(
-            name=f"{name}-authorizer",
+            name=authorizer_name,
             address=address,
             order=order,
             vpc=vpc,
@@ -197,7 +198,13 @@ class GlobalFrontDoor(Construct):
             set_identifier=region,
             health_check=self.health_check,
         )
-        self.alarm = self._failures_alarm(f"{name}-authorizer", alarm_targets)
+        self.alarms: list[cloudwatch.Alarm] = authorizer_alarms(
+            self,
+            name=authorizer_name,
+            function=self.authorizer_function,
+            log_group=self.authorizer_logs,
+            alarm_targets=alarm_targets,
+        )
         CfnOutput(
             self,
             GLOBAL_URL_OUTPUT,
@@ -225,16 +232,7 @@ class GlobalFrontDoor(Construct):
             for table in (address.keys_table_name, endpoints_table)
         ]
         log_group = function_logs(self, "AuthorizerLogs", name=name, key=key, retention=log_retention)
-        self.failures = logs.MetricFilter(
-            self,
-            "AuthorizerFailures",
-            log_group=log_group,
-            filter_pattern=logs.FilterPattern.string_value("$.message", "=", FAILURE_MESSAGE),
-            metric_namespace=METRICS_NAMESPACE,
-            metric_name=FAILURE_METRIC,
-            metric_value="1",
-            default_value=0,
-        )
+        self.authorizer_logs = log_group
         self.security_group = ec2.SecurityGroup(
             self,
             "AuthorizerSecurityGroup",
@@ -381,19 +379,3 @@ class GlobalFrontDoor(Construct):
             authorization_type=restapi.AuthorizationType.NONE,
         )
         return self._private(method, front_door)
-
-    def _failures_alarm(self, name: str, alarm_targets: list[sns.ITopic]) -> cloudwatch.Alarm:
-        alarm = cloudwatch.Alarm(
-            self,
-            "AuthorizerFailuresAlarm",
-            alarm_name=f"{name}-Failures",
-            metric=self.failures.metric(statistic="Sum", period=Duration.minutes(1)),
-            threshold=0,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        for topic in alarm_targets:
-            alarm.add_alarm_action(actions.SnsAction(topic))
-            alarm.add_ok_action(actions.SnsAction(topic))
-        return alarm

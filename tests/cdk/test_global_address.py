@@ -3,14 +3,25 @@ custom domains, bearer-key API, authorizer, health check and latency record (doc
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import numpy as np
+import pytest
 from aws_cdk.assertions import Capture, Match
 
 from gco.front_door import GENERATION_TIMEOUT_S
-from gco.global_access.authorizer import FAILURE_MESSAGE, REGION_ORDER_ENV
+from gco.global_access.authorizer import (
+    DECISION_MESSAGE,
+    EFFECT_FIELD,
+    FAILURE_MESSAGE,
+    REFUSAL_METRIC,
+    REFUSED,
+    REGION_ORDER_ENV,
+)
 from gco.global_access.key_store import KEYS_TABLE_ENV
-from tests.cdk.conftest import HOME, OTHER, iam_statements
+from stacks.constructs.authorizer_alarms import ERROR_RATE_MINUTES, ERROR_RATE_PERCENT
+from tests.cdk.conftest import HOME, OTHER, Synthesized, iam_statements
 from tests.cdk.synth_cache import GLOBAL_ADDRESS
 
 DOMAIN = GLOBAL_ADDRESS["domain_name"]
@@ -250,6 +261,109 @@ def test_alarm_on_decisions_the_authorizer_could_not_make(regional_template: Any
     )
 
 
+def errors_alarm(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The authorizer function's logical id, and its errors alarm's properties."""
+    ((function_id,),) = [
+        [k]
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("FunctionName") == f"gco-global-{OTHER}-authorizer"
+    ]
+    (alarm,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+        and r["Properties"]["AlarmName"] == f"gco-global-{OTHER}-authorizer-Errors"
+    ]
+    return function_id, alarm
+
+
+def test_alarm_on_the_authorizer_s_lambda_errors_less_its_401s(synthesized: Synthesized) -> None:
+    """An import error, a timeout or memory exhausted never writes the failure line: the function's own
+    Errors (and Throttles) count them, less the 401s its decision lines count."""
+    template = synthesized.template_json(f"gco-regional-{OTHER}")
+    function_id, alarm = errors_alarm(template)
+    stats = {m["Id"]: m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m}
+    for ident, name in (("errors", "Errors"), ("throttles", "Throttles"), ("invocations", "Invocations")):
+        assert stats[ident] == {
+            "Metric": {
+                "Namespace": "AWS/Lambda",
+                "MetricName": name,
+                "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": function_id}}],
+            },
+            "Period": 60,
+            "Stat": "Sum",
+        }
+    assert stats["refusals"]["Metric"] == {"Namespace": "gco/global", "MetricName": REFUSAL_METRIC}
+    (refusals,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Logs::MetricFilter"
+        and r["Properties"]["MetricTransformations"][0]["MetricName"] == REFUSAL_METRIC
+    ]
+    assert refusals["FilterPattern"] == (
+        f'{{ ($.message = "{DECISION_MESSAGE}") && ($.{EFFECT_FIELD} = "{REFUSED}") }}'
+    )
+    assert (
+        refusals["LogGroupName"]
+        == template["Resources"][function_id]["Properties"]["LoggingConfig"]["LogGroup"]
+    )
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (
+        ERROR_RATE_PERCENT,
+        ERROR_RATE_MINUTES,
+        ERROR_RATE_MINUTES,
+    )
+    assert alarm["TreatMissingData"] == "notBreaching" and alarm["AlarmActions"] and alarm["OKActions"]
+
+
+def error_rate(alarm: dict[str, Any], **minute: float | None) -> float:
+    """The alarm's returned expression over one minute's sums (None: no data point), evaluated by
+    Python with metric math's IF and FILL: the expression as synthesized, not a copy of it."""
+    expressions = {m["Id"]: m for m in alarm["Metrics"] if "Expression" in m}
+    (returned,) = [m["Expression"] for m in expressions.values() if m["ReturnData"]]
+    scope: dict[str, Any] = {
+        "IF": lambda condition, then, otherwise: then if condition else otherwise,
+        "FILL": lambda value, default: np.float64(default if value is None else value),
+        **{k: None if v is None else np.float64(v) for k, v in minute.items()},
+    }
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for ident, item in expressions.items():
+            if not item["ReturnData"]:
+                scope[ident] = eval(item["Expression"], scope)  # noqa: S307 - the template's own math
+        return float(eval(returned, scope))  # noqa: S307
+
+
+@pytest.mark.parametrize(
+    ("case", "minutes", "pages"),
+    [
+        # Runtime.ImportModuleError: every call fails, no line is written.
+        ("import error", [{"invocations": 12, "errors": 12}] * 2, True),
+        ("throttled", [{"invocations": None, "throttles": 7}] * 2, True),
+        # A flood of bad keys: every call a 401, one of them logged in the next minute.
+        (
+            "bad keys",
+            [
+                {"invocations": 3000, "errors": 3000, "refusals": 2999},
+                {"invocations": 3000, "errors": 3000, "refusals": 3001},
+            ],
+            False,
+        ),
+        # One 401 invoked at 59.99 s, its line written in the next minute.
+        ("one 401 across a minute", [{"invocations": 1, "errors": 1}, {"refusals": 1}], False),
+        ("no traffic", [{}, {}], False),
+        ("served", [{"invocations": 40}, {"invocations": 40, "errors": 2, "refusals": 2}], False),
+    ],
+)
+def test_the_errors_alarm_pages_on_unexplained_failures_only(
+    synthesized: Synthesized, case: str, minutes: list[dict[str, float | None]], pages: bool
+) -> None:
+    _, alarm = errors_alarm(synthesized.template_json(f"gco-regional-{OTHER}"))
+    metrics = ("invocations", "errors", "throttles", "refusals")
+    rates = [error_rate(alarm, **{m: minute.get(m) for m in metrics}) for minute in minutes]
+    breaching = [rate > alarm["Threshold"] for rate in rates]
+    assert (len(breaching) >= alarm["DatapointsToAlarm"] and all(breaching)) is pages, (case, rates)
+
+
 def test_global_url_output(regional_template: Any) -> None:
     regional_template.has_output("GlobalUrl", {"Value": f"https://{DOMAIN}/inference"})
 
@@ -302,6 +416,14 @@ def test_without_a_global_address_there_are_no_global_resources(tmp_path: Any) -
     ):
         assert absent not in kinds
     regional = assembly.get_stack_by_name(f"gco-regional-{HOME}").template
+    # Nothing watches a global API that is not there: no alarm, no widget.
+    watched = [
+        json.dumps(resource["Properties"])
+        for stack in assembly.stacks
+        for resource in stack.template.get("Resources", {}).values()
+        if resource["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard")
+    ]
+    assert watched and not [text for text in watched if "gco-global-" in text], watched
     settings = [
         ProxySettings.model_validate_json(
             resource["Properties"]["Environment"]["Variables"][PROXY_SETTINGS_ENV]

@@ -181,9 +181,10 @@ def test_sweep_schedule(regional_template: Any) -> None:
 
 
 def test_alarms_on_dlq_iterator_age_errors(regional_template: Any) -> None:
-    # The reconciler's five, the front door's 5xx and the endpoints not ready (test_dashboards.py), and
-    # the global authorizer's (tests/cdk/test_global_address.py).
-    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 8)
+    # The reconciler's five, the front door's and the global API's 5xx and the endpoints not ready
+    # (test_dashboards.py), and the global authorizer's failures and errors
+    # (tests/cdk/test_global_address.py).
+    regional_template.resource_count_is("AWS::CloudWatch::Alarm", 10)
     for name, metric in (
         ("DlqDepth", "ApproximateNumberOfMessagesVisible"),
         ("IteratorAge", "IteratorAge"),

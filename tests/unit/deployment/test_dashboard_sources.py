@@ -1,8 +1,8 @@
 """Every metric the dashboards draw exists in what its collector emits: Container Insights' GPU metrics
 as the add-on configuration the stacks render makes its agent publish them (name, namespace and an
-exact dimension set), API Gateway's documented stage metrics, and namespace `gco`, whose records the
-sweep prints (held against the Lambda's real EMF output in
-`tests/functional/reconcile/test_sweep_metrics.py`)."""
+exact dimension set), API Gateway's documented stage metrics (of the front door and, with a global
+address, of the global API), and namespace `gco`, whose records the sweep prints (held against the
+Lambda's real EMF output in `tests/functional/reconcile/test_sweep_metrics.py`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from gco.deployment.dashboards import (
 from gco.reconcile.failures import METRICS_NAMESPACE
 
 CLUSTERS = {"us-east-1": "gco-us-east-1", "us-west-2": "gco-us-west-2"}
+FRONT_DOORS = {"us-east-1": "a", "us-west-2": "b"}
+GLOBAL_APIS = {"us-east-1": "global-a", "us-west-2": "global-b"}
 BODIES = {
     "regional": regional_dashboard(
         region="us-east-1",
@@ -28,9 +30,10 @@ BODIES = {
         stage="v1",
         access_log_group="/logs",
         cluster_name=CLUSTERS["us-east-1"],
+        global_api_name="global-api",
     ),
     "global": global_dashboard(
-        api_names={"us-east-1": "a", "us-west-2": "b"}, cluster_names=CLUSTERS, stage="v1"
+        api_names=FRONT_DOORS, cluster_names=CLUSTERS, stage="v1", global_api_names=GLOBAL_APIS
     ),
 }
 
@@ -63,6 +66,36 @@ def test_gpu_widgets_draw_what_the_rendered_add_on_configuration_publishes(name:
         # Each Region's widget reads its own cluster, and a SEARCH leaves only the endpoint's Service open.
         assert dims[ci.CLUSTER_DIMENSION] == CLUSTERS[region]
         assert {k for k, v in dims.items() if v == "*"} <= {"Namespace", "Service"}
+
+
+def api_lines(body: dict[str, Any]) -> dict[tuple[str, str], set[str]]:
+    """(Region of the widget, ApiName) -> the API Gateway metrics drawn of it there."""
+    drawn: dict[tuple[str, str], set[str]] = {}
+    for region, (namespace, metric, dims) in region_of_line(body):
+        if namespace == API_NAMESPACE:
+            assert dims["Stage"] == "v1" and set(dims) == {"ApiName", "Stage"}
+            drawn.setdefault((region, dims["ApiName"]), set()).add(metric)
+    return drawn
+
+
+def test_each_way_in_is_drawn_in_its_region_with_every_api_metric() -> None:
+    every = set(API_METRICS)
+    assert api_lines(BODIES["regional"]) == {("us-east-1", "api"): every, ("us-east-1", "global-api"): every}
+    assert api_lines(BODIES["global"]) == {
+        **{(region, name): every for region, name in FRONT_DOORS.items()},
+        **{(region, name): every for region, name in GLOBAL_APIS.items()},
+    }
+    titles = [w["properties"]["title"] for w in BODIES["global"]["widgets"]]
+    assert "us-west-2: global address requests and errors" in titles
+
+
+def test_without_a_global_address_only_the_front_door_is_drawn() -> None:
+    regional = regional_dashboard(
+        region="us-east-1", api_name="api", stage="v1", access_log_group="/logs", cluster_name="c"
+    )
+    assert set(api_lines(regional)) == {("us-east-1", "api")}
+    regions = global_dashboard(api_names=FRONT_DOORS, cluster_names=CLUSTERS, stage="v1")
+    assert set(api_lines(regions)) == set(FRONT_DOORS.items())
 
 
 def test_the_agent_publishes_gpu_metrics_only_with_enhanced_and_accelerated_compute_on() -> None:
