@@ -59,6 +59,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from gco.processes.cpython import BUNDLE_PYTHON_ENV, find_cpython
 from gco.processes.interpreter import PYTHON
 from stacks.bundle_size import BundleSize, check, measure
 from stacks.handler_imports import handler_modules
@@ -131,8 +132,6 @@ TASK_ROOT = "/var/task"
 BUNDLE_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 # The bundling options naming a bundle (`lambda_code`): never set in a function's environment.
 BUNDLE_NAME_ENV, BUNDLE_WHEELS_ENV = "GCO_BUNDLE", "GCO_BUNDLE_WHEELS"
-# An interpreter of the functions' Python to compile the bundle with, when this one is another.
-BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
 
 
 def python_version(runtime: lambda_.Runtime) -> str:
@@ -363,43 +362,9 @@ def _store(out: Path, cached: Path) -> None:
         print(f"gco bundling: bundle not cached ({error})", file=sys.stderr)
 
 
-def _this_python() -> str:
-    return f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
 def runtime_interpreter(runtime: lambda_.Runtime) -> str | None:
-    """A CPython of the runtime's X.Y on this machine, or None: this interpreter, `$GCO_BUNDLE_PYTHON`,
-    `pythonX.Y` on the PATH, or a pyenv install (`$PYENV_ROOT`, default ~/.pyenv), each asked its version."""
-    version = python_version(runtime)
-    if sys.implementation.name == "cpython" and _this_python() == version:
-        return sys.executable
-    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    candidates = [
-        os.environ.get(BUNDLE_PYTHON_ENV),
-        shutil.which(f"python{version}"),
-        *(
-            str(path)
-            for path in sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"), reverse=True)
-        ),
-    ]
-    for candidate in candidates:
-        if candidate and _is_cpython(candidate, version):
-            return candidate
-    return None
-
-
-def _is_cpython(interpreter: str, version: str) -> bool:
-    try:
-        answer = subprocess.run(
-            [interpreter, "-c", "import sys; print(sys.implementation.name, '%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return answer.returncode == 0 and answer.stdout.split() == ["cpython", version]
+    """A CPython of the runtime's X.Y on this machine, or None (`gco.processes.cpython.find_cpython`)."""
+    return find_cpython(python_version(runtime))
 
 
 def compile_bundle(out: Path, runtime: lambda_.Runtime, interpreter: str | None = None) -> bool:

@@ -11,7 +11,8 @@
     ├── NginxError                 nginx refused the adapted configuration, or did not start (`nginx.py`)
     ├── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
     ├── RequestBodyError           a request to the local moto server whose body is not as its headers say
-    └── AssemblyError              a cloud assembly gco cannot read (no manifest; a stack or asset missing)
+    ├── AssemblyError              a cloud assembly gco cannot read (no manifest; a stack or asset missing)
+    └── FunctionInvokeError        a function run from its asset failed: its error, a timeout, a crash
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -70,3 +71,12 @@ class RequestBodyError(LocalError):
 class AssemblyError(LocalError):
     """A cloud assembly (`cdk synth`'s output) that cannot be read as gco's: no manifest, a stack or an
     asset it names missing, a function whose code or handler is not where its template says."""
+
+
+class FunctionInvokeError(LocalError):
+    """An invocation of a function run from its asset failed, as Lambda reports it: `error_type` is the
+    handler's exception name, Runtime.ImportModuleError, Sandbox.Timedout or Runtime.ExitError."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        self.error_type = error_type
+        super().__init__(f"{error_type}: {message}")

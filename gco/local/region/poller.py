@@ -25,6 +25,10 @@ Before the lanes, every poll waited for all of its batches: at 1,000 endpoints w
 a Region's rounds took 1.0-1.7 s, the longest batch of each round plus its read, while the lanes
 whose batch had returned waited idle (`docs/scale.md`, "The ninth pass").
 
+With `filters` (the mapping's `FilterCriteria` patterns), a record that matches none is dropped as
+Lambda drops it: never delivered, and the checkpoint moves past it (`gco.deployment.event_filter`
+holds Lambda's filter rules; the local stack reads the patterns from the synthesized mapping).
+
 What it does not model: Lambda's batching window and payload limit (6 MB), bisecting a failed
 batch, and a record's maximum age.
 """
@@ -38,11 +42,13 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from gco.deployment.event_filter import passes
 
 log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -194,6 +200,7 @@ class StreamPoller:
         batch_size: int = 100,
         parallelization: int = 1,
         max_retries: int = 3,
+        filters: Sequence[Mapping[str, Any]] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
@@ -208,6 +215,8 @@ class StreamPoller:
         self.batch_size = batch_size
         self.parallelization = max(1, min(MAX_PARALLELIZATION, parallelization))
         self.max_retries = max_retries
+        self.filters = tuple(filters)
+        self.filtered = 0  # records the filters dropped
         self.checkpoints: dict[str, str | None] = {}
         self.dead_letters: list[dict[str, Any]] = []
         self._failures: dict[str, int] = {}
@@ -336,8 +345,13 @@ class StreamPoller:
             else _wire_event(wire, self.stream_arn, self.region)
         )
         for record in event["Records"]:
-            state.queues[lane_of(record, self.parallelization)].append(record)
             state.unsettled.append(_sequence(record))
+            if not passes(record, self.filters):  # dropped, the checkpoint moves past it
+                state.settled.add(_sequence(record))
+                self.filtered += 1
+                continue
+            state.queues[lane_of(record, self.parallelization)].append(record)
+        self._advance(shard_id, state)
 
     # -- delivering ----------------------------------------------------------------------------------
 
@@ -386,6 +400,10 @@ class StreamPoller:
                 state.settled.add(seq)
                 retry = retry[1:]
             state.queues[flight.lane].extendleft(reversed(retry))
+        self._advance(shard_id, state)
+
+    def _advance(self, shard_id: str, state: _ShardState) -> None:
+        """The checkpoint past every settled record before the first one not yet settled."""
         last = None
         while state.unsettled and state.unsettled[0] in state.settled:
             last = state.unsettled.popleft()
