@@ -50,9 +50,8 @@ def start(client: Any, state_machine_arn: str, settings: RolloutSettings, lifecy
             name=execution_name(settings.endpoint, lifecycle_id, settings.image),
             input=json.dumps(execution_input(settings, lifecycle_id), sort_keys=True),
         )
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        raise ExecutionStartError(f"StartExecution of {state_machine_arn}: {code or error}") from error
+    except ClientError as error:  # its code and message: an AccessDenied names the action refused
+        raise ExecutionStartError(f"StartExecution of {state_machine_arn}: {error}") from error
     except BotoCoreError as error:
         raise ExecutionStartError(f"StartExecution of {state_machine_arn}: {error}") from error
     return str(answer["executionArn"])

@@ -70,6 +70,19 @@ class MotoServer:
             raise LocalStackError("the moto server is not started")
         self._control.post("/moto-api/reset").raise_for_status()
 
+    def enforce_iam(self) -> None:
+        """Turn moto's IAM enforcement on (`/moto-api/reset-auth` with no free actions): from now every
+        request needs credentials moto issued (an IAM user's keys, an assumed role's session) and is
+        authorized against their principal's policies, as far as moto evaluates them
+        (gco.local.assembly.iam says how far).
+
+        Raises:
+            LocalStackError: the server is not started.
+        """
+        if self._control is None:
+            raise LocalStackError("the moto server is not started")
+        self._control.post("/moto-api/reset-auth", content=b"0").raise_for_status()
+
     def cpu_seconds(self) -> float | None:
         """CPU seconds (user and system) the server process has used so far (for benchmarks), from
         /proc; None where there is no /proc or the server is not running."""

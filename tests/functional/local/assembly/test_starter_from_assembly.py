@@ -16,12 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
 
 from gco import aws
 from gco.endpoints import EndpointStore, init_table
-from gco.endpoints.codec import to_attribute
+from gco.endpoints.codec import to_attribute, to_item
 from gco.local.assembly import CloudAssembly, EventSourceMapping, LambdaFunction, functions, mappings
+from gco.local.assembly.iam import assume, make_role
 from gco.local.assembly.invoke import AssetFunction, FunctionRuntime, credentials_environment
 from gco.local.assembly.resolve import Resolver
 from gco.local.errors import FunctionInvokeError
@@ -187,3 +189,103 @@ def test_a_function_that_overruns_its_timeout_fails_or_raises_as_on_lambda(
 def starter_of_table(function: AssetFunction) -> str:
     """The endpoint table the starter's stream is of (the fixture created it under its template name)."""
     return "gco-inference-endpoints"
+
+
+def client_as(service: str, url: str, credentials: dict[str, str]) -> Any:
+    """A client signing with `credentials` (an IAM user's keys, a role's session), not the environment's."""
+    return botocore.session.Session().create_client(
+        service,
+        region_name=HOME,
+        endpoint_url=url,
+        aws_access_key_id=credentials["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=credentials["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=credentials.get("AWS_SESSION_TOKEN"),
+    )
+
+
+def admin_of(server: MotoServer) -> dict[str, str]:
+    """An IAM user allowed everything: the operator writing the table once enforcement is on."""
+    iam = client_as("iam", server.url, credentials_environment("testing", "testing", None))
+    iam.create_user(UserName="operator")
+    everything = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+    iam.put_user_policy(UserName="operator", PolicyName="all", PolicyDocument=json.dumps(everything))
+    key = iam.create_access_key(UserName="operator")["AccessKey"]
+    return credentials_environment(key["AccessKeyId"], key["SecretAccessKey"], None)
+
+
+def without_action(iam: Any, role: str, action: str) -> None:
+    """Take `action` out of every inline policy of `role` (the synthesized policy, one action less)."""
+    for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+        kept = []
+        for statement in document["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            if [a for a in actions if a != action]:
+                kept.append({**statement, "Action": [a for a in actions if a != action]})
+        iam.put_role_policy(
+            RoleName=role, PolicyName=name, PolicyDocument=json.dumps({**document, "Statement": kept})
+        )
+
+
+@pytest.mark.parametrize("removed", [None, "states:StartExecution"])
+def test_the_starter_runs_with_its_synthesized_role_under_iam_enforcement(
+    assembly: CloudAssembly, packages: Path, removed: str | None
+) -> None:
+    """The starter's role and its policies made in moto from the template, assumed, enforced: its stream
+    reads and its StartExecution pass; with `states:StartExecution` taken out of its policy, the
+    invocation fails with AccessDenied naming that action (gco.local.assembly.iam says what moto's
+    evaluation leaves out)."""
+    starter, mapping, table = starter_of(assembly)
+    stack = assembly.stack("gco-global")
+    with MotoServer() as server:
+        admin = admin_of(server)
+        bootstrap = credentials_environment("testing", "testing", None)
+        dynamodb = client_as("dynamodb", server.url, bootstrap)
+        stream_arn = init_table(dynamodb, table)[1]["LatestStreamArn"]
+        client_as("stepfunctions", server.url, bootstrap).create_state_machine(
+            name="gco-rollout",
+            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}),
+            roleArn="arn:aws:iam::123456789012:role/gco-rollout",
+        )
+        iam = client_as("iam", server.url, bootstrap)
+        role_arn = make_role(iam, stack, starter)
+        if removed is not None:
+            without_action(iam, role_arn.rsplit("/", 1)[1], removed)
+        role = assume(client_as("sts", server.url, bootstrap), role_arn, "gco-rollout-starter")
+        server.enforce_iam()
+
+        resolver = Resolver(region=HOME, stack=stack.name)
+        environment = {
+            **{k: str(v) for k, v in resolver.resolve(starter.environment, "Environment").items()},
+            **role,
+            "AWS_ENDPOINT_URL": server.url,
+        }
+        runtime = FunctionRuntime.for_runtime(starter.runtime, packages)
+        with AssetFunction(starter, runtime, environment=environment, region=HOME) as function:
+            poller = StreamPoller(
+                client_as(
+                    "dynamodbstreams", server.url, role
+                ),  # Lambda reads the stream as the function's role
+                stream_arn,
+                lambda event, _context: function.invoke(event),
+                region=HOME,
+                batch_size=mapping.batch_size,
+                filters=mapping.filters,
+            )
+            store = EndpointStore(client_as("dynamodb", server.url, admin), table)
+            store.create("llama", {"image": IMAGE}, [EAST])
+            request = {"image": "vllm/vllm-openai:v0.6.4"}
+            new_image = {"endpoint_name": "llama", "desired_state": "deploying", REQUEST_ATTRIBUTE: request}
+            record = store.get("llama")
+            assert record is not None
+            new_image["lifecycle_id"] = record.lifecycle_id
+            event = {"Records": [{"eventName": "MODIFY", "dynamodb": {"NewImage": to_item(new_image)}}]}
+            states = client_as("stepfunctions", server.url, admin)
+            if removed is None:
+                poller.poll_once()  # the role reads the stream; the filter drops the create
+                assert function.invoke(event)["started"]
+                assert len(executions(states)) == 1
+            else:
+                with pytest.raises(FunctionInvokeError, match=rf"AccessDenied.*{removed}"):
+                    function.invoke(event)
+                assert executions(states) == []
