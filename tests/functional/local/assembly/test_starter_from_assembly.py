@@ -274,11 +274,14 @@ def test_the_starter_runs_with_its_synthesized_role_under_iam_enforcement(
             )
             store = EndpointStore(client_as("dynamodb", server.url, admin), table)
             store.create("llama", {"image": IMAGE}, [EAST])
-            request = {"image": "vllm/vllm-openai:v0.6.4"}
-            new_image = {"endpoint_name": "llama", "desired_state": "deploying", REQUEST_ATTRIBUTE: request}
             record = store.get("llama")
             assert record is not None
-            new_image["lifecycle_id"] = record.lifecycle_id
+            new_image: dict[str, Any] = {
+                "endpoint_name": "llama",
+                "desired_state": "deploying",
+                "lifecycle_id": record.lifecycle_id,
+                REQUEST_ATTRIBUTE: {"image": "vllm/vllm-openai:v0.6.4"},
+            }
             event = {"Records": [{"eventName": "MODIFY", "dynamodb": {"NewImage": to_item(new_image)}}]}
             states = client_as("stepfunctions", server.url, admin)
             if removed is None:
