@@ -172,9 +172,12 @@ def test_tgi_engine_answers_its_protocol(store: EndpointStore, clusters: LocalCl
     assert (info["model_id"], info["model_sha"]) == (MODEL, REVISION)
 
 
-@pytest.mark.skipif(
+NEEDS_NGINX = pytest.mark.skipif(
     nginx_path() is None, reason="nginx is not installed (apt-get install -y nginx; .ci/run does this in CI)"
 )
+
+
+@NEEDS_NGINX
 def test_a_route_change_reloads_nginx_in_place_and_leaves_the_proxy_deployment_alone(
     store: EndpointStore, clusters: LocalClusters
 ) -> None:
@@ -197,6 +200,7 @@ def test_a_route_change_reloads_nginx_in_place_and_leaves_the_proxy_deployment_a
     assert after is not None and after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
+@NEEDS_NGINX
 def test_nginx_adapts_its_configuration_again_only_when_the_config_map_changes(
     store: EndpointStore, clusters: LocalClusters, monkeypatch: pytest.MonkeyPatch
 ) -> None:
