@@ -188,7 +188,10 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
     made = current.create_client(
         service,
         region_name=region or home_region(),
-        endpoint_url=url,
+        # Only an explicit URL is passed: botocore itself reads `AWS_ENDPOINT_URL_<SERVICE>` and then
+        # `AWS_ENDPOINT_URL` ("Service-specific endpoints", AWS SDKs and Tools Reference Guide), so a
+        # service-specific variable (the local stack's EKS stand-in) wins over the general one.
+        endpoint_url=endpoint_url,
         config=_SETTINGS.config,
         aws_access_key_id=LOCAL_CREDENTIALS["aws_access_key_id"] if local else None,
         aws_secret_access_key=LOCAL_CREDENTIALS["aws_secret_access_key"] if local else None,

@@ -1,6 +1,7 @@
 """The embedded stack for one machine: a local AWS endpoint and the walk-through that uses it.
 
-Five wings: `processes` (stopping a child, the listen backlog and the garbage-collector setting of
+Six wings: `assembly` (the synthesized app as the local stack runs it: a cloud assembly's functions
+from their assets, their mappings and roles, EKS's and API Gateway's parts), `processes` (stopping a child, the listen backlog and the garbage-collector setting of
 the stand-in servers, the state directory's lock and record of started processes), `moto` (the
 moto server and its patches), `llama` (the CPU engine and its build), `standin` (the Kubernetes API
 server stand-in) and `region` (one Region's runtime: its cluster, engines, autoscaler, Service

@@ -20,9 +20,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from gco import aws
 from gco.reconcile.access import RECONCILER_GRANT, Grant
 from gco.reconcile.errors import ClusterAuthError, ClusterConfigError
+from gco.reconcile.kube_tokens import TOKEN_PREFIX
 from gco.reconcile.kubeapi import KubeCluster, RetryPolicy
 
-TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a format prefix, not a secret
 CLUSTER_HEADER = "x-k8s-aws-id"
 PRESIGN_SECONDS = 60
 TOKEN_LIFETIME = 10 * 60.0

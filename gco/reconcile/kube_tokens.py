@@ -11,3 +11,7 @@ LOCAL_TOKEN = "gco-local-token"  # noqa: S105 - the loopback stand-in's fixed to
 # The token the matrix reads the stand-ins with: the GPU runner's identity and read-only grant, as
 # its access entry and RBAC give it in a Regional cluster.
 RUNNER_TOKEN = "gco-local-runner-token"  # noqa: S105 - a loopback stand-in's fixed token
+# What an EKS token starts with (`aws eks get-token`; minted by `gco.reconcile.eks`, checked by the
+# stand-in API server's IAM authenticator, `gco.local.assembly.eks`): here so that neither side of the
+# stand-in imports the other, nor botocore.
+TOKEN_PREFIX = "k8s-aws-v1."  # noqa: S105 - a format prefix, not a secret

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gco.local.assembly.reader import StackArtifact
+from gco.local.assembly.resolve import ACCOUNT
 from gco.local.assembly.template import LambdaFunction
 from gco.local.errors import AssemblyError
 
@@ -101,6 +102,17 @@ def for_moto(document: Mapping[str, Any]) -> dict[str, Any]:
         }
         kept.append({**item, "Resource": "*"})
     return {"Version": "2012-10-17", "Statement": kept}
+
+
+def role_arns(stack: StackArtifact) -> dict[tuple[str, str], str]:
+    """`Fn::GetAtt [role, Arn]` of every role of the stack, as `make_role` names it in moto (for the
+    resolver: access entries, trust policies and environments name roles by their ARN)."""
+    found = {}
+    for logical_id, resource in stack.resources(ROLE_TYPE).items():
+        name = resource.get("Properties", {}).get("RoleName")
+        name = name if isinstance(name, str) else logical_id
+        found[(logical_id, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
+    return found
 
 
 def make_role(iam: Any, stack: StackArtifact, function: LambdaFunction) -> str:

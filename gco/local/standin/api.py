@@ -92,6 +92,7 @@ from gco.local.standin.server import Identity
 from gco.local.standin.status import Attributes
 from gco.local.standin.store import Key, ObjectStore, ReplicaSource
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT, Grant
+from gco.reconcile.kube_tokens import TOKEN_PREFIX as EKS_TOKEN_PREFIX
 from gco.reconcile.objects import ENDPOINT_LABEL, NAMESPACE, NETWORK_POLICY, Kind
 
 PodServer = Callable[[int, str], tuple[int, str]]  # (port, path) -> (status, body) of a pod
@@ -116,6 +117,8 @@ class StandInKubeAPI:
         crds: the custom-resource kinds installed (default: KEDA's ScaledObject).
         clock: monotonic seconds, injectable for tests.
         fault_sleep: how long a timeout fault holds the connection (longer than the client's timeout).
+        authenticator: who an EKS token (`k8s-aws-v1.`) is, as EKS's authenticator and access entries
+            say (`gco.local.assembly.eks.IamTokens`); None: such tokens are judged as any other.
     """
 
     def __init__(
@@ -131,8 +134,10 @@ class StandInKubeAPI:
         crds: frozenset[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         fault_sleep: float = 1.0,
+        authenticator: Callable[[str], Identity | None] | None = None,
     ) -> None:
         self.token = token
+        self.authenticator = authenticator
         self.user = user
         self.grant = grant
         self.identities = dict(identities or {})
@@ -198,6 +203,8 @@ class StandInKubeAPI:
             return None
         if token in self.identities:
             return self.identities[token]
+        if self.authenticator is not None and token.startswith(EKS_TOKEN_PREFIX):
+            return self.authenticator(token)
         if self.token is None or token == self.token:
             return Identity(self.user, self.grant)
         return None

@@ -10,8 +10,9 @@ import pytest
 
 from gco import aws
 from gco.local.moto.motoserver import MotoServer
-from gco.reconcile.eks import TOKEN_PREFIX, TokenCache, connect_eks, describe_cluster, eks_token
+from gco.reconcile.eks import TokenCache, connect_eks, describe_cluster, eks_token
 from gco.reconcile.errors import ClusterConfigError
+from gco.reconcile.kube_tokens import TOKEN_PREFIX
 
 PEM = (
     "-----BEGIN CERTIFICATE-----\n"
