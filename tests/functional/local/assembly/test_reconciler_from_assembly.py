@@ -7,7 +7,8 @@ function finds its cluster with `eks:DescribeCluster` (a stand-in answering with
 server's URL) and authenticates with an EKS token, a presigned STS GetCallerIdentity that the stand-in
 API server verifies against the moto server and maps through the access entries to the reconciler's
 grant (gco.local.assembly.eks). A table write reaches the function through the mapping and ends as
-objects in the cluster and the Region's status in the record; with `dynamodb:UpdateItem` taken out of
+objects in the cluster and the Region's status in the record, and its delete ends with the objects
+gone and the record purged; with `dynamodb:UpdateItem` taken out of
 the role's policy, the status write fails with AccessDenied naming it.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 import botocore.session
 import pytest
 
-from gco.endpoints import EndpointStore, init_table
+from gco.endpoints import EndpointStore, init_table, operations
 from gco.local.assembly import CloudAssembly, functions, mappings
 from gco.local.assembly.eks import DescribeClusterStandIn, IamTokens, access_entries, moto_sessions
 from gco.local.assembly.iam import assume, make_role, role_arns
@@ -133,14 +134,21 @@ def test_a_table_write_is_reconciled_by_the_deployed_function_under_its_role(
                 store = EndpointStore(client_as("dynamodb", server.url, operator), table)
                 store.create("llama", {"image": IMAGE}, [HOME])
                 poller.poll_once()
-        record = store.get("llama")
-        assert record is not None
-        logged = log.read_text()
+                record = store.get("llama")
+                assert record is not None
+                logged = log.read_text()
+                if removed is None:
+                    deployed = api.store.get(DEPLOYMENT, NAMESPACE, "llama")
+                    # deleted: the function removes the objects, acknowledges, and the record is purged
+                    operations.delete(store, "llama", expected_lifecycle_id=record.lifecycle_id)
+                    for _ in range(10):
+                        if store.get("llama") is None:
+                            break
+                        poller.poll_once()
+                    assert store.get("llama") is None, log.read_text()[-2000:]
+                    assert api.store.get(DEPLOYMENT, NAMESPACE, "llama") is None
         if removed is None:
-            assert api.store.get(DEPLOYMENT, NAMESPACE, "llama") is not None, (
-                tokens.refusals,
-                logged[-2000:],
-            )
+            assert deployed is not None, (tokens.refusals, logged[-2000:])
             assert record.region_status[HOME].state in ("creating", "running"), logged[-3000:]
             assert tokens.refusals == []
         else:
