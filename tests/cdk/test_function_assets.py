@@ -5,9 +5,11 @@ Read from the cloud assembly as the local stack reads it (gco.local.assembly), n
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from gco.local.assembly import CloudAssembly, functions
+from gco.deployment.event_filter import check_filters
+from gco.local.assembly import CloudAssembly, functions, mappings
 from stacks.bundling import BUNDLES
 from tests.cdk.synth_cache import Synthesized
 
@@ -45,3 +47,15 @@ def test_the_regional_and_rollout_bundles_are_two_assets(synthesized: Synthesize
     assert set(codes) == {bundle.name for bundle in BUNDLES}
     regional, rollout = (codes[bundle.name] for bundle in BUNDLES)
     assert not regional & rollout
+
+
+def test_every_stream_mapping_s_filters_follow_lambda_s_rules(synthesized: Synthesized) -> None:
+    """A filter Lambda would never match (a matcher on a map) fails here even where a construct built
+    it without `stacks.constructs.stream_filter`."""
+    assembly = CloudAssembly.open(Path(synthesized.assembly.directory))
+    filtered = 0
+    for stack in assembly.stacks.values():
+        for mapping in mappings(stack).values():
+            check_filters(json.dumps(pattern) for pattern in mapping.filters)
+            filtered += bool(mapping.filters)
+    assert filtered >= 1  # the rollout starter's
