@@ -6,14 +6,23 @@ folder, its handler, environment, timeout and concurrency are its template's (do
 """
 
 from gco.local.assembly.reader import AssetManifest, CloudAssembly, StackArtifact
-from gco.local.assembly.template import EventSourceMapping, LambdaFunction, functions, mappings
+from gco.local.assembly.template import (
+    EventSourceMapping,
+    LambdaFunction,
+    ScheduledRule,
+    functions,
+    mappings,
+    schedules,
+)
 
 __all__ = [
     "AssetManifest",
     "CloudAssembly",
     "EventSourceMapping",
     "LambdaFunction",
+    "ScheduledRule",
     "StackArtifact",
     "functions",
     "mappings",
+    "schedules",
 ]

@@ -6,6 +6,8 @@ AWS::Lambda::EventSourceMapping in the CloudFormation User Guide's resource refe
 service's defaults where a property is absent: a timeout of 3 s and 128 MB (Lambda's
 CreateFunction), a batch size of 100 for DynamoDB and Kinesis, no batching window, a
 parallelization factor of 1 and retries until the record expires (-1) (CreateEventSourceMapping).
+Scheduled EventBridge rules (`AWS::Events::Rule` with a `ScheduleExpression`) give the functions
+invoked on a schedule, with the event EventBridge sends them (`scheduled_event`).
 Values that are still CloudFormation expressions (`Ref`, `Fn::GetAtt`, `Fn::Join`) are kept as they
 are: the local stack resolves them against what it created.
 """
@@ -13,6 +15,9 @@ are: the local stack resolves them against what it created.
 from __future__ import annotations
 
 import json
+import re
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,3 +181,72 @@ def mappings(stack: StackArtifact) -> dict[str, EventSourceMapping]:
             enabled=bool(props.get("Enabled", True)),
         )
     return found
+
+
+RULE_TYPE = "AWS::Events::Rule"
+_RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
+_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+@dataclass(frozen=True)
+class ScheduledRule:
+    """An EventBridge rule on a schedule: its name, how often (seconds; None for a cron expression,
+    not modelled), the functions it targets (logical ids) and each target's retry attempts."""
+
+    logical_id: str
+    name: str
+    expression: str
+    every_s: int | None
+    targets: tuple[str, ...]
+    retry_attempts: int = 185  # EventBridge's default (MaximumRetryAttempts)
+
+
+def every_seconds(expression: str) -> int | None:
+    """The period of a `rate(N unit)` schedule expression (EventBridge's "Schedule expressions for
+    rules"); None for `cron(...)`."""
+    match = _RATE.match(expression.strip())
+    if match is None:
+        return None
+    return int(match.group(1)) * _UNIT_S[match.group(2).rstrip("s")]
+
+
+def schedules(stack: StackArtifact) -> dict[str, ScheduledRule]:
+    """The stack's scheduled rules that target its functions, by logical id."""
+    found: dict[str, ScheduledRule] = {}
+    for logical_id, resource in stack.resources(RULE_TYPE).items():
+        props = resource.get("Properties", {})
+        expression = props.get("ScheduleExpression")
+        if not isinstance(expression, str):
+            continue  # an event pattern's rule, not a schedule
+        targets = []
+        attempts = ScheduledRule.retry_attempts
+        for target in props.get("Targets", []):
+            arn = target.get("Arn")
+            if isinstance(arn, Mapping) and isinstance(arn.get("Fn::GetAtt"), list):
+                targets.append(str(arn["Fn::GetAtt"][0]))
+                attempts = int(target.get("RetryPolicy", {}).get("MaximumRetryAttempts", attempts))
+        found[logical_id] = ScheduledRule(
+            logical_id=logical_id,
+            name=str(props.get("Name", logical_id)),
+            expression=expression,
+            every_s=every_seconds(expression),
+            targets=tuple(targets),
+            retry_attempts=attempts,
+        )
+    return found
+
+
+def scheduled_event(rule: ScheduledRule, region: str, account: str, time: str) -> dict[str, Any]:
+    """The event EventBridge sends a target of a scheduled rule ("Scheduled Event", source
+    `aws.events`, the rule's ARN in `resources`)."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account,
+        "time": time,
+        "region": region,
+        "resources": [f"arn:aws:events:{region}:{account}:rule/{rule.name}"],
+        "detail": {},
+    }

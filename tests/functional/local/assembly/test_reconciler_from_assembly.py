@@ -22,16 +22,19 @@ import botocore.session
 import pytest
 
 from gco.endpoints import EndpointStore, init_table, operations
-from gco.local.assembly import CloudAssembly, functions, mappings
+from gco.local.assembly import CloudAssembly, functions, mappings, schedules
 from gco.local.assembly.eks import DescribeClusterStandIn, IamTokens, access_entries, moto_sessions
-from gco.local.assembly.iam import assume, make_role, role_arns
+from gco.local.assembly.iam import assume, make_role, role_arns, role_id
 from gco.local.assembly.invoke import AssetFunction, FunctionRuntime, credentials_environment
-from gco.local.assembly.resolve import Resolver
+from gco.local.assembly.reader import StackArtifact
+from gco.local.assembly.resolve import ACCOUNT, Resolver
+from gco.local.assembly.template import scheduled_event
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.poller import StreamPoller
 from gco.local.standin import StandInKubeAPI
 from gco.processes.cpython import find_cpython
 from gco.reconcile.access import RECONCILER_GRANT
+from gco.reconcile.heartbeat import Heartbeat, SsmParameters, read_heartbeat
 from gco.reconcile.objects import DEPLOYMENT
 from tests.cdk.synth_cache import HOME, synthesize_deployed
 from tests.conftest import SYNTH_GROUP
@@ -73,6 +76,35 @@ def without_action(iam: Any, role: str, action: str) -> None:
         )
 
 
+def sweep_from_its_schedule(
+    reader: dict[str, str],
+    stack: StackArtifact,
+    endpoints: dict[str, str],
+    credentials: dict[str, str],
+    runtime: FunctionRuntime,
+    log: Path,
+) -> Heartbeat | None:
+    """Invoke the function the stack's schedule targets with EventBridge's scheduled event, from its
+    asset, with its template's environment and as its role; the heartbeat it wrote to its Region's SSM."""
+    (rule,) = schedules(stack).values()
+    assert rule.every_s == 300 and rule.retry_attempts == 2
+    sweep = functions(stack)[rule.targets[0]]
+    assert sweep.handler == "sweep.handler" and sweep.reserved_concurrency == 1  # one sweep at a time
+    environment = {
+        k: str(v) for k, v in Resolver(region=HOME, stack=stack.name).resolve(sweep.environment).items()
+    }
+    variables = {**environment, **credentials, **endpoints}
+    event = scheduled_event(rule, HOME, ACCOUNT, "2026-12-07T00:00:00Z")
+    with (
+        log.open("w") as written,
+        AssetFunction(sweep, runtime, environment=variables, region=HOME, log=written) as running,
+    ):
+        running.invoke(event)
+    # read as the operator: the sweep's role may write its heartbeat, not read it (least privilege)
+    ssm = client_as("ssm", endpoints["AWS_ENDPOINT_URL"], reader)
+    return read_heartbeat(SsmParameters(ssm), environment["INFERENCE_ENDPOINTS_TABLE_NAME"], HOME)
+
+
 @pytest.mark.parametrize("removed", [None, "dynamodb:UpdateItem"])
 def test_a_table_write_is_reconciled_by_the_deployed_function_under_its_role(
     removed: str | None, tmp_path: Path
@@ -101,6 +133,12 @@ def test_a_table_write_is_reconciled_by_the_deployed_function_under_its_role(
         if removed is not None:
             without_action(iam, role_arn.rsplit("/", 1)[1], removed)
         role = assume(client_as("sts", server.url, bootstrap), role_arn, "gco-reconciler")
+        (rule,) = schedules(stack).values()
+        sweep = functions(stack)[rule.targets[0]]
+        sweep_role = role
+        if role_id(sweep) != role_id(function):
+            sweep_arn = make_role(iam, stack, sweep)
+            sweep_role = assume(client_as("sts", server.url, bootstrap), sweep_arn, "gco-sweep")
         server.enforce_iam()
 
         entries = access_entries(stack, Resolver(region=HOME, stack=STACK, attributes=role_arns(stack)))
@@ -139,6 +177,12 @@ def test_a_table_write_is_reconciled_by_the_deployed_function_under_its_role(
                 logged = log.read_text()
                 if removed is None:
                     deployed = api.store.get(DEPLOYMENT, NAMESPACE, "llama")
+                    endpoints = {"AWS_ENDPOINT_URL": server.url, "AWS_ENDPOINT_URL_EKS": eks.url}
+                    log_of_sweep = tmp_path / "sweep.log"
+                    beat = sweep_from_its_schedule(
+                        operator, stack, endpoints, sweep_role, runtime, log_of_sweep
+                    )
+                    assert beat is not None and beat.every_s == int(environment["GCO_SWEEP_SECONDS"])
                     # deleted: the function removes the objects, acknowledges, and the record is purged
                     operations.delete(store, "llama", expected_lifecycle_id=record.lifecycle_id)
                     for _ in range(10):
