@@ -17,9 +17,9 @@ import pytest
 from aws_cdk import aws_lambda as lambda_
 
 import stacks.bundling as bundling_module
+from gco.processes.cpython import BUNDLE_PYTHON_ENV
 from stacks.bundling import (
     ARCHITECTURE,
-    BUNDLE_PYTHON_ENV,
     BUNDLES,
     LAMBDA_REQUIREMENTS,
     LOCK,
