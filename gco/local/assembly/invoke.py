@@ -63,10 +63,10 @@ class FunctionRuntime:
         Raises:
             AssemblyError: the runtime is not CPython, or this machine has no such Python.
         """
-        version = runtime.removeprefix("python")
-        if not runtime.startswith("python") or find_cpython(version) is None:
+        interpreter = find_cpython(runtime.removeprefix("python")) if runtime.startswith("python") else None
+        if interpreter is None:
             raise AssemblyError(f"no Python for the Lambda runtime {runtime!r} here (its wheels need it)")
-        return cls(str(find_cpython(version)), packages)
+        return cls(interpreter, packages)
 
 
 class _Environment:
