@@ -12,7 +12,8 @@
     ├── PolicyDeniedError          no NetworkPolicy admits a connection to a Service's engines (`services.py`)
     ├── RequestBodyError           a request to the local moto server whose body is not as its headers say
     ├── AssemblyError              a cloud assembly gco cannot read (no manifest; a stack or asset missing)
-    └── FunctionInvokeError        a function run from its asset failed: its error, a timeout, a crash
+    ├── FunctionInvokeError        a function run from its asset failed: its error, a timeout, a crash
+    └── StateError                 a state of a local Step Functions execution failed (`assembly/states.py`)
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -80,3 +81,13 @@ class FunctionInvokeError(LocalError):
     def __init__(self, error_type: str, message: str) -> None:
         self.error_type = error_type
         super().__init__(f"{error_type}: {message}")
+
+
+class StateError(LocalError):
+    """A state's error in a local Step Functions execution, as Step Functions names it (`error`,
+    `States.Runtime` or a function's error type) with its `cause`; a Catch or Retry matches the name."""
+
+    def __init__(self, error: str, cause: str) -> None:
+        super().__init__(f"{error}: {cause}")
+        self.error = error
+        self.cause = cause

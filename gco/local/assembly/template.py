@@ -250,3 +250,31 @@ def scheduled_event(rule: ScheduledRule, region: str, account: str, time: str) -
         "resources": [f"arn:aws:events:{region}:{account}:rule/{rule.name}"],
         "detail": {},
     }
+
+
+STATE_MACHINE_TYPE = "AWS::StepFunctions::StateMachine"
+
+
+def function_arns(stack: StackArtifact, account: str) -> dict[tuple[str, str], str]:
+    """`Fn::GetAtt [function, Arn]` of every named function of the stack (for the resolver: a state
+    machine's definition and a rule's targets name functions by their ARN).
+
+    Raises:
+        AssemblyError: a function's code is neither inline nor a file asset of the assembly.
+    """
+    found = {}
+    for logical_id, function in functions(stack).items():
+        name = function.name if isinstance(function.name, str) else logical_id
+        found[(logical_id, "Arn")] = f"arn:aws:lambda:{stack.region}:{account}:function:{name}"
+    return found
+
+
+def state_machines(stack: StackArtifact) -> dict[str, Any]:
+    """The stack's state machines' definitions by `StateMachineName` (the `DefinitionString` as the
+    template writes it, tokens unresolved)."""
+    found: dict[str, Any] = {}
+    for logical_id, resource in stack.resources(STATE_MACHINE_TYPE).items():
+        props = resource.get("Properties", {})
+        name = props.get("StateMachineName")
+        found[name if isinstance(name, str) else logical_id] = props.get("DefinitionString")
+    return found
