@@ -29,6 +29,9 @@ With `filters` (the mapping's `FilterCriteria` patterns), a record that matches 
 Lambda drops it: never delivered, and the checkpoint moves past it (`gco.deployment.event_filter`
 holds Lambda's filter rules; the local stack reads the patterns from the synthesized mapping).
 
+A discarded record is kept in `dead_letters` and, with `on_failure` (the mapping's destination),
+described to it as Lambda describes it (`discarded.py`).
+
 What it does not model: Lambda's batching window and payload limit (6 MB), bisecting a failed
 batch, and a record's maximum age.
 """
@@ -49,6 +52,7 @@ from datetime import datetime
 from typing import Any
 
 from gco.deployment.event_filter import passes
+from gco.local.region.discarded import failure_record
 
 log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -201,6 +205,8 @@ class StreamPoller:
         parallelization: int = 1,
         max_retries: int = 3,
         filters: Sequence[Mapping[str, Any]] = (),
+        on_failure: Callable[[dict[str, Any]], None] | None = None,
+        function_arn: str = "",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
@@ -216,6 +222,9 @@ class StreamPoller:
         self.parallelization = max(1, min(MAX_PARALLELIZATION, parallelization))
         self.max_retries = max_retries
         self.filters = tuple(filters)
+        # The mapping's on-failure destination (`discarded.sqs_destination`): told of each discarded record.
+        self.on_failure = on_failure
+        self.function_arn = function_arn
         self.filtered = 0  # records the filters dropped
         self.checkpoints: dict[str, str | None] = {}
         self.dead_letters: list[dict[str, Any]] = []
@@ -397,10 +406,30 @@ class StreamPoller:
             if self._failures[seq] >= self.max_retries:
                 log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
                 self.dead_letters.append(retry[0])
+                self._discard(shard_id, retry[0], self._failures[seq])
                 state.settled.add(seq)
                 retry = retry[1:]
             state.queues[flight.lane].extendleft(reversed(retry))
         self._advance(shard_id, state)
+
+    def _discard(self, shard_id: str, record: dict[str, Any], attempts: int) -> None:
+        """Tell the on-failure destination of a discarded record, as Lambda does (`discarded.py`); a
+        destination that fails is logged, and the record is discarded all the same."""
+        if self.on_failure is None:
+            return
+        document = failure_record(
+            [record],
+            shard_id=shard_id,
+            stream_arn=self.stream_arn,
+            function_arn=self.function_arn,
+            attempts=attempts,
+        )
+        try:
+            self.on_failure(document)
+        except Exception:
+            log.exception(
+                "the on-failure destination refused the record of %s", document["DDBStreamBatchInfo"]
+            )
 
     def _advance(self, shard_id: str, state: _ShardState) -> None:
         """The checkpoint past every settled record before the first one not yet settled."""

@@ -15,6 +15,7 @@ from typing import Any
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.local.moto.motoserver import MotoServer
+from gco.local.region.discarded import sqs_destination
 from gco.local.region.poller import SHARD_REFRESH_S, StreamPoller
 from tests.unit.reconcile.records import EAST, IMAGE
 
@@ -166,12 +167,32 @@ def test_a_failure_after_a_held_record_is_retried_then_dead_lettered_and_nothing
 
     client, _ = counted_client(moto)
     arn = store.client.describe_table(TableName=store.table_name)["Table"]["LatestStreamArn"]
-    poller = StreamPoller(client, arn, handler, region=EAST, batch_size=2, parallelization=2, max_retries=3)
+    queue = aws.client("sqs", endpoint_url=moto.url).create_queue(QueueName="gco-dead-letters")["QueueUrl"]
+    destination = sqs_destination(aws.client("sqs", endpoint_url=moto.url), queue)
+    function = "arn:aws:lambda:us-east-1:123456789012:function:gco-reconciler-stream"
+    poller = StreamPoller(
+        client, arn, handler, region=EAST, batch_size=2, parallelization=2, max_retries=3,
+        on_failure=destination, function_arn=function,
+    )  # fmt: skip
     for name in [*full, failing]:
         store.create(name, SPEC, [EAST])
     assert poller.drain() > 0
     assert Counter(delivered) == Counter({full[0]: 1, full[1]: 1, full[2]: 1, failing: 3})
     assert [r["dynamodb"]["Keys"]["endpoint_name"]["S"] for r in poller.dead_letters] == [failing]
+    # the mapping's on-failure queue is told of it as Lambda tells it: the batch's place in the stream
+    (message,) = aws.client("sqs", endpoint_url=moto.url).receive_message(QueueUrl=queue)["Messages"]
+    document = json.loads(message["Body"])
+    info = document["DDBStreamBatchInfo"]
+    sequence = poller.dead_letters[0]["dynamodb"]["SequenceNumber"]
+    assert (info["startSequenceNumber"], info["endSequenceNumber"], info["batchSize"]) == (
+        sequence,
+        sequence,
+        1,
+    )
+    assert info["streamArn"] == arn and info["shardId"].startswith("shardId-")
+    assert document["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert document["requestContext"]["functionArn"] == function
+    assert document["requestContext"]["approximateInvokeCount"] == 3
     store.create("after", SPEC, [EAST])
     assert poller.drain() == 1 and delivered[-1] == "after"
     assert len(poller.dead_letters) == 1
