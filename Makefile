@@ -8,8 +8,10 @@ STAMP := $(VENV)/.installed
 # each pinned with the hashes of its files: `make lock` re-resolves it (tests/unit/test_dev_lock.py
 # checks that it covers pyproject.toml).
 LOCK := requirements/dev.lock
-# What the walk-through needs of it: gco's dependencies and the local stack's (the `local` extra), at
-# the same versions (`make lock` writes both; the test checks that they agree).
+# What the walk-through needs of it: gco's dependencies, the local stack's (the `local` extra) and the
+# CDK app's (the `cdk` extra: the local stack runs the Lambda functions of the app it synthesizes,
+# `python -m stacks.local_synth`), at the same versions (`make lock` writes both; the test checks that
+# they agree).
 DEMO_LOCK := requirements/demo.lock
 DEMO_STAMP := $(VENV)/.installed-demo
 SETUP := pyproject.toml gco/local/llama/setup_env.py gco/local/llama/llama_build.py \
@@ -117,12 +119,13 @@ lambda-lock: $(STAMP)
 
 # Re-resolve requirements/dev.lock from pyproject.toml: the newest versions its ranges allow, with the
 # hashes PyPI serves (pip-compile from pip-tools, itself one of the locked dev tools). Then the demo's
-# lock from a copy of it without --upgrade: pip-compile keeps the pins it finds, drops the rest.
+# lock (the `local` and `cdk` extras) from a copy of it without --upgrade: pip-compile keeps the pins
+# it finds, drops the rest.
 lock: $(STAMP)
 	$(BIN)/pip-compile --quiet --upgrade --extra dev --generate-hashes --strip-extras --unsafe-package gco \
 		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
 	cp $(LOCK) $(DEMO_LOCK)
-	$(BIN)/pip-compile --quiet --extra local --generate-hashes --strip-extras --unsafe-package gco \
+	$(BIN)/pip-compile --quiet --extra local --extra cdk --generate-hashes --strip-extras --unsafe-package gco \
 		--no-emit-index-url --no-emit-find-links --output-file $(DEMO_LOCK) pyproject.toml
 
 clean:

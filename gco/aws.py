@@ -173,6 +173,13 @@ def is_loopback(url: str | None) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+def service_endpoint_variable(current: botocore.session.Session, service: str) -> str:
+    """`AWS_ENDPOINT_URL_<SERVICE>`: the service's id, upper case, spaces as underscores (the AWS SDKs
+    and Tools Reference Guide, "Identifiers for service-specific endpoints")."""
+    service_id = str(current.get_service_data(service)["metadata"]["serviceId"])
+    return f"{ENDPOINT_URL_ENV}_{service_id.upper().replace(' ', '_')}"
+
+
 def client(service: str, *, region: str | None = None, endpoint_url: str | None = None) -> Any:
     """A client for `service` with gco's retry and timeout configuration (what boto3's would be).
 
@@ -184,6 +191,11 @@ def client(service: str, *, region: str | None = None, endpoint_url: str | None 
     """
     url = endpoint_url_from_env(endpoint_url)
     current = session()
+    if endpoint_url is not None and endpoint_url == os.environ.get(ENDPOINT_URL_ENV):
+        # The URL came from the general variable (the CLI's `--endpoint-url` reads it): a service's own
+        # variable wins over it, as the SDKs order them ("Service-specific endpoints").
+        own = os.environ.get(service_endpoint_variable(current, service))
+        endpoint_url, url = (None, own) if own else (endpoint_url, url)
     local = is_loopback(url) and current.get_credentials() is None
     made = current.create_client(
         service,

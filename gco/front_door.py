@@ -46,9 +46,19 @@ PREFIX_ENV = "GCO_PREFIX"
 DEFAULT_PREFIX = "gco"
 
 
+def deployment_prefix(prefix: str | None = None) -> str:
+    """The deployment's name prefix: `prefix`, else GCO_PREFIX, else `gco`."""
+    return prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX
+
+
 def regional_stack_name(region: str, prefix: str | None = None) -> str:
     """`<prefix>-regional-<region>`, as `app.py` names the Regional stacks (prefix from GCO_PREFIX)."""
-    return f"{prefix or os.environ.get(PREFIX_ENV) or DEFAULT_PREFIX}-regional-{region}"
+    return f"{deployment_prefix(prefix)}-regional-{region}"
+
+
+def global_stack_name(prefix: str | None = None) -> str:
+    """`<prefix>-global`, as `app.py` names the global stack (`GcoConfig.name("global")`)."""
+    return f"{deployment_prefix(prefix)}-global"
 
 
 # API Gateway writes a REST API stage's access logs with the CloudWatch Logs role set in the account's

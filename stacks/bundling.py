@@ -33,6 +33,12 @@ running pip and compileall again (`benchmarks/synth.py` prints cold and warm syn
 share spent bundling); a changed input is a new key, so a stale bundle is never reused. The newest
 few bundles are kept.
 
+For the local stack on a machine without the runtime's Python (`stacks/local_synth.py`), the opt-in
+`$GCO_BUNDLE_FOR_THIS_PYTHON=1` installs each lock's versions (`pinned_versions`: no hashes, which are
+those of the runtime's wheels) as wheels for the interpreter running the synth, and compiles the
+bytecode with it: a bundle that runs here, never one to deploy. The option is part of the bundling
+options CDK sees and of the cache key, so neither kind of bundle is ever taken for the other.
+
 Each bundle's unzipped size is measured when it is built and printed on the synth's stderr
 (`gco bundling: regional: 41.2 MiB unzipped, ...`); one over 200 MiB fails the synth naming its largest
 packages (`stacks/bundle_size.py`). The two bundles are two assets: CDK keeps one bundling result per
@@ -50,8 +56,10 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +140,10 @@ TASK_ROOT = "/var/task"
 BUNDLE_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
 # The bundling options naming a bundle (`lambda_code`): never set in a function's environment.
 BUNDLE_NAME_ENV, BUNDLE_WHEELS_ENV = "GCO_BUNDLE", "GCO_BUNDLE_WHEELS"
+# Opt-in (`1`): every bundle's wheels and bytecode for the interpreter running the synth instead of
+# the runtime's (the local stack where this machine has no Python of the runtime: stacks/local_synth.py).
+# Read by `lambda_code`; also the bundling option naming that interpreter's tag.
+BUNDLE_FOR_THIS_PYTHON_ENV = "GCO_BUNDLE_FOR_THIS_PYTHON"
 
 
 def python_version(runtime: lambda_.Runtime) -> str:
@@ -209,6 +221,26 @@ def resolve_lock(
     return "\n".join(lines) + "\n"
 
 
+def this_python_install_command(target: Path, pins: Path) -> list[str]:
+    """`pip install` of exactly the `pins` (a lock's `pinned_versions`) as this interpreter's binary
+    wheels: the lock's hashes are those of the runtime's wheels, so none can be checked."""
+    return [
+        *(*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target)),
+        *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
+    ]
+
+
+def for_this_python(environ: Mapping[str, str]) -> bool:
+    """Whether the bundles are built for this interpreter (`BUNDLE_FOR_THIS_PYTHON_ENV` is `1`)."""
+    return environ.get(BUNDLE_FOR_THIS_PYTHON_ENV, "").strip() == "1"
+
+
+def this_python_tag() -> str:
+    """This interpreter's bytecode and wheel tag and machine ("cpython-311 linux-x86_64"): what a
+    bundle built for it depends on."""
+    return f"{sys.implementation.cache_tag} {sysconfig.get_platform()}"
+
+
 def pinned_versions(lock: Path) -> str:
     """The `name==version` lines of a lock, without their hashes."""
     lines = lock.read_text().splitlines()
@@ -222,7 +254,8 @@ def _canonical(name: str) -> str:
 @jsii.implements(ILocalBundling)
 class LocalPythonBundling:
     """Copy `bundle`'s handlers and the code they import and (optionally) install its lock's wheels
-    into the asset output directory."""
+    into the asset output directory: the runtime's wheels, or with `this_python` this interpreter's
+    wheels of the same versions, its bytecode too (a bundle for the local stack, never deployed)."""
 
     def __init__(
         self,
@@ -231,11 +264,13 @@ class LocalPythonBundling:
         install_dependencies: bool,
         runtime: lambda_.Runtime = RUNTIME,
         architecture: lambda_.Architecture = ARCHITECTURE,
+        this_python: bool = False,
     ) -> None:
         self.bundle = bundle
         self.install_dependencies = install_dependencies
         self.runtime = runtime
         self.architecture = architecture
+        self.this_python = this_python
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         started = time.perf_counter()
@@ -266,7 +301,7 @@ class LocalPythonBundling:
         if (cached / CACHE_COMPLETE).is_file():
             _link_tree(cached, out)
             return True
-        interpreter = runtime_interpreter(self.runtime)
+        interpreter = sys.executable if self.this_python else runtime_interpreter(self.runtime)
         cached = bundle_cache() / self.cache_key(sources, bytecode=interpreter is not None)
         if (cached / CACHE_COMPLETE).is_file():
             _link_tree(cached, out)
@@ -283,6 +318,8 @@ class LocalPythonBundling:
             self.architecture.name,
             str(self.install_dependencies),
             str(bytecode),
+            # only when set: the key of a bundle for the runtime stays what it was before the option
+            *([f"for {this_python_tag()}"] if self.this_python else []),
         ):
             digest.update(part.encode() + b"\0")
         inputs = [
@@ -302,11 +339,22 @@ class LocalPythonBundling:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / relative, target)
         if self.install_dependencies:
-            command = pip_install_command(out, self.runtime, self.architecture, ROOT / self.bundle.lock)
-            subprocess.run(command, check=True)
+            self._install(out)
             finish_wheels(out)
         if interpreter is not None:
             compile_bundle(out, self.runtime, interpreter)
+
+    def _install(self, out: Path) -> None:
+        """The lock's wheels into `out`: the runtime's, hash-checked; or this interpreter's of the same
+        versions."""
+        lock = ROOT / self.bundle.lock
+        if not self.this_python:
+            subprocess.run(pip_install_command(out, self.runtime, self.architecture, lock), check=True)
+            return
+        with tempfile.TemporaryDirectory(prefix="gco-pins-") as scratch:
+            pins = Path(scratch) / "pins.txt"
+            pins.write_text(pinned_versions(lock), encoding="utf-8")
+            subprocess.run(this_python_install_command(out, pins), check=True)
 
 
 # Seconds each bundling of this process took (benchmarks/synth.py reports their share of a synth).
@@ -425,21 +473,29 @@ def _drop_machine_specific(out: Path) -> None:
 
 
 def lambda_code(*, bundle: Bundle, install_dependencies: bool) -> lambda_.Code:
-    """The asset of `bundle`'s functions: hashed on the output, bundled locally."""
+    """The asset of `bundle`'s functions: hashed on the output, bundled locally (for this interpreter
+    where `BUNDLE_FOR_THIS_PYTHON_ENV` asks for it)."""
+    this_python = for_this_python(os.environ)
     return lambda_.Code.from_asset(
         str(ROOT / "lambdas"),
         asset_hash_type=AssetHashType.OUTPUT,
         bundling=BundlingOptions(
             # Never run (local bundling always succeeds); named so it matches the runtime if it were.
             image=RUNTIME.bundling_image,
-            local=LocalPythonBundling(bundle=bundle, install_dependencies=install_dependencies),
+            local=LocalPythonBundling(
+                bundle=bundle, install_dependencies=install_dependencies, this_python=this_python
+            ),
             command=["false"],
             # CDK keeps one bundling result per source path and bundling options in a synth
             # (AssetStaging's cache, keyed by their JSON), and cannot see inside the local bundler: without
             # an option that differs, the second bundle of `lambdas/` would be the first one again (every
             # Regional function shipping the rollout's handlers). The bundle and whether it installs
-            # wheels are so part of the options.
-            environment={BUNDLE_NAME_ENV: bundle.name, BUNDLE_WHEELS_ENV: str(install_dependencies).lower()},
+            # wheels are so part of the options, and (only when set) the interpreter they are built for.
+            environment={
+                BUNDLE_NAME_ENV: bundle.name,
+                BUNDLE_WHEELS_ENV: str(install_dependencies).lower(),
+                **({BUNDLE_FOR_THIS_PYTHON_ENV: this_python_tag()} if this_python else {}),
+            },
         ),
     )
 

@@ -16,7 +16,7 @@ import click
 
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
 from gco.endpoints.admissions import POLICIES, Policy
-from gco.endpoints.names import endpoint_name
+from gco.endpoints.names import endpoint_name, region_list
 from gco.errors import GcoInputError
 from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from gco.local import stack
@@ -27,6 +27,7 @@ from gco.local.llama.engine_ready import READY_ENV
 from gco.local.processes.statefiles import StackState
 from gco.local.region import faults
 from gco.local.region.engines import ENGINE_KINDS
+from gco.rollout.execution import STATE_MACHINE_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_DIR_HELP = "Where the stack records its processes [default: $XDG_STATE_HOME/gco/local]."
@@ -63,7 +64,12 @@ def engine_option(command: F) -> F:
     show_default=True,
     help="Where the benchmark's evidence and report page are written (its bench/ is replaced).",
 )
-def demo(engine: str, run_dir: Path) -> None:
+@click.option(
+    "--from-source",
+    is_flag=True,
+    help="Reconcile with the source tree's code in this process, not the synthesized app's functions.",
+)
+def demo(engine: str, run_dir: Path, from_source: bool) -> None:
     """Deploy to two Regions, invoke both, canary and promote, scale, stop, start, update, move a
     Region, delete and purge; two rollouts decided by a paired comparison (one promoted, one rolled
     back) with their report pages; then a two-engine benchmark and its report page.
@@ -76,7 +82,11 @@ def demo(engine: str, run_dir: Path) -> None:
         # Set by the Makefile's set-up when it starts the walk while llama.cpp still compiles.
         ready = os.environ.get(READY_ENV)
         walkthrough(
-            click.echo, engine=engine, run_dir=run_dir, engine_ready_file=Path(ready) if ready else None
+            click.echo,
+            engine=engine,
+            run_dir=run_dir,
+            engine_ready_file=Path(ready) if ready else None,
+            from_source=from_source,
         )
     except DemoStepError as error:
         raise click.ClickException(str(error)) from error
@@ -100,20 +110,54 @@ def demo(engine: str, run_dir: Path) -> None:
     help="What deploy, update, canary and regions --add do with an image without passing matrix "
     "evidence in a Region: nothing, warn, or refuse (as cdk.json's validation_policy in AWS).",
 )
+@click.option(
+    "--assembly",
+    type=CheckedPath(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A synthesized app (cdk.out) to run the functions of: every Region's reconciler and sweep, the "
+    "rollout wing and the global address's authorizer from their assets, under their roles, IAM "
+    "enforced (docs/local.md) [default: the app synthesized for --regions, once per source tree].",
+)
+@click.option(
+    "--from-source",
+    is_flag=True,
+    help="Run gco's functions from the source tree in the stack's own processes, not from a synthesized "
+    "app: no synth, but nothing of what deploys is run (docs/local.md).",
+)
 @state_dir_option
 def up(
-    regions: str, home_region: str | None, engine: str, validation_policy: Policy, state_dir: Path | None
+    regions: str,
+    home_region: str | None,
+    engine: str,
+    validation_policy: Policy,
+    assembly: Path | None,
+    from_source: bool,
+    state_dir: Path | None,
 ) -> None:
     """Start the stack in the background; then `eval "$(gco local env)"`.
+
+    It runs the app as synthesized (the functions from their assets, under their roles, IAM enforced):
+    the app is synthesized for --regions on the first up of a source tree and kept (tens of seconds
+    once, milliseconds after); --assembly DIR runs a given one, --from-source none.
 
     \b
     Example:
       gco local up --regions us-east-1,us-west-2 --validation-policy enforce
     """
-    chosen = [region.strip() for region in regions.split(",")]
+    chosen = region_list([region.strip() for region in regions.split(",")], "--regions")
+    if assembly is not None and from_source:
+        raise GcoInputError("--from-source", "runs no synthesized app: give it or --assembly, not both")
     state = stack.up(
-        chosen, state_dir, engine=engine, home_region=home_region, validation_policy=validation_policy
+        chosen,
+        state_dir,
+        engine=engine,
+        home_region=home_region,
+        validation_policy=validation_policy,
+        assembly=assembly,
+        synthesize=assembly is None and not from_source,
     )
+    if state.assembly is not None:
+        click.echo(f"running the app synthesized in {state.assembly}")
     for part in state.parts:
         click.echo(f"started {part.name} (pid {part.pid}) {part.url}")
     click.echo(f'use it: eval "$(gco local env{_dir_flag(state_dir)})"')
@@ -138,13 +182,18 @@ def env(state_dir: Path | None, with_key: bool) -> None:
     for name, value in stack.environment(state).items():
         click.echo(f"export {name}={shlex.quote(value)}")
     if with_key:
-        plaintext = front_process.make_key(state.endpoint_url, state.home_region, state.keys_table)
+        plaintext = front_process.make_key(
+            state.endpoint_url, state.home_region, state.keys_table, credentials=state.credentials
+        )
         for name in (API_KEY_ENV, "OPENAI_API_KEY"):
             click.echo(f"export {name}={shlex.quote(plaintext)}")
     elif state.global_url:
         click.echo(
             f"# a key for {GLOBAL_URL_ENV}: export {API_KEY_ENV}=$(gco keys create NAME --all-endpoints)"
         )
+    if state.rollout_machine:
+        machine = f"{STATE_MACHINE_ENV}={shlex.quote(state.rollout_machine)}"
+        click.echo(f"# rollouts by the state machine: export {machine} (or --via-step-functions)")
 
 
 def _region_of(state: StackState, region: str) -> str:

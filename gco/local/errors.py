@@ -13,7 +13,9 @@
     ├── RequestBodyError           a request to the local moto server whose body is not as its headers say
     ├── AssemblyError              a cloud assembly gco cannot read (no manifest; a stack or asset missing)
     ├── FunctionInvokeError        a function run from its asset failed: its error, a timeout, a crash
-    └── StateError                 a state of a local Step Functions execution failed (`assembly/states.py`)
+    ├── StateError                 a state of a local Step Functions execution failed (`assembly/states.py`)
+    ├── TaskTokenError             a callback on a local Step Functions task token: unknown, or task closed
+    └── ExecutionWaitError         a wait on a local Step Functions execution: unknown, or still running
 
 A bad argument (a Region, a state directory that cannot be written) is a `GcoInputError` (exit 2).
 """
@@ -91,3 +93,19 @@ class StateError(LocalError):
         super().__init__(f"{error}: {cause}")
         self.error = error
         self.cause = cause
+
+
+class TaskTokenError(LocalError):
+    """A callback (success, failure, heartbeat) on a task token of a local Step Functions execution
+    that cannot be taken: `code` is the error the Step Functions API answers with (`TaskDoesNotExist`
+    for a token no task was given, `TaskTimedOut` for one whose task has closed)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class ExecutionWaitError(LocalError):
+    """A wait on an execution of the local Step Functions stand-in (`assembly/stepfunctions.py`) found
+    no execution of that ARN, or the execution was still running when the wait's timeout passed."""

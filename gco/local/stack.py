@@ -55,8 +55,17 @@ from gco.env import (
 )
 from gco.global_access.key_store import DEFAULT_KEYS_TABLE, KEYS_TABLE_ENV, create_keys_table
 from gco.inference.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local.assembly.deployed import (
+    LAMBDA_SERVICE_ENV,
+    RUNTIME_SDK_DIR,
+    make_identities,
+)
+from gco.local.assembly.rollouts import SFN_ENDPOINT_ENV
+from gco.local.assembly.runtime_sdk import runtime_sdk
+from gco.local.assembly.synth import local_assembly
 from gco.local.errors import LocalStackError
 from gco.local.front import process as front_process
+from gco.local.moto.motoserver import enforce_iam
 from gco.local.processes import statefiles, statelock
 from gco.local.processes.listen import free_port
 from gco.local.processes.statefiles import (
@@ -121,12 +130,19 @@ def read_state(state_dir: Path) -> StackState | None:
     return statefiles.read(state_dir / STATE_FILE, StackState)
 
 
-def _spawn(argv: Sequence[str], log: Path) -> tuple[subprocess.Popen[bytes], Started]:
-    """Start `argv` in a session of its own; its start time is read while it is still our unreaped
-    child, so its pid cannot yet name another process."""
+def _spawn(
+    argv: Sequence[str], log: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], Started]:
+    """Start `argv` in a session of its own (with `env`, else this process's environment); its start
+    time is read while it is still our unreaped child, so its pid cannot yet name another process."""
     with log.open("ab") as out:
         process = subprocess.Popen(
-            list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            list(argv),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
         )
     return process, record(process.pid)
 
@@ -156,8 +172,17 @@ def up(
     engine: str = "fake",
     home_region: str | None = None,
     validation_policy: Policy = "off",
+    assembly: Path | None = None,
+    synthesize: bool = False,
 ) -> StackState:
     """Start the stack in the background and record it, holding the state directory's lock.
+
+    With `assembly` (a synthesized app: `gco.local.assembly.synth`), the stack runs the app's functions
+    from their assets (`_deployed`): every Region's stream function and sweep, the global address's
+    authorizer; moto's IAM enforcement is on, the functions sign as their roles, and the stack's own
+    parts and its CLI (`gco local env`) as an operator user allowed everything. With `synthesize`
+    (and no `assembly`), the app is synthesized for the Regions once it holds the lock (`local_assembly`:
+    once per source tree, then kept).
 
     The table (and its stream) lives in `home_region`, by default the first of `regions`: the
     Region `gco local env` exports as the home Region, where every client of the stack looks for it.
@@ -169,15 +194,31 @@ def up(
         StackBusyError: another `up` is starting a stack from this state directory.
         LocalStackError: it already runs from this state directory, or a part did not start.
         InvalidSpecError: a Region is not a valid Region name.
+        AssemblyError: the app cannot be synthesized (its log named), or `assembly` cannot be read.
     """
     state_dir = state_dir or default_state_dir()
     chosen = region_list(regions, "--regions")
     home = region_list([home_region], "--home-region")[0] if home_region else chosen[0]
     with statelock.holding(state_dir):
-        return _start(chosen, home, state_dir, engine, validation_policy)
+        if synthesize and assembly is None:
+            assembly = local_assembly(chosen, home)
+        app = assembly.resolve() if assembly is not None else None  # the parts run from elsewhere
+        return _start(chosen, home, state_dir, engine, validation_policy, app)
 
 
-def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: Policy) -> StackState:
+def _deployed(endpoint_url: str, state_dir: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """For a stack from the assembly, before its parts start: the operator and the Lambda service
+    stand-in made in IAM, the runtime's packages (`runtime_sdk`), then moto's IAM enforcement on.
+    The operator's credentials, and the variables the parts get (both identities)."""
+    operator, service = make_identities(aws.client("iam", endpoint_url=endpoint_url))
+    runtime_sdk(state_dir / RUNTIME_SDK_DIR)
+    enforce_iam(endpoint_url)
+    return operator, {**os.environ, **operator, LAMBDA_SERVICE_ENV: json.dumps(service)}
+
+
+def _start(
+    chosen: list[str], home: str, state_dir: Path, engine: str, policy: Policy, assembly: Path | None
+) -> StackState:
     """`up` once it holds the lock: refuse a running stack, clear a stale one, start every part."""
     current = read_state(state_dir)
     if current is not None:
@@ -213,6 +254,10 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
         if not _until(lambda: moto.poll() is None and _answers(f"{endpoint_url}/moto-api/"), deadline):
             raise LocalStackError(f"the moto server did not answer on {endpoint_url} (see {moto_log})")
         _seed(endpoint_url, home, policy)
+        credentials: dict[str, str] = {}
+        env: dict[str, str] | None = None
+        if assembly is not None:
+            credentials, env = _deployed(endpoint_url, state_dir)
         if nginx_path() is not None:
             self_signed(state_dir / TLS_DIR_NAME)  # made once here: the Regions share it
         nodes = {}
@@ -222,7 +267,8 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
             argv = python_module("gco.local.region.node", "--region", region, "--endpoint-url", endpoint_url)
             argv += ["--table", DEFAULT_TABLE, "--home-region", home, "--state-dir", str(state_dir)]
             argv += ["--engine", engine]
-            process, started = _spawn(argv, log)
+            argv += ["--assembly", str(assembly), "--evidence-bucket", EVIDENCE_BUCKET] if assembly else []
+            process, started = _spawn(argv, log, env)
             nodes[region] = (process, log)
             statelock.record_started(state_dir, started)
             parts.append(
@@ -235,16 +281,8 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
                     log=str(log),
                 )
             )
-        reports: dict[str, NodeReport] = {}
-        for region, (process, log) in nodes.items():
-            path = report_path(state_dir, region)
-            if not _until(lambda p=process, f=path: p.poll() is None and f.exists(), deadline):  # type: ignore[misc]
-                raise LocalStackError(f"Region {region} did not start (see {log})")
-            report = statefiles.read(path, NodeReport)
-            if report is None:
-                raise LocalStackError(f"Region {region} did not report (see {log})")
-            reports[region] = report
-        front = _start_front(state_dir, endpoint_url, home, reports, deadline)
+        reports = _reports(state_dir, nodes, deadline)
+        front = _start_front(state_dir, endpoint_url, home, reports, deadline, assembly, env)
         parts.append(front)
     except BaseException:
         if not stop_groups([part.process for part in parts], STOP_TIMEOUT_S).survivors:
@@ -267,9 +305,34 @@ def _start(chosen: list[str], home: str, state_dir: Path, engine: str, policy: P
         validation_policy=policy,
         registry=str(state_dir / REGISTRY_FILE),
         global_url=front.url,
+        assembly=str(assembly) if assembly is not None else None,
+        credentials=credentials,
+        states_url=next((r.states_url for r in reports.values() if r.states_url), None),
+        rollout_machine=next((r.rollout_machine for r in reports.values() if r.rollout_machine), None),
     )
     statefiles.write(state_dir / STATE_FILE, state)
     return state
+
+
+def _reports(
+    state_dir: Path, nodes: dict[str, tuple[subprocess.Popen[bytes], Path]], deadline: float
+) -> dict[str, NodeReport]:
+    """Each Region's report, once its process wrote it (before `deadline`).
+
+    Raises:
+        LocalStackError: a Region's process ended or did not report in time.
+        StateFileError: a report is not one gco wrote.
+    """
+    reports: dict[str, NodeReport] = {}
+    for region, (process, log) in nodes.items():
+        path = report_path(state_dir, region)
+        if not _until(lambda p=process, f=path: p.poll() is None and f.exists(), deadline):  # type: ignore[misc]
+            raise LocalStackError(f"Region {region} did not start (see {log})")
+        report = statefiles.read(path, NodeReport)
+        if report is None:
+            raise LocalStackError(f"Region {region} did not report (see {log})")
+        reports[region] = report
+    return reports
 
 
 def _seed(endpoint_url: str, home: str, policy: Policy) -> None:
@@ -285,7 +348,13 @@ def _seed(endpoint_url: str, home: str, policy: Policy) -> None:
 
 
 def _start_front(
-    state_dir: Path, endpoint_url: str, home: str, reports: dict[str, NodeReport], deadline: float
+    state_dir: Path,
+    endpoint_url: str,
+    home: str,
+    reports: dict[str, NodeReport],
+    deadline: float,
+    assembly: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Part:
     """Start the global address in front of the Regions' proxies (nearest first: the order given).
 
@@ -302,7 +371,8 @@ def _start_front(
     argv += ["--proxies", json.dumps(proxies), "--state-dir", str(state_dir)]
     bundle = next((r.ca_bundle for r in reports.values() if r.ca_bundle), None)
     argv += ["--ca-bundle", bundle] if bundle else []
-    process, started = _spawn(argv, log)
+    argv += ["--assembly", str(assembly)] if assembly is not None else []
+    process, started = _spawn(argv, log, env)
     statelock.record_started(state_dir, started)
     part = Part(kind="front", pid=process.pid, start_ticks=started.start_ticks, url="", log=str(log))
     if not _until(lambda: process.poll() is None and path.exists(), deadline):
@@ -329,10 +399,13 @@ def _evidence_bucket(s3: Any, region: str) -> None:
 
 def environment(state: StackState) -> dict[str, str]:
     """The variables that point the CLI (and boto3) at the local stack."""
-    env = {
-        ENDPOINT_URL_ENV: state.endpoint_url,
+    local = {
         "AWS_ACCESS_KEY_ID": aws.LOCAL_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": aws.LOCAL_CREDENTIALS["aws_secret_access_key"],
+    }
+    env = {
+        ENDPOINT_URL_ENV: state.endpoint_url,
+        **(state.credentials or local),  # the operator's, where IAM is enforced (a stack from the app)
         DEFAULT_REGION_ENV: state.home_region,
         HOME_REGION_ENV: state.home_region,
         TABLE_ENV: state.table,
@@ -346,6 +419,8 @@ def environment(state: StackState) -> dict[str, str]:
     env[VALIDATION_POLICY_ENV] = state.validation_policy
     if state.registry:
         env[LOCAL_REGISTRY_ENV] = state.registry
+    if state.states_url:  # the rollout state machine's (a stack from the app): `--via-step-functions`
+        env[SFN_ENDPOINT_ENV] = state.states_url
     if state.global_url:
         env[GLOBAL_URL_ENV] = state.global_url
         env[KEYS_TABLE_ENV] = state.keys_table

@@ -1,8 +1,8 @@
 """A CPython of a given X.Y on this machine: the Lambda functions' Python, which the bundling compiles
 their bytecode with (stacks/bundling.py) and the local stack runs their assets on (gco.local.assembly).
 
-Looked for as this interpreter, `$GCO_BUNDLE_PYTHON`, `pythonX.Y` on the PATH, then a pyenv install
-(`$PYENV_ROOT`, default ~/.pyenv), each asked its implementation and version.
+Looked for as this interpreter, `$GCO_BUNDLE_PYTHON`, `pythonX.Y` on the PATH (unless it is a pyenv
+shim), then a pyenv install (`$PYENV_ROOT`, default ~/.pyenv), each asked its implementation and version.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from pathlib import Path
 
 # An interpreter of the functions' Python to use when this one is another.
 BUNDLE_PYTHON_ENV = "GCO_BUNDLE_PYTHON"
+# The X.Y of the Lambda runtime the bundled functions run on (stacks/bundling.py's `RUNTIME`, which
+# gco cannot import: tests/cdk/test_bundling.py holds the two equal).
+FUNCTIONS_PYTHON = "3.13"
 
 
 def this_python() -> str:
@@ -27,9 +30,15 @@ def find_cpython(version: str) -> str | None:
     if sys.implementation.name == "cpython" and this_python() == version:
         return sys.executable
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    on_path = shutil.which(f"python{version}")
+    # A pyenv shim on the PATH starts bash and pyenv (a tenth of a second, to fail where that version
+    # is not selected) only to run one of the installs looked for next; the local stack looks the
+    # functions' Python up on every start (gco.local.assembly.synth), and runs each function with it.
+    if on_path and Path(on_path).parent == pyenv / "shims":
+        on_path = None
     candidates = [
         os.environ.get(BUNDLE_PYTHON_ENV),
-        shutil.which(f"python{version}"),
+        on_path,
         *(
             str(path)
             for path in sorted(pyenv.glob(f"versions/{version}.*/bin/python{version}"), reverse=True)

@@ -8,18 +8,21 @@ from __future__ import annotations
 import importlib.util
 import marshal
 import modulefinder
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import aws_cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
 import stacks.bundling as bundling_module
-from gco.processes.cpython import BUNDLE_PYTHON_ENV
+from gco.processes.cpython import BUNDLE_PYTHON_ENV, FUNCTIONS_PYTHON
 from stacks.bundling import (
     ARCHITECTURE,
+    BUNDLE_FOR_THIS_PYTHON_ENV,
     BUNDLES,
     LAMBDA_REQUIREMENTS,
     LOCK,
@@ -31,10 +34,15 @@ from stacks.bundling import (
     Bundle,
     LocalPythonBundling,
     compile_bundle,
+    for_this_python,
+    lambda_code,
     manylinux_platforms,
+    pinned_versions,
     pip_install_command,
     python_version,
     runtime_interpreter,
+    this_python_install_command,
+    this_python_tag,
 )
 from stacks.handler_imports import handler_modules
 from tests.cdk.conftest import HOME, OTHER, Synthesized
@@ -322,3 +330,81 @@ def test_the_cache_key_changes_with_every_input(tmp_path: Path, monkeypatch: pyt
     (root / "lambdas" / "sweep.py").write_text("# changed\n")
     keys.add(plain.cache_key(sources, bytecode=True))
     assert len(keys) == 5
+
+
+def test_the_functions_python_gco_looks_for_is_the_runtime_s() -> None:
+    """gco cannot import the CDK: the local stack looks for FUNCTIONS_PYTHON, the bundling builds for
+    RUNTIME; the two must be one Python."""
+    assert python_version(RUNTIME) == FUNCTIONS_PYTHON
+
+
+def test_bundles_for_this_python_only_when_asked() -> None:
+    assert for_this_python({BUNDLE_FOR_THIS_PYTHON_ENV: "1"})
+    assert not any(for_this_python(environ) for environ in ({}, {BUNDLE_FOR_THIS_PYTHON_ENV: "0"}))
+
+
+def test_wheels_for_this_python_are_the_lock_s_versions_unhashed(tmp_path: Path) -> None:
+    command = this_python_install_command(tmp_path / "out", tmp_path / "pins.txt")
+    assert command[0] == sys.executable and "--only-binary=:all:" in command and "--no-deps" in command
+    assert not {"--platform", "--python-version", "--implementation", "--require-hashes"} & set(command)
+    pins = pinned_versions(LOCK).splitlines()
+    assert pins and all(re.fullmatch(r"[A-Za-z0-9_.-]+==[^ ]+", line) for line in pins)
+
+
+def test_a_bundle_for_this_python_is_another_cached_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = [Path("lambdas/sweep.py")]
+    for install in (False, True):
+        runtime = LocalPythonBundling(bundle=REGIONAL, install_dependencies=install)
+        here = LocalPythonBundling(bundle=REGIONAL, install_dependencies=install, this_python=True)
+        assert runtime.cache_key(sources, bytecode=True) != here.cache_key(sources, bytecode=True)
+    this_one = here.cache_key(sources, bytecode=True)
+    monkeypatch.setattr(bundling_module, "this_python_tag", lambda: "cpython-399 linux-x86_64")
+    assert here.cache_key(sources, bytecode=True) != this_one  # another Python, another bundle
+
+
+def test_a_bundle_for_this_python_ships_this_python_s_bytecode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GCO_BUNDLE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bundling_module, "runtime_interpreter", lambda _runtime: None)  # not needed
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=False, this_python=True)
+    assert bundling.try_bundle(str(tmp_path / "out"), image=None)  # type: ignore[arg-type]
+    assert list((tmp_path / "out").rglob(f"*.{sys.implementation.cache_tag}.pyc"))
+    assert "no bytecode" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("asked", [False, True])
+def test_the_option_is_part_of_the_bundling_options_cdk_sees(
+    asked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CDK reuses one bundling result per source path and options: each kind of bundle must differ there."""
+    seen: list[dict[str, Any]] = []
+    real = aws_cdk.BundlingOptions
+
+    def recorded(**options: Any) -> Any:
+        seen.append(options)
+        return real(**options)
+
+    monkeypatch.setattr(bundling_module, "BundlingOptions", recorded)
+    if asked:
+        monkeypatch.setenv(BUNDLE_FOR_THIS_PYTHON_ENV, "1")
+    else:
+        monkeypatch.delenv(BUNDLE_FOR_THIS_PYTHON_ENV, raising=False)
+    lambda_code(bundle=REGIONAL, install_dependencies=True)
+    (options,) = seen
+    assert options["local"].this_python is asked
+    tag = options["environment"].get(BUNDLE_FOR_THIS_PYTHON_ENV)
+    assert tag == (this_python_tag() if asked else None)
+
+
+def test_a_pyenv_shim_on_the_path_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shim only runs one of pyenv's installs, which are looked for directly (and its start is slow)."""
+    shims, ran = tmp_path / "pyenv" / "shims", tmp_path / "ran"
+    shims.mkdir(parents=True)
+    (shims / "python3.1").write_text(f"#!/bin/sh\ntouch {ran}\nexit 1\n")
+    (shims / "python3.1").chmod(0o755)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    monkeypatch.setenv("PATH", str(shims))
+    monkeypatch.delenv(BUNDLE_PYTHON_ENV, raising=False)
+    assert runtime_interpreter(OTHER_PYTHON) is None
+    assert not ran.exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -33,6 +34,7 @@ from stacks.bundling import (
     LocalPythonBundling,
     resolve_lock,
 )
+from tests.tools.lambda_runtime import runtime_sdk
 
 # Stated here rather than taken from stacks.bundling, so a wrong mapping there cannot pass.
 MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}[ARCHITECTURE.name]
@@ -224,3 +226,24 @@ def test_a_second_build_is_byte_for_byte_the_same(kind: Bundle, bundle: Path, tm
     first, second = tree(bundle), tree(tmp_path)
     assert first.keys() == second.keys()
     assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_a_bundle_for_this_python_imports_on_it_alone(tmp_path: Path) -> None:
+    """The local stack's bundle where the runtime's Python is missing (BUNDLE_FOR_THIS_PYTHON_ENV): the
+    lock's versions as this interpreter's wheels, its handlers importing with this interpreter, the
+    bundle and the runtime's SDK alone on the path (the compiled pydantic_core is this Python's)."""
+    out = tmp_path / "bundle"
+    bundling = LocalPythonBundling(bundle=REGIONAL, install_dependencies=True, this_python=True)
+    assert bundling.try_bundle(str(out), image=None)  # type: ignore[arg-type]
+    assert {name: dist.version for name, dist in distributions(out).items()} == locked(REGIONAL_LOCK)
+    assert list(out.glob(f"pydantic_core/*.cpython-{sys.version_info.major}{sys.version_info.minor}-*.so"))
+    sdk = runtime_sdk(tmp_path / "runtime")
+    imports = "import sys; sys.path[:0] = sys.argv[1:3]; import reconciler, authorizer, sweep, pydantic_core"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", imports, str(out), str(sdk)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr

@@ -8,12 +8,12 @@ packages from this environment into a folder that stands in for the runtime's si
 
 from __future__ import annotations
 
-import importlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from gco.local.assembly.runtime_sdk import SDK_MODULES
+from gco.local.assembly.runtime_sdk import runtime_sdk as local_runtime_sdk
 from stacks.bundling import (
     ROOT,
     RUNTIME_PROVIDED,
@@ -23,25 +23,12 @@ from stacks.bundling import (
     pinned_versions,
 )
 
-# The import names of the runtime's SDK and its dependencies (stacks.bundling.RUNTIME_PROVIDED).
-SDK_MODULES = {"boto3": "boto3", "botocore": "botocore", "s3transfer": "s3transfer", "urllib3": "urllib3",
-               "python-dateutil": "dateutil", "six": "six"}  # fmt: skip
-# The runtime ships botocore with its own dependency jmespath too; gco's bundles carry their copy (the
-# locks resolve it for Powertools), CDK's own Python functions (the kubectl provider's) rely on the runtime's.
-ALSO_IN_RUNTIME = {"jmespath": "jmespath"}
-
 
 def runtime_sdk(out: Path) -> Path:
-    """A folder standing in for the runtime's own packages (the AWS SDK and its dependencies)."""
+    """A folder standing in for the runtime's own packages (gco.local.assembly.runtime_sdk), checked to
+    hold exactly what the bundles leave to the runtime."""
     assert set(SDK_MODULES) == RUNTIME_PROVIDED
-    out.mkdir(parents=True, exist_ok=True)
-    for name in (*SDK_MODULES.values(), *ALSO_IN_RUNTIME.values()):
-        source = Path(importlib.import_module(name).__file__ or "")
-        if source.name == "__init__.py":
-            shutil.copytree(source.parent, out / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, out / source.name)
-    return out
+    return local_runtime_sdk(out)
 
 
 def bundle_for_this_python(kind: Bundle, out: Path) -> Path:

@@ -2,13 +2,17 @@
 pyproject.toml: every requirement of the project and of its cdk, local and dev extras is pinned to a
 version its range allows, with hashes; nothing is pinned as pyproject's own that pyproject no longer
 asks for; and the lock's header is the command `make lock` runs. requirements/demo.lock, what `make
-demo` installs, is the part of it that the dependencies and the local extra need, at the same pins."""
+demo` installs, is the part of it that the dependencies and the local and cdk extras need (the local
+stack synthesizes the CDK app, `python -m stacks.local_synth`, and runs its functions), at the same
+pins and hashes."""
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import re
 import shlex
+import sys
 import tomllib
 from pathlib import Path
 
@@ -23,6 +27,11 @@ ENTRY = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)")
 # pip-compile's annotations of a package that pyproject.toml asks for itself (`gco`: through the dev
 # extra's `gco[cdk]`).
 DIRECT = {"gco (pyproject.toml)", "gco"}
+# The extras the demo's lock resolves besides the dependencies: the local stack's servers and engine,
+# and the CDK app it synthesizes to run the Lambda functions from (stacks/local_synth.py).
+DEMO_EXTRAS = ("local", "cdk")
+# The project's own top-level packages (not installed from a lock).
+FIRST_PARTY = {"gco", "stacks", "lambdas", "gpu_runner"}
 
 
 def pyproject_requirements(extras: tuple[str, ...] = ("cdk", "local", "dev")) -> list[Requirement]:
@@ -119,16 +128,19 @@ def test_the_header_is_the_command_make_lock_runs() -> None:
         relative = str(lock.relative_to(ROOT))
         assert options(command) - {variable} == options(recorded) - {relative}, lock.name
     assert "--upgrade" in dev and "--upgrade" not in demo  # the demo's keeps the dev lock's pins
+    extras = {option for option in options(demo) if option.startswith("--extra=")}
+    assert extras == {f"--extra={extra}" for extra in DEMO_EXTRAS}
 
 
-def test_the_demo_lock_is_the_dev_lock_for_the_dependencies_and_the_local_extra() -> None:
+def test_the_demo_lock_is_the_dev_lock_for_the_dependencies_and_the_local_and_cdk_extras() -> None:
     dev, demo = locked(), locked(DEMO_LOCK)
     for name, (version, hashes, _) in demo.items():
         assert name in dev and dev[name][:2] == (version, hashes), f"{name}: run make lock"
-    for requirement in pyproject_requirements(("local",)):
+    for requirement in pyproject_requirements(DEMO_EXTRAS):
         name = canonicalize_name(requirement.name)
         assert name in demo, f"{requirement} is not in {DEMO_LOCK.name}: run make lock"
         assert requirement.specifier.contains(demo[name][0], prereleases=True)
+        assert DIRECT & set(demo[name][2]), f"{name}: {demo[name][2]}"
     dev_text, demo_text = LOCK.read_text(), DEMO_LOCK.read_text()
     for name in demo:
         # the same files: every hash of an entry is the dev lock's
@@ -136,8 +148,53 @@ def test_the_demo_lock_is_the_dev_lock_for_the_dependencies_and_the_local_extra(
             rf"^{re.escape(name)}==\S+((?: \\\n\s+--hash=\S+)+)", demo_text, re.MULTILINE | re.I
         )
         assert entry and entry.group(1) in dev_text, name
-    # what the tests and the CDK app need is left out (the point of a lock of its own)
-    assert not {"aws-cdk-lib", "mypy", "pytest", "pip"} & set(demo)
+    # the CDK app and what it stands on are in; what only the tests and the dev tools need is left out
+    # (the point of a lock of its own)
+    assert {"aws-cdk-lib", "constructs", "cdk-nag", "jsii"} <= set(demo)
+    assert not {"mypy", "pytest", "pip", "pip-tools", "ruff", "boto3-stubs"} & set(demo)
+
+
+def test_every_demo_entry_is_there_for_the_project_or_another_entry() -> None:
+    """The demo's lock is closed: each entry is asked for by pyproject.toml (the dependencies and the
+    demo's extras, checked above) or by another entry of the same lock, never by a dev tool."""
+    demo = locked(DEMO_LOCK)
+    for name, (version, _, via) in demo.items():
+        askers = {canonicalize_name(reason.split(" ")[0]) for reason in via if reason not in DIRECT}
+        assert via and askers <= set(demo), f"{name}=={version} is there for {via}: run make lock"
+
+
+def imported_top_level(path: Path) -> set[str]:
+    """The top-level names of every absolute import of `path` that runs (those under `if
+    TYPE_CHECKING:` never do)."""
+    found: set[str] = set()
+    nodes: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"), str(path))]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            nodes.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+        nodes.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_the_demo_lock_pins_what_the_cdk_app_imports() -> None:
+    """`python -m stacks.local_synth` runs in the demo's environment: every package the modules of
+    stacks/ import (beyond the standard library and the project's own) comes from the demo's lock."""
+    demo = set(locked(DEMO_LOCK))
+    providers = importlib.metadata.packages_distributions()
+    modules = set[str]()
+    for path in sorted((ROOT / "stacks").rglob("*.py")):
+        modules |= imported_top_level(path)
+    third_party = modules - FIRST_PARTY - set(sys.stdlib_module_names) - {"__future__"}
+    assert {"aws_cdk", "constructs", "cdk_nag", "jsii"} <= third_party
+    for module in sorted(third_party):
+        distributions = {canonicalize_name(name) for name in providers.get(module, [])}
+        assert distributions, f"stacks/ imports {module}, which no installed distribution provides"
+        assert distributions & demo, f"stacks/ imports {module} ({distributions}): not in {DEMO_LOCK.name}"
 
 
 def test_the_demo_installs_its_own_lock_and_the_tests_the_whole_one() -> None:

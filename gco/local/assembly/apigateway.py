@@ -213,3 +213,86 @@ def _glob(pattern: str, value: str) -> bool:
     """IAM's wildcards: `*` any run of characters, `?` one."""
     regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in str(pattern))
     return re.fullmatch(regex, value) is not None
+
+
+RESPONSE_TYPE = "AWS::ApiGateway::GatewayResponse"
+JSON_TYPE = "application/json"
+# What API Gateway answers for an authorizer's refusal when the API sets no gateway response of the
+# type ("Gateway response types", API Gateway Developer Guide: UNAUTHORIZED 401, ACCESS_DENIED 403,
+# AUTHORIZER_FAILURE and AUTHORIZER_CONFIGURATION_ERROR 500, each `{"message":$context.error.messageString}`).
+DEFAULT_RESPONSES = {
+    401: ("UNAUTHORIZED", '{"message":"Unauthorized"}'),
+    403: ("ACCESS_DENIED", '{"message":"User is not authorized to access this resource"}'),
+    500: ("AUTHORIZER_FAILURE", '{"message":null}'),
+}
+_CONTEXT_VARIABLE = re.compile(r"\$context\.authorizer\.(\w+)|\$context\.requestId")
+
+
+@dataclass(frozen=True)
+class GatewayAnswer:
+    """API Gateway's answer to a refused request: its status and body."""
+
+    status: int
+    body: bytes
+
+
+def gateway_responses(stack: StackArtifact) -> dict[str, tuple[int, str]]:
+    """The stack's gateway responses by type: status and JSON template."""
+    found = {}
+    for resource in stack.resources(RESPONSE_TYPE).values():
+        props = resource.get("Properties", {})
+        template = props.get("ResponseTemplates", {}).get(JSON_TYPE)
+        if isinstance(template, str):
+            found[str(props["ResponseType"])] = (int(props.get("StatusCode", 0)), template)
+    return found
+
+
+def render(template: str, context: Mapping[str, Any], request_id: str) -> bytes:
+    """A response template with `$context.requestId` and `$context.authorizer.<key>` filled in (an
+    absent key is empty, as in API Gateway's mapping templates)."""
+
+    def value(match: re.Match[str]) -> str:
+        return request_id if match.group(1) is None else str(context.get(match.group(1), ""))
+
+    return _CONTEXT_VARIABLE.sub(value, template).encode()
+
+
+class GlobalApiGate:
+    """The global API's way in as API Gateway runs it: its REQUEST authorizer decides each request
+    (`AuthorizerGate`), a refusal is answered with the API's own gateway response of its type.
+
+    Parameters:
+        gate: the authorizer's gate; responses: `gateway_responses` of the API's stack.
+        region, api_id, stage: the method ARNs' parts.
+    """
+
+    def __init__(
+        self,
+        gate: AuthorizerGate,
+        responses: Mapping[str, tuple[int, str]],
+        *,
+        region: str,
+        api_id: str = "local",
+        stage: str = "prod",
+    ) -> None:
+        self.gate = gate
+        self.responses = dict(responses)
+        self.region = region
+        self.api_id = api_id
+        self.stage = stage
+
+    def check(
+        self, method: str, path: str, headers: Mapping[str, str], query: Mapping[str, str]
+    ) -> GatewayAnswer | None:
+        """None when the request may go on; else what API Gateway answers it."""
+        event = request_event(
+            region=self.region, api_id=self.api_id, stage=self.stage, method=method, path=path,
+            headers=headers, query=query,
+        )  # fmt: skip
+        verdict = self.gate.decide(event)
+        if verdict.status == 200:
+            return None
+        kind, fallback = DEFAULT_RESPONSES.get(verdict.status, DEFAULT_RESPONSES[500])
+        status, template = self.responses.get(kind, (verdict.status, fallback))
+        request_id = str(event["requestContext"]["requestId"])
+        return GatewayAnswer(status or verdict.status, render(template, verdict.context, request_id))

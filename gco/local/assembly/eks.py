@@ -21,9 +21,16 @@ entries (`AWS::EKS::AccessEntry`: principal ARN -> Kubernetes groups) to what RB
   assumed role's session, made the role's ARN) is looked up in the access entries, and the entry's
   Kubernetes group names the grant (`gco.reconcile.access`).
 
+A token verified once is not verified again for two minutes (nor past its own expiry): the API
+server keeps a webhook authenticator's answer that long (kube-apiserver's
+`--authentication-token-webhook-cache-ttl`, default 2m0s), so EKS asks its authenticator once per
+token and not once per request; a refusal is not kept. The sessions moto issued are read from its
+state once per access key (a session's secret and token never change).
+
 What they do not model: TLS to the API server (the stand-in serves plain HTTP on loopback; the CA is
 handed over and not used), access policies (`AccessPolicies`: only `KubernetesGroups` entries map to
-a grant), the token's 15-minute cache in EKS, and any other EKS API.
+a grant), the cache of refusals (kube-apiserver's `--authentication-token-webhook-cache-unauthorized-ttl`),
+and any other EKS API.
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ from gco.reconcile.kube_tokens import TOKEN_PREFIX
 
 ACCESS_ENTRY_TYPE = "AWS::EKS::AccessEntry"
 MAX_EXPIRES_S = 15 * 60  # aws-iam-authenticator refuses a presigned URL valid for longer
+WEBHOOK_CACHE_TTL = timedelta(minutes=2)  # kube-apiserver's --authentication-token-webhook-cache-ttl
 _ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/.+$")
 
 
@@ -92,14 +100,24 @@ class Session:
 
 def moto_sessions(moto_url: str) -> Callable[[str], Session | None]:
     """The sessions the moto server issued, by access key id, from its state (`/moto-api/data.json`:
-    STS's assumed roles); the local stand-in for STS's own record of what it signed."""
+    STS's assumed roles); the local stand-in for STS's own record of what it signed. A session found
+    is kept (it never changes); a key not found is looked up again next time."""
+    found: dict[str, Session] = {}
 
     def session(access_key: str) -> Session | None:
+        if access_key in found:
+            return found[access_key]
         with urllib.request.urlopen(f"{moto_url}/moto-api/data.json", timeout=10) as answer:  # noqa: S310 - loopback
             state = json.loads(answer.read())
         for role in state.get("sts", {}).get("AssumedRole", []):
             if role.get("access_key_id") == access_key:
-                return Session(str(role["arn"]), str(role["secret_access_key"]), role.get("session_token"))
+                arn, secret, token = (
+                    str(role["arn"]),
+                    str(role["secret_access_key"]),
+                    role.get("session_token"),
+                )
+                found[access_key] = Session(arn, secret, token)
+                return found[access_key]
         return None
 
     return session
@@ -132,12 +150,29 @@ class IamTokens:
         self.sessions = sessions
         self.clock = clock
         self.refusals: list[str] = []  # why each refused token was refused (never the token)
+        self._verified: dict[str, tuple[Identity, datetime]] = {}  # token -> identity, kept until
+        self._lock = threading.Lock()
 
     def __call__(self, token: str) -> Identity | None:
+        now = self.clock()
+        with self._lock:
+            kept = self._verified.get(token)
+        if kept is not None and now < kept[1]:
+            return kept[0]
         url = self._url(token)
         arn = None if url is None else self._caller(url)
-        if arn is None:
+        if arn is None or url is None:
             return None
+        identity = self._identity(arn)
+        if identity is not None:
+            until = min(now + WEBHOOK_CACHE_TTL, _expiry(url))
+            with self._lock:
+                self._verified = {t: v for t, v in self._verified.items() if now < v[1]}
+                self._verified[token] = (identity, until)
+        return identity
+
+    def _identity(self, arn: str) -> Identity | None:
+        """The grant the access entries give the caller `arn`; None (refused) when none does."""
         role = _role_arn(arn)
         entry = self.entries.get(role)
         grants = [self.grants[group] for group in entry.groups if group in self.grants] if entry else []
@@ -183,6 +218,13 @@ class IamTokens:
             self.refusals.append("signature does not match")
             return None
         return session.arn
+
+
+def _expiry(url: str) -> datetime:
+    """When the presigned URL (checked already by `IamTokens._url`) expires."""
+    query = dict(parse_qsl(urlparse(url).query, keep_blank_values=True))
+    signed_at = datetime.strptime(query["X-Amz-Date"], SIGV4_TIMESTAMP).replace(tzinfo=UTC)
+    return signed_at + timedelta(seconds=int(query["X-Amz-Expires"]))
 
 
 def _signature(url: str, query: Mapping[str, str], session: Session, cluster: str) -> str:

@@ -34,6 +34,7 @@ from gco.local.errors import AssemblyError
 ROLE_TYPE = "AWS::IAM::Role"
 POLICY_TYPES = ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
 SESSION_SECONDS = 3600
+MAX_ROLE_NAME = 64  # IAM's limit on a role's name
 _NOT_EVALUATED = ("Resource", "NotResource", "Condition")  # by moto: see the module's docstring
 
 
@@ -104,29 +105,58 @@ def for_moto(document: Mapping[str, Any]) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": kept}
 
 
+def role_name(stack: StackArtifact, logical_id: str) -> str:
+    """The role's name: its template's `RoleName`, else one made as CloudFormation makes a physical
+    name (`<stack>-<logical id>`, within IAM's 64 characters; CloudFormation appends a random suffix),
+    so the same role of two Regions' stacks gets two names, as in AWS."""
+    name = stack.resources(ROLE_TYPE).get(logical_id, {}).get("Properties", {}).get("RoleName")
+    return name if isinstance(name, str) else f"{stack.name}-{logical_id}"[:MAX_ROLE_NAME]
+
+
 def role_arns(stack: StackArtifact) -> dict[tuple[str, str], str]:
     """`Fn::GetAtt [role, Arn]` of every role of the stack, as `make_role` names it in moto (for the
     resolver: access entries, trust policies and environments name roles by their ARN)."""
-    found = {}
-    for logical_id, resource in stack.resources(ROLE_TYPE).items():
-        name = resource.get("Properties", {}).get("RoleName")
-        name = name if isinstance(name, str) else logical_id
-        found[(logical_id, "Arn")] = f"arn:aws:iam::{ACCOUNT}:role/{name}"
-    return found
+    return {
+        (logical_id, "Arn"): f"arn:aws:iam::{ACCOUNT}:role/{role_name(stack, logical_id)}"
+        for logical_id in stack.resources(ROLE_TYPE)
+    }
 
 
-def make_role(iam: Any, stack: StackArtifact, function: LambdaFunction) -> str:
-    """Create the function's role in moto with every document its template attaches; its ARN.
+def trust_for_moto(document: Mapping[str, Any], services: Mapping[str, str]) -> dict[str, Any]:
+    """The trust policy with each service principal in `services` (e.g. `lambda.amazonaws.com`) also
+    trusted as the IAM user standing in for that service (its ARN): moto evaluates a trust policy's
+    `AWS` principals only, and the service itself cannot sign a request here. A statement that does not
+    trust the service stays as it is, so a role Lambda could not assume cannot be assumed here either."""
+    statements = document.get("Statement", [])
+    kept = []
+    for statement in statements if isinstance(statements, list) else [statements]:
+        principal = dict(statement.get("Principal") or {})
+        named = principal.get("Service", [])
+        stand_ins = [services[s] for s in (named if isinstance(named, list) else [named]) if s in services]
+        if stand_ins:
+            principal["AWS"] = stand_ins
+        kept.append({**statement, "Principal": principal} if principal else dict(statement))
+    return {**document, "Statement": kept}
+
+
+def make_role(
+    iam: Any, stack: StackArtifact, function: LambdaFunction, services: Mapping[str, str] | None = None
+) -> str:
+    """Create the function's role in moto with every document its template attaches (again: the
+    documents replace what a role of that name had), trusting the `services` stand-ins
+    (`trust_for_moto`); its ARN.
 
     Raises:
         AssemblyError: the function's role is not in its stack.
     """
     logical_id = role_id(function)
     properties = stack.resources(ROLE_TYPE)[logical_id].get("Properties", {})
-    name = properties.get("RoleName")
-    name = name if isinstance(name, str) else logical_id
-    trust = properties.get("AssumeRolePolicyDocument", {})
-    arn = str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"])
+    name = role_name(stack, logical_id)
+    trust = json.dumps(trust_for_moto(properties.get("AssumeRolePolicyDocument", {}), services or {}))
+    try:
+        arn = str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)["Role"]["Arn"])
+    except iam.exceptions.EntityAlreadyExistsException:  # a second function of the role, or a restart
+        arn = str(iam.get_role(RoleName=name)["Role"]["Arn"])
     documents, managed = role_documents(stack, logical_id)
     for policy_name, document in documents.items():
         iam.put_role_policy(

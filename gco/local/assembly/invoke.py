@@ -56,6 +56,11 @@ class FunctionRuntime:
     interpreter: str
     packages: Path
 
+    @staticmethod
+    def find(runtime: str) -> str | None:
+        """The CPython of a Lambda runtime name ("python3.13") on this machine, or None."""
+        return find_cpython(runtime.removeprefix("python")) if runtime.startswith("python") else None
+
     @classmethod
     def for_runtime(cls, runtime: str, packages: Path) -> FunctionRuntime:
         """The CPython of a Lambda runtime name ("python3.13") on this machine.
@@ -63,7 +68,7 @@ class FunctionRuntime:
         Raises:
             AssemblyError: the runtime is not CPython, or this machine has no such Python.
         """
-        interpreter = find_cpython(runtime.removeprefix("python")) if runtime.startswith("python") else None
+        interpreter = cls.find(runtime)
         if interpreter is None:
             raise AssemblyError(f"no Python for the Lambda runtime {runtime!r} here (its wheels need it)")
         return cls(interpreter, packages)

@@ -22,6 +22,7 @@ are free, which it checks and prints.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -44,9 +45,20 @@ from gco.endpoints.names import object_name
 from gco.endpoints.observed_state import region_note
 from gco.env import ENDPOINT_URL_ENV, EVIDENCE_BUCKET_ENV, HOME_REGION_ENV
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
+from gco.local.assembly import CloudAssembly
+from gco.local.assembly.deployed import (
+    RUNTIME_SDK_DIR,
+    DeployedApp,
+    function_python,
+    make_identities,
+    signing_as,
+)
+from gco.local.assembly.invoke import FunctionRuntime
+from gco.local.assembly.runtime_sdk import runtime_sdk
+from gco.local.assembly.synth import local_assembly
 from gco.local.demo import demo_bench, demo_global, demo_lifecycle, demo_rollout, run_step
 from gco.local.demo.demo_lifecycle import cluster_summary
-from gco.local.errors import DemoStepError, SetupError
+from gco.local.errors import AssemblyError, DemoStepError, SetupError
 from gco.local.llama import engine_ready
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
@@ -136,24 +148,34 @@ def walkthrough(
     engine: str = "fake",
     run_dir: Path = DEFAULT_RUN_DIR,
     engine_ready_file: Path | None = None,
+    from_source: bool = False,
 ) -> None:
     """Run the walk-through against a fresh local moto server and Regional clusters, then stop all.
+
+    The clusters run the synthesized app (`_deployed_app`: the Regional functions, the rollout wing and
+    the global address's authorizer from their assets, IAM enforced) unless `from_source`.
 
     Parameters:
         engine: the engines behind the endpoints and in the benchmark (`fake` or `llama`).
         run_dir: the benchmark's run directory (emptied first; the report page stays there).
         engine_ready_file: where the set-up that started this walk marks the CPU engine installed
             (`engine_ready`); the walk waits for it after the rollouts. None: installed already.
+        from_source: the reconcilers of the source tree, in this process (no synth).
 
     Raises:
         DemoStepError: a step did not end as it should, or the engine's set-up failed (the message
             names it).
+        AssemblyError: the app cannot be synthesized (the message names the synth's log).
     """
     base = EngineTable.of_kind(engine)
     table = base.model_copy(update={"image_args": {**base.image_args, **demo_rollout.IMAGE_ARGS}})
     bench_dir = run_dir.resolve() / "bench"
     shutil.rmtree(bench_dir, ignore_errors=True)
-    with MotoServer() as server, tempfile.TemporaryDirectory(prefix="gco-demo-") as scratch:
+    with (
+        MotoServer() as server,
+        tempfile.TemporaryDirectory(prefix="gco-demo-") as scratch,
+        contextlib.ExitStack() as signing,
+    ):
         spec_file = Path(scratch) / "demo-spec.yaml"
         spec_file.write_text(DEMO_SPEC, encoding="utf-8")
         env = {
@@ -178,23 +200,23 @@ def walkthrough(
         step("create the endpoint table with its stream", "inference", "init-table")
         aws.client("s3", endpoint_url=server.url).create_bucket(Bucket=EVIDENCE_BUCKET)
         echo(f"# the local evidence bucket: s3://{EVIDENCE_BUCKET}")
+        app = None if from_source else _deployed_app(server, Path(scratch), env, echo)
+        if app is not None and app.credentials is not None:
+            signing.enter_context(signing_as(app.credentials))  # this process's clients too
         store = EndpointStore(aws.client("dynamodb", endpoint_url=server.url), default_table_name())
         clusters = LocalClusters(
-            store, DEMO_REGIONS, endpoint_url=server.url, log_dir=Path(scratch) / "engines", table=table
+            store,
+            DEMO_REGIONS,
+            endpoint_url=server.url,
+            log_dir=Path(scratch) / "engines",
+            table=table,
+            app=app,
+            evidence_bucket=EVIDENCE_BUCKET if app is not None else None,
         )
         env[INVOKE_URLS_ENV] = json.dumps(clusters.invoke_urls(), sort_keys=True)
         if clusters.ca_bundle is not None:
             env[INVOKE_CA_BUNDLE_ENV] = str(clusters.ca_bundle)
-        echo(
-            f"# Regional clusters for {', '.join(DEMO_REGIONS)}: each reconciler reads the table's stream "
-            "and applies to its own stand-in Kubernetes API on loopback, which allows only what the "
-            f"reconciler's RBAC grant allows; each replica runs a {engine} engine process; each Region's "
-            "proxy routes /inference/<name>"
-        )
-        for region, url in clusters.invoke_urls().items():
-            echo(f"  {region} invoke URL: {url}")
-        for line in shared_summary(clusters.reconcilers):
-            echo(line)
+        _describe(echo, clusters, engine)
         ports = _ports(server.url, clusters)
         engine_groups: set[int] = set()
         try:
@@ -212,13 +234,68 @@ def walkthrough(
                     raise
         finally:
             engine_groups.update(pgid for kubelet in clusters.kubelets.values() for pgid in kubelet.pids())
-        refused = sum(len(local.api.forbidden) for local in clusters.reconcilers.regions.values())
-        echo(f"\n# requests the stand-in clusters refused as outside the reconciler's grant: {refused}")
-        if refused:
-            raise DemoStepError(f"{refused} request(s) were outside the reconciler's grant")
+        _none_refused(echo, clusters)
         _bench(step, echo, env, bench_dir, engine)
     _nothing_left(echo, engine_groups, ports)
     echo("\n# done: the clusters, their engines and proxies, and the local server are stopped")
+
+
+def _none_refused(echo: Callable[[str], None], clusters: LocalClusters) -> None:
+    """Say how many requests the stand-in clusters refused as outside the reconciler's grant.
+
+    Raises:
+        DemoStepError: there were some.
+    """
+    refused = sum(len(local.api.forbidden) for local in clusters.reconcilers.regions.values())
+    echo(f"\n# requests the stand-in clusters refused as outside the reconciler's grant: {refused}")
+    if refused:
+        raise DemoStepError(f"{refused} request(s) were outside the reconciler's grant")
+
+
+def _describe(echo: Callable[[str], None], clusters: LocalClusters, engine: str) -> None:
+    echo(
+        f"# Regional clusters for {', '.join(DEMO_REGIONS)}: each reconciler reads the table's stream "
+        "and applies to its own stand-in Kubernetes API on loopback, which allows only what the "
+        f"reconciler's RBAC grant allows; each replica runs a {engine} engine process; each Region's "
+        "proxy routes /inference/<name>"
+    )
+    for region, url in clusters.invoke_urls().items():
+        echo(f"  {region} invoke URL: {url}")
+    for line in shared_summary(clusters.reconcilers):
+        echo(line)
+
+
+def _deployed_app(
+    server: MotoServer, scratch: Path, env: dict[str, str], echo: Callable[[str], None]
+) -> DeployedApp:
+    """The app synthesized for the walk's Regions (kept: synthesized once per source tree), its
+    identities made in IAM, then moto's IAM enforcement on; `env` (the steps') signs as the operator.
+
+    Raises:
+        AssemblyError: the app cannot be synthesized or read.
+    """
+    echo(f"# the app synthesized for {', '.join(DEMO_REGIONS)} (`cdk synth`, kept until the source changes)")
+    directory = local_assembly(DEMO_REGIONS, DEMO_REGIONS[0])
+    assembly = CloudAssembly.open(directory)
+    python = function_python(assembly)
+    if python is None:
+        raise AssemblyError(f"{directory}: no Python for its functions here")
+    operator, service = make_identities(aws.client("iam", endpoint_url=server.url))
+    server.enforce_iam()
+    env.update(operator)
+    echo(
+        f"# {directory}: every Region's reconciler and sweep, the rollout wing and the global address's "
+        "authorizer run from their assets under their own roles; the moto server enforces IAM"
+    )
+    packages = runtime_sdk(scratch / RUNTIME_SDK_DIR)
+    return DeployedApp(
+        assembly,
+        FunctionRuntime(python, packages),
+        server.url,
+        scratch / "functions",
+        credentials=operator,
+        lambda_service=service,
+    )
 
 
 def _on_fake_engines(

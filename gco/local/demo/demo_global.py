@@ -23,6 +23,7 @@ from gco.env import ENDPOINT_URL_ENV
 from gco.global_access.key_store import KEYS_TABLE_ENV, DynamoKeyStore
 from gco.global_access.routing import REGION_HEADER
 from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
+from gco.local.assembly.global_api import global_api, keys_table
 from gco.local.errors import DemoStepError
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import HealthChecker
@@ -48,9 +49,14 @@ def global_address(
 
     Raises:
         DemoStepError: a step did not end as it should, or the failed Region never answered again.
+        AssemblyError: the clusters run an app whose global API cannot be run.
     """
     regions = list(clusters.proxies)
-    env[KEYS_TABLE_ENV] = KEYS_TABLE
+    app = clusters.reconcilers.app
+    # From the app: the global API's authorizer decides, reading the keys table its environment names.
+    gate, authorizer = global_api(app, clusters.reconcilers.home) if app is not None else (None, None)
+    table = keys_table(authorizer) if authorizer is not None else KEYS_TABLE
+    env[KEYS_TABLE_ENV] = table
     step("the keys table for the global address (the global stack owns it in AWS)", "keys", "init-table")
     created = json.loads(
         step(
@@ -72,7 +78,7 @@ def global_address(
     )
     keys_client = aws.client("dynamodb", endpoint_url=env.get(ENDPOINT_URL_ENV))
     front = GlobalFront(
-        store, DynamoKeyStore(keys_client, KEYS_TABLE), proxies, health=health.start(), verify=verify
+        store, DynamoKeyStore(keys_client, table), proxies, health=health.start(), verify=verify, gate=gate
     )
     env[GLOBAL_URL_ENV], env[API_KEY_ENV] = front.url, created["key"]
     echo(
@@ -95,6 +101,8 @@ def global_address(
     finally:
         front.stop()
         health.stop()
+        if authorizer is not None:
+            authorizer.close()
         for variable in (GLOBAL_URL_ENV, API_KEY_ENV, KEYS_TABLE_ENV):
             env.pop(variable, None)
 

@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Protocol
+from urllib.parse import parse_qsl
 
 import httpx
 
@@ -52,6 +53,7 @@ from gco.global_access import keys
 from gco.global_access.errors import BearerFormatError, KeyStoreError
 from gco.global_access.keys import ApiKey
 from gco.global_access.routing import REGION_HEADER, choose_regions, unavailable_message
+from gco.local.assembly.apigateway import GlobalApiGate
 from gco.local.front.health import HealthChecker
 from gco.local.processes.listen import LOOPBACK
 from gco.local.region.services import answer, read_body, relay, serve
@@ -96,6 +98,9 @@ class GlobalFront:
         verify: TLS verification of the proxies (their CA bundle).
         stale_after_s: the routing's staleness bound on a Region's status (`choose_regions`).
         now: the wall clock, for key revocation times and staleness (injected by tests).
+        gate: the synthesized global API's authorizer and gateway responses
+            (`gco.local.assembly.apigateway.GlobalApiGate`): each request is decided by the deployed
+            authorizer function instead of the keys checked here, and refused as the API answers.
     """
 
     def __init__(
@@ -110,7 +115,9 @@ class GlobalFront:
         stale_after_s: float = float("inf"),
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         port: int = 0,
+        gate: GlobalApiGate | None = None,
     ) -> None:
+        self.gate = gate
         self.records = records
         self.key_store = key_store
         self.proxies = dict(proxies)
@@ -175,6 +182,8 @@ class GlobalFront:
 
     def _authorized(self, request: BaseHTTPRequestHandler, endpoint: str) -> bool:
         """Check the bearer key; answer 401/403/503 and return False when it does not pass."""
+        if self.gate is not None:
+            return self._authorized_by_gate(request)
         challenge = {"www-authenticate": 'Bearer realm="gco"'}
         try:
             key_id, key = keys.parse_bearer(request.headers.get("authorization"))
@@ -197,6 +206,17 @@ class GlobalFront:
         code = verdict.refusal or "invalid_api_key"
         log.info("key %s refused for %s: %s", verdict.key_id or "?", endpoint, verdict.refusal)
         answer(request, verdict.status, error_body(verdict.reason, kind, code), headers=challenge)
+        return False
+
+    def _authorized_by_gate(self, request: BaseHTTPRequestHandler) -> bool:
+        """The deployed authorizer's decision; a refusal answered with the API's gateway response."""
+        assert self.gate is not None
+        path, _, query = request.path.partition("?")
+        headers = {name: value for name, value in request.headers.items()}
+        refusal = self.gate.check(request.command, path, headers, dict(parse_qsl(query)))
+        if refusal is None:
+            return True
+        answer(request, refusal.status, refusal.body)
         return False
 
     def _forward(self, request: BaseHTTPRequestHandler, regions: list[str], path: str, body: bytes) -> None:

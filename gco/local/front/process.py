@@ -2,7 +2,9 @@
 
 Runs `GlobalFront` with a `HealthChecker` of every Region's proxy until SIGTERM, reading the
 endpoint table and the keys table on the moto server, and reports `front.json` (its pid and URL)
-to the stack's state directory once it serves.
+to the stack's state directory once it serves. With `--assembly`, every request is decided by the home
+Region's global API authorizer, run from its asset under its role (its log in `front-functions/`),
+and refused with the API's synthesized gateway responses (gco.local.assembly.apigateway).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import signal
 import ssl
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,6 +27,11 @@ from gco import aws
 from gco.endpoints import EndpointStore
 from gco.global_access import keys
 from gco.global_access.key_store import DynamoKeyStore
+from gco.local.assembly.apigateway import (
+    GlobalApiGate,
+)
+from gco.local.assembly.deployed import RUNTIME_SDK_DIR, DeployedFunction, app_from_environment, client_as
+from gco.local.assembly.global_api import global_api
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import CHECK_TIMEOUT_S, HealthChecker
 from gco.local.processes import statefiles
@@ -38,13 +45,24 @@ def report_path(state_dir: Path) -> Path:
     return state_dir / REPORT_NAME
 
 
-def make_key(endpoint_url: str, home_region: str, keys_table: str, name: str = "local-env") -> str:
+def make_key(
+    endpoint_url: str,
+    home_region: str,
+    keys_table: str,
+    name: str = "local-env",
+    credentials: Mapping[str, str] | None = None,
+) -> str:
     """A new key for every endpoint, stored (hashed) in the stack's keys table; returns the key.
+    `credentials`: the operator's, where the stack's moto server enforces IAM (else the environment's).
 
     Raises:
         KeyStoreError: the keys table cannot be written.
     """
-    store = DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
+    if credentials:
+        dynamodb = client_as("dynamodb", home_region, endpoint_url, credentials)
+        store = DynamoKeyStore(dynamodb, keys_table)
+    else:
+        store = DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
     return store.create(name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env")[0]
 
 
@@ -72,16 +90,38 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--ca-bundle", help="The proxies' certificate.")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--assembly",
+        type=Path,
+        help="The synthesized app: the home Region's global API authorizer decides each request.",
+    )
     return parser.parse_args(argv)
 
 
+def deployed_gate(options: argparse.Namespace) -> tuple[GlobalApiGate, DeployedFunction]:
+    """The home Region's global API as synthesized (`global_api`), from the app `up` hands over.
+
+    Raises:
+        AssemblyError: the assembly cannot be read, or its home Region's global API cannot be run.
+    """
+    packages = options.state_dir / RUNTIME_SDK_DIR
+    logs = options.state_dir / "front-functions"
+    app = app_from_environment(options.assembly, options.endpoint_url, logs, packages, os.environ)
+    return global_api(app, options.home_region)
+
+
 def serve(options: argparse.Namespace, stop: threading.Event) -> None:
-    """Serve the global address as `options` say until `stop` is set; report `front.json` once it serves."""
+    """Serve the global address as `options` say until `stop` is set; report `front.json` once it serves.
+
+    Raises:
+        AssemblyError: `--assembly` names an app whose home Region's global API cannot be run.
+    """
     proxies: dict[str, str] = json.loads(options.proxies)
     verify: ssl.SSLContext | bool = (
         ssl.create_default_context(cafile=options.ca_bundle) if options.ca_bundle else True
     )
     dynamodb = aws.client("dynamodb", region=options.home_region, endpoint_url=options.endpoint_url)
+    gate, authorizer = deployed_gate(options) if options.assembly is not None else (None, None)
     health = HealthChecker({r: url + HEALTH_PATH for r, url in proxies.items()}, http_probe(verify)).start()
     front = GlobalFront(
         EndpointStore(dynamodb, options.table),
@@ -90,6 +130,7 @@ def serve(options: argparse.Namespace, stop: threading.Event) -> None:
         health=health,
         verify=verify,
         port=options.port,
+        gate=gate,
     )
     statefiles.write(report_path(options.state_dir), FrontReport(pid=os.getpid(), url=front.url))
     try:
@@ -98,9 +139,16 @@ def serve(options: argparse.Namespace, stop: threading.Event) -> None:
     finally:
         front.stop()
         health.stop()
+        if authorizer is not None:
+            authorizer.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - the process's signals and logging
+    """The process: `serve` until SIGTERM or SIGINT.
+
+    Raises:
+        AssemblyError: as `serve`.
+    """
     options = parse(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -53,6 +53,7 @@ from pathlib import Path
 
 from gco.local.errors import LlamaBuildError
 from gco.local.llama.installer import Installer
+from gco.local.processes.cache import gco_cache
 from gco.processes.interpreter import PYTHON
 
 DISTRIBUTION = "llama-cpp-python"
@@ -210,7 +211,7 @@ def wheel_dir(
     version: str, arch: str, args: Sequence[str], cache: Path | None = None, hook: Path = LIBRARY_ONLY
 ) -> Path:
     """Where the wheel of this version, architecture, flags and project include is kept."""
-    base = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gco" / "wheels"
+    base = cache or gco_cache("wheels")
     key = "\n".join((version, arch, *args, hook.read_text(encoding="utf-8")))
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return base / f"{DISTRIBUTION}-{version}-{arch}-{digest}"

@@ -81,7 +81,7 @@ class MotoServer:
         """
         if self._control is None:
             raise LocalStackError("the moto server is not started")
-        self._control.post("/moto-api/reset-auth", content=b"0").raise_for_status()
+        self._control.post(RESET_AUTH, content=b"0").raise_for_status()
 
     def cpu_seconds(self) -> float | None:
         """CPU seconds (user and system) the server process has used so far (for benchmarks), from
@@ -111,3 +111,15 @@ class MotoServer:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.stop()
+
+
+RESET_AUTH = "/moto-api/reset-auth"  # its body: how many requests stay free of IAM checks
+
+
+def enforce_iam(url: str) -> None:
+    """`MotoServer.enforce_iam` for a moto server at `url` that this process did not start.
+
+    Raises:
+        httpx.HTTPError: the server did not take it.
+    """
+    httpx.post(url + RESET_AUTH, content=b"0", timeout=10).raise_for_status()

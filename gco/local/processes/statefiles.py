@@ -85,6 +85,12 @@ class StackState(BaseModel):
     registry: str | None = None  # the registry stand-in's file
     global_url: str | None = None  # the global address in front of every Region's proxy
     keys_table: str = DEFAULT_KEYS_TABLE
+    assembly: str | None = None  # the synthesized app the stack runs the functions of
+    # The operator's access key where moto enforces IAM (a stack from the app); loopback-only keys of
+    # the local moto server, which `gco local env` exports.
+    credentials: dict[str, str] = Field(default_factory=dict)
+    states_url: str | None = None  # the Step Functions stand-in (a stack from the app)
+    rollout_machine: str | None = None  # the rollout state machine's ARN on it
 
 
 class FrontReport(BaseModel):
@@ -107,6 +113,9 @@ class NodeReport(BaseModel):
     invoke_url: str
     api_url: str
     ca_bundle: str | None = None
+    # The home Region's, from the app: the Step Functions stand-in and the rollout state machine's ARN.
+    states_url: str | None = None
+    rollout_machine: str | None = None
 
 
 class RegionChildren(BaseModel):

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from gco.endpoints.store import EndpointStore
+from gco.front_door import regional_stack_name
+from gco.local.assembly.deployed import DeployedApp
+from gco.local.assembly.rollouts import regional_outputs_stack
 from gco.local.region.autoscaler import LocalAutoscaler
 from gco.local.region.engines import EngineTable
 from gco.local.region.kubelet import LocalKubelet, RestartPolicy
@@ -51,6 +54,12 @@ class LocalClusters:
         kubelet_sync_s: the proxy pod's kubelet sync period, after which at the latest a changed
             route shard reaches the proxy (`gco.local.region.volume`; EKS's 1 minute by default; the
             reconciler's pod annotation makes it sooner, as in EKS; 0: at once).
+        app: the synthesized app whose Regional functions reconcile (`LocalReconcilers`); None: the
+            reconciler of the source tree, in this process. With `app`, each Region's Regional stack
+            outputs its proxy as `InvokeUrl` in the moto server (`regional_outputs_stack`), and where
+            the home Region is among `regions` and `evidence_bucket` is given, the app's rollout wing
+            runs too (`LocalReconcilers.add_rollouts`).
+        evidence_bucket: the bucket the rollout functions write evidence to.
     """
 
     def __init__(
@@ -68,9 +77,11 @@ class LocalClusters:
         restart: RestartPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
         kubelet_sync_s: float = KUBELET_SYNC_S,
+        app: DeployedApp | None = None,
+        evidence_bucket: str | None = None,
     ) -> None:
         self.reconcilers = LocalReconcilers(
-            store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True
+            store, regions, endpoint_url=endpoint_url, wait=wait, poll=poll, probe_proxy=True, app=app
         )
         self.kubelets: dict[str, LocalKubelet] = {}
         self.proxies: dict[str, RegionProxy] = {}
@@ -97,6 +108,16 @@ class LocalClusters:
                 self.proxies[region] = nginx
             else:
                 self.proxies[region] = LocalRouter(local.api, network, kubelet_sync_s=kubelet_sync_s)
+        if app is not None:
+            self._deploy_outputs(app, evidence_bucket)
+
+    def _deploy_outputs(self, app: DeployedApp, evidence_bucket: str | None) -> None:
+        """Each Region's stack output, and the rollout wing where this process has the home Region."""
+        for region, url in self.invoke_urls().items():
+            regional_outputs_stack(app.client("cloudformation", region), regional_stack_name(region), url)
+        if evidence_bucket is not None and self.reconcilers.home in self.reconcilers.regions:
+            bundle = str(self.ca_bundle) if self.ca_bundle is not None else None
+            self.reconcilers.add_rollouts(evidence_bucket, bundle)
 
     def invoke_urls(self) -> dict[str, str]:
         """Per Region the base that `<base>/<name>/...` invokes (as the Regional stack's InvokeUrl)."""

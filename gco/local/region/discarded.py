@@ -1,13 +1,18 @@
 """What Lambda sends an event source mapping's on-failure destination for a discarded stream record.
 
-When a record's retries are spent (`MaximumRetryAttempts`), Lambda discards it and, with a
-destination configured (`DestinationConfig.OnFailure`: an SQS queue or an SNS topic), sends a JSON
-document describing the failed invocation, not the record itself: `requestContext` (the function's
-ARN, `condition` `RetryAttemptsExhausted`, the invoke count), `responseContext`, `version`,
+When a record's retries are spent (`MaximumRetryAttempts`) or it is older than the mapping's
+`MaximumRecordAgeInSeconds`, Lambda discards it and, with a destination configured
+(`DestinationConfig.OnFailure`: an SQS queue or an SNS topic), sends a JSON document describing the
+failed invocation, not the record itself: `requestContext` (the function's ARN, the `condition` that
+discarded it, the invoke count), `responseContext`, `version`,
 `timestamp` and `DDBStreamBatchInfo` (the shard, the first and last sequence numbers, their
 approximate arrival, the batch size, the stream's ARN) (Lambda Developer Guide, "Retaining discarded
 records for a DynamoDB event source in Lambda", services-dynamodb-errors.html). The consumer reads the
 records again from the stream with those sequence numbers.
+
+The conditions: `RetryAttemptsExhausted` is the one the guide's examples show; for a record past its
+maximum age the guide names none, and `RecordAgeExceeded` is the one LocalStack's stream poller sends
+(localstack-core/localstack/services/lambda_/event_source_mapping/pollers/stream_poller.py).
 
 `sqs_destination` sends it to the mapping's queue on the moto server; `failure_record` builds it.
 """
@@ -21,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 RETRIES_EXHAUSTED = "RetryAttemptsExhausted"
+RECORD_AGE_EXCEEDED = "RecordAgeExceeded"
 
 
 def _arrival(record: dict[str, Any]) -> str:
@@ -37,14 +43,16 @@ def failure_record(
     function_arn: str,
     attempts: int,
     now: datetime | None = None,
+    condition: str = RETRIES_EXHAUSTED,
 ) -> dict[str, Any]:
-    """The document Lambda sends the on-failure destination for `records` (the discarded batch)."""
+    """The document Lambda sends the on-failure destination for `records` (the discarded batch),
+    discarded for `condition` (`RETRIES_EXHAUSTED` or `RECORD_AGE_EXCEEDED`)."""
     sequences = [record["dynamodb"]["SequenceNumber"] for record in records]
     return {
         "requestContext": {
             "requestId": str(uuid.uuid4()),
             "functionArn": function_arn,
-            "condition": RETRIES_EXHAUSTED,
+            "condition": condition,
             "approximateInvokeCount": attempts,
         },
         "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},

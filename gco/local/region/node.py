@@ -2,7 +2,9 @@
 
 Runs `LocalClusters` for the Region (stand-in API server, reconciler with its stream poller and
 sweep, engines, autoscaler, Service network and proxy) until SIGTERM, then stops every engine
-and the proxy. It reports to the stack's state directory:
+and the proxy. With `--assembly`, the Region's reconciler and sweep are the synthesized app's
+functions, run from their assets (gco.local.assembly.regional), their logs in `<R>/functions/`.
+It reports to the stack's state directory:
 
 - `region-<R>.json` once it serves: its pid, the proxy's and the API server's URLs, the proxy
   certificate;
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from gco import aws
 from gco.endpoints import EndpointStore
+from gco.local.assembly.deployed import RUNTIME_SDK_DIR, app_from_environment
 from gco.local.processes import statefiles
 from gco.local.processes.statefiles import NodeReport, RegionChildren
 from gco.local.region import faults
@@ -63,6 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--home-region", required=True, help="Where the table and its stream live.")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--engine", choices=ENGINE_KINDS, default="fake")
+    parser.add_argument(
+        "--assembly",
+        type=Path,
+        help="The synthesized app whose Regional functions reconcile (gco.local.assembly.deployed); "
+        "without it, the source tree's reconciler in this process.",
+    )
+    parser.add_argument(
+        "--evidence-bucket", help="With --assembly: where the rollout functions write evidence."
+    )
     options = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -73,6 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     state: Path = options.state_dir
     dynamodb = aws.client("dynamodb", region=options.home_region, endpoint_url=options.endpoint_url)
     store = EndpointStore(dynamodb, options.table)
+    app = None
+    if options.assembly is not None:
+        packages = state / RUNTIME_SDK_DIR  # made by `up` before the Regions start
+        logs = state / options.region / "functions"
+        app = app_from_environment(options.assembly, options.endpoint_url, logs, packages, os.environ)
     with LocalClusters(
         store,
         [options.region],
@@ -80,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_dir=state / options.region,
         tls_dir=state / TLS_DIR_NAME,
         table=EngineTable.of_kind(options.engine),
+        app=app,
+        evidence_bucket=options.evidence_bucket,
     ) as clusters:
         clusters.start()
         local = clusters.reconcilers.regions[options.region]
@@ -90,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             invoke_url=clusters.invoke_urls()[options.region],
             api_url=local.api.url,
             ca_bundle=str(clusters.ca_bundle) if clusters.ca_bundle else None,
+            states_url=wing.states.url if (wing := clusters.reconcilers.rollouts) else None,
+            rollout_machine=wing.machine_arn if wing else None,
         )
         statefiles.write(report_path(state, options.region), report)
         written: RegionChildren | None = None

@@ -30,10 +30,28 @@ Lambda drops it: never delivered, and the checkpoint moves past it (`gco.deploym
 holds Lambda's filter rules; the local stack reads the patterns from the synthesized mapping).
 
 A discarded record is kept in `dead_letters` and, with `on_failure` (the mapping's destination),
-described to it as Lambda describes it (`discarded.py`).
+described to it as Lambda describes it (`discarded.py`), with the condition that discarded it.
 
-What it does not model: Lambda's batching window and payload limit (6 MB), bisecting a failed
-batch, and a record's maximum age.
+The mapping's other settings, each off by default as in the mapping:
+
+- `batching_window_s` (MaximumBatchingWindowInSeconds): a lane holds a batch smaller than
+  `batch_size` until its oldest queued record has waited that long (by `clock`), reading on
+  meanwhile, as Lambda "continues to read records from the event source until it has gathered a
+  full batch, the batching window expires, or the batch reaches the payload limit of 6 MB"
+  (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html#dynamodb-polling-and-batching). A
+  retry is not held: it is the batch Lambda has, not one it gathers.
+- `bisect_on_error` (BisectBatchOnFunctionError): a batch whose handler raised is split in two and
+  each half delivered on its own, and so on down to one record; "splitting batches doesn't consume
+  the retry quota" (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html), so
+  only a record that fails alone counts its failures toward `max_retries`. A partial batch response
+  is not a function error and is never bisected.
+- `maximum_record_age_s` (MaximumRecordAgeInSeconds, -1 infinite): a record older than that (its
+  `ApproximateCreationDateTime` against `now`) is discarded before it is delivered, at its first
+  delivery or any retry, with the condition `RecordAgeExceeded` (`RECORD_AGE_EXCEEDED`).
+- `max_retries` is MaximumRetryAttempts + 1 (the first attempt and its retries); a negative one is
+  MaximumRetryAttempts -1: retried until the record is too old (or forever without a maximum age).
+
+What it does not model: Lambda's payload limit (6 MB).
 """
 
 from __future__ import annotations
@@ -52,7 +70,7 @@ from datetime import datetime
 from typing import Any
 
 from gco.deployment.event_filter import passes
-from gco.local.region.discarded import failure_record
+from gco.local.region.discarded import RECORD_AGE_EXCEEDED, RETRIES_EXHAUSTED, failure_record
 
 log = logging.getLogger(__name__)
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -125,6 +143,21 @@ def _sequence(record: dict[str, Any]) -> str:
     return str(record["dynamodb"]["SequenceNumber"])
 
 
+def _created(record: dict[str, Any]) -> float | None:
+    """The record's ApproximateCreationDateTime in epoch seconds (None where it has none)."""
+    created = (record.get("dynamodb") or {}).get("ApproximateCreationDateTime")
+    return None if created is None else float(created)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one invocation returned: the records it reported as failed, and whether the handler
+    raised (a function error, all of the batch failed) rather than answering."""
+
+    failed: list[str]
+    raised: bool = False
+
+
 @dataclass(eq=False)
 class _Flight:
     """One batch in flight: its lane and records, in order."""
@@ -144,6 +177,12 @@ class _ShardState:
         unsettled: the sequence numbers read and not yet settled, in stream order (the checkpoint
             goes right before the first of them).
         settled: those of `unsettled` that were delivered and did not fail, or were dead-lettered.
+        arrived: when (by the poller's clock) each record waiting in a lane was read: the batching
+            window runs from its lane's oldest.
+        retrying: the lanes whose queue starts with records to deliver again (a retry or the halves
+            of a bisected batch): not held for the batching window.
+        splits: per lane, the sizes of the next batches to take, in order: the halves of a bisected
+            batch, each delivered on its own.
         following: GetRecords' NextShardIterator after the last record read (None: start after the
             checkpoint).
         closed: the shard is closed and read to its end (GetRecords answered no NextShardIterator,
@@ -152,9 +191,12 @@ class _ShardState:
     """
 
     queues: list[deque[dict[str, Any]]]
-    flights: dict[Future[list[str]], _Flight] = field(default_factory=dict)
+    flights: dict[Future[_Outcome], _Flight] = field(default_factory=dict)
     unsettled: deque[str] = field(default_factory=deque)
     settled: set[str] = field(default_factory=set)
+    arrived: dict[str, float] = field(default_factory=dict)
+    retrying: set[int] = field(default_factory=set)
+    splits: dict[int, deque[int]] = field(default_factory=dict)
     following: str | None = None
     closed: bool = False
 
@@ -176,10 +218,20 @@ class StreamPoller:
         parallelization: lanes per shard (Lambda's ParallelizationFactor): each record goes to the
             lane of its partition key (`lane_of`), each lane has at most one batch in flight, so the
             records of one endpoint stay in order while the lanes go on independently.
-        max_retries: attempts of a failing record or batch before it is dead-lettered.
-        clock: monotonic seconds (when to describe the shards again).
+        max_retries: failures of a record (or of its batch, when the handler raised) before it is
+            dead-lettered: Lambda's MaximumRetryAttempts + 1. Negative: no limit (MaximumRetryAttempts
+            -1: retried until it is older than `maximum_record_age_s`).
+        batching_window_s: Lambda's MaximumBatchingWindowInSeconds: how long (by `clock`) a lane holds
+            a batch smaller than `batch_size` for more records, from the read of its oldest queued
+            record. 0: none is held.
+        bisect_on_error: Lambda's BisectBatchOnFunctionError: a batch whose handler raised is split in
+            two halves, each delivered on its own, without counting as a failure of its records.
+        maximum_record_age_s: Lambda's MaximumRecordAgeInSeconds: a record older than that (by `now`)
+            is discarded instead of delivered (`RecordAgeExceeded`). Negative (-1): none is too old.
+        clock: monotonic seconds (when to describe the shards again, the batching window).
+        now: epoch seconds (a record's age, against its ApproximateCreationDateTime).
 
-    Two ways to drive it: `poll_once` (one read, one batch of each lane that has records, all
+    Two ways to drive it: `poll_once` (one read, one batch of each lane that has a batch ready, all
     waited for: deterministic, for tests and `LocalReconcilers.pump`) and `run` (what Lambda's
     pollers do: a lane whose batch returned takes its next batch at once, without waiting for the
     other lanes, and reads go on while batches run).
@@ -187,8 +239,10 @@ class StreamPoller:
     A failed record (reported in `batchItemFailures`, or the first record of a batch whose handler
     raised) is delivered again with the records after it in its batch, first in its lane, as Lambda
     retries a batch from the failed record; after `max_retries` failures it goes to the dead
-    letters and its lane goes on. The checkpoint goes right after the longest prefix of the records
-    read that are settled (delivered without failing, or dead-lettered).
+    letters and its lane goes on. With `bisect_on_error`, a batch of more than one record whose
+    handler raised is delivered again as two halves instead, and nothing is counted. The checkpoint
+    goes right after the longest prefix of the records read that are settled (delivered without
+    failing, or dead-lettered).
 
     The client's GetRecords answers carry their records unparsed under `WIRE_RECORDS` from then
     on (the hook is registered on `client`): give the poller a client of its own.
@@ -207,11 +261,16 @@ class StreamPoller:
         filters: Sequence[Mapping[str, Any]] = (),
         on_failure: Callable[[dict[str, Any]], None] | None = None,
         function_arn: str = "",
+        batching_window_s: float = 0,
+        bisect_on_error: bool = False,
+        maximum_record_age_s: float = -1,
         clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         client.meta.events.register(_GET_RECORDS_PARSE, _keep_wire_records, unique_id="gco-wire-records")
         self.clock = clock
+        self.now = now
         self._shard_ids: list[str] = []
         self._described_at = -SHARD_REFRESH_S
         self._shards: dict[str, _ShardState] = {}
@@ -221,6 +280,9 @@ class StreamPoller:
         self.batch_size = batch_size
         self.parallelization = max(1, min(MAX_PARALLELIZATION, parallelization))
         self.max_retries = max_retries
+        self.batching_window_s = batching_window_s
+        self.bisect_on_error = bisect_on_error
+        self.maximum_record_age_s = maximum_record_age_s
         self.filters = tuple(filters)
         # The mapping's on-failure destination (`discarded.sqs_destination`): told of each discarded record.
         self.on_failure = on_failure
@@ -235,15 +297,15 @@ class StreamPoller:
     # -- driving -----------------------------------------------------------------------------------
 
     def poll_once(self) -> int:
-        """One read of each shard and one batch of each lane that has records, all waited for;
-        returns the records delivered."""
+        """One read of each shard and one batch of each lane that is ready (`_ready`), all waited
+        for; returns the records delivered."""
         with self._lock:
             self._describe()
             delivered = 0
             for shard_id in self._shard_ids:
                 state = self._state(shard_id)
                 self._read(shard_id, state)
-                delivered += self._start(state)
+                delivered += self._start(shard_id, state)
             flights = self._flights()
             wait(flights)
             for future, shard_id in flights.items():
@@ -262,9 +324,10 @@ class StreamPoller:
 
     def run(self, stop: threading.Event, idle_wait: float) -> None:
         """Poll until `stop` is set, each lane on its own: read while a lane is idle with nothing
-        queued, start every idle lane that has records, settle each batch as it returns. Waits
-        `idle_wait` (or until a batch returns) when there is nothing to start. A read that fails
-        is logged and tried again after `idle_wait`; batches in flight are waited for on stop.
+        queued (or gathering a batch in its batching window), start every idle lane that is ready,
+        settle each batch as it returns. Waits `idle_wait` (or until a batch returns, or a held
+        batch's window is over) when there is nothing to start. A read that fails is logged and
+        tried again after `idle_wait`; batches in flight are waited for on stop.
 
         The poller's lock is held for each step and each settling, not while batches run, so a
         `poll_once` from another thread (`LocalReconcilers.pump`) goes in between."""
@@ -272,17 +335,18 @@ class StreamPoller:
             with self._lock:
                 try:
                     started = self._step()
+                    timeout = self._idle_wait(idle_wait)
                 except Exception:  # the next step retries (a dead poller would stop the Region)
                     log.exception("stream poll failed; retrying")
-                    started = 0
+                    started, timeout = 0, idle_wait
                 flights = self._flights()
             if flights:
-                done, _ = wait(flights, timeout=idle_wait, return_when=FIRST_COMPLETED)
+                done, _ = wait(flights, timeout=timeout, return_when=FIRST_COMPLETED)
                 with self._lock:
                     for future in done:
                         self._settle(flights[future], future)
             elif started == 0:
-                stop.wait(idle_wait)
+                stop.wait(timeout)
         with self._lock:
             flights = self._flights()
         wait(flights)
@@ -296,17 +360,36 @@ class StreamPoller:
             self._pool = None
 
     def _step(self) -> int:
-        """Read where a lane is starved, then start every idle lane's next batch; returns the
-        records started."""
+        """Read where a lane is starved or gathering, then start every idle lane's next batch;
+        returns the records started."""
         self._describe()
         started = 0
+        now = self.clock()
         for shard_id in self._shard_ids:
             state = self._state(shard_id)
             busy = state.busy()
-            if any(lane not in busy and not queue for lane, queue in enumerate(state.queues)):
+            if any(
+                lane not in busy and (not queue or not self._ready(state, lane, now))
+                for lane, queue in enumerate(state.queues)
+            ):
                 self._read(shard_id, state)
-            started += self._start(state)
+            started += self._start(shard_id, state)
         return started
+
+    def _idle_wait(self, idle_wait: float) -> float:
+        """How long `run` waits with nothing to start: `idle_wait`, less where an idle lane holds a
+        batch whose batching window is over sooner (it is started then, not an idle wait later)."""
+        if self.batching_window_s <= 0:
+            return idle_wait
+        now = self.clock()
+        waits = [idle_wait]
+        for state in self._shards.values():
+            busy = state.busy()
+            for lane, queue in enumerate(state.queues):
+                if queue and lane not in busy:  # held: a ready one was started by the step before
+                    since = state.arrived.get(_sequence(queue[0]), now)
+                    waits.append(max(0.0, since + self.batching_window_s - now))
+        return min(waits)
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -353,28 +436,91 @@ class StreamPoller:
             if wire is None
             else _wire_event(wire, self.stream_arn, self.region)
         )
+        read_at = self.clock()
         for record in event["Records"]:
             state.unsettled.append(_sequence(record))
             if not passes(record, self.filters):  # dropped, the checkpoint moves past it
                 state.settled.add(_sequence(record))
                 self.filtered += 1
                 continue
+            if self.batching_window_s > 0:  # the window runs from here
+                state.arrived[_sequence(record)] = read_at
             state.queues[lane_of(record, self.parallelization)].append(record)
         self._advance(shard_id, state)
 
     # -- delivering ----------------------------------------------------------------------------------
 
-    def _start(self, state: _ShardState) -> int:
-        """The next batch of each idle lane that has records, on the pool; returns records started."""
+    def _start(self, shard_id: str, state: _ShardState) -> int:
+        """The next batch of each idle lane that is ready, on the pool, once the records too old to
+        deliver are discarded; returns the records started."""
         busy = state.busy()
+        now = self.clock()
         started = 0
         for lane, queue in enumerate(state.queues):
-            if lane in busy or not queue:
+            if lane in busy:
                 continue
-            batch = [queue.popleft() for _ in range(min(self.batch_size, len(queue)))]
+            self._expire(shard_id, state, lane)
+            if not queue or not self._ready(state, lane, now):
+                continue
+            batch = [queue.popleft() for _ in range(self._next_size(state, lane))]
+            state.retrying.discard(lane)
             state.flights[self._executor().submit(self._invoke, batch)] = _Flight(lane, batch)
             started += len(batch)
         return started
+
+    def _ready(self, state: _ShardState, lane: int, now: float) -> bool:
+        """Whether a lane's queued records make a batch at `now` (by `clock`): a retry or a bisected
+        half, a full batch, or a batching window that is over.
+
+        https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html#dynamodb-polling-and-batching:
+        the event source can be told "to buffer records for up to 5 minutes by configuring a batching
+        window", and Lambda invokes the function once it "has gathered a full batch, the batching
+        window expires, or the batch reaches the payload limit of 6 MB" (the payload limit is not
+        modelled).
+        """
+        if self.batching_window_s <= 0 or lane in state.retrying or lane in state.splits:
+            return True
+        queue = state.queues[lane]
+        if len(queue) >= self.batch_size:
+            return True
+        return now - state.arrived.get(_sequence(queue[0]), now) >= self.batching_window_s
+
+    def _next_size(self, state: _ShardState, lane: int) -> int:
+        """How many records the lane's next batch takes: the next half of a bisected batch, else up to
+        `batch_size`."""
+        queued = len(state.queues[lane])
+        splits = state.splits.get(lane)
+        if not splits:
+            return min(self.batch_size, queued)
+        size = splits.popleft()
+        if not splits:
+            del state.splits[lane]
+        return min(size, queued)
+
+    def _expire(self, shard_id: str, state: _ShardState, lane: int) -> None:
+        """Discard the records at the head of a lane that are older than `maximum_record_age_s`: Lambda
+        discards a record past MaximumRecordAgeInSeconds, before its first delivery or any retry,
+        instead of delivering it (https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html).
+        A lane's records are in stream order, so the oldest are first."""
+        if self.maximum_record_age_s < 0:
+            return
+        queue = state.queues[lane]
+        now = self.now()
+        expired = False
+        while queue and self._too_old(queue[0], now):
+            self._dead_letter(shard_id, state, queue.popleft(), RECORD_AGE_EXCEEDED)
+            expired = True
+        if expired:
+            # The halves of a bisected batch no longer hold what they held: what is left of them goes
+            # again as one retry.
+            state.splits.pop(lane, None)
+            if not queue:
+                state.retrying.discard(lane)
+            self._advance(shard_id, state)
+
+    def _too_old(self, record: dict[str, Any], now: float) -> bool:
+        created = _created(record)
+        return created is not None and now - created > self.maximum_record_age_s
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -383,36 +529,79 @@ class StreamPoller:
             )
         return self._pool
 
-    def _flights(self) -> dict[Future[list[str]], str]:
+    def _flights(self) -> dict[Future[_Outcome], str]:
         """Every batch in flight, with its shard."""
         return {future: shard_id for shard_id, state in self._shards.items() for future in state.flights}
 
-    def _settle(self, shard_id: str, future: Future[list[str]]) -> None:
-        """A returned batch: what did not fail is settled; a failure is retried first in its lane
-        (with the records after it in the batch) or dead-lettered; the checkpoint moves on. A batch
-        settled already (by the other driver, `run` or `poll_once`) is left alone."""
+    def _settle(self, shard_id: str, future: Future[_Outcome]) -> None:
+        """A returned batch: bisected if its handler raised and `bisect_on_error` (more than one
+        record), else what did not fail is settled and a failure is retried or dead-lettered (`_retry`);
+        the checkpoint moves on. A batch settled already (by the other driver, `run` or `poll_once`) is
+        left alone."""
         state = self._shards[shard_id]
         flight = state.flights.pop(future, None)
         if flight is None:
             return
-        failed = set(future.result())
+        outcome = future.result()
+        if outcome.raised and self.bisect_on_error and len(flight.batch) > 1:
+            self._bisect(state, flight)
+        else:
+            self._retry(shard_id, state, flight, set(outcome.failed))
+        self._advance(shard_id, state)
+
+    def _retry(self, shard_id: str, state: _ShardState, flight: _Flight, failed: set[str]) -> None:
+        """The records before the first failed one are settled; it is delivered again (with the records
+        after it in the batch) first in its lane, or dead-lettered at its `max_retries`-th failure."""
         sequences = [_sequence(record) for record in flight.batch]
         first = next((i for i, seq in enumerate(sequences) if seq in failed), len(sequences))
         state.settled.update(sequences[:first])
         retry = flight.batch[first:]
-        if retry:
-            seq = sequences[first]
-            self._failures[seq] = self._failures.get(seq, 0) + 1
-            if self._failures[seq] >= self.max_retries:
-                log.warning("stream record %s failed %d times: dead-lettered", seq, self._failures[seq])
-                self.dead_letters.append(retry[0])
-                self._discard(shard_id, retry[0], self._failures[seq])
-                state.settled.add(seq)
-                retry = retry[1:]
-            state.queues[flight.lane].extendleft(reversed(retry))
-        self._advance(shard_id, state)
+        if not retry:
+            return
+        seq = sequences[first]
+        self._failures[seq] = self._failures.get(seq, 0) + 1
+        if 0 <= self.max_retries <= self._failures[seq]:
+            self._dead_letter(shard_id, state, retry[0], RETRIES_EXHAUSTED)
+            retry = retry[1:]
+        self._requeue(state, flight.lane, retry)
 
-    def _discard(self, shard_id: str, record: dict[str, Any], attempts: int) -> None:
+    def _bisect(self, state: _ShardState, flight: _Flight) -> None:
+        """A batch whose handler raised, delivered again as two halves, each on its own, first in its
+        lane; no failure is counted.
+
+        https://docs.aws.amazon.com/lambda/latest/dg/services-dynamodb-errors.html: BisectBatchOnFunctionError
+        "splits a failed batch into two smaller batches, isolating bad records"; "Splitting batches
+        doesn't consume the retry quota". Only a function error splits a batch (not a partial batch
+        response), and a record that fails alone is counted as any retry is.
+        """
+        first = (len(flight.batch) + 1) // 2
+        log.info("stream batch of %d records bisected after a function error", len(flight.batch))
+        state.queues[flight.lane].extendleft(reversed(flight.batch))
+        state.retrying.add(flight.lane)
+        state.splits.setdefault(flight.lane, deque()).extendleft([len(flight.batch) - first, first])
+
+    def _requeue(self, state: _ShardState, lane: int, records: list[dict[str, Any]]) -> None:
+        """Records to deliver again, first in their lane; a retry within a bisected batch's half stays
+        a batch of its own (the other half waits its turn)."""
+        if not records:
+            return
+        state.queues[lane].extendleft(reversed(records))
+        state.retrying.add(lane)
+        splits = state.splits.get(lane)
+        if splits:
+            splits.appendleft(len(records))
+
+    def _dead_letter(self, shard_id: str, state: _ShardState, record: dict[str, Any], condition: str) -> None:
+        """Discard a record: kept in `dead_letters`, settled (the checkpoint moves past it) and told to
+        the on-failure destination with the condition that discarded it."""
+        seq = _sequence(record)
+        attempts = self._failures.get(seq, 0)
+        log.warning("stream record %s discarded (%s) after %d failures", seq, condition, attempts)
+        self.dead_letters.append(record)
+        state.settled.add(seq)
+        self._discard(shard_id, record, attempts, condition)
+
+    def _discard(self, shard_id: str, record: dict[str, Any], attempts: int, condition: str) -> None:
         """Tell the on-failure destination of a discarded record, as Lambda does (`discarded.py`); a
         destination that fails is logged, and the record is discarded all the same."""
         if self.on_failure is None:
@@ -423,6 +612,7 @@ class StreamPoller:
             stream_arn=self.stream_arn,
             function_arn=self.function_arn,
             attempts=attempts,
+            condition=condition,
         )
         try:
             self.on_failure(document)
@@ -437,14 +627,16 @@ class StreamPoller:
         while state.unsettled and state.unsettled[0] in state.settled:
             last = state.unsettled.popleft()
             state.settled.discard(last)
+            state.arrived.pop(last, None)
         if last is not None:
             self.checkpoints[shard_id] = last
 
-    def _invoke(self, batch: list[dict[str, Any]]) -> list[str]:
-        """One invocation; returns the sequence numbers of the records it reports as failed."""
+    def _invoke(self, batch: list[dict[str, Any]]) -> _Outcome:
+        """One invocation: the records it reports as failed, or, where the handler raised (a function
+        error), the batch's first record and `raised`."""
         try:
             response = self.handler({"Records": batch}, None)
-            return [item["itemIdentifier"] for item in response.get("batchItemFailures") or []]
-        except Exception:  # the invocation died: Lambda retries the whole batch
+            return _Outcome([item["itemIdentifier"] for item in response.get("batchItemFailures") or []])
+        except Exception:  # the invocation died: Lambda retries the whole batch (or bisects it)
             log.exception("stream handler failed; the batch will be retried")
-            return [batch[0]["dynamodb"]["SequenceNumber"]]
+            return _Outcome([_sequence(batch[0])], raised=True)

@@ -5,13 +5,21 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 
-from gco.endpoints import EndpointStore
+from gco.endpoints import EndpointStore, init_table
+from gco.env import DEFAULT_TABLE
+from gco.global_access.key_store import create_keys_table
+from gco.local.assembly import CloudAssembly
+from gco.local.assembly.deployed import DeployedApp, client_as, function_python, make_identities
+from gco.local.assembly.invoke import FunctionRuntime
+from gco.local.assembly.runtime_sdk import runtime_sdk
+from gco.local.assembly.synth import local_assembly
 from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.kubelet import RestartPolicy
@@ -24,6 +32,50 @@ T = TypeVar("T")
 DEADLINE_S = 120.0
 # The kubelet's restart back-off scaled down (10 s -> 0.5 s): tests see restarts within their deadline.
 FAST_RESTART = RestartPolicy(initial=0.5, cap=2.0, reset_after=60.0)
+
+
+EVIDENCE_BUCKET = "gco-local-evidence"
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A moto server as `gco local up` prepares it for the synthesized app (the operator and the Lambda
+    service's stand-in made, the endpoint table, the keys table and the evidence bucket, then IAM
+    enforced), the app itself (as `up` synthesizes it: gco.local.assembly.synth) and the store,
+    signing as the operator."""
+
+    server: MotoServer
+    credentials: dict[str, str]
+    app: DeployedApp
+    store: EndpointStore
+
+
+@pytest.fixture
+def deployed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Deployed]:
+    """`Deployed`, the operator's key in this process's environment (its clients sign with it)."""
+    with MotoServer() as server:
+        iam = client_as("iam", EAST, server.url, {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"})
+        credentials, service = make_identities(iam)
+        for name, value in credentials.items():
+            monkeypatch.setenv(name, value)
+        init_table(client_as("dynamodb", EAST, server.url, credentials), DEFAULT_TABLE)
+        create_keys_table(client_as("dynamodb", EAST, server.url, credentials))
+        client_as("s3", EAST, server.url, credentials).create_bucket(Bucket=EVIDENCE_BUCKET)
+        server.enforce_iam()
+        # on the runtime's Python where this machine has it, else on this one with bundles built for it
+        assembly = CloudAssembly.open(local_assembly([EAST, WEST], EAST))
+        python = function_python(assembly)
+        assert python is not None
+        app = DeployedApp(
+            assembly,
+            FunctionRuntime(python, runtime_sdk(tmp_path / "sdk")),
+            server.url,
+            tmp_path / "functions",
+            credentials=credentials,
+            lambda_service=service,
+        )
+        store = EndpointStore(client_as("dynamodb", EAST, server.url, credentials), DEFAULT_TABLE)
+        yield Deployed(server, credentials, app, store)
 
 
 @pytest.fixture

@@ -67,7 +67,10 @@ def test_invoke_gets_generated_text_from_llama_cpp(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="the llama extra is not installed (pip install -e '.[llama]')")
     state = tmp_path / "state"
     env = {**os.environ}
-    up = gco(["local", "up", "--engine", "llama", "--regions", REGION, "--state-dir", str(state)], env)
+    up = gco(
+        ["local", "up", "--engine", "llama", "--regions", REGION, "--from-source", "--state-dir", str(state)],
+        env,
+    )
     try:
         assert up.returncode == 0, up.stderr
         exports = gco(["local", "env", "--state-dir", str(state)], env).stdout

@@ -128,7 +128,7 @@ def test_a_single_region_that_is_not_the_default_finds_its_own_table(
     state_dir = tmp_path / "state"
     flag = ("--state-dir", str(state_dir))
     monkeypatch.delenv("DYNAMODB_REGION", raising=False)  # what a fresh shell has
-    gco("local", "up", "--regions", region, *flag)
+    gco("local", "up", "--regions", region, "--from-source", *flag)
     try:
         exported = dict(
             line.removeprefix("export ").split("=", 1)
@@ -166,7 +166,7 @@ def test_a_build_the_matrix_validated_is_admitted_under_enforce(
     region = REGIONS[0]
     state_dir = tmp_path / "state"
     flag = ("--state-dir", str(state_dir))
-    gco("local", "up", "--regions", region, "--validation-policy", "enforce", *flag)
+    gco("local", "up", "--regions", region, "--validation-policy", "enforce", "--from-source", *flag)
     try:
         exported = dict(
             line.removeprefix("export ").split("=", 1) for line in gco("local", "env", *flag).splitlines()

@@ -24,7 +24,7 @@ from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import SECRET
 from gco.secrets.endpoint_secrets import secret_name
 from tests.conftest import TABLE
-from tests.functional.local.conftest import FAST_RESTART, eventually
+from tests.functional.local.conftest import FAST_RESTART, Deployed, eventually
 from tests.unit.reconcile.records import EAST, IMAGE
 
 VALUE = "hf_local-secret-value-7f3a9c"
@@ -111,3 +111,37 @@ def test_a_secret_that_cannot_be_read_is_the_regions_error_naming_the_variable(
     assert message.startswith("secret_env.HF_TOKEN: secret team/missing: ResourceNotFoundException")
     api = stack.reconcilers.regions[EAST].api
     assert api.get(SECRET, NAMESPACE, secret_name("smol")) is None
+
+
+@pytest.mark.slow
+def test_the_deployed_reconciler_may_read_only_the_secrets_the_deployment_names(
+    deployed: Deployed, tmp_path: Path
+) -> None:
+    """Through the synthesized app: its reconciler's role may read exactly the secrets `cdk.json`'s
+    `endpoint_secrets` names (stacks/constructs/reconciler.py), none in the default config. An endpoint
+    naming another secret is refused its read (Secrets Manager's 403, moto's IAM enforcing the role's
+    policy), as in AWS: the function logs it, the endpoint never runs, and nothing of the secret
+    reaches the cluster."""
+    secrets = aws.client("secretsmanager", region=EAST, endpoint_url=deployed.server.url)
+    secrets.create_secret(Name="team/hf", SecretString=json.dumps({"token": VALUE, "other": "x"}))
+    with LocalClusters(
+        deployed.store,
+        [EAST],
+        endpoint_url=deployed.server.url,
+        log_dir=tmp_path / "engines",
+        proxy="python",
+        restart=FAST_RESTART,
+        app=deployed.app,
+    ) as clusters:
+        clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.3)
+        deployed.store.create("smol", SPEC, [EAST])
+        local = clusters.reconcilers.regions[EAST]
+        assert local.functions is not None
+        log = local.functions.stream.log_path
+        eventually(lambda: "secret_env.HF_TOKEN: secret team/hf: 403" in log.read_text(), "the refused read")
+        record = deployed.store.get("smol", consistent_read=True)
+        assert record is not None
+        status = record.region_status.get(EAST)
+        assert status is None or status.state != "running"
+        assert local.api.get(SECRET, NAMESPACE, secret_name("smol")) is None
+        assert all(VALUE not in path.read_text(errors="replace") for path in tmp_path.rglob("*.log"))

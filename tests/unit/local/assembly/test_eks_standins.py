@@ -8,7 +8,14 @@ from datetime import UTC, datetime, timedelta
 import botocore.session
 import httpx
 
-from gco.local.assembly.eks import AccessEntry, DescribeClusterStandIn, IamTokens, Session, cluster_ca
+from gco.local.assembly.eks import (
+    WEBHOOK_CACHE_TTL,
+    AccessEntry,
+    DescribeClusterStandIn,
+    IamTokens,
+    Session,
+    cluster_ca,
+)
 from gco.reconcile.access import RECONCILER_GRANT, RUNNER_GRANT
 from gco.reconcile.eks import eks_token
 
@@ -54,6 +61,31 @@ def test_tokens_eks_would_refuse_are_refused_with_the_reason() -> None:
     for authenticator, made, reason in cases:
         assert authenticator(made) is None
         assert reason in authenticator.refusals[-1], (reason, authenticator.refusals)
+
+
+def test_a_verified_token_is_kept_for_the_webhook_cache_ttl_and_no_longer() -> None:
+    """The API server asks the authenticator once per token for two minutes (kube-apiserver's webhook
+    cache) and never past the token's own expiry (gco presigns for a minute), not once per request."""
+    asked: list[str] = []
+    now = [datetime.now(UTC)]
+
+    def sessions(key: str) -> Session | None:
+        asked.append(key)
+        return SESSION if key == KEY else None
+
+    authenticator = IamTokens(
+        STS, "gco-us-east-1", [AccessEntry(ROLE, (RECONCILER_GRANT.group,))], GRANTS, sessions,
+        clock=lambda: now[0],
+    )  # fmt: skip
+    made = token()
+    assert authenticator(made) is not None and authenticator(made) is not None
+    assert asked == [KEY]  # the second request answered from the cache
+    now[0] += timedelta(seconds=50)
+    assert authenticator(made) is not None and asked == [KEY]
+    now[0] += WEBHOOK_CACHE_TTL  # past the token's expiry, within the cache's TTL: verified again
+    assert authenticator(made) is None and authenticator.refusals[-1] == "expired"
+    refused = tokens([])  # a refusal is not kept: the next request is judged again
+    assert refused(token()) is None and refused(token()) is None and len(refused.refusals) == 2
 
 
 def test_describe_cluster_answers_as_eks_does() -> None:
