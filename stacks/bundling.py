@@ -4,9 +4,12 @@
 `lambdas/` and the modules of `gco/` they import (`handler_imports.py`: the local stack and the CLI
 are not shipped) into the asset directory and, when asked, installs that bundle's locked
 requirements (every wheel pinned by version and hash for the functions' Python and architecture)
-with `pip --platform ... --only-binary=:all: --require-hashes`, so every machine builds the same
-bundle. The Docker image CDK would otherwise use is never pulled: `try_bundle` always succeeds or
-raises.
+with `uv pip install --python-platform ... --only-binary :all: --require-hashes` where the build's
+environment has uv (both locks pin it), else `pip --platform ...` with the same options, so every
+machine builds the same bundle either way (what each installer writes about itself is removed:
+`_drop_machine_specific`). uv installs the rollout bundle's 188 MiB of wheels in a tenth of pip's
+CPU (docs/benchmarks.md). The Docker image CDK would otherwise use is never pulled: `try_bundle`
+always succeeds or raises.
 
 Two bundles: `REGIONAL` (the reconciler's handlers and the global front door's authorizer, from
 `lambdas/requirements-regional.txt`) and `ROLLOUT` (the rollout workflow's step and starter, from
@@ -144,6 +147,8 @@ BUNDLE_NAME_ENV, BUNDLE_WHEELS_ENV = "GCO_BUNDLE", "GCO_BUNDLE_WHEELS"
 # the runtime's (the local stack where this machine has no Python of the runtime: stacks/local_synth.py).
 # Read by `lambda_code`; also the bundling option naming that interpreter's tag.
 BUNDLE_FOR_THIS_PYTHON_ENV = "GCO_BUNDLE_FOR_THIS_PYTHON"
+# The file uv keeps at the root of an install target (`--target`) while it installs into it.
+UV_TARGET_LOCK = ".lock"
 
 
 def python_version(runtime: lambda_.Runtime) -> str:
@@ -188,6 +193,28 @@ def pip_install_command(
     ]
 
 
+def uv_install_command(
+    uv: str, target: Path, runtime: lambda_.Runtime, architecture: lambda_.Architecture, lock: Path = LOCK
+) -> list[str]:
+    """`pip_install_command` as uv says it: its `--python-platform` names the newest glibc the wheels
+    may need and takes every older manylinux tag with it, as pip's list of `--platform` tags does."""
+    newest = manylinux_platforms(runtime, architecture)[0]  # manylinux_2_34_x86_64
+    machine = _MACHINES[architecture.name]
+    platform = f"{machine}-{newest.removesuffix('_' + machine)}"  # x86_64-manylinux_2_34
+    return [
+        *(uv, "pip", "install", "--quiet", "--python", sys.executable, "--target", str(target)),
+        *("--python-version", python_version(runtime), "--python-platform", platform),
+        *("--only-binary", ":all:", "--no-deps", "--require-hashes", "-r", str(lock)),
+    ]
+
+
+def find_uv() -> str | None:
+    """uv beside this interpreter (the virtual environment the locks install it into), else on the
+    PATH; None where there is none (pip installs the wheels then)."""
+    here = shutil.which("uv", path=str(Path(sys.executable).parent))
+    return here or shutil.which("uv")
+
+
 def resolve_lock(
     runtime: lambda_.Runtime = RUNTIME,
     architecture: lambda_.Architecture = ARCHITECTURE,
@@ -221,11 +248,14 @@ def resolve_lock(
     return "\n".join(lines) + "\n"
 
 
-def this_python_install_command(target: Path, pins: Path) -> list[str]:
-    """`pip install` of exactly the `pins` (a lock's `pinned_versions`) as this interpreter's binary
-    wheels: the lock's hashes are those of the runtime's wheels, so none can be checked."""
+def this_python_install_command(target: Path, pins: Path, uv: str | None = None) -> list[str]:
+    """`pip install` (or uv's, given `uv`) of exactly the `pins` (a lock's `pinned_versions`) as this
+    interpreter's binary wheels: the lock's hashes are those of the runtime's wheels, so none can be
+    checked."""
+    pip = [uv, "pip", "install", "--python", sys.executable] if uv else [*PYTHON, "-m", "pip", "install"]
     return [
-        *(*PYTHON, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(target)),
+        *pip,
+        *("--quiet", "--target", str(target), *([] if uv else ["--no-compile"])),
         *("--only-binary=:all:", "--no-deps", "-r", str(pins)),
     ]
 
@@ -348,13 +378,19 @@ class LocalPythonBundling:
         """The lock's wheels into `out`: the runtime's, hash-checked; or this interpreter's of the same
         versions."""
         lock = ROOT / self.bundle.lock
+        uv = find_uv()
         if not self.this_python:
-            subprocess.run(pip_install_command(out, self.runtime, self.architecture, lock), check=True)
+            command = (
+                uv_install_command(uv, out, self.runtime, self.architecture, lock)
+                if uv
+                else pip_install_command(out, self.runtime, self.architecture, lock)
+            )
+            subprocess.run(command, check=True)
             return
         with tempfile.TemporaryDirectory(prefix="gco-pins-") as scratch:
             pins = Path(scratch) / "pins.txt"
             pins.write_text(pinned_versions(lock), encoding="utf-8")
-            subprocess.run(this_python_install_command(out, pins), check=True)
+            subprocess.run(this_python_install_command(out, pins, uv), check=True)
 
 
 # Seconds each bundling of this process took (benchmarks/synth.py reports their share of a synth).
@@ -464,12 +500,14 @@ def _drop_wheel_tests(out: Path) -> None:
 
 
 def _drop_machine_specific(out: Path) -> None:
-    """Remove what pip writes for this machine: console scripts (their first line names this
-    interpreter) and the RECORD files hashing them. Lambda runs neither, and left in they would make
-    the asset's content hash, and so the deployed code, differ from one build machine to the next."""
+    """Remove what the installer writes for this machine: console scripts (their first line names this
+    interpreter), the RECORD files hashing them, each wheel's INSTALLER (`pip` or `uv`) and uv's lock
+    file of the target. Lambda reads none of them, and left in they would make the asset's content
+    hash, and so the deployed code, differ from one build machine to the next."""
     shutil.rmtree(out / "bin", ignore_errors=True)
-    for record in out.glob("*.dist-info/RECORD"):
-        record.unlink()
+    (out / UV_TARGET_LOCK).unlink(missing_ok=True)
+    for written in (*out.glob("*.dist-info/RECORD"), *out.glob("*.dist-info/INSTALLER")):
+        written.unlink()
 
 
 def lambda_code(*, bundle: Bundle, install_dependencies: bool) -> lambda_.Code:

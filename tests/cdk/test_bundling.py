@@ -43,6 +43,7 @@ from stacks.bundling import (
     runtime_interpreter,
     this_python_install_command,
     this_python_tag,
+    uv_install_command,
 )
 from stacks.handler_imports import handler_modules
 from tests.cdk.conftest import HOME, OTHER, Synthesized
@@ -184,6 +185,17 @@ def test_wheels_are_asked_for_the_functions_python_and_architecture(tmp_path: Pa
     assert {"manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_34_x86_64"} <= platforms
     assert "manylinux_2_35_x86_64" not in platforms
     # Exactly the locked wheels: no resolution on the build machine, every file's hash checked.
+    assert command[-4:] == ["--no-deps", "--require-hashes", "-r", str(LOCK)]
+
+
+def test_uv_is_asked_for_the_same_wheels(tmp_path: Path) -> None:
+    command = uv_install_command("uv", tmp_path, RUNTIME, ARCHITECTURE)
+    assert command[command.index("--python-version") + 1] == "3.13"
+    # uv's platform names the newest glibc (Amazon Linux 2023's 2.34) and takes every older tag with it
+    assert command[command.index("--python-platform") + 1] == "x86_64-manylinux_2_34"
+    arm = uv_install_command("uv", tmp_path, lambda_.Runtime.PYTHON_3_11, lambda_.Architecture.ARM_64)
+    assert arm[arm.index("--python-platform") + 1] == "aarch64-manylinux_2_26"
+    assert command[command.index("--only-binary") + 1] == ":all:"
     assert command[-4:] == ["--no-deps", "--require-hashes", "-r", str(LOCK)]
 
 

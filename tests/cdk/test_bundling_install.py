@@ -18,6 +18,7 @@ from packaging.requirements import Requirement
 from packaging.tags import Tag, parse_tag
 from packaging.utils import canonicalize_name
 
+from stacks import bundling
 from stacks.bundle_size import BUNDLE_SIZE_LIMIT, measure
 from stacks.bundling import (
     ARCHITECTURE,
@@ -62,6 +63,11 @@ def bundle(kind: Bundle, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp(f"lambda-bundle-{kind.name}")
     assert LocalPythonBundling(bundle=kind, install_dependencies=True).try_bundle(str(out), image=None)  # type: ignore[arg-type]
     return out
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under `root` by its relative path, with its bytes."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def distributions(bundle: Path) -> dict[str, metadata.Distribution]:
@@ -219,13 +225,22 @@ def test_only_the_rollout_bundle_carries_the_statistics(kind: Bundle, bundle: Pa
 def test_a_second_build_is_byte_for_byte_the_same(kind: Bundle, bundle: Path, tmp_path: Path) -> None:
     """The asset hash is taken over the bundle: two builds must not differ, or every synth redeploys."""
     assert LocalPythonBundling(bundle=kind, install_dependencies=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
-
-    def tree(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
     first, second = tree(bundle), tree(tmp_path)
     assert first.keys() == second.keys()
     assert [name for name in first if first[name] != second[name]] == []
+
+
+def test_pip_builds_the_bundle_uv_builds(
+    kind: Bundle, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the build's environment has no uv, pip installs the wheels: the same bundle byte for byte
+    (the same asset hash, so a machine's installer never redeploys a function)."""
+    assert bundling.find_uv() is not None  # the module's `bundle` was built by uv (the locks pin it)
+    monkeypatch.setattr(bundling, "find_uv", lambda: None)
+    assert LocalPythonBundling(bundle=kind, install_dependencies=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    by_uv, by_pip = tree(bundle), tree(tmp_path)
+    assert by_uv.keys() == by_pip.keys()
+    assert [name for name in by_uv if by_uv[name] != by_pip[name]] == []
 
 
 def test_a_bundle_for_this_python_imports_on_it_alone(tmp_path: Path) -> None:
