@@ -22,15 +22,16 @@ IMAGE = "vllm/vllm-openai:v0.6.3"
 
 
 class Cli:
-    """Runs `gco` in-process with the test table and endpoint, capturing output."""
+    """Runs `gco` in-process with the test table (or `table`) and endpoint, capturing output."""
 
-    def __init__(self, server: MotoServer, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, server: MotoServer, capsys: pytest.CaptureFixture[str], table: str = TABLE) -> None:
         self.server = server
         self.capsys = capsys
+        self.table = table
 
     def __call__(self, *args: str, code: int = 0) -> tuple[str, str]:
         self.capsys.readouterr()
-        status = main([*args, "--endpoint-url", self.server.url, "--table", TABLE])
+        status = main([*args, "--endpoint-url", self.server.url, "--table", self.table])
         out, err = self.capsys.readouterr()
         assert status == code, (status, out, err)
         return out, err

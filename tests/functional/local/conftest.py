@@ -5,24 +5,16 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 
-from gco.endpoints import EndpointStore, init_table
-from gco.env import DEFAULT_TABLE
-from gco.global_access.key_store import create_keys_table
-from gco.local.assembly import CloudAssembly
-from gco.local.assembly.deployed import DeployedApp, client_as, function_python, make_identities
-from gco.local.assembly.invoke import FunctionRuntime
-from gco.local.assembly.runtime_sdk import runtime_sdk
-from gco.local.assembly.synth import local_assembly
-from gco.local.moto.motoserver import MotoServer
+from gco.endpoints import EndpointStore
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.kubelet import RestartPolicy
+from tests.functional.conftest import EVIDENCE_BUCKET, Deployed
 from tests.unit.reconcile.records import EAST, WEST
 
 T = TypeVar("T")
@@ -34,63 +26,44 @@ DEADLINE_S = 120.0
 FAST_RESTART = RestartPolicy(initial=0.5, cap=2.0, reset_after=60.0)
 
 
-EVIDENCE_BUCKET = "gco-local-evidence"
-
-
-@dataclass(frozen=True)
-class Deployed:
-    """A moto server as `gco local up` prepares it for the synthesized app (the operator and the Lambda
-    service's stand-in made, the endpoint table, the keys table and the evidence bucket, then IAM
-    enforced), the app itself (as `up` synthesizes it: gco.local.assembly.synth) and the store,
-    signing as the operator."""
-
-    server: MotoServer
-    credentials: dict[str, str]
-    app: DeployedApp
-    store: EndpointStore
-
-
-@pytest.fixture
-def deployed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Deployed]:
-    """`Deployed`, the operator's key in this process's environment (its clients sign with it)."""
-    with MotoServer() as server:
-        iam = client_as("iam", EAST, server.url, {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"})
-        credentials, service = make_identities(iam)
-        for name, value in credentials.items():
-            monkeypatch.setenv(name, value)
-        init_table(client_as("dynamodb", EAST, server.url, credentials), DEFAULT_TABLE)
-        create_keys_table(client_as("dynamodb", EAST, server.url, credentials))
-        client_as("s3", EAST, server.url, credentials).create_bucket(Bucket=EVIDENCE_BUCKET)
-        server.enforce_iam()
-        # on the runtime's Python where this machine has it, else on this one with bundles built for it
-        assembly = CloudAssembly.open(local_assembly([EAST, WEST], EAST))
-        python = function_python(assembly)
-        assert python is not None
-        app = DeployedApp(
-            assembly,
-            FunctionRuntime(python, runtime_sdk(tmp_path / "sdk")),
-            server.url,
-            tmp_path / "functions",
-            credentials=credentials,
-            lambda_service=service,
-        )
-        store = EndpointStore(client_as("dynamodb", EAST, server.url, credentials), DEFAULT_TABLE)
-        yield Deployed(server, credentials, app, store)
+def deployed_clusters(deployed: Deployed, regions: list[str], log_dir: Path, **options: Any) -> LocalClusters:
+    """`LocalClusters` over `deployed`'s server and store, reconciled by the synthesized app: per Region
+    its stream function and sweep from their assets under their roles (IAM enforced), the home Region's
+    rollout wing beside them (evidence to `EVIDENCE_BUCKET`); `options` as `LocalClusters` takes them."""
+    return LocalClusters(
+        deployed.store,
+        regions,
+        endpoint_url=deployed.server.url,
+        log_dir=log_dir,
+        app=deployed.app,
+        evidence_bucket=EVIDENCE_BUCKET,
+        **options,
+    )
 
 
 @pytest.fixture
-def clusters(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
-    with LocalClusters(
-        store,
+def clusters(deployed: Deployed, tmp_path: Path) -> Iterator[LocalClusters]:
+    """Two Regions (EAST, WEST) of the local stack run from the synthesized app (`deployed_clusters`):
+    engines, Service networks, proxies (nginx where installed), autoscalers, all started; `store` and
+    `moto` are then `deployed`'s."""
+    with deployed_clusters(
+        deployed,
         [EAST, WEST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.5,
         poll=0.02,
         restart=FAST_RESTART,
     ) as stack:
         stack.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
         yield stack
+
+
+def sweep_region(clusters: LocalClusters, region: str) -> None:
+    """One scheduled invocation of `region`'s deployed sweep, waited for: the synthesized app's sweep
+    function reconciles every endpoint of the Region (as EventBridge's schedule makes it do)."""
+    functions = clusters.reconcilers.regions[region].functions
+    assert functions is not None, "the clusters run the synthesized app"
+    functions.sweep_once()
 
 
 def eventually(check: Callable[[], T | None], what: str, deadline_s: float = DEADLINE_S) -> T:
@@ -106,13 +79,13 @@ def eventually(check: Callable[[], T | None], what: str, deadline_s: float = DEA
 
 
 @pytest.fixture
-def manual(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
-    """One Region whose engines the test syncs itself, behind the in-process router."""
-    with LocalClusters(
-        store,
+def manual(deployed: Deployed, tmp_path: Path) -> Iterator[LocalClusters]:
+    """One Region (EAST) run from the synthesized app (`deployed_clusters`) whose engines the test
+    syncs itself, behind the in-process router; `store` and `moto` are then `deployed`'s."""
+    with deployed_clusters(
+        deployed,
         [EAST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.2,
         proxy="python",
         restart=FAST_RESTART,

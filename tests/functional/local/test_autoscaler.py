@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from gco.endpoints import EndpointStore, operations
-from gco.local.moto.motoserver import MotoServer
 from gco.local.region.autoscaler import desired_replicas
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import EngineTable
 from gco.reconcile.objects import DEPLOYMENT, HPA
-from tests.functional.local.conftest import client, eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import client, deployed_clusters, eventually
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.reconcile.records import EAST
 
@@ -32,13 +32,13 @@ AUTOSCALED: dict[str, Any] = {
 
 
 @pytest.fixture
-def slow(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
-    """Engines that take 20 ms a token, so requests stay in flight long enough to be load."""
-    with LocalClusters(
-        store,
+def slow(deployed: Deployed, tmp_path: Path) -> Iterator[LocalClusters]:
+    """One Region run from the synthesized app, its engines taking 20 ms a token, so requests stay in
+    flight long enough to be load."""
+    with deployed_clusters(
+        deployed,
         [EAST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.2,
         proxy="python",
         table=EngineTable.fake("--itl-ms", "20"),

@@ -1,11 +1,11 @@
-"""Canary over real HTTP through the local route: a 30% split within binomial bounds over 200
-requests, then promote and rollback each leave one version answering."""
+"""Canary over real HTTP through the local route, the synthesized app's Regional functions reconciling:
+a 30% split within binomial bounds over 200 requests, then promote and rollback each leave one version
+answering."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +13,9 @@ import pytest
 from gco.endpoints import EndpointStore, canary
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.services import UPSTREAM_HEADER
-from tests.functional.local.conftest import FAST_RESTART, Deployed, client, eventually
+from tests.functional.local.conftest import client, eventually
 from tests.functional.local.test_engines import SPEC, running
-from tests.unit.reconcile.records import EAST, WEST
+from tests.unit.reconcile.records import EAST
 
 REQUESTS = 200
 WEIGHT = 30
@@ -51,27 +51,12 @@ def canary_ready(store: EndpointStore, clusters: LocalClusters) -> bool:
     return running(store, "smol", EAST, 2) and len(clusters.kubelets[EAST].pids()) == 2
 
 
-def test_canary_split_promote_and_rollback(store: EndpointStore, clusters: LocalClusters) -> None:
-    split_promote_and_rollback(store, clusters)
-
-
 @pytest.mark.slow
-def test_the_deployed_functions_split_promote_and_roll_back_a_canary(
-    deployed: Deployed, tmp_path: Path
-) -> None:
-    """The same through the synthesized app's Regional functions, run from their assets under their
-    roles with IAM enforced (docs/local.md, "From the synthesized app")."""
-    with LocalClusters(
-        deployed.store,
-        [EAST, WEST],
-        endpoint_url=deployed.server.url,
-        log_dir=tmp_path / "engines",
-        restart=FAST_RESTART,
-        app=deployed.app,
-    ) as clusters:
-        clusters.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
-        split_promote_and_rollback(deployed.store, clusters)
-        assert all(not local.api.forbidden for local in clusters.reconcilers.regions.values())
+def test_canary_split_promote_and_rollback(store: EndpointStore, clusters: LocalClusters) -> None:
+    """Through the synthesized app's Regional functions, run from their assets under their roles with
+    IAM enforced (docs/local.md, "From the synthesized app")."""
+    split_promote_and_rollback(store, clusters)
+    assert all(not local.api.forbidden for local in clusters.reconcilers.regions.values())
 
 
 def split_promote_and_rollback(store: EndpointStore, clusters: LocalClusters) -> None:

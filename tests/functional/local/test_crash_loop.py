@@ -21,8 +21,8 @@ from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import FAKE_ENGINE, EngineTable
 from gco.local.region.kubelet import LocalKubelet, Replica, RestartPolicy
-from tests.conftest import TABLE
-from tests.functional.local.conftest import eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import deployed_clusters, eventually
 from tests.unit.reconcile.records import EAST, IMAGE
 
 SPEC: dict[str, Any] = {"image": IMAGE, "model_id": "HuggingFaceTB/SmolLM2-135M", "model_revision": "a" * 40}
@@ -58,17 +58,13 @@ def clock() -> HoldableClock:
 
 @pytest.fixture
 def stack(
-    request: pytest.FixtureRequest,
-    store: EndpointStore,
-    moto: MotoServer,
-    tmp_path: Path,
-    clock: HoldableClock,
+    request: pytest.FixtureRequest, deployed: Deployed, tmp_path: Path, clock: HoldableClock
 ) -> Iterator[LocalClusters]:
-    with LocalClusters(
-        store,
+    """One Region run from the synthesized app, its engines crashing as `request.param` says."""
+    with deployed_clusters(
+        deployed,
         [EAST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.2,
         poll=0.02,
         proxy="python",
@@ -144,7 +140,7 @@ def test_deploy_wait_fails_naming_the_crash_and_status_shows_it(
     clock: HoldableClock,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    flags = ["--endpoint-url", moto.url, "--table", TABLE]
+    flags = ["--endpoint-url", moto.url, "--table", store.table_name]
     deploy = ["inference", "deploy", "boom", "--image", IMAGE, "--region", EAST, *flags]
     assert main([*deploy, "--wait", "--timeout", "6"]) == 1
     err = capsys.readouterr().err

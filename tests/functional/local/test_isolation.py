@@ -1,6 +1,7 @@
-"""Endpoints isolated from each other over the local stack: `col` with a canary and `col-canary`
-each answered only by their own engines, before and after rollback; every escaping path refused
-by the proxy (400) and by `gco inference invoke --path` (exit 2, nothing written)."""
+"""Endpoints isolated from each other over the local stack run from the synthesized app: `col` with a
+canary and `col-canary` each answered only by their own engines, before and after rollback and across
+the deployed sweep's reconciles; every escaping path refused by the proxy (400) and by
+`gco inference invoke --path` (exit 2, nothing written)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from gco.local.region.services import UPSTREAM_HEADER
 from gco.reconcile.objects import DEPLOYMENT, ENDPOINT_LABEL, SERVICE
 from gco.reconcile.proxy.routes import VERSION_HEADER
 from tests.functional.cli.test_inference_cli import Cli
-from tests.functional.local.conftest import client, eventually, unstamped_items
+from tests.functional.local.conftest import client, eventually, sweep_region, unstamped_items
 from tests.functional.local.test_canary import CANARY_IMAGE
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.endpoints.test_paths import ESCAPES
@@ -32,7 +33,7 @@ REQUESTS = 40
 
 @pytest.fixture
 def cli(store: EndpointStore, moto: MotoServer, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(moto, capsys)
+    return Cli(moto, capsys, store.table_name)
 
 
 def answers(clusters: LocalClusters, name: str, requests: int = REQUESTS) -> Counter[tuple[str, str]]:
@@ -91,9 +92,8 @@ def test_an_endpoint_named_like_a_canary_and_the_canary_stay_apart(
     seen = answers(clusters, "col")
     assert set(seen) <= {("col", "primary"), ("col--canary", "canary")}, seen  # the header tells the truth
     assert answers(clusters, "col-canary") == Counter({("col-canary", "primary"): REQUESTS})
-    for _ in range(3):  # reconciles of both endpoints come and go: neither takes the other's objects
-        clusters.reconcilers.regions[EAST].reconciler.reconcile("col-canary", wait=0.0)
-        clusters.reconcilers.regions[EAST].reconciler.reconcile("col", wait=0.0)
+    for _ in range(3):  # the deployed sweep reconciles both endpoints: neither takes the other's objects
+        sweep_region(clusters, EAST)
     assert owned_by(clusters, "Deployment", "col-canary") == "col-canary"
     assert owned_by(clusters, "Deployment", "col--canary") == "col"
 

@@ -1,4 +1,5 @@
-"""Rollouts on the local stack, fake engines of known speed, real HTTP through each Region's proxy:
+"""Rollouts on the local stack, fake engines of known speed, real HTTP through each Region's proxy,
+the synthesized app's Regional functions reconciling:
 an equal canary promoted Region by Region, one 20% slower rolled back, a failing one stopped in the
 first Region with the second never touched; the evidence written and named on the record."""
 
@@ -14,7 +15,6 @@ import pytest
 from gco.endpoints import EndpointStore, operations
 from gco.evidence.store import LocalEvidenceStore
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV
-from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import EngineTable
 from gco.rollout.blocks import Sample, Version
@@ -22,7 +22,8 @@ from gco.rollout.decision import Rule
 from gco.rollout.state import RolloutSettings, RolloutState
 from gco.rollout.steps import Ports, run
 from gco.rollout.traffic import HttpTraffic
-from tests.functional.local.conftest import FAST_RESTART, eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import FAST_RESTART, deployed_clusters, eventually
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.reconcile.records import EAST, WEST
 
@@ -47,12 +48,12 @@ IMAGE_ARGS = {
 
 
 @pytest.fixture
-def speeds(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[LocalClusters]:
-    with LocalClusters(
-        store,
+def speeds(deployed: Deployed, tmp_path: Path) -> Iterator[LocalClusters]:
+    """Two Regions run from the synthesized app, engines of the speeds of `IMAGE_ARGS`."""
+    with deployed_clusters(
+        deployed,
         [EAST, WEST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.5,
         poll=0.02,
         restart=FAST_RESTART,

@@ -1,7 +1,11 @@
 """An endpoint's `secret_env` over the local stack and the moto server's Secrets Manager: the engine
 process gets the value, which is then searched for, and not found, in the table's item, every object
 of the stand-in API server (annotations included) but the Secret's own `data`, the reconciler's log
-and every engine log file; deleting the endpoint deletes its Secret."""
+and every engine log file; deleting the endpoint deletes its Secret.
+
+The first two run the source tree's reconciler in this process: the synthesized app is the default
+configuration's, whose `cdk.json` names no endpoint secrets, so its functions refuse every `secret_env`
+before reading it (the last test shows that refusal through the deployed functions)."""
 
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import SECRET
 from gco.secrets.endpoint_secrets import secret_name
 from tests.conftest import TABLE
-from tests.functional.local.conftest import FAST_RESTART, Deployed, eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import FAST_RESTART, eventually
 from tests.unit.reconcile.records import EAST, IMAGE
 
 VALUE = "hf_local-secret-value-7f3a9c"

@@ -36,7 +36,7 @@ def cli(
     monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps(clusters.invoke_urls()))
     if clusters.ca_bundle is not None:
         monkeypatch.setenv(INVOKE_CA_BUNDLE_ENV, str(clusters.ca_bundle))
-    return Cli(moto, capsys)
+    return Cli(moto, capsys, store.table_name)
 
 
 def test_running_after_deploy_wait_and_the_canary_in_every_table(store: EndpointStore, cli: Cli) -> None:

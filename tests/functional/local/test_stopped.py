@@ -1,12 +1,13 @@
-"""A stopped endpoint stays stopped over the local stack: an update and a canary change what it
-will run when started; no engine starts and every Deployment keeps 0 replicas meanwhile."""
+"""A stopped endpoint stays stopped over the local stack run from the synthesized app: an update and a
+canary change what it will run when started; no engine starts and every Deployment keeps 0 replicas
+meanwhile, across the deployed sweep's reconciles."""
 
 from __future__ import annotations
 
 from gco.endpoints import EndpointStore, canary, operations
 from gco.local.region.cluster import LocalClusters
 from gco.reconcile.objects import DEPLOYMENT
-from tests.functional.local.conftest import eventually
+from tests.functional.local.conftest import eventually, sweep_region
 from tests.functional.local.test_canary import CANARY_IMAGE
 from tests.functional.local.test_engines import SPEC, engines, running, stopped_in
 from tests.unit.reconcile.records import EAST
@@ -32,8 +33,8 @@ def test_update_and_canary_of_a_stopped_endpoint_leave_zero_replicas(
     assert operations.update_spec(store, "smol", {"replicas": 2}).desired_state == "stopped"
     assert canary.set_canary(store, "smol", CANARY_IMAGE, 30).desired_state == "stopped"
     eventually(lambda: set(deployment_replicas(clusters)) == {"smol", "smol--canary"}, "the canary rendered")
-    for _ in range(3):  # reconciles after the changes: still nothing runs
-        clusters.reconcilers.regions[EAST].reconciler.reconcile("smol", wait=0.0)
+    for _ in range(3):  # the deployed sweep reconciles after the changes: still nothing runs
+        sweep_region(clusters, EAST)
     assert deployment_replicas(clusters) == {"smol": 0, "smol--canary": 0}
     assert engines(clusters, EAST) == [] and stopped_in(store, EAST)
     record = store.get("smol")

@@ -33,7 +33,8 @@ from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import EngineTable
 from tests.functional.cli.test_inference_cli import Cli
-from tests.functional.local.conftest import DEADLINE_S, eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import DEADLINE_S, deployed_clusters, eventually
 from tests.functional.local.test_engines import SPEC, invoke, running
 from tests.unit.reconcile.records import EAST
 
@@ -48,13 +49,12 @@ def hold(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def held(
-    store: EndpointStore, moto: MotoServer, tmp_path: Path, hold: Path, monkeypatch: pytest.MonkeyPatch
+    deployed: Deployed, tmp_path: Path, hold: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[LocalClusters]:
-    """One Region whose engines hold every streamed answer after its first token until `hold` exists."""
+    """One Region run from the synthesized app whose engines hold every streamed answer after its
+    first token until `hold` exists."""
     table = EngineTable.fake("--hold-file", str(hold))
-    with LocalClusters(
-        store, [EAST], endpoint_url=moto.url, log_dir=tmp_path / "engines", table=table, wait=0.5, poll=0.02
-    ) as stack:
+    with deployed_clusters(deployed, [EAST], tmp_path / "engines", table=table, wait=0.5, poll=0.02) as stack:
         stack.start(sync_interval=0.05, poll_interval=0.05, sweep_interval=0.5)
         monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps(stack.invoke_urls()))
         if stack.ca_bundle is not None:
@@ -128,7 +128,7 @@ def test_invoke_stream_prints_the_tokens(
 ) -> None:
     hold.touch()  # nothing held: the command's own output is what is checked here
     serving(store, held, "smol", SPEC)
-    cli = Cli(moto, capsys)
+    cli = Cli(moto, capsys, store.table_name)
     out, err = cli(
         "inference",
         "invoke",

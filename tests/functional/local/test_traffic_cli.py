@@ -21,7 +21,7 @@ from tests.unit.reconcile.records import EAST, WEST
 
 @pytest.fixture
 def cli(store: EndpointStore, moto: MotoServer, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(moto, capsys)
+    return Cli(moto, capsys, store.table_name)
 
 
 @pytest.fixture

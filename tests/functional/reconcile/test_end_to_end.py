@@ -1,5 +1,10 @@
 """End to end over the moto server's DynamoDB stream and two stand-in API servers over HTTP:
-deploy in two Regions, update, scale, stop, start, remove a Region, re-add it, delete, purge."""
+deploy in two Regions, update, scale, stop, start, remove a Region, re-add it, delete, purge.
+
+Replaying the stream runs the synthesized app's functions (`deployed_local`). The rest run the
+reconciler library in this process (`local`): they read the reports its in-process `sweep()` returns,
+or read `running` right after one `pump()`, which the library's readiness wait gives and the deployed
+stream function does not (it reports `creating`; its next sweep reports `running`)."""
 
 from __future__ import annotations
 
@@ -158,8 +163,9 @@ def test_sweep_alone_converges_missed_events_and_drift(store: EndpointStore, loc
 
 
 def test_stale_events_after_a_replacement_lifecycle_change_nothing(
-    store: EndpointStore, local: LocalReconcilers
+    store: EndpointStore, deployed_local: LocalReconcilers
 ) -> None:
+    local = deployed_local  # the synthesized app's functions reconcile
     first = store.create("llama", SPEC, [EAST, WEST])
     local.pump()
     store.update_desired_state("llama", "deleted")

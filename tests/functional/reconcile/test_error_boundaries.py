@@ -7,7 +7,9 @@ gco's own (`StoreUnavailableError`, `ClusterUnavailableError`, ...), and both en
 alike: the stream handler fails only the records of the endpoints it touched (kind logged and
 counted), the sweep never raises, names what failed and goes on; the other Region is untouched.
 Real parts throughout: the moto server, loopback HTTP servers, the stand-in API servers.
-"""
+
+It runs the reconciler library in this process (`local`): it injects faults into that reconciler and
+reads its in-process sweep reports."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
 """Faults: Kubernetes 429/500/timeouts/conflicts, DynamoDB throttling, a handler that dies mid
 batch, a poison record. The work completes on retry or at the next sweep, with no duplicate
-objects and no lost acknowledgement."""
+objects and no lost acknowledgement.
+
+It runs the reconciler library in this process (`local`): it injects faults into that reconciler and
+reads its in-process sweep reports."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The heartbeat against the moto server's SSM over HTTP: written by a sweep that lists its Region (and
-only then), in that Region's Parameter Store, overwritten each sweep, with no write to the table."""
+only then), in that Region's Parameter Store, overwritten each sweep, with no write to the table.
+
+It runs the reconciler library in this process (`local`): it calls each Region's in-process reconciler
+directly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""The Lambda entry points (stream and sweep) and the environment they are built from."""
+"""The Lambda entry points (stream and sweep) and the environment they are built from.
+
+It runs the reconciler library in this process (`local`): it calls the handlers with each Region's
+in-process reconciler and injects faults into it."""
 
 from __future__ import annotations
 

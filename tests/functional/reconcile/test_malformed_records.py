@@ -2,7 +2,10 @@
 never stops a Region. The sweep reconciles every good endpoint in every Region and names the bad
 keys; the stream handler fails only the bad records (to the dead-letter queue after their retries);
 `gco inference list` prints the readable ones and one warning per unreadable key, and `status` of a
-bad key exits 1 naming the field."""
+bad key exits 1 naming the field.
+
+It runs the reconciler library in this process (`local`): it reads the in-process sweep's reports and
+hands batches to the in-process reconciler."""
 
 from __future__ import annotations
 

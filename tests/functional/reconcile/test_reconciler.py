@@ -1,5 +1,7 @@
 """The reconcile loop's outcomes on an injected clock: waiting for readiness, requeue, legacy
-records, lost races, the sweep's accounting, and the local stack's background threads."""
+records, lost races, the sweep's accounting, and the local stack's background threads.
+
+It runs the reconciler library in this process: it calls the in-process `Reconciler` directly."""
 
 from __future__ import annotations
 

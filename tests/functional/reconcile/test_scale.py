@@ -1,6 +1,9 @@
 """Reconciling many endpoints at once keeps the semantics: over the moto server's stream with
 parallel batches per shard, each endpoint's records stay in order, a failed record is retried
-without holding back the others, nothing is applied twice, and a sweep afterwards writes nothing."""
+without holding back the others, nothing is applied twice, and a sweep afterwards writes nothing.
+
+It runs the reconciler library in this process: it counts the applies of the in-process reconciler's
+cluster client and reads its in-process sweep reports."""
 
 from __future__ import annotations
 

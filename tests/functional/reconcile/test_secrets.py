@@ -1,6 +1,9 @@
 """Endpoint secrets against the moto server's Secrets Manager and the stand-in API server: the boto3
 reader, the allowed list enforced by the reconciler, a rotation reaching the Secret, and Secrets
-stored and authorized as the API server does (by name only, stringData folded into data)."""
+stored and authorized as the API server does (by name only, stringData folded into data).
+
+It runs the reconciler library in this process: it drives the in-process `Reconciler` and its secret
+reader directly."""
 
 from __future__ import annotations
 

@@ -2,7 +2,10 @@
 every cluster holds exactly the rendered objects of the live records (current lifecycle only),
 nothing of deleted or purged ones, and every deleted record is purged.
 
-A short run by default; GCO_SOAK=1 runs many seeds and long sequences."""
+A short run by default; GCO_SOAK=1 runs many seeds and long sequences.
+
+It runs the reconciler library in this process (`local`): it reads the in-process reconciler and its
+sweep reports."""
 
 from __future__ import annotations
 

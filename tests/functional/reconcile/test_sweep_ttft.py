@@ -1,6 +1,9 @@
 """The sweep Lambda end to end for time to first token: its handler, over the local Region's real
 cluster client and stand-in API server, asks the Region's Prometheus server (registered as a pod of
-gco-system) through the pod proxy and prints each endpoint's p50 and p99 as EMF records."""
+gco-system) through the pod proxy and prints each endpoint's p50 and p99 as EMF records.
+
+It runs the reconciler library in this process (`local`): it calls each Region's in-process reconciler
+directly."""
 
 from __future__ import annotations
 

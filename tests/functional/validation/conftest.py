@@ -1,5 +1,6 @@
-"""The matrix against the local stack: two Regions of stand-in clusters with engine processes and
-proxies, the endpoint table on the moto server, every request over real HTTP.
+"""The matrix against the local stack run from the synthesized app: two Regions of stand-in clusters
+reconciled by the app's Regional functions, with engine processes and proxies, the endpoint table on
+the moto server (IAM enforced), every request over real HTTP.
 
 Settings use the shortest intervals the rules allow (1 s), so a whole run takes seconds.
 """
@@ -16,7 +17,6 @@ import pytest
 from gco.endpoints import EndpointStore
 from gco.env import CLUSTER_URLS_ENV, TABLE_ENV
 from gco.inference.invoke import INVOKE_CA_BUNDLE_ENV, INVOKE_URLS_ENV
-from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters, ProxyKind
 from gco.local.region.engines import EngineTable
 from gco.reconcile.objects import ENDPOINT_LABEL, LIFECYCLE_ANNOTATION
@@ -24,7 +24,8 @@ from gco.validation import OWNER_LABEL
 from gco.validation.connect import ProxyHttp, UrlClusters
 from gco.validation.report import MatrixResult
 from gco.validation.service import start
-from tests.conftest import TABLE
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import deployed_clusters
 from tests.unit.reconcile.records import EAST, WEST
 from tests.unit.validation.sample import settings
 
@@ -32,16 +33,16 @@ StackFactory = Callable[..., LocalClusters]
 
 
 @pytest.fixture
-def make_stack(store: EndpointStore, moto: MotoServer, tmp_path: Path) -> Iterator[StackFactory]:
-    """Start the local stack (us-east-1, eu-west-1) with the engine table and proxy the test asks for."""
+def make_stack(deployed: Deployed, tmp_path: Path) -> Iterator[StackFactory]:
+    """Start the local stack (us-east-1, eu-west-1) from the synthesized app, with the engine table and
+    proxy the test asks for; `store` and `moto` are then `deployed`'s (tests/functional/local/conftest.py)."""
     started: list[LocalClusters] = []
 
     def make(table: EngineTable | None = None, proxy: ProxyKind = "python") -> LocalClusters:
-        stack = LocalClusters(
-            store,
+        stack = deployed_clusters(
+            deployed,
             [EAST, WEST],
-            endpoint_url=moto.url,
-            log_dir=tmp_path / "engines",
+            tmp_path / "engines",
             wait=0.5,
             poll=0.02,
             proxy=proxy,
@@ -87,7 +88,7 @@ def stack_environment(stack: LocalClusters, monkeypatch: pytest.MonkeyPatch) -> 
     urls = {region: local.api.url for region, local in stack.reconcilers.regions.items()}
     monkeypatch.setenv(CLUSTER_URLS_ENV, json.dumps(urls))
     monkeypatch.setenv(INVOKE_URLS_ENV, json.dumps(stack.invoke_urls()))
-    monkeypatch.setenv(TABLE_ENV, TABLE)
+    monkeypatch.setenv(TABLE_ENV, stack.reconcilers.store.table_name)
     if stack.ca_bundle is not None:
         monkeypatch.setenv(INVOKE_CA_BUNDLE_ENV, str(stack.ca_bundle))
     else:

@@ -41,7 +41,8 @@ from gco.reconcile.objects import DEPLOYMENT
 from gco.rollout.service import REQUEST_ATTRIBUTE
 from tests.cdk.synth_cache import HOME
 from tests.conftest import SYNTH_GROUP
-from tests.functional.local.conftest import EVIDENCE_BUCKET, FAST_RESTART, Deployed, eventually
+from tests.functional.conftest import EVIDENCE_BUCKET, Deployed
+from tests.functional.local.conftest import FAST_RESTART, eventually
 from tests.unit.reconcile.records import IMAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(SYNTH_GROUP)]

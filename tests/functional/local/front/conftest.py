@@ -1,4 +1,5 @@
-"""Two local Regions behind the global address, in this process: keys on the moto server."""
+"""Two local Regions run from the synthesized app behind the global address, in this process: keys
+on the moto server."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ from gco.global_access import keys
 from gco.global_access.key_store import DynamoKeyStore, create_keys_table
 from gco.local.front.front import GlobalFront
 from gco.local.front.health import HealthChecker
-from gco.local.moto.motoserver import MotoServer
 from gco.local.region.cluster import LocalClusters
 from gco.local.region.engines import EngineTable
 from gco.reconcile.proxy.routes import HEALTH_PATH
-from tests.functional.local.conftest import FAST_RESTART, eventually
+from tests.functional.conftest import Deployed
+from tests.functional.local.conftest import FAST_RESTART, deployed_clusters, eventually
 from tests.functional.local.test_engines import SPEC, running
 from tests.unit.reconcile.records import EAST, WEST
 
@@ -71,18 +72,19 @@ def probe(verify: ssl.SSLContext | bool) -> Any:
 
 @contextlib.contextmanager
 def running_world(
-    store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path, table: EngineTable | None = None
+    deployed: Deployed, dynamodb: Any, tmp_path: Path, table: EngineTable | None = None
 ) -> Iterator[Global]:
-    """Two Regions (their engines from `table`, the fake engine by default) behind a global address."""
+    """Two Regions run from the synthesized app (their engines from `table`, the fake engine by
+    default) behind a global address, keys in a table of `deployed`'s server (`dynamodb`)."""
+    store = deployed.store
     create_keys_table(dynamodb, KEYS_TABLE)
     key_store = DynamoKeyStore(dynamodb, KEYS_TABLE)
     plaintext, record = keys.new_key("tests", ["*"], now=datetime.now(UTC))
     key_store.put(record)
-    with LocalClusters(
-        store,
+    with deployed_clusters(
+        deployed,
         [EAST, WEST],
-        endpoint_url=moto.url,
-        log_dir=tmp_path / "engines",
+        tmp_path / "engines",
         wait=0.5,
         poll=0.02,
         restart=FAST_RESTART,
@@ -103,6 +105,7 @@ def running_world(
 
 
 @pytest.fixture
-def world(store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path) -> Iterator[Global]:
-    with running_world(store, moto, dynamodb, tmp_path) as running:
+def world(deployed: Deployed, dynamodb: Any, tmp_path: Path) -> Iterator[Global]:
+    """`running_world`: `store` and `moto` are then `deployed`'s (tests/functional/local/conftest.py)."""
+    with running_world(deployed, dynamodb, tmp_path) as running:
         yield running

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from gco.endpoints import EndpointStore
 from gco.inference.invoke import send_stream
-from gco.local.moto.motoserver import MotoServer
 from gco.local.region.engines import EngineTable
+from tests.functional.conftest import Deployed
 from tests.functional.local.conftest import DEADLINE_S
 from tests.functional.local.front.conftest import Global, running_world
 from tests.functional.local.test_engines import SPEC
@@ -25,11 +24,10 @@ TOKENS = 4
 
 
 @pytest.fixture
-def held(
-    store: EndpointStore, moto: MotoServer, dynamodb: Any, tmp_path: Path
-) -> Iterator[tuple[Global, Path]]:
+def held(deployed: Deployed, dynamodb: Any, tmp_path: Path) -> Iterator[tuple[Global, Path]]:
+    """The global address over two Regions run from the synthesized app, engines holding their streams."""
     hold = tmp_path / "release"
-    with running_world(store, moto, dynamodb, tmp_path, EngineTable.fake("--hold-file", str(hold))) as world:
+    with running_world(deployed, dynamodb, tmp_path, EngineTable.fake("--hold-file", str(hold))) as world:
         yield world, hold
 
 
