@@ -18,7 +18,15 @@ from pydantic import ValidationError
 
 from gco import aws
 from gco.cli.admission import admitter, allow_unvalidated_option, warn
-from gco.cli.common import STRICT_FLOAT, STRICT_INT, connection_options, emit, name_argument, open_store
+from gco.cli.common import (
+    STRICT_FLOAT,
+    STRICT_INT,
+    CheckedPath,
+    connection_options,
+    emit,
+    name_argument,
+    open_store,
+)
 from gco.endpoints import operations
 from gco.evidence.page import render_html
 from gco.evidence.store import EvidenceStore, LocalEvidenceStore, S3EvidenceStore
@@ -49,8 +57,10 @@ def _settings(name: str, image: str, options: dict[str, Any]) -> RolloutSettings
         )
     except ValidationError as error:  # the first bad option, named as the command spells it
         first = error.errors()[0]
-        field = "--" + str(first["loc"][-1] if first["loc"] else "options").replace("_", "-")
-        raise RolloutInputError(field, str(first["msg"])) from None
+        # A Rule's one check across fields compares --max-blocks with the rule's first look (min_blocks,
+        # which no option sets): it is the option to name.
+        field = "--" + str(first["loc"][-1] if first["loc"] else "max_blocks").replace("_", "-")
+        raise RolloutInputError(field, str(first["msg"]).removeprefix("Value error, ")) from None
 
 
 def _bases(name: str, regions: list[str], endpoint_url: str | None) -> tuple[dict[str, str], bool]:
@@ -62,6 +72,24 @@ def _bases(name: str, regions: list[str], endpoint_url: str | None) -> tuple[dic
         name, regions, lambda r: aws.client("cloudformation", region=r, endpoint_url=endpoint_url)
     )
     return {region: url.removesuffix(f"/{name}") for region, url in found.items() if url}, True
+
+
+def _evidence_dir(run_dir: Path) -> Path:
+    """`run_dir`'s evidence folder, made and writable, before the rollout changes anything (a rollout
+    that could not keep its evidence must not have set a canary first).
+
+    Raises:
+        RolloutInputError: on `--run-dir`, when the folder cannot be made or written.
+    """
+    directory = run_dir / "evidence"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = error.strerror or error
+        raise RolloutInputError("--run-dir", f"cannot create {directory}: {why}") from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise RolloutInputError("--run-dir", f"{directory} is not writable")
+    return directory
 
 
 def _report(state: RolloutState, output: str, run_dir: Path) -> None:
@@ -100,7 +128,9 @@ def _report(state: RolloutState, output: str, run_dir: Path) -> None:
     "--weight", default=DEFAULT_WEIGHT, show_default=True, type=STRICT_INT, help="The canary's share, %."
 )
 @click.option("--replicas", default=None, type=STRICT_INT, help="Canary replicas per Region [default: 1].")
-@click.option("--run-dir", type=click.Path(path_type=Path), default=DEFAULT_RUN_DIR, show_default=True)
+@click.option(
+    "--run-dir", type=CheckedPath(path_type=Path, file_okay=False), default=DEFAULT_RUN_DIR, show_default=True
+)
 @click.option("--evidence-bucket", default=None, help="Also write the evidence to this S3 bucket.")
 @click.option(
     "--via-step-functions", is_flag=True, help="Start the rollout state machine's execution instead."
@@ -141,10 +171,12 @@ def rollout(
     }
     settings = _settings(name, image, options)
     tls_verification()  # a bad GCO_INVOKE_CA_BUNDLE is bad input, before any call
+    machine = os.environ.get(execution.STATE_MACHINE_ENV)
+    if not (via_step_functions or machine):  # this process writes the evidence: a place for it first
+        _evidence_dir(run_dir)
     store = open_store(endpoint_url, table_name)
     record = operations.fresh(store, name)
     check(record, settings)
-    machine = os.environ.get(execution.STATE_MACHINE_ENV)
     if via_step_functions or machine:
         if not machine:
             raise RolloutInputError(

@@ -48,7 +48,9 @@ class Rule(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tolerance: float = Field(default=0.05, gt=0, lt=1)
-    max_blocks: int = Field(default=20, ge=2, le=200)
+    # At least min_blocks (`_looks`, which names the real minimum): a bound of its own here would name
+    # another.
+    max_blocks: int = Field(default=20, ge=1, le=200)
     min_blocks: int = Field(
         default=4, ge=2, le=200
     )  # the first look: fewer pairs give no interval worth reading
@@ -58,7 +60,8 @@ class Rule(BaseModel):
     @model_validator(mode="after")
     def _looks(self) -> "Rule":
         if self.min_blocks > self.max_blocks:
-            raise ValueError("min_blocks must not exceed max_blocks")
+            first = f"min_blocks ({self.min_blocks}, the first look)"
+            raise ValueError(f"max_blocks ({self.max_blocks}) must be at least {first}")
         return self
 
     @property

@@ -45,6 +45,32 @@ def test_bad_options_exit_2_naming_the_field_and_write_nothing(
     assert operations.fresh(store, "smol") == before
 
 
+@pytest.mark.parametrize("value", ["1", "3"])
+def test_max_blocks_below_the_first_look_names_the_option_and_the_real_minimum(
+    cli: Cli, store: EndpointStore, value: str
+) -> None:
+    """The rule's first look is after min_blocks (4) blocks: fewer is refused naming --max-blocks and 4,
+    not an option that does not exist nor a minimum that is not the real one."""
+    store.create("smol", {"image": IMAGE}, [EAST])
+    _, err = cli("inference", "rollout", "smol", "--image", NEXT, "--max-blocks", value, code=2)
+    assert err.strip() == (
+        f"error: --max-blocks: max_blocks ({value}) must be at least min_blocks (4, the first look)"
+    )
+
+
+@pytest.mark.parametrize("run_dir", ["/dev/null", "/proc/version/sub"])
+def test_an_unwritable_run_dir_is_refused_before_the_canary_is_set(
+    cli: Cli, store: EndpointStore, run_dir: str
+) -> None:
+    """The evidence's folder is checked before anything is written: a rollout that could not keep its
+    evidence exits 2 naming --run-dir, the record untouched (no canary, no traffic)."""
+    store.create("smol", {"image": IMAGE}, [EAST])
+    before = operations.fresh(store, "smol")
+    _, err = cli("inference", "rollout", "smol", "--image", NEXT, "--run-dir", run_dir, code=2)
+    assert "--run-dir" in err and len(err.strip().splitlines()) == 1
+    assert operations.fresh(store, "smol") == before
+
+
 def test_an_endpoint_with_a_canary_or_already_on_the_image_is_refused(cli: Cli, store: EndpointStore) -> None:
     store.create("smol", {"image": IMAGE}, [EAST])
     _, err = cli("inference", "rollout", "smol", "--image", IMAGE, code=2)
