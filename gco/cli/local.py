@@ -17,6 +17,7 @@ import click
 from gco.cli.common import CheckedPath, emit, emit_table, output_option, timeout_flag
 from gco.endpoints.admissions import POLICIES, Policy
 from gco.endpoints.names import endpoint_name, region_list
+from gco.endpoints.operations import fresh
 from gco.errors import GcoInputError
 from gco.inference.invoke import API_KEY_ENV, GLOBAL_URL_ENV
 from gco.local import stack
@@ -172,7 +173,8 @@ def _dir_flag(state_dir: Path | None) -> str:
 @click.option("--with-key", is_flag=True, help="Also make a key for the global address and export it.")
 def env(state_dir: Path | None, with_key: bool) -> None:
     """Print `export` lines that point gco (and boto3) at the running stack, its global address
-    included (GCO_GLOBAL_URL); `--with-key` also makes a key for it (GCO_API_KEY, OPENAI_API_KEY).
+    included (GCO_GLOBAL_URL); `--with-key` also exports a key for it (GCO_API_KEY, OPENAI_API_KEY):
+    the one an earlier `--with-key` made for this stack while it is valid, else a new one.
 
     \b
     Example:
@@ -182,9 +184,11 @@ def env(state_dir: Path | None, with_key: bool) -> None:
     for name, value in stack.environment(state).items():
         click.echo(f"export {name}={shlex.quote(value)}")
     if with_key:
-        plaintext = front_process.make_key(
-            state.endpoint_url, state.home_region, state.keys_table, credentials=state.credentials
+        directory = state_dir or stack.default_state_dir()
+        plaintext, made = front_process.env_key(
+            directory, state.endpoint_url, state.home_region, state.keys_table, credentials=state.credentials
         )
+        click.echo(f"# {'a new' if made else 'the same'} all-endpoint key, kept in {directory}")
         for name in (API_KEY_ENV, "OPENAI_API_KEY"):
             click.echo(f"export {name}={shlex.quote(plaintext)}")
     elif state.global_url:
@@ -202,6 +206,22 @@ def _region_of(state: StackState, region: str) -> str:
             "region", f"{region[:40]!r} is not a Region of the stack ({', '.join(state.regions)})"
         )
     return region
+
+
+def _served_in(state: StackState, region: str, names: list[str]) -> None:
+    """Refuse a name that is no endpoint of the stack, or none that `region` serves: its replicas there
+    cannot be made unready, and a fault that fails nothing must not look as if it had.
+
+    Raises:
+        EndpointNotFoundError: no endpoint has one of `names`.
+        GcoInputError: one of them is not served in `region`.
+    """
+    store = stack.store(state)
+    for name in names:
+        record = fresh(store, name)
+        if region not in record.target_regions:
+            served = ", ".join(record.target_regions) or "none"
+            raise GcoInputError("--unready", f"{name!r} is not served in {region} (its Regions: {served})")
 
 
 @local.command(name="fail-region")
@@ -222,8 +242,10 @@ def fail_region(region: str, unready: tuple[str, ...], state_dir: Path | None) -
       gco local fail-region us-west-2 --unready smol
     """
     directory = state_dir or stack.default_state_dir()
-    region = _region_of(stack.require(state_dir), region)
+    state = stack.require(state_dir)
+    region = _region_of(state, region)
     names = [endpoint_name(name, "--unready") for name in unready]
+    _served_in(state, region, names)
     now = faults.current(directory, region)
     wanted = (
         now.model_copy(update={"unready": sorted({*now.unready, *names})})

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gco import aws
 from gco.admission.policy import PolicySetting, SsmPolicySource
-from gco.endpoints import init_table
+from gco.endpoints import EndpointStore, init_table
 from gco.endpoints.admissions import Policy
 from gco.endpoints.names import region_list
 from gco.env import (
@@ -58,6 +58,7 @@ from gco.inference.invoke import GLOBAL_URL_ENV, INVOKE_CA_BUNDLE_ENV, INVOKE_UR
 from gco.local.assembly.deployed import (
     LAMBDA_SERVICE_ENV,
     RUNTIME_SDK_DIR,
+    client_as,
     make_identities,
 )
 from gco.local.assembly.rollouts import SFN_ENDPOINT_ENV
@@ -397,15 +398,20 @@ def _evidence_bucket(s3: Any, region: str) -> None:
             raise
 
 
-def environment(state: StackState) -> dict[str, str]:
-    """The variables that point the CLI (and boto3) at the local stack."""
-    local = {
+def credentials(state: StackState) -> dict[str, str]:
+    """The access key to use the stack with: the operator's where IAM is enforced (a stack from the
+    app), else the local server's fixed one."""
+    return state.credentials or {
         "AWS_ACCESS_KEY_ID": aws.LOCAL_CREDENTIALS["aws_access_key_id"],
         "AWS_SECRET_ACCESS_KEY": aws.LOCAL_CREDENTIALS["aws_secret_access_key"],
     }
+
+
+def environment(state: StackState) -> dict[str, str]:
+    """The variables that point the CLI (and boto3) at the local stack."""
     env = {
         ENDPOINT_URL_ENV: state.endpoint_url,
-        **(state.credentials or local),  # the operator's, where IAM is enforced (a stack from the app)
+        **credentials(state),
         DEFAULT_REGION_ENV: state.home_region,
         HOME_REGION_ENV: state.home_region,
         TABLE_ENV: state.table,
@@ -425,6 +431,12 @@ def environment(state: StackState) -> dict[str, str]:
         env[GLOBAL_URL_ENV] = state.global_url
         env[KEYS_TABLE_ENV] = state.keys_table
     return env
+
+
+def store(state: StackState) -> EndpointStore:
+    """The endpoint store of the stack `state` describes (`credentials`)."""
+    dynamodb = client_as("dynamodb", state.home_region, state.endpoint_url, credentials(state))
+    return EndpointStore(dynamodb, state.table)
 
 
 def require(state_dir: Path | None) -> StackState:

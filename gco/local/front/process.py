@@ -26,6 +26,7 @@ import httpx
 from gco import aws
 from gco.endpoints import EndpointStore
 from gco.global_access import keys
+from gco.global_access.errors import BearerFormatError
 from gco.global_access.key_store import DynamoKeyStore
 from gco.local.assembly.apigateway import (
     GlobalApiGate,
@@ -39,10 +40,24 @@ from gco.local.processes.statefiles import FrontReport
 from gco.reconcile.proxy.routes import HEALTH_PATH
 
 REPORT_NAME = "front.json"
+# The key `gco local env --with-key` made for the stack, kept (mode 0600) beside its other state, which
+# holds the operator's local access key already: each later call exports it again instead of making one
+# more all-endpoint key.
+ENV_KEY_NAME = "env-key"
 
 
 def report_path(state_dir: Path) -> Path:
     return state_dir / REPORT_NAME
+
+
+def _key_store(
+    endpoint_url: str, home_region: str, keys_table: str, credentials: Mapping[str, str] | None
+) -> DynamoKeyStore:
+    """The stack's keys table, signing with `credentials` (the operator's, where the stack's moto
+    server enforces IAM; else the environment's)."""
+    if credentials:
+        return DynamoKeyStore(client_as("dynamodb", home_region, endpoint_url, credentials), keys_table)
+    return DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
 
 
 def make_key(
@@ -53,17 +68,49 @@ def make_key(
     credentials: Mapping[str, str] | None = None,
 ) -> str:
     """A new key for every endpoint, stored (hashed) in the stack's keys table; returns the key.
-    `credentials`: the operator's, where the stack's moto server enforces IAM (else the environment's).
 
     Raises:
         KeyStoreError: the keys table cannot be written.
     """
-    if credentials:
-        dynamodb = client_as("dynamodb", home_region, endpoint_url, credentials)
-        store = DynamoKeyStore(dynamodb, keys_table)
-    else:
-        store = DynamoKeyStore.connect(endpoint_url=endpoint_url, table_name=keys_table, region=home_region)
+    store = _key_store(endpoint_url, home_region, keys_table, credentials)
     return store.create(name, [keys.ALL_ENDPOINTS], now=datetime.now(UTC), created_by="gco local env")[0]
+
+
+def env_key(
+    state_dir: Path,
+    endpoint_url: str,
+    home_region: str,
+    keys_table: str,
+    credentials: Mapping[str, str] | None = None,
+) -> tuple[str, bool]:
+    """The stack's `gco local env --with-key` key and whether it was made now: the one kept in
+    `state_dir` while the keys table still accepts it for every endpoint, else a new one (`make_key`),
+    kept in its place.
+
+    Raises:
+        KeyStoreError: the keys table cannot be read or written.
+    """
+    kept = state_dir / ENV_KEY_NAME
+    try:
+        key = kept.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        key = ""
+    if key:
+        store = _key_store(endpoint_url, home_region, keys_table, credentials)
+        try:
+            key_id, _ = keys.parse_bearer(f"Bearer {key}")
+        except BearerFormatError:
+            key_id = ""
+        record = store.get(key_id) if key_id else None
+        # an all-endpoint key passes for any endpoint name; a revoked or unknown one for none
+        everywhere = record is not None and keys.ALL_ENDPOINTS in record.endpoints
+        if everywhere and keys.verify(key, record, "any", datetime.now(UTC)).allowed:
+            return key, False
+    key = make_key(endpoint_url, home_region, keys_table, credentials=credentials)
+    descriptor = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="ascii") as out:
+        out.write(key + "\n")
+    return key, True
 
 
 def http_probe(verify: ssl.SSLContext | bool) -> Callable[[str], bool]:

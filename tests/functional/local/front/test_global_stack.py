@@ -86,6 +86,18 @@ def test_invoke_fail_and_restore_a_region(stack: Stack) -> None:
     assert "is not a Region of the stack" in gco("local", "fail-region", "eu-west-1", *state, code=2)
 
 
+def test_fail_region_unready_refuses_an_endpoint_it_cannot_fail(stack: Stack) -> None:
+    """`--unready` of an endpoint that does not exist, or is not served in the Region, fails nothing:
+    it says so and exits non-zero, and no fault is recorded (the Region still answers)."""
+    gco, state = stack.gco, stack.flag
+    missing = gco("local", "fail-region", EAST, "--unready", "nope", *state, code=1)
+    assert "endpoint 'nope' not found" in missing
+    gco("inference", "deploy", "west-only", "--image", IMAGE, "--model-id", MODEL, "--region", WEST)
+    refused = gco("local", "fail-region", EAST, "--unready", "west-only", *state, code=2)
+    assert f"--unready: 'west-only' is not served in {EAST} (its Regions: {WEST})" in refused
+    assert answered(gco) == EAST
+
+
 def test_the_openai_sdk_gets_a_completion_and_a_stream(stack: Stack) -> None:
     client = openai.OpenAI(
         base_url=f"{os.environ[GLOBAL_URL_ENV]}/inference/smol/v1",
