@@ -16,11 +16,13 @@ Here one loopback server does all of it per request:
    tried: Route 53 then "considers all the records in the group to be healthy"
    (docs.aws.amazon.com/Route53/latest/DeveloperGuide/health-checks-how-route-53-chooses-records.html).
 4. The request goes to the first Region's proxy; a connection failure, or a 404/502/503/504 answer
-   (a proxy without the route, no ready replica, no upstream), moves it to the next Region before any
-   byte reached the caller: what the health checks and the authorizer's fresh choice do in AWS, in one
-   request instead of over a health-check interval and a DNS TTL. An answer that began is relayed to
-   its end (chunk by chunk, the first token before the last, up to `GENERATION_TIMEOUT_S` between
-   bytes) and never retried: a break mid-stream ends the caller's answer, as nginx does.
+   (a proxy without the route, no ready replica, no upstream), moves it to the next Region before
+   any byte reached the caller (a 404 only when the proxy gave it: an engine's 404 comes through a
+   route, which names the version that answered in `X-Gco-Version`, and would be the same in every
+   Region): what the health checks and the authorizer's fresh choice do in AWS, in one request
+   instead of over a health-check interval and a DNS TTL. An answer that began is relayed to its end
+   (chunk by chunk, the first token before the last, up to `GENERATION_TIMEOUT_S` between bytes) and
+   never retried: a break mid-stream ends the caller's answer, as nginx does.
 
 The answer names the Region in `X-Gco-Region`, and the Regions tried before it in `X-Gco-Tried`.
 Not modelled: DNS and its TTLs (callers hold the one loopback URL), the health checkers' 10-30 s
@@ -67,6 +69,14 @@ RETRY_STATUSES = frozenset({404, 502, 503, 504})
 ENDPOINT_PATH = re.compile(r"/inference/(?P<name>[a-z0-9-]+)(?P<rest>/[^?]*)?")
 FORWARDED_HEADERS = ("content-type", "accept")
 READERS = 16  # threads reading endpoint records beside the key checks
+
+
+def _elsewhere(reply: httpx.Response) -> bool:
+    """Whether a Region's answer sends the request on to the next Region: a retried status, but not a
+    404 that an engine gave through the Region's route (it carries the version that answered)."""
+    if reply.status_code == 404 and VERSION_HEADER in reply.headers:
+        return False
+    return reply.status_code in RETRY_STATUSES
 
 
 class RecordReader(Protocol):
@@ -230,7 +240,7 @@ class GlobalFront:
             started = time.monotonic()
             try:
                 with self._client.stream(request.command, url, content=body, headers=headers) as reply:
-                    if reply.status_code in RETRY_STATUSES and region != regions[-1]:
+                    if _elsewhere(reply) and region != regions[-1]:
                         reply.read()
                         last = (reply.status_code, reply.content, reply.headers.get("content-type", ""))
                         failures.append(f"{region}: {reply.status_code}")

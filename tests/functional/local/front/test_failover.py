@@ -55,6 +55,15 @@ def test_requests_keep_being_answered_while_a_region_fails_and_returns(world: Gl
     assert {status for status, _, _ in after} == {200} and {r for _, r, _ in after} == {EAST}
 
 
+def test_an_engines_404_is_answered_not_retried_in_every_region(world: Global) -> None:
+    """A path the engine does not serve is its 404, the same in every Region: the caller gets it from
+    the first Region, nothing tried elsewhere; a Region's proxy without the route is still passed over."""
+    world.deploy("smol", [EAST, WEST])
+    reply = world.post("smol", path="/v1/no-such-path")
+    assert reply.status_code == 404
+    assert (reply.headers.get(REGION_HEADER), reply.headers.get(TRIED_HEADER)) == (EAST, None)
+
+
 def test_unready_replicas_move_the_requests(world: Global) -> None:
     world.deploy("smol", [EAST, WEST])
     world.clusters.fail_readiness(EAST, ["smol"])
