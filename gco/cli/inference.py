@@ -209,6 +209,7 @@ def deploy(
         admit=hook,
     )
     warn(hook)
+    _warn_unserved(name, record.target_regions, store.table_name, endpoint_url)
     if wait:
         served = region_served(name, endpoint_url)
         reconcilers = reconciler_watch(store.table_name, endpoint_url)
@@ -219,6 +220,21 @@ def deploy(
             timeout=timeout,
         )
     show(record, output)
+
+
+def _warn_unserved(name: str, regions: list[str], table_name: str, endpoint_url: str | None) -> None:
+    """A warning on stderr for each of `regions` whose reconciler is not live (no heartbeat, or one past
+    its bound: a Region gco is not deployed to, or one gone silent): the endpoint stays pending there."""
+    watch = reconciler_watch(table_name, endpoint_url)
+    for region in regions:
+        check = watch.check(region)
+        if isinstance(check, Liveness) and not check.live:
+            click.echo(
+                f"warning: {region}: {check.describe()}; {name} stays pending there until a "
+                f"reconciler serves {region}, and a delete waits for it "
+                f"(gco inference regions {name} --remove {region})",
+                err=True,
+            )
 
 
 @inference.command(name="list")
@@ -414,19 +430,10 @@ def regions(
             store, name, add=add, remove=remove, replace=replace or None, admit=hook
         )
         warn(hook)
-        watch = reconciler_watch(store.table_name, endpoint_url)
         # Each Region the command named as a target (checked whole by `change_regions` first: bad input
         # is refused before any read).
         named = {*add, *replace}
-        for region in [r for r in record.target_regions if r in named]:
-            check = watch.check(region)
-            if isinstance(check, Liveness) and not check.live:
-                click.echo(
-                    f"warning: {region}: {check.describe()}; {name} stays pending there until a "
-                    f"reconciler serves {region}, and a delete waits for it "
-                    f"(gco inference regions {name} --remove {region})",
-                    err=True,
-                )
+        _warn_unserved(name, [r for r in record.target_regions if r in named], store.table_name, endpoint_url)
     else:
         record = operations.fresh(store, name)
     show(record, output)

@@ -1,6 +1,6 @@
 """What `list` and `status` say is what is known (issue 35, "False and stale status"): an observation
-its reconciler no longer confirms is `stale`, `regions --add` of a Region with no live reconciler
-warns, `deploying` reads as what it is, and a second `stop` writes nothing. Real SSM (moto) holds
+its reconciler no longer confirms is `stale`, `regions --add` and `deploy` of a Region with no live
+reconciler warn, `deploying` reads as what it is, and a second `stop` writes nothing. Real SSM (moto) holds
 the heartbeats, written as each Region's sweep writes them."""
 
 from __future__ import annotations
@@ -101,6 +101,23 @@ def test_regions_add_of_a_region_without_a_live_reconciler_warns(run: Run) -> No
     beat(run, "eu-west-1", now)
     status, err = run("inference", "regions", "chat", "--add", "eu-west-1")
     assert (status, err) == (0, "")  # a live reconciler: no warning
+
+
+def test_deploy_to_a_region_gco_does_not_serve_warns(run: Run) -> None:
+    """`deploy --region R` where no reconciler serves R (a stack without that Region) says so, as
+    `regions --add` does, instead of exiting 0 in silence; a served Region gets no warning."""
+    beat(run, EAST, datetime.now(UTC))
+    status, err = run(
+        "inference", "deploy", "chat", "--image", IMAGE, "--region", EAST, "--region", "eu-west-1"
+    )
+    assert status == 0
+    assert err == (
+        "warning: eu-west-1: no live reconciler: no heartbeat was ever written; chat stays pending there "
+        "until a reconciler serves eu-west-1, and a delete waits for it (gco inference regions chat "
+        "--remove eu-west-1)\n"
+    )
+    status, err = run("inference", "deploy", "served", "--image", IMAGE, "--region", EAST)
+    assert (status, err) == (0, "")
 
 
 def test_desired_state_deploying_on_a_running_endpoint_is_shown_as_running(run: Run) -> None:
