@@ -9,7 +9,11 @@ failure, 2 bad input.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,7 @@ from gco.rollout import execution
 from gco.rollout.decision import Rule
 from gco.rollout.errors import RolloutInputError, RolloutNotPromotedError
 from gco.rollout.state import DEFAULT_BLOCK_REQUESTS, DEFAULT_WEIGHT, RolloutSettings, RolloutState
-from gco.rollout.steps import Ports, check, run
+from gco.rollout.steps import INTERRUPTED, Ports, check, run
 from gco.rollout.traffic import HttpTraffic
 
 DEFAULT_RUN_DIR = Path("gco-rollout")
@@ -72,6 +76,25 @@ def _bases(name: str, regions: list[str], endpoint_url: str | None) -> tuple[dic
         name, regions, lambda r: aws.client("cloudformation", region=r, endpoint_url=endpoint_url)
     )
     return {region: url.removesuffix(f"/{name}") for region, url in found.items() if url}, True
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (`kill`, a CI job cancelled, a terminal closed by its manager) raises as Ctrl-C does
+    while the rollout runs, so it rolls back and records why before the process ends, instead of
+    leaving its canary in the record. Only where signals can be set: the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _evidence_dir(run_dir: Path) -> Path:
@@ -205,7 +228,13 @@ def rollout(
     # The canary's image is admitted (or refused) by the validation policy in each Region it reaches,
     # as `gco inference canary` is (docs/matrix.md, "Validated builds").
     hook = admitter("canary", endpoint_url, allow_unvalidated)
-    state = run(settings, Ports(store=store, traffic=traffic, evidence=stores, admit=hook), on_step=progress)
+    try:
+        with _sigterm_interrupts():
+            state = run(
+                settings, Ports(store=store, traffic=traffic, evidence=stores, admit=hook), on_step=progress
+            )
+    except KeyboardInterrupt:  # `run` rolled back first: the canary is gone, the end is on the record
+        raise RolloutNotPromotedError(f"{name}: rolled_back: {INTERRUPTED}; its canary removed") from None
     warn(hook)
     if state.evidence_ids:  # the last record's report page beside it (`gco bench report` reads it too)
         local = stores[0]

@@ -15,7 +15,9 @@
 Every step that measured or decided writes the rollout's evidence (`evidence.py`); each verdict also
 names that evidence on the record (`EndpointStore.set_rollout_evidence`). Each step first reads the
 record afresh: a record of another lifecycle (deleted and re-created) or a deleted one ends the
-rollout with `RolloutSupersededError`, writing nothing.
+rollout with `RolloutSupersededError`, writing nothing; an endpoint someone else stopped, scaled to
+zero, or whose canary they removed or replaced ends it rolled back with a reason naming the change
+(`changed_under`), within one step: this rollout's canary, if still there, removed; another's kept.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 from gco.endpoints import canary as canary_actions
 from gco.endpoints import operations
-from gco.endpoints.errors import NoCanaryError
+from gco.endpoints.errors import EndpointError, NoCanaryError
 from gco.endpoints.observed_state import CANARY_DESIRED, CANARY_READY
 from gco.endpoints.operations import AdmissionHook
 from gco.endpoints.record import EndpointRecord
@@ -64,6 +66,11 @@ class Ports:
     evidence: Sequence[EvidenceStore]
     clock: Callable[[], float] = time.time
     admit: AdmissionHook | None = None
+
+
+# The reason a rollout whose process was interrupted (SIGINT, or SIGTERM where the CLI turns it into
+# one) ends with, on its evidence and the record.
+INTERRUPTED = "the rollout was interrupted"
 
 
 def _record(ports: Ports, state: RolloutState) -> EndpointRecord:
@@ -142,6 +149,23 @@ def canary_counted_ready(record: EndpointRecord, region: str) -> bool:
     return isinstance(ready, int) and isinstance(desired, int) and 0 < desired <= ready
 
 
+def changed_under(record: EndpointRecord, state: RolloutState) -> str | None:
+    """What someone else did to the endpoint since the rollout began that ends it (None: nothing): it
+    was stopped, scaled to zero, or its canary removed or replaced. A deleted or re-created endpoint
+    is `_record`'s (RolloutSupersededError)."""
+    name = state.settings.endpoint
+    if record.desired_state not in ("deploying", "running"):
+        return f"{name} was {record.desired_state} during the rollout"
+    if record.spec.replicas == 0:
+        return f"{name} was scaled to zero during the rollout"
+    canary = record.spec.canary
+    if canary is None:
+        return f"{name}'s canary ({state.settings.image}) was removed during the rollout"
+    if canary.image != state.settings.image:
+        return f"{name}'s canary was replaced during the rollout (now {canary.image})"
+    return None
+
+
 def step(state: RolloutState, ports: Ports) -> RolloutState:
     """One bounded step (module docstring); a state that is done is returned as it is.
 
@@ -155,6 +179,10 @@ def step(state: RolloutState, ports: Ports) -> RolloutState:
     if state.done or region is None:
         return state
     record = _record(ports, state)
+    changed = changed_under(record, state)
+    if changed is not None:  # ended within one step of the change: nothing measured on what is not ours
+        region.phase = "failed"
+        return _finish(state, ports, "rolled_back", changed)
     if region.phase == "waiting":
         if canary_counted_ready(record, region.region):
             probe = ports.traffic.send(region.region, "canary")
@@ -271,16 +299,22 @@ def run(
         RolloutInputError: as `begin`.
         RolloutSupersededError, EndpointError, EvidenceError: as `step` (after rolling back).
     """
-    state = begin(settings, ports)
-    on_step(state)
-    while not state.done:
-        try:
-            state = step(state, ports)
-        except BaseException:  # an interrupt too: the endpoint is left on the primary
-            abort(state, ports, "the rollout failed")
-            raise
+    try:
+        state = begin(settings, ports)
+    except KeyboardInterrupt:  # perhaps after the canary was written: removed if it is this rollout's
+        with contextlib.suppress(EndpointError):
+            record = operations.fresh(ports.store, settings.endpoint)
+            remove_canary_of(ports.store, settings.endpoint, settings.image, record.lifecycle_id or "")
+        raise
+    try:
         on_step(state)
-        current = state.current()
-        if current is not None and current.phase == "waiting":
-            sleep(POLL_S)
+        while not state.done:
+            state = step(state, ports)
+            on_step(state)
+            current = state.current()
+            if current is not None and current.phase == "waiting":
+                sleep(POLL_S)
+    except BaseException as error:  # an interrupt too: the endpoint is left on the primary
+        abort(state, ports, INTERRUPTED if isinstance(error, KeyboardInterrupt) else "the rollout failed")
+        raise
     return state
