@@ -137,6 +137,13 @@ def invoke(
         result = send(target, url, body or default_body, signed=signed, timeout=timeout, headers=headers)
     if output != "table":
         emit(result.model_dump(mode="json"), output)
+    elif result.first_event_ms is None and result.region == GLOBAL:  # no Region named itself
+        click.echo(
+            f"the global address {result.status} {result.latency_ms:.0f} ms, answered by the global "
+            "address itself: no Region served the request"
+        )
+        click.echo(f"POST {result.url}")
+        click.echo(shown_body(result.body))
     elif result.first_event_ms is None:
         answered = answered_by(record, result.version, result.status)
         via = " (through the global address)" if through else ""
@@ -144,7 +151,8 @@ def invoke(
         click.echo(f"POST {result.url}")
         click.echo(shown_body(result.body))
     if not 200 <= result.status < 300:
-        raise InvokeFailedError(f"{name} in {result.region} answered {result.status}")
+        where = "at the global address" if result.region == GLOBAL else f"in {result.region}"
+        raise InvokeFailedError(f"{name} {where} answered {result.status}")
 
 
 def _streamed(
