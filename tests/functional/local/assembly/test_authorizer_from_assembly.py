@@ -117,6 +117,15 @@ def test_the_synthesized_authorizer_decides_each_request_as_api_gateway_calls_it
         event("/inference/other/v1/completions", {"Authorization": f"Bearer {plaintext}"})
     )
     assert scoped.status == 403
+    # A resident endpoint whose one Region does not serve it: denied (403) with the reason, never
+    # sent elsewhere (docs/global.md: an authorizer can only allow or deny).
+    store.create("resident", {"image": IMAGE, "residency": {"enabled": True}}, [HOME])
+    everywhere, every_key = new_key("ops", ["*"], now=datetime.now(UTC))
+    dynamodb.put_item(TableName=keys_table, Item=key_item(every_key))
+    denied = authorizer.decide(
+        event("/inference/resident/v1/completions", {"Authorization": f"Bearer {everywhere}"})
+    )
+    assert denied.status == 403 and HOME in denied.context.get("reason", ""), denied
     invoked = authorizer.invocations
     assert authorizer.decide(event("/inference/llama/v1/completions", {})).status == 401
     assert authorizer.decide(event("/inference/llama/v1/completions", {"Authorization": ""})).status == 401
