@@ -198,19 +198,22 @@ class Admitter:
         }
         wanted, regions = checks[self.command]
         self.warnings.clear()
-        decided = admit(
-            wanted,
-            regions,
-            policy=self.policy,
-            resolver=self.resolver,
-            index=self.index,
-            reason=self.reason,
-            by=self.by,
-            now=self.now,
-            resolved=self.resolved,
-        )
-        self.warnings.extend(decided.warnings)
-        fresh = decided.entries
+        fresh: Admissions = {}
+        for roles, group in self._undecided(wanted, regions, kept).items():
+            decided = admit(
+                {role: wanted[role] for role in roles},
+                group,
+                policy=self.policy,
+                resolver=self.resolver,
+                index=self.index,
+                reason=self.reason,
+                by=self.by,
+                now=self.now,
+                resolved=self.resolved,
+            )
+            self.warnings.extend(decided.warnings)
+            for region, entries in decided.entries.items():
+                fresh.setdefault(region, {}).update(entries)
         out: Admissions = {}
         for region in targets:
             for role, image in images.items():
@@ -218,6 +221,36 @@ class Admitter:
                 if entry is not None and entry.image == image:
                     out.setdefault(region, {})[role] = entry
         return out
+
+    def _undecided(
+        self, wanted: Mapping[str, str], regions: list[str], kept: Admissions
+    ) -> dict[tuple[str, ...], list[str]]:
+        """The roles to decide in each Region, grouped (roles -> Regions, in order): every wanted role
+        but one whose kept entry still admits it, the same image whose tag still names the digest the
+        entry was checked at (a change that keeps the image, a scale or an update of another field,
+        asks for no new evidence or reason; a moved tag is another build and is decided again), and
+        not an entry let in only under `warn` when the policy is now `enforce`."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for region in regions:
+            roles = tuple(
+                role for role, image in wanted.items() if not self._still_admits(kept, region, role, image)
+            )
+            if roles:
+                groups.setdefault(roles, []).append(region)
+        return groups
+
+    def _still_admits(self, kept: Admissions, region: str, role: str, image: str) -> bool:
+        entry = kept.get(region, {}).get(role)
+        if entry is None or entry.image != image or entry.digest is None:
+            return False
+        if entry.outcome == "warned" and self.policy == "enforce":
+            return False
+        try:
+            if image not in self.resolved:
+                self.resolved[image] = self.resolver.resolve(image)
+        except ImageResolveError:
+            return False  # decided again, where the resolution's failure is handled
+        return self.resolved[image].digest == entry.digest
 
 
 __all__ = ["PRIMARY", "Admission", "Admitter", "admit", "check_reason"]

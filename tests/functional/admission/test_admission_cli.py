@@ -103,6 +103,23 @@ def test_an_unvalidated_image_is_admitted_with_a_reason_kept_in_the_record(
     assert "--allow-unvalidated" in err
 
 
+def test_a_later_change_keeping_the_image_keeps_its_admission_and_reason(
+    cli: Cli, deployment: Deployment
+) -> None:
+    """Under `enforce`, a scale or an update of another field keeps the image its admission names: no
+    second --allow-unvalidated is asked, and the reason first given stays; a new image is decided."""
+    deployment.policy("enforce")
+    deploy(cli, "vllm/vllm-openai:v2", "--allow-unvalidated", "hotfix for INC-42")
+    first = admissions(cli)["us-east-1"]["primary"]
+    cli("inference", "update", "chat", "--replicas", "3")
+    cli("inference", "scale", "chat", "--replicas", "2")
+    assert admissions(cli)["us-east-1"]["primary"] == first  # the same entry: its reason, who and when
+    _, err = cli("inference", "update", "chat", "--image", "vllm/vllm-openai:v3", code=1)
+    assert "no passing matrix evidence in us-east-1" in err
+    cli("inference", "update", "chat", "--image", "vllm/vllm-openai:v3", "--allow-unvalidated", "INC-43")
+    assert admissions(cli)["us-east-1"]["primary"]["reason"] == "INC-43"
+
+
 def test_a_validated_digest_is_admitted_with_its_evidence_per_region(
     cli: Cli, deployment: Deployment
 ) -> None:
