@@ -292,7 +292,7 @@ def status(output: str, timeout: float, state_dir: Path | None) -> None:
     Example:
       gco local status -o json
     """
-    rows = stack.status(stack.require(state_dir), timeout)
+    rows = stack.status(stack.require(state_dir), timeout, state_dir)
     if output != "table":
         emit([row.model_dump() for row in rows], output)
     else:
@@ -300,9 +300,23 @@ def status(output: str, timeout: float, state_dir: Path | None) -> None:
             ["PART", "PID", "ALIVE", "ANSWERS", "URL"],
             [[r.part, r.pid, r.alive, r.answers, r.url] for r in rows],
         )
-    failing = [row.part for row in rows if not row.answers]
+    failing = [_failing(row) for row in rows if not row.answers]
     if failing:
         raise LocalStackError(f"not answering: {', '.join(failing)}")
+
+
+DOWN = "gco local down"
+
+
+def _failing(row: stack.PartStatus) -> str:
+    """A part that does not answer, with the groups its gone process left running (a Region's engines
+    and nginx keep passing `/healthz` and relaying errors until `gco local down` stops them)."""
+    if not row.orphans:
+        return row.part
+    groups = ", ".join(str(pid) for pid in row.orphans)
+    return (
+        f"{row.part} (its process is gone; its engines and nginx live on as groups {groups}: gco local down)"
+    )
 
 
 @local.command()

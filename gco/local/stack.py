@@ -35,7 +35,7 @@ from typing import Any
 
 import botocore.exceptions
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from gco import aws
 from gco.admission.policy import PolicySetting, SsmPolicySource
@@ -64,7 +64,7 @@ from gco.local.assembly.deployed import (
 from gco.local.assembly.rollouts import SFN_ENDPOINT_ENV
 from gco.local.assembly.runtime_sdk import runtime_sdk
 from gco.local.assembly.synth import local_assembly
-from gco.local.errors import LocalStackError
+from gco.local.errors import LocalStackError, StateFileError
 from gco.local.front import process as front_process
 from gco.local.moto.motoserver import enforce_iam
 from gco.local.processes import statefiles, statelock
@@ -106,6 +106,9 @@ class PartStatus(BaseModel):
     alive: bool
     answers: bool
     url: str
+    # A Region whose process is gone: the groups it reported (engines, nginx) that live on as orphans,
+    # which may still pass health checks and relay errors; `down` stops them.
+    orphans: list[int] = Field(default_factory=list)
 
 
 class DownReport(BaseModel):
@@ -454,8 +457,12 @@ def require(state_dir: Path | None) -> StackState:
     return state
 
 
-def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[PartStatus]:
-    """Every part: pid, whether the process lives (and is not stopped), and whether it answers.
+def status(
+    state: StackState, timeout: float = ANSWER_TIMEOUT_S, state_dir: Path | None = None
+) -> list[PartStatus]:
+    """Every part: pid, whether the process lives (and is not stopped), and whether it answers; for a
+    Region whose process is gone, the groups it reported that still run (`orphans`, read from its
+    children file in `state_dir`, the default one when None).
 
     A part answers when each of its URLs gives an HTTP answer within `timeout` s: the moto
     server its API, a Region both its proxy's `/healthz` and its stand-in API server (served by
@@ -475,8 +482,24 @@ def status(state: StackState, timeout: float = ANSWER_TIMEOUT_S) -> list[PartSta
             checks.append((state.cluster_urls[part.region], None))
         living = running(part.process) and not is_stopped(part.pid)
         answers = living and all(_answers(url, verify, timeout) for url, verify in checks)
-        rows.append(PartStatus(part=part.name, pid=part.pid, alive=living, answers=answers, url=part.url))
+        orphans = []
+        if part.region is not None and not running(part.process):
+            orphans = _orphans(children_path(state_dir or default_state_dir(), part.region))
+        rows.append(
+            PartStatus(
+                part=part.name, pid=part.pid, alive=living, answers=answers, url=part.url, orphans=orphans
+            )
+        )
     return rows
+
+
+def _orphans(children: Path) -> list[int]:
+    """The process groups a Region's children file names that still run (their leader's pid)."""
+    try:
+        reported = statefiles.read(children, RegionChildren)
+    except StateFileError:
+        return []  # not a file gco wrote: nothing is claimed of it (`down` refuses it, saying so)
+    return [group.pid for group in reported.groups if running(group)] if reported is not None else []
 
 
 def down(state_dir: Path | None = None) -> DownReport:

@@ -97,7 +97,12 @@ def test_up_use_down_after_a_crash(
         os.killpg(crashed["pid"], signal.SIGKILL)  # a Region's process dies; its engines live on
         eventually(lambda: not group_members(crashed["pid"]), "the crashed part gone")
         failing = gco("local", "status", *flag, code=1)
-        assert f"error: not answering: region {REGIONS[1]}" in failing
+        assert f"error: not answering: region {REGIONS[1]} (its process is gone" in failing
+        # its engines (and nginx) live on: named, as `down` will stop them
+        left = [pgid for pgid in reported(state_dir, REGIONS[1]) if group_members(pgid)]
+        assert left and f"live on as groups {', '.join(map(str, left))}: gco local down" in failing
+        rows = json.loads(gco("local", "status", "-o", "json", *flag, code=1).split("\nerror:")[0])
+        assert next(r for r in rows if r["part"] == f"region {REGIONS[1]}")["orphans"] == left
     finally:
         out = gco("local", "down", *flag)
     assert out.startswith("stopped moto")
