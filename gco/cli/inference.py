@@ -125,7 +125,7 @@ def show(record: EndpointRecord, output: str, stale: views.Stale | None = None) 
         return
     spec = record.spec
     total = observed_state.aggregate(record, stale)
-    shown = observed_state.desired_shown(record, total)
+    shown = observed_state.desired_shown(record)
     stored = f" (stored: {record.desired_state})" if shown != record.desired_state else ""
     click.echo(f"name:          {record.endpoint_name}")
     click.echo(f"desired_state: {shown}{stored}")

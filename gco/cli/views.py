@@ -23,7 +23,7 @@ def observed_json(record: EndpointRecord, stale: Stale | None = None) -> dict[st
     whose `desired_state` stays as stored; `desired_shown` is how `list` and `status` read it)."""
     total = observed_state.aggregate(record, stale)
     return {
-        "desired_shown": observed_state.desired_shown(record, total),
+        "desired_shown": observed_state.desired_shown(record),
         "state": total.state,
         "ready": total.ready,
         "desired": total.desired,
@@ -98,7 +98,7 @@ def list_rows(records: Sequence[EndpointRecord], stale: Mapping[str, Stale] | No
         rows.append(
             [
                 record.endpoint_name,
-                observed_state.desired_shown(record, total),
+                observed_state.desired_shown(record),
                 total.state,
                 regions or "-",
                 f"{total.ready}/{total.desired}",

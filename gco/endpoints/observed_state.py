@@ -165,13 +165,15 @@ def matches(record: EndpointRecord, state: str, stale: Mapping[str, str] | None 
     return record.desired_state == state or aggregate(record, stale).state == state
 
 
-def desired_shown(record: EndpointRecord, total: Observed) -> str:
+def desired_shown(record: EndpointRecord) -> str:
     """The desired state as a person reads it. The stored `deploying` (written by deploy, update,
     scale and the canary commands, and never rewritten: docs/fencing.md) reads as "not done yet"
-    once it is done; shown here as `running` when every Region runs it, `rolling out` before."""
+    once it is done; shown here as `running` when every Region said it runs it, `rolling out` before.
+    What each Region last said decides, fresh or not: a Region gone silent after it ran the change is
+    `stale` in the observed state, not a rollout still under way."""
     if record.desired_state != "deploying":
         return record.desired_state
-    return "running" if total.state == "running" else "rolling out"
+    return "running" if aggregate(record).state == "running" else "rolling out"
 
 
 def region_note(status: RegionStatus) -> str:

@@ -103,11 +103,22 @@ def test_desired_state_deploying_on_a_running_endpoint_reads_as_what_it_is() -> 
         desired_state="deploying", region_status={EAST: status("running", 1), WEST: status("running", 1)}
     )
     assert running.desired_state == "deploying"  # the stored value is unchanged
-    assert observed_state.desired_shown(running, observed_state.aggregate(running)) == "running"
+    assert observed_state.desired_shown(running) == "running"
     rolling = make_record(desired_state="deploying", region_status={EAST: status("running", 1)})
-    assert observed_state.desired_shown(rolling, observed_state.aggregate(rolling)) == "rolling out"
+    assert observed_state.desired_shown(rolling) == "rolling out"
     stopped = make_record(desired_state="stopped")
-    assert observed_state.desired_shown(stopped, observed_state.aggregate(stopped)) == "stopped"
+    assert observed_state.desired_shown(stopped) == "stopped"
+
+
+def test_a_region_gone_stale_after_the_change_is_not_a_rollout_under_way() -> None:
+    """Both Regions said they run the change, then WEST went silent: its observation is `stale`, and
+    the deploy reads as done (`running`), not `rolling out`."""
+    record = make_record(
+        desired_state="deploying", region_status={EAST: status("running", 1), WEST: status("running", 1)}
+    )
+    stale = {WEST: "last confirmed 2 min ago"}
+    assert observed_state.aggregate(record, stale).state != "running"  # the observed column says stale
+    assert observed_state.desired_shown(record) == "running"
 
 
 def test_a_stale_region_is_shown_stale_and_named_in_the_aggregate() -> None:
