@@ -14,6 +14,7 @@ stack's relays, `gco inference invoke`), so no hop cuts a generation the front d
 
 from __future__ import annotations
 
+import json
 import os
 
 INVOKE_URL_OUTPUT = "InvokeUrl"
@@ -73,3 +74,10 @@ def logging_role_name(prefix: str, region: str) -> str:
     """`<prefix>-api-gateway-logs-<region>`: the start of the role's name (the stack appends the
     8 characters of its creation, `stacks/constructs/retained.py`)."""
     return f"{prefix}-{LOGGING_ROLE_STEM}-{region}"
+
+
+def error_body(message: str, kind: str, code: str) -> bytes:
+    """An error answer in the shape OpenAI's API gives and its SDKs read into their exceptions
+    (`{"error": {"message", "type", "code"}}`): every answer gco's ways in give of their own (the
+    global address's, the Regional proxy's), so a client parses one shape whoever refused."""
+    return json.dumps({"error": {"message": message, "type": kind, "code": code}}).encode()

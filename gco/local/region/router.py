@@ -19,7 +19,6 @@ request body and the read timeout (`FORWARD_TIMEOUT_S`, the front door's limit).
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from http.server import BaseHTTPRequestHandler
@@ -41,6 +40,7 @@ from gco.local.region.services import (
 from gco.local.region.volume import MountedShards
 from gco.local.standin import StandInKubeAPI
 from gco.reconcile.objects import CONFIG_MAP, SYSTEM_NAMESPACE, selector
+from gco.reconcile.proxy.proxy_conf import proxy_error_body
 from gco.reconcile.proxy.render_proxy import proxy_labels
 from gco.reconcile.proxy.route_shards import (
     merged,
@@ -184,14 +184,14 @@ class LocalRouter:
         path, sep, query = request.path.partition("?")
         refused = target_reason(request.path)
         if refused is not None:
-            answer(request, 400, json.dumps({"error": f"the path {refused}"}).encode())
+            answer(request, 400, proxy_error_body(400, f"the path {refused}"))
             return
         with self._rng_lock:
             draw = self.rng.random()
         chosen = pick(self.routes.table(), path, draw, pinned_version(request.headers.get(VERSION_HEADER)))
         match = UPSTREAM.match(chosen[0]) if chosen else None
         if chosen is None or match is None:
-            answer(request, 404, b'{"error":"no route"}')
+            answer(request, 404, proxy_error_body(404))
             return
         service, namespace, _ = match["host"].split(".")
         target = f"http://{self.services.address(namespace, service)}{chosen[1]}{sep}{query}"
@@ -200,7 +200,7 @@ class LocalRouter:
             with self._client.stream(request.command, target, content=body, headers=headers) as reply:
                 relay(request, reply, reply.headers.get(UPSTREAM_HEADER), {VERSION_HEADER: chosen[2]})
         except httpx.HTTPError as error:  # no answer began: relay ends a broken body itself
-            answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
+            answer(request, 502, proxy_error_body(502, f"{service}: {error}"))
 
     def stop(self) -> None:
         self._server.shutdown()

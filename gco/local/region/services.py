@@ -23,7 +23,6 @@ them), or Services that no route names.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import sys
@@ -41,12 +40,13 @@ from gco.local.region.kubelet import LocalKubelet
 from gco.local.standin import StandInKubeAPI
 from gco.local.standin.network_policy import Peer, Port
 from gco.reconcile.objects import SERVICE, SYSTEM_NAMESPACE
+from gco.reconcile.proxy.proxy_conf import proxy_error_body
 from gco.reconcile.proxy.render_proxy import proxy_labels
 
 log = logging.getLogger(__name__)
 # The longest wait for the next bytes of an answer: the front door's limit on a whole generation.
 FORWARD_TIMEOUT_S = float(GENERATION_TIMEOUT_S)
-TOO_LARGE = json.dumps({"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}).encode()
+TOO_LARGE = proxy_error_body(413)
 UPSTREAM_HEADER = "x-gco-upstream"  # which Service answered (added by the local Service network)
 PROXY_SOURCE = Peer(SYSTEM_NAMESPACE, proxy_labels())  # the Region's proxy, as a pod of gco-system
 
@@ -199,10 +199,10 @@ class ServiceNetwork:
         try:
             target = self.backend(namespace, service, source)
         except PolicyDeniedError as error:
-            answer(request, 504, json.dumps({"error": str(error)}).encode())
+            answer(request, 504, proxy_error_body(504, str(error)))
             return
         if target is None:
-            answer(request, 503, json.dumps({"error": f"no ready backend for {service}"}).encode())
+            answer(request, 503, proxy_error_body(503, f"no ready backend for {service}"))
             return
         headers = {"content-type": request.headers.get("content-type") or "application/json"}
         try:
@@ -211,7 +211,7 @@ class ServiceNetwork:
             ) as reply:
                 relay(request, reply, service)
         except httpx.HTTPError as error:  # no answer began: relay ends a broken body itself
-            answer(request, 502, json.dumps({"error": f"{service}: {error}"}).encode())
+            answer(request, 502, proxy_error_body(502, f"{service}: {error}"))
 
     def stop(self) -> None:
         with self._lock:

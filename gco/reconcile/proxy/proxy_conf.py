@@ -47,7 +47,14 @@ file has no forwarding at all.
 from __future__ import annotations
 
 from gco.endpoints.paths import INGRESS_PREFIX, NGINX_REFUSED, NGINX_ROUTE_CHECK
-from gco.front_door import GENERATION_TIMEOUT_S, HOP_HEADER, HOP_VALUE, MAX_REQUEST_BYTES, SERVE_REGION_HEADER
+from gco.front_door import (
+    GENERATION_TIMEOUT_S,
+    HOP_HEADER,
+    HOP_VALUE,
+    MAX_REQUEST_BYTES,
+    SERVE_REGION_HEADER,
+    error_body,
+)
 from gco.reconcile.proxy.route_shards import (
     CANARY_MAP,
     DIGEST_MAP,
@@ -176,7 +183,8 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
         timeout=GENERATION_TIMEOUT_S,
         max_body=MAX_REQUEST_BYTES,
         refused="\n".join(
-            f'        if ($request_uri ~* "{rule}") {{ return 400; }}' for rule in NGINX_REFUSED
+            f"        if ($request_uri ~* \"{rule}\") {{ return 400 '{_refused_body()}'; }}"
+            for rule in NGINX_REFUSED
         ),
         route_check=NGINX_ROUTE_CHECK,
         version_header=VERSION_HEADER,
@@ -188,7 +196,72 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
         shards_path=STATUS_SHARDS_PATH,
         shard_maps=_shard_maps(),
         shard_lines=_shard_lines(),
+        error_pages=_error_pages(),
+        refused_body=_refused_body(),
     )
+
+
+# The statuses nginx answers itself on the routed server, each with the message, type and code of its
+# error body (`gco.front_door.error_body`); (nginx's status, the one sent). Each body is written
+# single-quoted into nginx.conf: no message may hold a quote or a `$` (nginx's variables). A refused
+# path's 400 is answered with its body where it is refused (`_refused_body`); a request nginx cannot
+# parse at all (a NUL in its path, a bad request line) keeps nginx's own 400 page: an error page is an
+# internal redirect, which such a request cannot take (nginx answers it 500).
+PROXY_ERRORS: dict[tuple[int, int], tuple[str, str, str]] = {
+    (400, 400): ("the request path is refused", "invalid_request_error", "bad_path"),
+    (494, 400): ("the request headers are too large", "invalid_request_error", "headers_too_large"),
+    (404, 404): ("no such endpoint in this Region", "invalid_request_error", "not_found"),
+    (413, 413): (
+        f"the request body is larger than {MAX_REQUEST_BYTES} bytes",
+        "invalid_request_error",
+        "request_too_large",
+    ),
+    (414, 414): ("the request URI is too long", "invalid_request_error", "uri_too_long"),
+    (501, 501): (
+        "the request transfer encoding is not supported",
+        "invalid_request_error",
+        "not_implemented",
+    ),
+    (500, 500): ("the proxy of this Region failed", "server_error", "proxy_error"),
+    (502, 502): ("no engine answered the proxy of this Region", "server_error", "bad_gateway"),
+    (503, 503): ("no ready engine in this Region", "server_error", "unavailable"),
+    (504, 504): ("the engine did not answer in time", "server_error", "gateway_timeout"),
+}
+
+
+def proxy_error_body(sent: int, detail: str = "") -> bytes:
+    """The body of `sent` as the proxy answers it itself (PROXY_ERRORS), `detail` after its message:
+    what the local stand-ins of the proxy and of a Service answer too, in the same shape.
+
+    Raises:
+        KeyError: the proxy never answers `sent` itself.
+    """
+    found = [known for (_, status), known in PROXY_ERRORS.items() if status == sent]
+    if not found:
+        raise KeyError(sent)
+    message, kind, code = found[0]
+    return error_body(f"{message}: {detail}" if detail else message, kind, code)
+
+
+def _refused_body() -> str:
+    """The JSON body of a path the proxy refuses (400), returned where it is refused."""
+    return proxy_error_body(400).decode()
+
+
+def _error_pages() -> str:
+    """`error_page` for each of PROXY_ERRORS but the refused path's 400 (`_refused_body`), answered by a
+    named location with its JSON body."""
+    lines = []
+    for (status, sent), (message, kind, code) in PROXY_ERRORS.items():
+        if status == 400:
+            continue
+        body = error_body(message, kind, code).decode()
+        answer = f"={sent} " if sent != status else ""
+        lines.append(f"        error_page {status} {answer}@gco_{status};")
+        lines.append(
+            f"        location @gco_{status} {{ default_type application/json; return {sent} '{body}'; }}"
+        )
+    return "\n".join(lines)
 
 
 _TEMPLATE = """\
@@ -263,9 +336,13 @@ http {{
         # A path that could be routed other than it reads never reaches a location (400).
 {refused}
         add_header {version_header} {version_variable} always;
-        location = {health} {{ return 200 "ok\\n"; }}
+        # The proxy's own answers in the error shape OpenAI clients parse (an engine's answers pass as
+        # they are: proxy_intercept_errors is off); nginx's 494 is its "header too large" 400.
+{error_pages}
+        default_type application/json;
+        location = {health} {{ default_type text/plain; return 200 "ok\\n"; }}
         location ~ ^{prefix}(?<gco_name>{name})(/|$) {{
-            if ($request_uri !~ "{route_check}") {{ return 400; }}
+            if ($request_uri !~ "{route_check}") {{ return 400 '{refused_body}'; }}
 {forward_location}            if ($gco_primary = "") {{ return 404; }}
             if ($gco_backend = "") {{ return 404; }}
             rewrite ^{prefix}{name}/?(.*)$ /$1 break;

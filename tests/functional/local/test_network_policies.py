@@ -45,7 +45,7 @@ def test_only_the_proxy_reaches_an_endpoints_engines_and_the_default_deny_holds_
     assert direct(manual, Peer("gco-system", proxy_labels())).status_code == 200
     for intruder in (Peer("default", {"app": "curl"}), Peer(NAMESPACE, {"gco.dev/endpoint": "other"})):
         refused = direct(manual, intruder)
-        assert refused.status_code == 504 and "NetworkPolicy" in refused.json()["error"]
+        assert refused.status_code == 504 and "NetworkPolicy" in refused.json()["error"]["message"]
 
     # The namespace's default deny alone (the endpoint's policy aside) admits not even the proxy: what
     # the Service network asks the stand-in, with the policies as stored.

@@ -37,6 +37,10 @@ def test_a_body_over_the_limit_is_413_and_one_at_the_limit_is_served(
     with client(clusters) as http:
         refused = http.post(url, content=body_of(MAX_REQUEST_BYTES + 1), headers=headers)
         assert refused.status_code == 413, refused.text
+        # the proxy's own answer, in the shape OpenAI clients parse (nginx's error_page, or the router)
+        assert refused.json()["error"]["code"] == "request_too_large", refused.text
+        unknown = http.post(url.replace("/big/", "/nothing-here/"), json={"prompt": "hi"})
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found", unknown.text
         served = http.post(url, content=body_of(MAX_REQUEST_BYTES), headers=headers)
         assert served.status_code == 200, served.text
         small = http.post(url, json={"prompt": "hi", "max_tokens": 1})
@@ -49,7 +53,13 @@ def test_the_in_process_router_answers_413_over_the_limit(manual: LocalClusters)
             f"{manual.invoke_urls()[EAST]}/col/v1/completions", content=body_of(MAX_REQUEST_BYTES + 1)
         )
     assert answer.status_code == 413
-    assert answer.json() == {"error": f"request body larger than {MAX_REQUEST_BYTES} bytes"}
+    assert answer.json() == {
+        "error": {
+            "message": f"the request body is larger than {MAX_REQUEST_BYTES} bytes",
+            "type": "invalid_request_error",
+            "code": "request_too_large",
+        }
+    }
 
 
 def test_the_prefix_cache_capacity_is_below_what_one_request_can_fill() -> None:

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from gco.endpoints.paths import NGINX_REFUSED, NGINX_ROUTE_CHECK, escape_reason, stays_in
-from gco.reconcile.proxy.proxy_conf import nginx_conf
+from gco.reconcile.proxy.proxy_conf import nginx_conf, proxy_error_body
 
 ESCAPES = [
     "/../../healthz",
@@ -74,9 +74,10 @@ def test_the_nginx_rules_keep_what_the_program_keeps(path: str) -> None:
 def test_the_rendered_proxy_refuses_before_routing_and_checks_the_prefix_as_sent() -> None:
     conf = nginx_conf()
     server = conf[conf.index("server {") :]
+    refused = f"return 400 '{proxy_error_body(400).decode()}';"  # in OpenAI's error shape
     for rule in NGINX_REFUSED:
-        assert server.index(f'if ($request_uri ~* "{rule}") {{ return 400; }}') < server.index("location =")
+        assert server.index(f'if ($request_uri ~* "{rule}") {{ {refused} }}') < server.index("location =")
     location = server[server.index("location ~ ^/inference/") :]
-    check = 'if ($request_uri !~ "^/inference/[a-z0-9-]+(/|\\?|$)") { return 400; }'
+    check = f'if ($request_uri !~ "^/inference/[a-z0-9-]+(/|\\?|$)") {{ {refused} }}'
     assert location.index(check) < location.index("proxy_pass")
     assert "add_header X-Gco-Version $gco_version always;" in server

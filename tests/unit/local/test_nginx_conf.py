@@ -39,7 +39,10 @@ def test_local_conf_keeps_routing_and_moves_machine_specifics() -> None:
     # everything else as rendered: the splits on $request_id, the prefix rewrite, health and 404
     kept = [line for line in rendered.splitlines() if "split_clients" in line or "rewrite" in line]
     assert kept and all(line in conf for line in kept)
-    assert 'location = /healthz { return 200 "ok\\n"; }' in conf and "location / { return 404; }" in conf
+    assert (
+        'location = /healthz { default_type text/plain; return 200 "ok\\n"; }' in conf
+        and "location / { return 404; }" in conf
+    )
 
 
 def test_a_shards_map_files_point_at_the_services_loopback_addresses() -> None:
