@@ -207,8 +207,9 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
 # path's 400 is answered with its body where it is refused (`_refused_body`); a request nginx cannot
 # parse at all (a NUL in its path, a bad request line) keeps nginx's own 400 page: an error page is an
 # internal redirect, which such a request cannot take (nginx answers it 500).
+REFUSED_PATH = ("the request path is refused", "invalid_request_error", "bad_path")
 PROXY_ERRORS: dict[tuple[int, int], tuple[str, str, str]] = {
-    (400, 400): ("the request path is refused", "invalid_request_error", "bad_path"),
+    (400, 400): REFUSED_PATH,
     (494, 400): ("the request headers are too large", "invalid_request_error", "headers_too_large"),
     (404, 404): ("no such endpoint in this Region", "invalid_request_error", "not_found"),
     (413, 413): (
@@ -245,7 +246,7 @@ def proxy_error_body(sent: int, detail: str = "") -> bytes:
 
 def _refused_body() -> str:
     """The JSON body of a path the proxy refuses (400), returned where it is refused."""
-    return proxy_error_body(400).decode()
+    return error_body(*REFUSED_PATH).decode()
 
 
 def _error_pages() -> str:
