@@ -17,11 +17,12 @@ entries (`AWS::EKS::AccessEntry`: principal ARN -> Kubernetes groups) to what RB
   signature; moto cannot answer a presigned STS call (it routes a request without an
   `Authorization` header to S3, and its IAM enforcement needs that header), so STS's check is made
   here: the signature computed again with the secret moto issued for the key (`moto_sessions`, from
-  moto's state) at the URL's own date, its expiry checked, and the session's ARN taken. That ARN (an
+  moto's state) at the URL's own date, its age checked (STS answers it for 15 minutes after it was
+  signed, whatever its X-Amz-Expires: `STS_PRESIGNED_VALIDITY`), and the session's ARN taken. That ARN (an
   assumed role's session, made the role's ARN) is looked up in the access entries, and the entry's
   Kubernetes group names the grant (`gco.reconcile.access`).
 
-A token verified once is not verified again for two minutes (nor past its own expiry): the API
+A token verified once is not verified again for two minutes (nor past STS's 15 minutes): the API
 server keeps a webhook authenticator's answer that long (kube-apiserver's
 `--authentication-token-webhook-cache-ttl`, default 2m0s), so EKS asks its authenticator once per
 token and not once per request; a refusal is not kept. The sessions moto issued are read from its
@@ -63,6 +64,12 @@ from gco.reconcile.kube_tokens import TOKEN_PREFIX
 ACCESS_ENTRY_TYPE = "AWS::EKS::AccessEntry"
 MAX_EXPIRES_S = 15 * 60  # aws-iam-authenticator refuses a presigned URL valid for longer
 WEBHOOK_CACHE_TTL = timedelta(minutes=2)  # kube-apiserver's --authentication-token-webhook-cache-ttl
+# How long STS answers a presigned GetCallerIdentity after its X-Amz-Date, whatever its X-Amz-Expires:
+# "The sts GetCallerIdentity request is valid for 15 minutes regardless of this parameters value after
+# it has been signed, but we set this unused parameter to 60 for legacy reasons ... IT IS IGNORED"
+# (aws-iam-authenticator, pkg/token/token.go, on the X-Amz-Expires it sets); EKS's `get-token` gives
+# the token an expirationTimestamp 14 minutes ahead accordingly.
+STS_PRESIGNED_VALIDITY = timedelta(minutes=15)
 _ASSUMED = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/.+$")
 
 
@@ -210,7 +217,7 @@ class IamTokens:
             self.refusals.append("credentials STS did not issue")
             return None
         signed_at = datetime.strptime(query.get("X-Amz-Date", ""), SIGV4_TIMESTAMP).replace(tzinfo=UTC)
-        if self.clock() > signed_at + timedelta(seconds=int(query["X-Amz-Expires"])):
+        if self.clock() > signed_at + STS_PRESIGNED_VALIDITY:
             self.refusals.append("expired")
             return None
         expected = _signature(url, query, session, self.cluster)
@@ -221,10 +228,11 @@ class IamTokens:
 
 
 def _expiry(url: str) -> datetime:
-    """When the presigned URL (checked already by `IamTokens._url`) expires."""
+    """When STS stops answering the presigned URL (checked already by `IamTokens._url`): 15 minutes
+    after it was signed (`STS_PRESIGNED_VALIDITY`), not after its X-Amz-Expires."""
     query = dict(parse_qsl(urlparse(url).query, keep_blank_values=True))
     signed_at = datetime.strptime(query["X-Amz-Date"], SIGV4_TIMESTAMP).replace(tzinfo=UTC)
-    return signed_at + timedelta(seconds=int(query["X-Amz-Expires"]))
+    return signed_at + STS_PRESIGNED_VALIDITY
 
 
 def _signature(url: str, query: Mapping[str, str], session: Session, cluster: str) -> str:

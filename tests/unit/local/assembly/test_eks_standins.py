@@ -9,6 +9,7 @@ import botocore.session
 import httpx
 
 from gco.local.assembly.eks import (
+    STS_PRESIGNED_VALIDITY,
     WEBHOOK_CACHE_TTL,
     AccessEntry,
     DescribeClusterStandIn,
@@ -54,7 +55,7 @@ def test_tokens_eks_would_refuse_are_refused_with_the_reason() -> None:
         (tokens([entry]), token(cluster="another-cluster"), "signature does not match"),
         (tokens([entry]), token(secret="not-the-secret"), "signature does not match"),
         (tokens([entry]), token(url="http://127.0.0.1:6000"), "not the STS endpoint"),
-        (tokens([entry], datetime.now(UTC) + timedelta(minutes=2)), token(), "expired"),
+        (tokens([entry], datetime.now(UTC) + timedelta(minutes=16)), token(), "expired"),
         (tokens([]), token(), "no access entry"),
         (tokens([entry]), "k8s-aws-v1.!!!", "not"),
     ]
@@ -65,7 +66,8 @@ def test_tokens_eks_would_refuse_are_refused_with_the_reason() -> None:
 
 def test_a_verified_token_is_kept_for_the_webhook_cache_ttl_and_no_longer() -> None:
     """The API server asks the authenticator once per token for two minutes (kube-apiserver's webhook
-    cache) and never past the token's own expiry (gco presigns for a minute), not once per request."""
+    cache), not once per request; STS answers the token for 15 minutes after it was signed, whatever
+    its X-Amz-Expires (gco presigns for a minute, as aws-iam-authenticator does), and not after."""
     asked: list[str] = []
     now = [datetime.now(UTC)]
 
@@ -82,7 +84,9 @@ def test_a_verified_token_is_kept_for_the_webhook_cache_ttl_and_no_longer() -> N
     assert asked == [KEY]  # the second request answered from the cache
     now[0] += timedelta(seconds=50)
     assert authenticator(made) is not None and asked == [KEY]
-    now[0] += WEBHOOK_CACHE_TTL  # past the token's expiry, within the cache's TTL: verified again
+    now[0] += WEBHOOK_CACHE_TTL  # past the cache's TTL and the URL's X-Amz-Expires: asked again, valid
+    assert authenticator(made) is not None and asked == [KEY, KEY]
+    now[0] += STS_PRESIGNED_VALIDITY  # past STS's 15 minutes: refused
     assert authenticator(made) is None and authenticator.refusals[-1] == "expired"
     refused = tokens([])  # a refusal is not kept: the next request is judged again
     assert refused(token()) is None and refused(token()) is None and len(refused.refusals) == 2
