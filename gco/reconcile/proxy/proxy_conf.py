@@ -204,24 +204,18 @@ def nginx_conf(forwarding: Forwarding | None = None) -> str:
 # The statuses nginx answers itself on the routed server, each with the message, type and code of its
 # error body (`gco.front_door.error_body`); (nginx's status, the one sent). Each body is written
 # single-quoted into nginx.conf: no message may hold a quote or a `$` (nginx's variables). A refused
-# path's 400 is answered with its body where it is refused (`_refused_body`); a request nginx cannot
-# parse at all (a NUL in its path, a bad request line) keeps nginx's own 400 page: an error page is an
-# internal redirect, which such a request cannot take (nginx answers it 500).
+# path's 400 is answered with its body where it is refused (`_refused_body`). A request nginx refuses
+# while it still parses it (a NUL in its path, a request line or headers too long: 400, 414, 494; a
+# transfer encoding it does not know: 501) keeps nginx's own page: an error page is an internal
+# redirect, which such a request cannot take (nginx answers it 500 instead).
 REFUSED_PATH = ("the request path is refused", "invalid_request_error", "bad_path")
 PROXY_ERRORS: dict[tuple[int, int], tuple[str, str, str]] = {
     (400, 400): REFUSED_PATH,
-    (494, 400): ("the request headers are too large", "invalid_request_error", "headers_too_large"),
     (404, 404): ("no such endpoint in this Region", "invalid_request_error", "not_found"),
     (413, 413): (
         f"the request body is larger than {MAX_REQUEST_BYTES} bytes",
         "invalid_request_error",
         "request_too_large",
-    ),
-    (414, 414): ("the request URI is too long", "invalid_request_error", "uri_too_long"),
-    (501, 501): (
-        "the request transfer encoding is not supported",
-        "invalid_request_error",
-        "not_implemented",
     ),
     (500, 500): ("the proxy of this Region failed", "server_error", "proxy_error"),
     (502, 502): ("no engine answered the proxy of this Region", "server_error", "bad_gateway"),
@@ -338,7 +332,7 @@ http {{
 {refused}
         add_header {version_header} {version_variable} always;
         # The proxy's own answers in the error shape OpenAI clients parse (an engine's answers pass as
-        # they are: proxy_intercept_errors is off); nginx's 494 is its "header too large" 400.
+        # they are: proxy_intercept_errors is off), for what it refuses once the request is parsed.
 {error_pages}
         default_type application/json;
         location = {health} {{ default_type text/plain; return 200 "ok\\n"; }}

@@ -39,6 +39,6 @@ def test_the_stand_ins_answer_the_same_bodies_with_their_detail() -> None:
             "code": "unavailable",
         }
     }
-    assert json.loads(proxy_error_body(400))["error"]["code"] == "bad_path"  # the 400's, not the 494's
+    assert json.loads(proxy_error_body(400))["error"]["code"] == "bad_path"  # a refused path
     with pytest.raises(KeyError):
         proxy_error_body(418)
